@@ -1,0 +1,39 @@
+# Two commands on a fresh machine (see README):
+#   make local   deploy the example app with the real cdk CLI to an embedded AWS emulator
+#   make test    lint and run the test suite
+# Both install what is missing first: the venv and its packages, and the pinned CDK CLI.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: setup local test lint bench clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml lambda_src/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+local: setup
+	$(PY) -m local_emulator deploy
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: setup lint
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) bench/synth_bench.py
+
+clean:
+	rm -rf cdk.out .pytest_cache

@@ -1,0 +1,148 @@
+"""Synth time: N job types through `jobqueues` vs the same resources hand-written in aws-cdk-lib.
+
+Run: `.venv/bin/python bench/synth_bench.py [--repeat 3]` (or `make bench`).
+
+Both variants build the same resources per job type (queue + DLQ, SSE, TLS-only policies, redrive
+and redrive-allow, three alarms), spread over stacks of at most 64 job types, in one process after a
+warm-up. Prints the median construct + synth time of each and the ratio (goal <= 1.2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aws_cdk as cdk
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sqs as sqs
+
+from jobqueues import JobQueueStacks
+from jobqueues.stack_spreading import DEFAULT_JOB_TYPES_PER_STACK
+
+ENV = cdk.Environment(account="123456789012", region="us-east-1")
+
+
+def p99_for(i: int) -> Duration:
+    return Duration.seconds(3 + i % 120)
+
+
+def with_jobqueues(n: int) -> cdk.App:
+    app = cdk.App()
+    stacks = JobQueueStacks(app, "Jobs", env=ENV)
+    for i in range(n):
+        stacks.add(f"Job{i}", processing_p99=p99_for(i))
+    return app
+
+
+def hand_written(n: int) -> cdk.App:
+    app = cdk.App()
+    stack: cdk.Stack | None = None
+    for i in range(n):
+        if i % DEFAULT_JOB_TYPES_PER_STACK == 0:
+            stack = cdk.Stack(app, f"Jobs{i // DEFAULT_JOB_TYPES_PER_STACK + 1}", env=ENV)
+        assert stack is not None
+        scope = cdk.Resource(stack, f"Job{i}")
+        name = f"{stack.stack_name}-Job{i}"
+        vt = max(2 * (3 + i % 120), 10)
+        dlq = sqs.Queue(
+            scope,
+            "DeadLetterQueue",
+            queue_name=f"{name}-dlq",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        queue = sqs.Queue(
+            scope,
+            "Queue",
+            queue_name=name,
+            visibility_timeout=Duration.seconds(vt),
+            retention_period=Duration.days(4),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=5, queue=dlq),
+        )
+        dlq.node.default_child.redrive_allow_policy = {  # type: ignore[union-attr]
+            "redrivePermission": "byQueue",
+            "sourceQueueArns": [stack.format_arn(service="sqs", resource=name)],
+        }
+        minute = Duration.minutes(1)
+        ge = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+        missing = cloudwatch.TreatMissingData.NOT_BREACHING
+        queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute).create_alarm(
+            scope,
+            "InFlightAlarm",
+            threshold=96_000,
+            evaluation_periods=3,
+            comparison_operator=ge,
+            treat_missing_data=missing,
+            alarm_description=f"Job{i}: 96,000 in-flight messages, 80% of the 120,000 SQS quota.",
+        )
+        dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute).create_alarm(
+            scope,
+            "DeadLetterQueueAlarm",
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=ge,
+            treat_missing_data=missing,
+            alarm_description=f"Job{i}: messages in the dead-letter queue after 5 receives.",
+        )
+        queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute).create_alarm(
+            scope,
+            "OldestMessageAgeAlarm",
+            threshold=max(5 * vt, 300),
+            evaluation_periods=5,
+            comparison_operator=ge,
+            treat_missing_data=missing,
+            alarm_description=f"Job{i}: the oldest message has waited too long.",
+        )
+    return app
+
+
+def timed_synth(build, n: int) -> tuple[float, Counter]:
+    started = time.perf_counter()
+    app = build(n)
+    assembly = app.synth()
+    elapsed = time.perf_counter() - started
+    types: Counter = Counter()
+    for stack in assembly.stacks:
+        types.update(r["Type"] for r in stack.template["Resources"].values())
+    return elapsed, types
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200])
+    args = parser.parse_args()
+
+    timed_synth(with_jobqueues, 5)  # warm up the jsii kernel and imports for both variants
+    timed_synth(hand_written, 5)
+    print(f"{'job types':>9} {'stacks':>6} {'resources':>9} {'jobqueues s':>11} {'hand-written s':>14} {'ratio':>6}")
+    for n in args.sizes:
+        ours, theirs = [], []
+        for _ in range(args.repeat):  # interleaved so drift hits both alike
+            t, our_types = timed_synth(with_jobqueues, n)
+            ours.append(t)
+            t, their_types = timed_synth(hand_written, n)
+            theirs.append(t)
+        assert our_types == their_types, (our_types, their_types)
+        stacks = -(-n // DEFAULT_JOB_TYPES_PER_STACK)
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        print(
+            f"{n:>9} {stacks:>6} {sum(our_types.values()):>9} {statistics.median(ours):>11.2f} "
+            f"{statistics.median(theirs):>14.2f} {ratio:>5.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The embedded local AWS: moto_server with the CloudFormation handlers jobqueues needs, and a deploy CLI."""

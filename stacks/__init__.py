@@ -1,0 +1,1 @@
+"""The example app's stacks."""

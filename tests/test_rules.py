@@ -1,0 +1,72 @@
+"""The visibility-timeout rules, table-driven from the seed numbers."""
+
+import pytest
+
+from sqslease.rules import (
+    SQS_MAX_VISIBILITY_TIMEOUT_S,
+    derive_visibility_timeout,
+    exceeds_sqs_limit,
+    format_duration,
+    visibility_timeout_for_lambda,
+    visibility_timeout_for_p99,
+)
+
+
+@pytest.mark.parametrize(
+    ("p99_s", "expected_vt_s"),
+    [
+        (240, 480),  # seed: video transcoding p99 4 min -> VT 8 min
+        (3, 10),  # seed: email p99 3 s -> VT 10 s (comfortable buffer)
+        (5, 10),  # 2 x 5 s = 10 s exactly
+        (5.2, 11),  # whole seconds, rounded up
+        (0.1, 10),  # the 10 s floor
+        (21_600, 43_200),  # 6 h p99 -> exactly the 12 h SQS maximum
+    ],
+)
+def test_vt_from_p99(p99_s: float, expected_vt_s: int) -> None:
+    assert visibility_timeout_for_p99(p99_s) == expected_vt_s
+
+
+@pytest.mark.parametrize(
+    ("timeout_s", "window_s", "expected_vt_s"),
+    [
+        (30, 5, 185),  # seed example: 6 x 30 + 5
+        (30, 0, 180),
+        (900, 300, 5_700),  # Lambda maxima
+        (2.5, 0, 15),
+    ],
+)
+def test_vt_for_lambda(timeout_s: float, window_s: float, expected_vt_s: int) -> None:
+    assert visibility_timeout_for_lambda(timeout_s, window_s) == expected_vt_s
+
+
+def test_both_declared_takes_the_larger() -> None:
+    lam = derive_visibility_timeout(processing_p99_s=20, lambda_timeout_s=30, max_batching_window_s=5)
+    assert lam.seconds == 185 and "lambda_timeout" in lam.rule
+    p99 = derive_visibility_timeout(processing_p99_s=200, lambda_timeout_s=30)
+    assert p99.seconds == 400 and "processing_p99" in p99.rule
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_non_positive_p99_is_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="processing_p99 must be positive"):
+        visibility_timeout_for_p99(bad)
+
+
+def test_nothing_declared_is_rejected() -> None:
+    with pytest.raises(ValueError, match="declare processing_p99 or lambda_timeout"):
+        derive_visibility_timeout()
+
+
+def test_twelve_hour_limit() -> None:
+    assert not exceeds_sqs_limit(SQS_MAX_VISIBILITY_TIMEOUT_S)
+    assert exceeds_sqs_limit(SQS_MAX_VISIBILITY_TIMEOUT_S + 1)
+    assert exceeds_sqs_limit(visibility_timeout_for_p99(7 * 3600))
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(45, "45 s"), (240, "4 min"), (25_200, "7 h"), (86_400, "1 day"), (1_209_600, "14 days"), (2.5, "2.5 s")],
+)
+def test_format_duration(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
