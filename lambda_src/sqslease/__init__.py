@@ -1,5 +1,16 @@
 """sqslease: lease (visibility-timeout) management for SQS consumers.
 
-``sqslease.rules`` holds the visibility-timeout rules shared with the ``jobqueues`` constructs and the
-``jobstats`` pipeline; it imports nothing from AWS.
+- ``sqslease.rules``: the visibility-timeout rules shared with the ``jobqueues`` constructs and ``jobstats``
+  (no AWS imports).
+- ``sqslease.worker``: the long-polling consumer (``python -m sqslease.worker``).
+- ``sqslease.lambda_adapter``: ``@sqs_batch_handler`` for SQS-triggered Lambda functions, and
+  ``leases_held`` to add lease extension around Powertools' batch processing.
+- Underneath: ``LeaseScheduler`` (the lease table), ``Heartbeat`` (extensions), ``Settler`` (deletes and
+  visibility changes), ``MessageProcessor`` (failure policies, DLQ), ``EmfLogger`` (one line per message).
+
+boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """
+
+from sqslease.settings import FailurePolicy, LeaseSettings
+
+__all__ = ["FailurePolicy", "LeaseSettings"]

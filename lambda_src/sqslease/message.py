@@ -1,0 +1,77 @@
+"""What a handler receives besides the body: ids, attributes, receive count and its lease."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqslease.scheduler import Lease
+
+
+@dataclass
+class Message:
+    """One received SQS message.
+
+    ``lease.lost`` turns True if SQS stops honouring the receipt handle (the message may be delivered to
+    someone else); long handlers can check it and stop early.
+    """
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    queue_url: str
+    lease: Lease
+    attributes: dict[str, str] = field(default_factory=dict)
+    message_attributes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def receive_count(self) -> int:
+        """``ApproximateReceiveCount``: 1 on the first delivery."""
+        return int(self.attributes.get("ApproximateReceiveCount", "1"))
+
+    @property
+    def message_group_id(self) -> str | None:
+        return self.attributes.get("MessageGroupId")
+
+    @classmethod
+    def from_sqs(cls, raw: dict[str, Any], queue_url: str, lease: Lease) -> Message:
+        """From one entry of a boto3 ``receive_message`` response."""
+        return cls(
+            message_id=raw["MessageId"],
+            receipt_handle=raw["ReceiptHandle"],
+            body=raw.get("Body", ""),
+            queue_url=queue_url,
+            lease=lease,
+            attributes=dict(raw.get("Attributes", {})),
+            message_attributes=dict(raw.get("MessageAttributes", {})),
+        )
+
+    @classmethod
+    def from_lambda_record(cls, record: dict[str, Any], queue_url: str, lease: Lease) -> Message:
+        """From one record of an SQS-triggered Lambda event (camelCase keys)."""
+        attributes = {
+            key: value for key, value in record.get("messageAttributes", {}).items() if isinstance(value, dict)
+        }
+        return cls(
+            message_id=record["messageId"],
+            receipt_handle=record["receiptHandle"],
+            body=record.get("body", ""),
+            queue_url=queue_url,
+            lease=lease,
+            attributes=dict(record.get("attributes", {})),
+            message_attributes={
+                name: {
+                    k[0].upper() + k[1:]: v
+                    for k, v in value.items()
+                    if k in ("stringValue", "binaryValue", "dataType") and v is not None
+                }
+                for name, value in attributes.items()
+            },
+        )
+
+
+def queue_url_from_arn(arn: str) -> str:
+    """``arn:aws:sqs:REGION:ACCOUNT:NAME`` -> ``https://sqs.REGION.amazonaws.com/ACCOUNT/NAME``."""
+    _, partition, _, region, account, name = arn.split(":", 5)
+    suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+    return f"https://sqs.{region}.{suffix}/{account}/{name}"

@@ -1,0 +1,185 @@
+"""Runs a handler on one message and settles its lease by outcome and failure policy.
+
+Shared by the long-running worker (which deletes on success) and the Lambda adapter (where Lambda deletes
+the records not reported in ``batchItemFailures``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqslease.emf import EmfLogger
+from sqslease.message import Message
+from sqslease.retry import backoff_delay
+from sqslease.settings import FailurePolicy, LeaseSettings
+from sqslease.settle import Settler
+
+logger = logging.getLogger("sqslease")
+
+Handler = Callable[[str, Message], Any]
+
+MAX_DLQ_ATTRIBUTES = 10
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How one message ended. ``retry`` is True when the message should be delivered again."""
+
+    outcome: str  # one of sqslease.emf.OUTCOMES
+    processing_ms: float
+    retry: bool
+
+
+def import_object(path: str) -> Any:
+    """``package.module:attribute`` (or ``package.module.attribute``) -> the object."""
+    module_name, _, attribute = path.partition(":") if ":" in path else path.rpartition(".")
+    if not module_name or not attribute:
+        raise ValueError(f"{path!r} is not an import path like 'package.module:name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"cannot import {module_name!r} (from {path!r}): {error}") from error
+    try:
+        return getattr(module, attribute)
+    except AttributeError as error:
+        raise ValueError(f"{module_name!r} has no attribute {attribute!r} (from {path!r})") from error
+
+
+def resolve_exceptions(paths: tuple[str, ...]) -> tuple[type[BaseException], ...]:
+    types = []
+    for path in paths:
+        obj = import_object(path)
+        if not (isinstance(obj, type) and issubclass(obj, BaseException)):
+            raise ValueError(f"non_retryable entry {path!r} is not an exception type")
+        types.append(obj)
+    return tuple(types)
+
+
+class MessageProcessor:
+    """Calls ``handler(body, message)`` and settles the lease.
+
+    :param delete_on_success: the worker deletes; the Lambda adapter leaves deleting to Lambda.
+    :param non_retryable: exception types that go straight to the DLQ (in addition to the settings' paths).
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        settler: Settler,
+        settings: LeaseSettings,
+        sqs: Any,
+        emf: EmfLogger | None = None,
+        *,
+        queue_name: str,
+        delete_on_success: bool = True,
+        non_retryable: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self.handler = handler
+        self.settler = settler
+        self.settings = settings
+        self.sqs = sqs
+        self.emf = emf or EmfLogger()
+        self.queue_name = queue_name
+        self.delete_on_success = delete_on_success
+        self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
+
+    def process(self, message: Message) -> ProcessResult:
+        if message.receive_count > self.settings.receive_count_warning:
+            logger.warning(
+                "message %s of %s received %d times (warning threshold %d): investigate",
+                message.message_id,
+                self.settings.job_type,
+                message.receive_count,
+                self.settings.receive_count_warning,
+            )
+        started = time.perf_counter()
+        error: BaseException | None = None
+        try:
+            self.handler(message.body, message)
+        except Exception as caught:  # the handler's failure is data here: it picks the settle
+            error = caught
+        elapsed_ms = (time.perf_counter() - started) * 1000
+
+        if message.lease.lost:
+            outcome, retry = "lost", True
+            logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
+        elif error is None:
+            outcome, retry = "success", False
+            if self.delete_on_success:
+                self.settler.delete(message.lease)
+            else:
+                self.settler.stop_tracking(message.lease)
+        elif self.non_retryable and isinstance(error, self.non_retryable):
+            outcome, retry = self._dead_letter(message, error)
+        else:
+            logger.error(
+                "handler failed on message %s (receive %d): %r",
+                message.message_id,
+                message.receive_count,
+                error,
+                exc_info=error,
+            )
+            outcome, retry = "failure", True
+            self.apply_failure_policy(message)
+
+        self.emf.record(
+            job_type=self.settings.job_type,
+            queue=self.queue_name,
+            message_id=message.message_id,
+            processing_ms=elapsed_ms,
+            outcome=outcome,
+            receive_count=message.receive_count,
+            extensions=message.lease.extensions,
+            lease_lost=message.lease.lost,
+        )
+        return ProcessResult(outcome, elapsed_ms, retry)
+
+    def apply_failure_policy(self, message: Message) -> None:
+        policy = self.settings.failure_policy
+        if policy is FailurePolicy.LAPSE:
+            self.settler.stop_tracking(message.lease)
+        elif policy is FailurePolicy.VISIBLE_NOW:
+            self.settler.change_visibility(message.lease, 0)
+        else:
+            delay = backoff_delay(message.receive_count, self.settings.backoff_base, self.settings.backoff_max)
+            self.settler.change_visibility(message.lease, delay)
+
+    def _dead_letter(self, message: Message, error: BaseException) -> tuple[str, bool]:
+        dlq = self.settings.dead_letter_queue_url
+        if not dlq:
+            logger.error(
+                "message %s failed with non-retryable %r but no dead_letter_queue_url is set; "
+                "applying the failure policy instead",
+                message.message_id,
+                error,
+            )
+            self.apply_failure_policy(message)
+            return "failure", True
+        attributes = dict(message.message_attributes)
+        for name, value in (("sqslease.error", repr(error)[:1000]), ("sqslease.source_message_id", message.message_id)):
+            if len(attributes) < MAX_DLQ_ATTRIBUTES:
+                attributes[name] = {"DataType": "String", "StringValue": value}
+        request: dict[str, Any] = {"QueueUrl": dlq, "MessageBody": message.body, "MessageAttributes": attributes}
+        if dlq.endswith(".fifo"):
+            request["MessageGroupId"] = message.message_group_id or message.message_id
+            request["MessageDeduplicationId"] = message.message_id
+        try:
+            self.sqs.send_message(**request)
+        except Exception:
+            logger.exception(
+                "could not send message %s to the DLQ; applying the failure policy so it is retried",
+                message.message_id,
+            )
+            self.apply_failure_policy(message)
+            return "failure", True
+        logger.error("message %s failed with non-retryable %r: sent to the DLQ", message.message_id, error)
+        if self.delete_on_success:
+            self.settler.delete(message.lease)
+        else:
+            self.settler.stop_tracking(message.lease)  # reported as success: Lambda deletes it
+        return "dead_lettered", False

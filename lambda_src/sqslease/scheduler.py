@@ -1,0 +1,205 @@
+"""The lease table: every in-flight message's lease, indexed by deadline. No I/O.
+
+A lease starts when the ReceiveMessage request was *sent* (conservative: SQS starts the visibility
+timeout somewhere between send and response) and ends at ``deadline`` on the monotonic clock.
+
+One state per receipt handle::
+
+    ACTIVE --take_due--> EXTENDING --extended/retry--> ACTIVE
+       |                    |
+       |                    +--begin_settle--> SETTLE_WAITING --extension done--> FINISHING
+       +--begin_settle--> FINISHING --finish--> DELETED | RELEASED
+    any live state --lost--> LOST
+
+Extensions are only sent for leases in EXTENDING, and a settle (delete, release, backoff) only
+proceeds from FINISHING, which no extension can enter. So no extension lands after a delete and no
+late heartbeat overwrites a backoff delay.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Iterator
+from enum import IntEnum
+
+from sqslease.rules import SQS_MAX_BATCH_ENTRIES
+
+
+class LeaseState(IntEnum):
+    ACTIVE = 0
+    EXTENDING = 1
+    SETTLE_WAITING = 2  # a settle waits for an extension request in flight
+    FINISHING = 3
+    DELETED = 4
+    RELEASED = 5
+    LOST = 6
+
+
+_LIVE = (LeaseState.ACTIVE, LeaseState.EXTENDING, LeaseState.SETTLE_WAITING)
+
+
+class Lease:
+    """One received message's hold on its visibility timeout."""
+
+    __slots__ = ("deadline", "extensions", "receipt_handle", "received_at", "state")
+
+    def __init__(self, receipt_handle: str, received_at: float, deadline: float) -> None:
+        self.receipt_handle = receipt_handle
+        self.received_at = received_at  # monotonic time the ReceiveMessage request was sent
+        self.deadline = deadline  # monotonic time the lease runs out, as far as we know
+        self.state = LeaseState.ACTIVE
+        self.extensions = 0
+
+    @property
+    def lost(self) -> bool:
+        """True when SQS no longer honours this receipt handle; the message may be redelivered."""
+        return self.state == LeaseState.LOST
+
+    @property
+    def settled(self) -> bool:
+        return self.state in (LeaseState.DELETED, LeaseState.RELEASED)
+
+    def remaining(self, now: float) -> float:
+        return self.deadline - now
+
+    def __lt__(self, other: Lease) -> bool:  # heap tie-break only
+        return id(self) < id(other)
+
+    def __repr__(self) -> str:
+        return f"Lease({self.receipt_handle[:12]}..., {self.state.name}, extensions={self.extensions})"
+
+
+class LeaseScheduler:
+    """Thread-safe lease table with a deadline heap (lazy deletion) and the settle protocol.
+
+    :param extension_threshold: a lease is due when it expires within this many seconds.
+    :param pull_forward: extra seconds of look-ahead used only to fill a batch of 10 already being sent.
+    """
+
+    def __init__(self, extension_threshold: float = 5, pull_forward: float = 10) -> None:
+        self.extension_threshold = extension_threshold
+        self.pull_forward = pull_forward
+        self._leases: dict[str, Lease] = {}
+        self._heap: list[tuple[float, Lease]] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+
+    # -- table ------------------------------------------------------------------------------------
+    def add(self, receipt_handle: str, received_at: float, visibility_timeout: float) -> Lease:
+        """Register a lease received at ``received_at`` (monotonic) for ``visibility_timeout`` seconds."""
+        lease = Lease(receipt_handle, received_at, received_at + visibility_timeout)
+        with self._lock:
+            self._leases[receipt_handle] = lease
+            heapq.heappush(self._heap, (lease.deadline, lease))
+        return lease
+
+    def get(self, receipt_handle: str) -> Lease | None:
+        return self._leases.get(receipt_handle)
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    def __iter__(self) -> Iterator[Lease]:
+        with self._lock:
+            return iter(list(self._leases.values()))
+
+    # -- heartbeat side ---------------------------------------------------------------------------
+    def take_due(self, now: float) -> list[Lease]:
+        """Leases to extend this tick, marked EXTENDING.
+
+        All leases expiring within ``extension_threshold``, then, only to fill the last batch of
+        10, leases expiring within ``extension_threshold + pull_forward``. Costs O(k log n) for k
+        taken; a round therefore needs exactly ceil(due / 10) requests.
+        """
+        due_by = now + self.extension_threshold
+        fill_by = due_by + self.pull_forward
+        taken: list[Lease] = []
+        heap = self._heap
+        with self._lock:
+            while heap:
+                deadline, lease = heap[0]
+                if deadline > due_by and (deadline > fill_by or len(taken) % SQS_MAX_BATCH_ENTRIES == 0):
+                    break
+                heapq.heappop(heap)
+                if lease.state != LeaseState.ACTIVE or deadline != lease.deadline:
+                    continue  # stale entry: settled, lost, or rescheduled since
+                lease.state = LeaseState.EXTENDING
+                taken.append(lease)
+        return taken
+
+    def extended(self, lease: Lease, sent_at: float, visibility_timeout: float) -> None:
+        """An extension sent at ``sent_at`` succeeded: the lease now runs to ``sent_at + visibility_timeout``."""
+        with self._lock:
+            lease.extensions += 1
+            lease.deadline = sent_at + visibility_timeout
+            self._after_extension(lease, reschedule=True)
+
+    def retry_later(self, lease: Lease, now: float) -> bool:
+        """An extension failed transiently: retry on a later tick if the lease has slack left.
+
+        Returns False (and marks the lease LOST) when it has already run out.
+        """
+        with self._lock:
+            if lease.deadline <= now:
+                self._mark_lost(lease)
+                return False
+            self._after_extension(lease, reschedule=True)
+            return True
+
+    def stop_extending(self, lease: Lease) -> None:
+        """The lease reached its maximum total time: keep it, never extend it again."""
+        with self._lock:
+            self._after_extension(lease, reschedule=False)
+
+    def _after_extension(self, lease: Lease, reschedule: bool) -> None:
+        if lease.state == LeaseState.EXTENDING:
+            lease.state = LeaseState.ACTIVE
+            if reschedule:
+                heapq.heappush(self._heap, (lease.deadline, lease))
+        elif lease.state == LeaseState.SETTLE_WAITING:
+            lease.state = LeaseState.FINISHING
+            self._changed.notify_all()
+
+    def lost(self, lease: Lease) -> None:
+        """SQS rejected the receipt handle: the lease is gone."""
+        with self._lock:
+            self._mark_lost(lease)
+
+    def _mark_lost(self, lease: Lease) -> None:
+        if lease.state in _LIVE or lease.state == LeaseState.FINISHING:
+            lease.state = LeaseState.LOST
+            self._leases.pop(lease.receipt_handle, None)
+            self._changed.notify_all()
+
+    # -- settle side ------------------------------------------------------------------------------
+    def begin_settle(self, lease: Lease, timeout: float | None = None) -> bool:
+        """Move a lease to FINISHING, waiting for an extension request in flight to complete.
+
+        Returns False if the lease cannot be settled (lost, already settled or finishing, or the wait
+        timed out); the caller then leaves the message alone.
+        """
+        with self._lock:
+            if lease.state == LeaseState.ACTIVE:
+                lease.state = LeaseState.FINISHING
+                return True
+            if lease.state != LeaseState.EXTENDING:
+                return False  # lost, settled, or another settle owns it
+            lease.state = LeaseState.SETTLE_WAITING
+            if self._changed.wait_for(lambda: lease.state != LeaseState.SETTLE_WAITING, timeout):
+                return lease.state == LeaseState.FINISHING
+            lease.state = LeaseState.EXTENDING  # timed out: the heartbeat carries on as before
+            return False
+
+    def finish(self, lease: Lease, state: LeaseState) -> None:
+        """A settle succeeded: the lease ends as DELETED or RELEASED."""
+        with self._lock:
+            lease.state = state
+            self._leases.pop(lease.receipt_handle, None)
+
+    def abort_settle(self, lease: Lease) -> None:
+        """A settle failed for good: stop tracking the lease (the message reappears when it runs out)."""
+        with self._lock:
+            if lease.state == LeaseState.FINISHING:
+                lease.state = LeaseState.RELEASED
+            self._leases.pop(lease.receipt_handle, None)

@@ -1,0 +1,155 @@
+"""Lease and failure-handling settings, with the defaults of the seeds' message-processing framework.
+
+Every field can come from an environment variable (``SQSLEASE_<FIELD>``, upper case), which is how the
+``jobqueues`` constructs hand a consumer the same numbers its queue was declared with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+
+from sqslease.rules import SQS_IN_FLIGHT_QUOTA, SQS_MAX_VISIBILITY_TIMEOUT_S
+
+ENV_PREFIX = "SQSLEASE_"
+
+
+class FailurePolicy(StrEnum):
+    """What happens to a message whose handler raised."""
+
+    LAPSE = "lapse"  # stop extending; the message reappears when its current lease runs out
+    VISIBLE_NOW = "visible_now"  # visibility timeout 0: retried at once
+    BACKOFF = "backoff"  # visibility timeout = exponential delay from the receive count, with jitter
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """How a consumer holds, extends and settles its leases. Durations in seconds.
+
+    :param visibility_timeout: lease length asked for on receive and on each extension. Default 30.
+    :param extension_threshold: extend a lease when it is within this many seconds of expiry. Default 5.
+    :param heartbeat_interval: seconds between scheduler ticks. Default 1.
+    :param heartbeat: extend leases at all. Default True.
+    :param max_total_lease: stop extending this long after receipt; SQS refuses beyond 12 h.
+        Default 12 h minus 60 s.
+    :param pull_forward: a tick may also extend leases due within ``extension_threshold + pull_forward``
+        to fill a batch of 10 it is sending anyway. Default 10.
+    :param max_requests_in_flight: concurrent ChangeMessageVisibilityBatch requests. Default 4.
+    :param failure_policy: see :class:`FailurePolicy`. Default ``backoff``.
+    :param backoff_base: first backoff delay. Default 2.
+    :param backoff_max: backoff delay cap (SQS caps any visibility timeout at 12 h). Default 900.
+    :param non_retryable: import paths of exception types sent straight to the DLQ. Default none.
+    :param dead_letter_queue_url: where non-retryable failures go. Default none (then they lapse, logged).
+    :param receive_count_warning: log a warning when a message has been received more than this. Default 3.
+    :param wait_time: long-poll wait. Default 20.
+    :param max_in_flight: this consumer stops receiving at this many leases of its own. Default 100,000.
+    :param queue_in_flight_limit: pause receiving when the queue's in-flight count reaches this.
+        Default 90 % of the 120,000 quota.
+    :param shutdown_grace: after SIGTERM, keep extending running handlers this long (ECS stopTimeout minus a
+        margin), then release what is left. Default 25.
+    :param deadline_margin: Lambda only: stop starting records when less than this remains. Default 5.
+    :param max_batching_window: Lambda only: the event source's batching window; leases are assumed to have
+        started that much before the invocation (conservative). Default 0.
+    :param job_type: name in log lines and metrics. Default ``"default"``.
+    """
+
+    visibility_timeout: float = 30
+    extension_threshold: float = 5
+    heartbeat_interval: float = 1
+    heartbeat: bool = True
+    max_total_lease: float = SQS_MAX_VISIBILITY_TIMEOUT_S - 60
+    pull_forward: float = 10
+    max_requests_in_flight: int = 4
+    failure_policy: FailurePolicy = FailurePolicy.BACKOFF
+    backoff_base: float = 2
+    backoff_max: float = 900
+    non_retryable: tuple[str, ...] = field(default_factory=tuple)
+    dead_letter_queue_url: str | None = None
+    receive_count_warning: int = 3
+    wait_time: int = 20
+    max_in_flight: int = 100_000
+    queue_in_flight_limit: int = int(SQS_IN_FLIGHT_QUOTA * 0.9)
+    shutdown_grace: float = 25
+    deadline_margin: float = 5
+    max_batching_window: float = 0
+    job_type: str = "default"
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0 < self.visibility_timeout <= SQS_MAX_VISIBILITY_TIMEOUT_S:
+            problems.append(f"visibility_timeout must be in (0, 43200] s, got {self.visibility_timeout}")
+        if not 0 <= self.extension_threshold < self.visibility_timeout:
+            problems.append(
+                f"extension_threshold ({self.extension_threshold} s) must be below visibility_timeout "
+                f"({self.visibility_timeout} s)"
+            )
+        if self.heartbeat and self.heartbeat_interval <= 0:
+            problems.append(f"heartbeat_interval must be positive, got {self.heartbeat_interval}")
+        if self.heartbeat and self.heartbeat_interval >= self.visibility_timeout - self.extension_threshold:
+            problems.append(
+                f"heartbeat_interval ({self.heartbeat_interval} s) must be shorter than visibility_timeout minus "
+                f"extension_threshold ({self.visibility_timeout - self.extension_threshold} s), or leases lapse "
+                "between ticks"
+            )
+        if not 0 < self.max_total_lease <= SQS_MAX_VISIBILITY_TIMEOUT_S:
+            problems.append(f"max_total_lease must be in (0, 43200] s, got {self.max_total_lease}")
+        if self.max_requests_in_flight < 1:
+            problems.append("max_requests_in_flight must be at least 1")
+        if self.backoff_base <= 0 or self.backoff_max < self.backoff_base:
+            problems.append("backoff_base must be positive and backoff_max at least backoff_base")
+        if not 0 <= self.wait_time <= 20:
+            problems.append(f"wait_time must be 0-20 s, got {self.wait_time}")
+        if problems:
+            raise ValueError("invalid sqslease settings: " + "; ".join(problems))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> LeaseSettings:
+        """Settings from ``SQSLEASE_*`` variables; explicit keyword ``overrides`` win."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _parse(f.name, f.type, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def to_env(self) -> dict[str, str]:
+        """The inverse of :meth:`from_env`: variables a construct sets on a consumer."""
+        env = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, tuple):
+                value = ",".join(value)
+            elif isinstance(value, Enum):
+                value = value.value
+            elif isinstance(value, bool):
+                value = "true" if value else "false"
+            env[ENV_PREFIX + f.name.upper()] = str(value)
+        return env
+
+
+def _parse(name: str, annotation: object, raw: str) -> object:
+    kind = str(annotation)
+    try:
+        if kind == "bool":
+            if raw.lower() not in {"true", "false", "1", "0", "yes", "no"}:
+                raise ValueError(raw)
+            return raw.lower() in {"true", "1", "yes"}
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "FailurePolicy":
+            return FailurePolicy(raw)
+        if kind.startswith("tuple"):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+        return raw
+    except ValueError as error:
+        raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}") from error
