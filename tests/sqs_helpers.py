@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from local_emulator.server import LocalServer
@@ -106,12 +107,8 @@ def inject_errors(client: Any, operation: str, code: str, times: int) -> list[in
             return None
         remaining[0] -= 1
 
-        class _Http:
-            status_code = 400
-            headers: dict[str, str] = {}
-            content = b""
-
-        return _Http(), {"Error": {"Code": code, "Message": f"injected {code}"}, "ResponseMetadata": {}}
+        http = SimpleNamespace(status_code=400, headers={}, content=b"")
+        return http, {"Error": {"Code": code, "Message": f"injected {code}"}, "ResponseMetadata": {}}
 
     client.meta.events.register(f"before-call.sqs.{operation}", fail)
     return remaining

@@ -120,12 +120,13 @@ class Heartbeat:
                 self._apply_failure(lease, outcome, stats)
             return stats
         answered: set[int] = set()
+        extended = []
         for success in response.get("Successful", []):
             index = int(success["Id"])
             answered.add(index)
-            lease, vt = batch[index]
-            self.scheduler.extended(lease, sent_at, vt)
-            stats.extended += 1
+            extended.append(batch[index])
+        self.scheduler.extended_all(extended, sent_at)
+        stats.extended += len(extended)
         for failure in response.get("Failed", []):
             index = int(failure["Id"])
             answered.add(index)

@@ -112,8 +112,7 @@ class MessageProcessor:
             outcome, retry = "success", False
             if self.delete_on_success:
                 self.settler.delete(message.lease)
-            else:
-                self.settler.stop_tracking(message.lease)
+            # else: Lambda deletes it once the invocation returns; the lease is extended until then.
         elif self.non_retryable and isinstance(error, self.non_retryable):
             outcome, retry = self._dead_letter(message, error)
         else:
@@ -180,6 +179,5 @@ class MessageProcessor:
         logger.error("message %s failed with non-retryable %r: sent to the DLQ", message.message_id, error)
         if self.delete_on_success:
             self.settler.delete(message.lease)
-        else:
-            self.settler.stop_tracking(message.lease)  # reported as success: Lambda deletes it
+        # else: reported as a success, so Lambda deletes it after the invocation; extended until then.
         return "dead_lettered", False
