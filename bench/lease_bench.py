@@ -30,13 +30,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
-from local_emulator.server import LocalServer, running_server
-from sqslease.emf import EmfLogger
-from sqslease.heartbeat import Heartbeat
-from sqslease.message import Message
-from sqslease.scheduler import LeaseScheduler, LeaseState
-from sqslease.settings import LeaseSettings
-from sqslease.worker import Worker
+from local_emulator.server import LocalServer, running_server  # noqa: E402
+from sqslease.emf import EmfLogger  # noqa: E402
+from sqslease.heartbeat import Heartbeat  # noqa: E402
+from sqslease.message import Message  # noqa: E402
+from sqslease.scheduler import LeaseScheduler, LeaseState  # noqa: E402
+from sqslease.settings import LeaseSettings  # noqa: E402
+from sqslease.worker import Worker  # noqa: E402
 
 N_LEASES = 120_000
 
@@ -68,7 +68,7 @@ def bench_requests_per_round() -> None:
         for handle in handles(n):
             scheduler.add(handle, 0.0, 30)
         sqs = CountingSQS()
-        heartbeat = Heartbeat(sqs, "q", scheduler, settings, clock=lambda: clock[0])
+        heartbeat = Heartbeat(sqs, "q", scheduler, settings, clock=lambda c=clock: c[0])
         clock[0] = 26.0  # every lease is within 5 s of expiry
         stats = heartbeat.tick()
         heartbeat.stop()
