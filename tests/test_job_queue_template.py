@@ -214,3 +214,18 @@ def test_no_warning_for_sane_declarations() -> None:
     stack = new_stack()
     JobQueue(stack, "Fine", processing_p99=Duration.seconds(3))
     Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
+
+
+def test_consumer_environment_comes_from_the_same_declaration() -> None:
+    from aws_cdk import Stack
+
+    from sqslease.settings import LeaseSettings
+
+    job_queue, _ = synth_job_queue(
+        "Report", processing_p99=Duration.minutes(40), visibility_timeout=Duration.minutes(5), lease_extension=True
+    )
+    env = job_queue.consumer_environment()
+    resolved = Stack.of(job_queue).resolve(env["SQSLEASE_QUEUE_URL"])
+    assert resolved["Ref"].startswith("ReportQueue")
+    settings = LeaseSettings.from_env({k: v for k, v in env.items() if "QUEUE_URL" not in k})
+    assert settings.visibility_timeout == 300 and settings.heartbeat and settings.job_type == "Report"

@@ -184,6 +184,7 @@ class JobQueue(Construct):
         self.visibility_timeout_rule: str = (
             "explicit visibility_timeout" if visibility_timeout is not None else result.visibility_timeout.rule
         )
+        self._visibility_timeout_s = vt_s
         #: True when the consumer is declared to extend its leases.
         self.lease_extension = lease_extension
         self.max_receive_count = max_receive_count
@@ -240,6 +241,22 @@ class JobQueue(Construct):
         grant = self.queue.grant_consume_messages(grantee)
         self.dead_letter_queue.grant_send_messages(grantee)
         return grant
+
+    def consumer_environment(self) -> dict[str, str]:
+        """``SQSLEASE_*`` environment variables for a consumer of this queue (``sqslease`` reads them).
+
+        The lease length is the queue's visibility timeout, so consumer and queue come from one declaration;
+        the queue and DLQ URLs are CloudFormation references resolved at deploy time.
+        """
+        env = {
+            "SQSLEASE_QUEUE_URL": self.queue.queue_url,
+            "SQSLEASE_DEAD_LETTER_QUEUE_URL": self.dead_letter_queue.queue_url,
+            "SQSLEASE_JOB_TYPE": self.job_type,
+            "SQSLEASE_HEARTBEAT": "true" if self.lease_extension else "false",
+        }
+        if self._visibility_timeout_s is not None:
+            env["SQSLEASE_VISIBILITY_TIMEOUT"] = str(int(self._visibility_timeout_s))
+        return env
 
     # ----------------------------------------------------------------------------------------------
     def _create_alarms(
