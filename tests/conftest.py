@@ -17,3 +17,14 @@ def local_aws() -> Iterator[LocalServer]:
     """One moto_server process (with jobqueues' CloudFormation handlers) on a free localhost port."""
     with running_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local SparkSession for the whole test run (the JVM takes seconds to start)."""
+    from jobstats.session import spark_session
+
+    session = spark_session("local[2]", app_name="jobstats-tests")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

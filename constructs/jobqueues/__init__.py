@@ -11,6 +11,7 @@ from jobqueues.job_queue import (
     JobQueueError,
     default_oldest_message_age_s,
 )
+from jobqueues.measured_profiles import MeasuredProfiles
 from jobqueues.stack_spreading import JobQueueStacks
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "JobQueueAlarms",
     "JobQueueError",
     "JobQueueStacks",
+    "MeasuredProfiles",
     "QueueDeclaration",
     "check_declaration",
     "default_oldest_message_age_s",

@@ -1,0 +1,65 @@
+"""``python -m jobstats profile INPUT... --out profiles.json [--plots DIR] [--since DATE] [--master local[*]]``
+
+Also runs unchanged with ``spark-submit jobstats/__main__.py profile ...`` on a cluster (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "jobstats"
+
+from jobstats.pipeline import InputError, parse_since, profile
+from jobstats.profiles import summary_line, write_document
+from jobstats.recommend import DEFAULT_MIN_SAMPLES
+from jobstats.session import spark_session
+from jobstats.stats import DEFAULT_ACCURACY
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobstats")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("profile", help="measure per-job-type processing times and recommend timeouts")
+    p.add_argument("inputs", nargs="+", help="log files, directories or globs (gzip, s3a:// paths work)")
+    p.add_argument("--out", required=True, help="where to write profiles.json (local path)")
+    p.add_argument("--plots", type=Path, help="write one PNG per job type into this directory")
+    p.add_argument("--since", help="only records at or after this date/time (UTC), e.g. 2026-11-01")
+    p.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
+    p.add_argument("--accuracy", type=int, default=DEFAULT_ACCURACY, help="percentile_approx accuracy")
+    p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES, help="refuse to recommend below this")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    try:
+        since_ms = parse_since(args.since) if args.since else None
+        spark = spark_session(args.master)
+        spark.sparkContext.setLogLevel("WARN")
+        document = profile(
+            spark,
+            args.inputs,
+            since_ms=since_ms,
+            accuracy=args.accuracy,
+            min_samples=args.min_samples,
+            plots_dir=args.plots,
+        )
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    write_document(document, args.out)
+    report = document["input_report"]
+    print(
+        f"{report['total_lines']:,} lines from {report['files']} files, {report['malformed_lines']:,} malformed; "
+        f"wrote {args.out}" + (f" and plots to {args.plots}" if args.plots else "")
+    )
+    for job_type, entry in document["job_types"].items():
+        print(summary_line(job_type, entry))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""One PNG per job type: duration distribution (log axis) with p50, p99 and the recommended VT, and the
+what-if curves (share of messages overrunning each candidate VT, and the crash-retry delay it implies)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
+
+
+def plot_job_type(
+    job_type: str, entry: dict[str, Any], histogram: list[tuple[int, int]], bins_per_decade: int, out_dir: Path
+) -> Path:
+    """Write ``<out_dir>/<job_type>.png`` and return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, (dist, curve) = plt.subplots(1, 2, figsize=(13, 4.8))
+    window = entry["window"]
+    fig.suptitle(f"{job_type}: {entry['count']:,} messages, {_short(window['from'])} to {_short(window['to'])}")
+
+    histogram = sorted(histogram)
+    edges_ms = [10 ** (b / bins_per_decade) for b, _ in histogram]
+    widths = [10 ** ((b + 1) / bins_per_decade) - 10 ** (b / bins_per_decade) for b, _ in histogram]
+    dist.bar(edges_ms, [c for _, c in histogram], width=widths, align="edge", color="#7a9cc6")
+    dist.set_xscale("log")
+    dist.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on a log axis
+    dist.set_xlabel("processing time (ms, log scale)")
+    dist.set_ylabel("messages")
+    marks = [("p50", entry["p50_ms"], "#2b8a3e"), ("p99", entry["p99_ms"], "#e8590c")]
+    if entry.get("recommended_visibility_timeout_s"):
+        marks.append(("recommended VT", entry["recommended_visibility_timeout_s"] * 1000, "#c92a2a"))
+    for label, value, color in marks:
+        dist.axvline(value, color=color, linestyle="--", label=f"{label} {_fmt_ms(value)}")
+    dist.legend(loc="upper right")
+    dist.set_title("duration distribution")
+
+    rows = entry["what_if"]
+    vts = [r["visibility_timeout_s"] for r in rows]
+    curve.plot(vts, [r["overrun_share"] * 100 for r in rows], marker="o", color="#364fc7", label="overrun share")
+    curve.set_xscale("log")
+    curve.set_xlabel("visibility timeout (s, log scale)")
+    curve.set_ylabel("overrunning the VT without heartbeat (%)", color="#364fc7")
+    delay = curve.twinx()
+    delay.plot(vts, [r["expected_crash_retry_delay_s"] for r in rows], marker="s", color="#868e96", label="retry delay")
+    delay.set_yscale("symlog", linthresh=10)
+    delay.set_ylabel("crash-retry delay (s)", color="#495057")
+    if entry.get("recommended_visibility_timeout_s"):
+        recommended = entry["recommended_visibility_timeout_s"]
+        curve.axvline(recommended, color="#c92a2a", linestyle="--", label="recommended VT")
+    curve.legend(loc="upper right")
+    curve.set_title("what if: duplicates vs crash-retry delay by VT")
+    curve.grid(True, which="major", alpha=0.3)
+
+    path = out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', job_type)}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _fmt_ms(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 10_000 else _fmt_s(ms / 1000)
+
+
+def _fmt_s(s: float) -> str:
+    if s >= 3600:
+        return f"{s / 3600:.3g} h"
+    if s >= 60:
+        return f"{s / 60:.3g} min"
+    return f"{s:.3g} s"
+
+
+def _short(timestamp: str | None) -> str:
+    return (timestamp or "?")[:19].replace("T", " ")

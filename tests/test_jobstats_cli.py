@@ -1,0 +1,131 @@
+"""End to end: `python -m jobstats profile` on files written by the real sqslease EMF logger."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jobstats.__main__ import main
+from sqslease.emf import EmfLogger
+
+ROOT = Path(__file__).resolve().parent.parent
+DAY_MS = 86_400_000
+START_MS = 1_793_000_000_000  # 2026-10-26T06:53:20Z
+
+
+def write_logs(directory: Path) -> dict[str, np.ndarray]:
+    """Email (1,500 messages, p99 known), Rare (20 messages) across a plain, a gzip and a CloudWatch export file."""
+    rng = np.random.default_rng(5)
+    email = rng.lognormal(np.log(300), 0.5, size=1_500)
+    rare = rng.uniform(1_000, 2_000, size=20)
+    directory.mkdir(parents=True, exist_ok=True)
+    plain, zipped, export = io.StringIO(), io.StringIO(), io.StringIO()
+    for i, ms in enumerate(email):
+        stream = (plain, zipped, export)[i % 3]
+        line = EmfLogger(stream).record(
+            job_type="Email",
+            queue="q-email",
+            message_id=f"e{i}",
+            processing_ms=float(ms),
+            outcome="failure" if i % 50 == 0 else "success",
+            receive_count=2 if i % 25 == 0 else 1,
+            extensions=0,
+            lease_lost=False,
+            timestamp_ms=START_MS + i * 1000 + (2 * DAY_MS if i >= 750 else 0),
+        )
+        assert line["JobType"] == "Email"
+    for i, ms in enumerate(rare):
+        EmfLogger(plain).record(
+            job_type="Rare",
+            queue="q-rare",
+            message_id=f"r{i}",
+            processing_ms=float(ms),
+            outcome="success",
+            receive_count=1,
+            extensions=1,
+            lease_lost=False,
+            timestamp_ms=START_MS + i,
+        )
+    (directory / "consumer-a.log").write_text(plain.getvalue() + "this line is not JSON\n")
+    with gzip.open(directory / "consumer-b.log.gz", "wt") as f:
+        f.write(zipped.getvalue())
+    # CloudWatch Logs export to S3: a timestamp before each JSON object.
+    (directory / "export.txt").write_text(
+        "".join(f"2026-10-26T06:53:20.000Z {line}\n" for line in export.getvalue().splitlines())
+    )
+    (directory / "notes.txt").write_text("a file with\nno records at all\n")
+    return {"Email": email, "Rare": rare}
+
+
+def test_cli_profiles_every_format_and_writes_plots(tmp_path: Path) -> None:
+    values = write_logs(tmp_path / "logs")
+    out = tmp_path / "profiles.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "lambda_src")])}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jobstats",
+            "profile",
+            str(tmp_path / "logs"),
+            "--out",
+            str(out),
+            "--plots",
+            str(tmp_path / "plots"),
+            "--master",
+            "local[2]",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    document = json.loads(out.read_text())
+    email = document["job_types"]["Email"]
+    assert email["count"] == 1_500
+    exact_p99 = float(np.quantile(values["Email"], 0.99, method="inverted_cdf"))
+    assert abs(email["p99_ms"] - exact_p99) / exact_p99 <= 0.005
+    assert email["failure_rate"] == pytest.approx(30 / 1500) and email["redelivery_rate"] == pytest.approx(60 / 1500)
+    assert email["recommended_visibility_timeout_s"] == max(10, -(-int(np.ceil(exact_p99)) * 2 // 1000))
+    assert {"p50_ms", "p90_ms", "p999_ms", "max_ms", "window", "what_if"} <= set(email)
+    rare = document["job_types"]["Rare"]
+    assert rare["recommended_visibility_timeout_s"] is None and "only 20 messages" in rare["refused"]
+    report = document["input_report"]
+    assert report["malformed_lines"] == 3 and "this line is not JSON" in report["malformed_sample"]
+    assert report["files_without_records"] == [f"file://{tmp_path / 'logs' / 'notes.txt'}"]
+    assert "no well-formed record in" in result.stderr and "notes.txt" in result.stderr
+    assert (tmp_path / "plots" / "Email.png").stat().st_size > 10_000 and (tmp_path / "plots" / "Rare.png").exists()
+    assert "Email: 1,500 messages" in result.stdout and "Rare: 20 messages" in result.stdout
+
+
+def test_since_keeps_only_later_records(spark, tmp_path: Path) -> None:
+    write_logs(tmp_path / "logs")
+    out = tmp_path / "p.json"
+    assert main(["profile", str(tmp_path / "logs"), "--out", str(out), "--since", "2026-10-27"]) == 0
+    assert json.loads(out.read_text())["job_types"]["Email"]["count"] == 750
+
+
+def test_empty_input_is_an_error(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty.log").write_text("")
+    assert main(["profile", str(tmp_path / "empty.log"), "--out", str(tmp_path / "p.json")]) == 2
+    assert "no log lines" in capsys.readouterr().err
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_missing_path_and_only_garbage_are_errors(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", str(tmp_path / "nope"), "--out", str(tmp_path / "p.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "junk.log").write_text("junk\nmore junk\n")
+    assert main(["profile", str(tmp_path / "junk.log"), "--out", str(tmp_path / "p.json")]) == 2
+    assert "no well-formed records" in capsys.readouterr().err
+    assert main(["profile", str(tmp_path / "junk.log"), "--out", "x", "--since", "yesterday"]) == 2

@@ -1,0 +1,81 @@
+"""Stack code reading jobstats' profiles.json: errors and warnings at synth, never a silent default."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import Duration
+from aws_cdk.assertions import Annotations, Match, Template
+from cdk_helpers import new_stack
+
+from jobqueues import JobQueue, JobQueueError, MeasuredProfiles
+
+NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+
+
+def document(**job_types: dict) -> dict:
+    return {"schema_version": 1, "generated_at": "2026-11-21T00:00:00.000Z", "job_types": job_types}
+
+
+def entry(p99_s: float | None, ended: str = "2026-11-20T00:00:00.000Z", refused: str | None = None) -> dict:
+    return {
+        "count": 5000 if p99_s else 12,
+        "p99_ms": (p99_s or 1) * 1000,
+        "recommended_processing_p99_s": p99_s,
+        "recommended_visibility_timeout_s": None,
+        "refused": refused,
+        "window": {"from": "2026-11-01T00:00:00.000Z", "to": ended},
+    }
+
+
+def test_measured_p99_drives_the_visibility_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.json"
+    path.write_text(json.dumps(document(VideoTranscode=entry(240.0))))
+    stack = new_stack()
+    profiles = MeasuredProfiles.load(path, now=NOW)
+    JobQueue(stack, "VideoTranscode", processing_p99=profiles.processing_p99(stack, "VideoTranscode"))
+    Template.from_stack(stack).has_resource_properties("AWS::SQS::Queue", {"VisibilityTimeout": 480})
+    Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
+
+
+def test_missing_job_type_is_a_synth_error_naming_what_exists() -> None:
+    profiles = MeasuredProfiles(document(EmailSend=entry(1.5)), now=NOW)
+    with pytest.raises(JobQueueError, match=r"'Thumbnails' is not in profiles.json \(it has: EmailSend\)"):
+        profiles.processing_p99(new_stack(), "Thumbnails")
+
+
+def test_too_few_samples_is_an_error_or_an_explicit_fallback_with_a_warning() -> None:
+    profiles = MeasuredProfiles(document(Rare=entry(None, refused="only 12 messages (at least 1000 ...)")), now=NOW)
+    with pytest.raises(JobQueueError, match="only 12 messages"):
+        profiles.processing_p99(new_stack(), "Rare")
+    stack = new_stack()
+    assert profiles.processing_p99(stack, "Rare", fallback=Duration.seconds(20)).to_seconds() == 20
+    Annotations.from_stack(stack).has_warning("/Test", Match.string_like_regexp("using the fallback"))
+
+
+def test_stale_profile_warns(tmp_path: Path) -> None:
+    profiles = MeasuredProfiles(document(EmailSend=entry(1.5, ended="2026-09-01T00:00:00.000Z")), now=NOW)
+    stack = new_stack()
+    assert profiles.processing_p99(stack, "EmailSend").to_milliseconds() == 1500
+    Annotations.from_stack(stack).has_warning("/Test", Match.string_like_regexp("end 82 days ago"))
+    fresh = MeasuredProfiles(
+        document(EmailSend=entry(1.5, ended="2026-09-01T00:00:00.000Z")), max_age=Duration.days(90), now=NOW
+    )
+    quiet = new_stack()
+    fresh.processing_p99(quiet, "EmailSend")
+    Annotations.from_stack(quiet).has_no_warning("*", Match.any_value())
+
+
+def test_missing_or_foreign_file_is_a_synth_error(tmp_path: Path) -> None:
+    with pytest.raises(JobQueueError, match="not found: run `python -m jobstats profile"):
+        MeasuredProfiles.load(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(JobQueueError, match="not valid JSON"):
+        MeasuredProfiles.load(bad)
+    bad.write_text(json.dumps({"something": "else"}))
+    with pytest.raises(JobQueueError, match="not a jobstats profiles document"):
+        MeasuredProfiles.load(bad)
