@@ -18,7 +18,6 @@ from jobstats.pipeline import InputError, parse_since, profile
 from jobstats.profiles import summary_line, write_document
 from jobstats.recommend import DEFAULT_MIN_SAMPLES
 from jobstats.session import spark_session
-from jobstats.stats import DEFAULT_ACCURACY
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,31 +25,33 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("profile", help="measure per-job-type processing times and recommend timeouts")
     p.add_argument("inputs", nargs="+", help="log files, directories or globs (gzip, s3a:// paths work)")
-    p.add_argument("--out", required=True, help="where to write profiles.json (local path)")
+    p.add_argument("--out", required=True, help="where to write profiles.json (local path, or s3://, hdfs://)")
     p.add_argument("--plots", type=Path, help="write one PNG per job type into this directory")
-    p.add_argument("--since", help="only records at or after this date/time (UTC), e.g. 2026-11-01")
+    p.add_argument("--since", help="only records on or after this date (UTC), e.g. 2026-11-01")
+    p.add_argument(
+        "--cache", type=Path, help="local directory keeping per-file partial results: unchanged files are not re-read"
+    )
     p.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
-    p.add_argument("--accuracy", type=int, default=DEFAULT_ACCURACY, help="percentile_approx accuracy")
     p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES, help="refuse to recommend below this")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     try:
-        since_ms = parse_since(args.since) if args.since else None
+        since_day = parse_since(args.since) if args.since else None
         spark = spark_session(args.master)
         spark.sparkContext.setLogLevel("WARN")
         document = profile(
             spark,
             args.inputs,
-            since_ms=since_ms,
-            accuracy=args.accuracy,
+            since_day=since_day,
+            cache_dir=args.cache,
             min_samples=args.min_samples,
             plots_dir=args.plots,
         )
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    write_document(document, args.out)
+    write_document(document, args.out, spark)
     report = document["input_report"]
     print(
         f"{report['total_lines']:,} lines from {report['files']} files, {report['malformed_lines']:,} malformed; "

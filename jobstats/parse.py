@@ -58,14 +58,6 @@ def _malformed() -> Column:
     )
 
 
-def valid_records(parsed: DataFrame, since_ms: int | None = None) -> DataFrame:
-    """Well-formed records (optionally only those at or after ``since_ms``), record columns only."""
-    records = parsed.where(~F.col("malformed"))
-    if since_ms is not None:
-        records = records.where(F.col("timestamp_ms") >= since_ms)
-    return records.drop("value", "malformed", *(["file"] if "file" in parsed.columns else []))
-
-
 @dataclass
 class InputReport:
     """What was read: line counts, malformed lines with a sample, and files that yielded nothing."""
@@ -84,26 +76,3 @@ class InputReport:
             "files": self.files,
             "files_without_records": self.files_without_records,
         }
-
-
-def input_report(parsed: DataFrame, sample_size: int = 5) -> InputReport:
-    """Count lines per file in one pass; sample malformed lines (blank lines are not counted at all)."""
-    per_file = (
-        parsed.where(F.trim(F.col("value")) != "")
-        .groupBy("file")
-        .agg(F.count(F.lit(1)).alias("lines"), F.sum(F.col("malformed").cast("int")).alias("malformed"))
-        .collect()
-    )
-    total = sum(row["lines"] for row in per_file)
-    malformed = sum(row["malformed"] for row in per_file)
-    sample: list[str] = []
-    if malformed:
-        sample = [
-            row["value"][:300]
-            for row in parsed.where(F.col("malformed") & (F.trim(F.col("value")) != ""))
-            .select("value")
-            .limit(sample_size)
-            .collect()
-        ]
-    empty_files = sorted(row["file"] for row in per_file if row["lines"] == row["malformed"])
-    return InputReport(total, malformed, sample, empty_files, files=len(per_file))

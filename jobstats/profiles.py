@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jobstats.histogram import MAX_RELATIVE_ERROR, Summary
 from jobstats.recommend import recommend, what_if
-from jobstats.stats import overrun_column
 
 SCHEMA_VERSION = 1
 
@@ -21,28 +21,26 @@ def iso(ms: int | None) -> str | None:
 
 
 def profile_entry(
-    stats: dict[str, Any], candidate_vts_s: tuple[float, ...], min_samples: int, queues: dict[str, dict] | None = None
+    summary: Summary, candidate_vts_s: tuple[float, ...], min_samples: int, queues: dict[str, dict] | None = None
 ) -> dict[str, Any]:
-    """One job type's (or queue's) entry from a row of :func:`jobstats.stats.aggregate`."""
-    count = stats["count"]
-    p50, p90, p99, p999 = stats["percentiles_ms"]
+    """One job type's (or queue's) entry."""
+    count = summary.count
     entry: dict[str, Any] = {
         "count": count,
-        "p50_ms": p50,
-        "p90_ms": p90,
-        "p99_ms": p99,
-        "p999_ms": p999,
-        "max_ms": stats["max_ms"],
-        "mean_ms": round(stats["mean_ms"], 3),
-        "failure_rate": stats["failures"] / count,
-        "redelivery_rate": stats["redeliveries"] / count,
-        "extensions_per_message": stats["extensions"] / count,
-        "lease_lost": stats["lease_lost"],
-        "window": {"from": iso(stats["first_ms"]), "to": iso(stats["last_ms"])},
+        "p50_ms": round(summary.percentile(0.5), 3),
+        "p90_ms": round(summary.percentile(0.9), 3),
+        "p99_ms": round(summary.percentile(0.99), 3),
+        "p999_ms": round(summary.percentile(0.999), 3),
+        "max_ms": summary.max_ms,
+        "mean_ms": round(summary.mean_ms, 3),
+        "failure_rate": summary.failures / count,
+        "redelivery_rate": summary.redeliveries / count,
+        "extensions_per_message": summary.extensions / count,
+        "lease_lost": summary.lease_lost,
+        "window": {"from": iso(summary.first_ms), "to": iso(summary.last_ms)},
     }
-    entry.update(recommend(stats, min_samples))
-    overruns = {vt: stats[overrun_column(vt)] for vt in candidate_vts_s}
-    entry["what_if"] = what_if(stats, candidate_vts_s, overruns)
+    entry.update(recommend(summary, min_samples))
+    entry["what_if"] = what_if(summary, candidate_vts_s)
     if queues:
         entry["queues"] = queues
     return entry
@@ -60,12 +58,26 @@ def build_document(
         "generated_at": generated_at.isoformat().replace("+00:00", "Z"),
         "inputs": inputs,
         "input_report": report,
+        "percentile_max_relative_error": round(MAX_RELATIVE_ERROR, 6),
         "job_types": dict(sorted(entries.items())),
     }
 
 
-def write_document(document: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(document, indent=2) + "\n")
+def write_document(document: dict[str, Any], path: str | Path, spark: Any = None) -> None:
+    """Write to a local path, or through Hadoop's FileSystem for ``s3://``, ``s3a://``, ``hdfs://`` URIs."""
+    text = json.dumps(document, indent=2) + "\n"
+    if "://" not in str(path) or str(path).startswith("file://"):
+        Path(str(path).removeprefix("file://")).write_text(text)
+        return
+    if spark is None:
+        raise ValueError(f"writing {path} needs the SparkSession (Hadoop FileSystem)")
+    jvm = spark._jvm
+    target = jvm.org.apache.hadoop.fs.Path(str(path))
+    stream = target.getFileSystem(spark._jsc.hadoopConfiguration()).create(target, True)
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
 
 
 def summary_line(job_type: str, entry: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Recommendations from one job type's statistics: measured p99, visibility timeout, retries, what-if.
+"""Recommendations from one job type's summary: measured p99, visibility timeout, retries, what-if.
 
 Pure Python: the VT rule is ``sqslease.rules`` (the same one the stacks apply), never a copy.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from jobstats.histogram import Summary
 from sqslease.rules import SQS_MAX_RECEIVE_COUNT, exceeds_sqs_limit, visibility_timeout_for_p99
 
 #: Below this many messages a p99 rests on fewer than 10 observations above it: no recommendation.
@@ -15,28 +16,25 @@ DEFAULT_MIN_SAMPLES = 1_000
 MIN_RECOMMENDED_RECEIVES = 3
 
 
-def recommend(stats: dict[str, Any], min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[str, Any]:
+def recommend(summary: Summary, min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[str, Any]:
     """Recommended ``processing_p99_s``, ``visibility_timeout_s`` and ``max_receive_count`` with reasons.
 
-    ``stats`` is one row of :func:`jobstats.stats.aggregate` as a dict. When there are too few samples,
-    the recommendation fields are ``None`` and ``refused`` says why.
+    When there are too few samples the recommendation fields are ``None`` and ``refused`` says why.
     """
-    count = stats["count"]
-    p99_ms = stats["percentiles_ms"][2]
-    if count < min_samples:
+    if summary.count < min_samples:
         return {
             "recommended_processing_p99_s": None,
             "recommended_visibility_timeout_s": None,
             "recommended_max_receive_count": None,
             "refused": (
-                f"only {count} messages (at least {min_samples} are needed for a p99 resting on 10 or more "
+                f"only {summary.count} messages (at least {min_samples} are needed for a p99 resting on 10 or more "
                 "observations): collect more logs or widen --since"
             ),
         }
-    p99_s = math.ceil(p99_ms) / 1000  # whole milliseconds, rounded up
+    p99_s = math.ceil(summary.percentile(0.99)) / 1000  # whole milliseconds, rounded up
     vt_s = visibility_timeout_for_p99(p99_s)
-    receives_p99 = stats.get("success_receive_count_p99") or 1
-    result = {
+    receives_p99 = summary.success_receive_count_percentile(0.99) or 1
+    result: dict[str, Any] = {
         "recommended_processing_p99_s": p99_s,
         "recommended_visibility_timeout_s": vt_s,
         # Enough deliveries that 99 % of the messages that do succeed get there before the DLQ, plus one.
@@ -52,22 +50,20 @@ def recommend(stats: dict[str, Any], min_samples: int = DEFAULT_MIN_SAMPLES) -> 
     return result
 
 
-def what_if(stats: dict[str, Any], candidate_vts_s: tuple[float, ...], overrun_counts: dict[float, int]) -> list[dict]:
+def what_if(summary: Summary, candidate_vts_s: tuple[float, ...]) -> list[dict]:
     """For each candidate VT: the share of messages that would overrun it without a heartbeat (each one a
     duplicate delivery) and the expected delay before a crashed worker's message is retried.
 
     The crash delay assumes a crash at a uniformly random point of processing: VT minus half the mean
     processing time (the message reappears VT after its receipt).
     """
-    count = stats["count"] or 1
-    mean_s = (stats.get("mean_ms") or 0) / 1000
-    rows = []
-    for vt in sorted(candidate_vts_s):
-        rows.append(
-            {
-                "visibility_timeout_s": vt,
-                "overrun_share": overrun_counts[vt] / count,
-                "expected_crash_retry_delay_s": round(max(vt - mean_s / 2, 0.0), 3),
-            }
-        )
-    return rows
+    count = summary.count or 1
+    mean_s = summary.mean_ms / 1000
+    return [
+        {
+            "visibility_timeout_s": vt,
+            "overrun_share": summary.overrun_count(vt) / count,
+            "expected_crash_retry_delay_s": round(max(vt - mean_s / 2, 0.0), 3),
+        }
+        for vt in sorted(candidate_vts_s)
+    ]

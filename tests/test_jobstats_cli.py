@@ -129,3 +129,80 @@ def test_missing_path_and_only_garbage_are_errors(spark, tmp_path: Path, capsys:
     assert main(["profile", str(tmp_path / "junk.log"), "--out", str(tmp_path / "p.json")]) == 2
     assert "no well-formed records" in capsys.readouterr().err
     assert main(["profile", str(tmp_path / "junk.log"), "--out", "x", "--since", "yesterday"]) == 2
+
+
+def test_cache_reads_each_file_once_and_rereads_changed_ones(
+    spark, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    write_logs(tmp_path / "logs")
+    args = ["profile", str(tmp_path / "logs"), "--cache", str(tmp_path / "cache")]
+    caplog.set_level(logging.INFO, logger="jobstats")
+    assert main([*args, "--out", str(tmp_path / "a.json")]) == 0
+    assert "read 4 of 4 files (0 from the cache)" in caplog.text
+    caplog.clear()
+    assert main([*args, "--out", str(tmp_path / "b.json")]) == 0
+    assert "read 0 of 4 files (4 from the cache)" in caplog.text
+    first, second = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
+    assert first["job_types"] == second["job_types"] and first["input_report"] == second["input_report"]
+    with (tmp_path / "logs" / "consumer-a.log").open("a") as f:  # a log file grows
+        EmfLogger(f).record(
+            job_type="Late",
+            queue="q",
+            message_id="x",
+            processing_ms=5.0,
+            outcome="success",
+            receive_count=1,
+            extensions=0,
+            lease_lost=False,
+        )
+    caplog.clear()
+    assert main([*args, "--out", str(tmp_path / "c.json")]) == 0
+    assert "read 1 of 4 files (3 from the cache)" in caplog.text
+    assert json.loads((tmp_path / "c.json").read_text())["job_types"]["Late"]["count"] == 1
+
+
+def test_spark_submit_runs_the_same_module(tmp_path: Path) -> None:
+    import shutil
+    import zipfile
+
+    write_logs(tmp_path / "logs")
+    bundle = tmp_path / "jobstats.zip"  # what `make dist/jobstats.zip` builds
+    with zipfile.ZipFile(bundle, "w") as z:
+        for root, package in ((ROOT, "jobstats"), (ROOT / "lambda_src", "sqslease")):
+            for source in (root / package).glob("*.py"):
+                z.write(source, source.relative_to(root))
+    entry_point = tmp_path / "entry" / "__main__.py"  # shipped alone, as to a cluster
+    entry_point.parent.mkdir()
+    shutil.copy(ROOT / "jobstats" / "__main__.py", entry_point)
+    import pyspark
+
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
+        "PYSPARK_PYTHON": sys.executable,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = subprocess.run(
+        [
+            str(spark_submit),
+            "--master",
+            "local[2]",
+            "--py-files",
+            str(bundle),
+            str(entry_point),
+            "profile",
+            str(tmp_path / "logs"),
+            "--out",
+            f"file://{tmp_path / 'submitted.json'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "submitted.json").read_text())["job_types"]["Email"]["count"] == 1_500
