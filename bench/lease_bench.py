@@ -17,9 +17,7 @@ import gc
 import io
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
+
+from sqs_helpers import start_worker_process  # noqa: E402
 
 from local_emulator.server import LocalServer, running_server  # noqa: E402
 from sqslease.emf import EmfLogger  # noqa: E402
@@ -132,41 +132,13 @@ def bench_memory() -> None:
 
 
 # -- against moto_server ---------------------------------------------------------------------------
-def worker_process(server: LocalServer, url: str, events: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sqslease.worker",
-            "--queue-url",
-            url,
-            "--handler",
-            "sqs_handlers:slow_job",
-            "--concurrency",
-            "1",
-        ],
-        env={
-            **os.environ,
-            **server.env(),
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "lambda_src")]),
-            "TEST_EVENTS_FILE": str(events),
-            "SQSLEASE_WAIT_TIME": "1",
-            "SQSLEASE_HEARTBEAT_INTERVAL": "0.2",
-            "SLOW_JOB_SECONDS": "120",
-            **env,
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
 def recovery_after_kill(server: LocalServer, name: str, env: dict[str, str]) -> float:
     sqs = server.client("sqs")
     url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="long-job")
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events"
-        process = worker_process(server, url, events, env)
+        process = start_worker_process(server, url, events, quiet=True, SLOW_JOB_SECONDS="120", **env)
         while not (events.exists() and events.read_text()):
             time.sleep(0.05)
         time.sleep(2)  # two seconds into the job

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from local_emulator.server import LocalServer
 
 _names = itertools.count()
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -135,3 +140,34 @@ def receive_when_visible(server: LocalServer, url: str, timeout_s: float) -> tup
             return found, time.monotonic()
         time.sleep(0.05)
     return [], time.monotonic()
+
+
+def start_worker_process(
+    server: LocalServer, url: str, events: Path, quiet: bool = False, **env: str
+) -> subprocess.Popen[bytes]:
+    """``python -m sqslease.worker`` running ``sqs_handlers:slow_job`` (concurrency 1) against ``server``."""
+    environment = {
+        **os.environ,
+        **server.env(),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "lambda_src")]),
+        "TEST_EVENTS_FILE": str(events),
+        "SQSLEASE_WAIT_TIME": "1",
+        "SQSLEASE_HEARTBEAT_INTERVAL": "0.2",
+        **env,
+    }
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sqslease.worker",
+            "--queue-url",
+            url,
+            "--handler",
+            "sqs_handlers:slow_job",
+            "--concurrency",
+            "1",
+        ],
+        env=environment,
+        stdout=subprocess.DEVNULL if quiet else subprocess.PIPE,
+        stderr=subprocess.DEVNULL if quiet else subprocess.PIPE,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import random
 import signal
 import subprocess
@@ -16,7 +15,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqs_helpers import CallRecorder, counts, make_queue, receive_all, receive_when_visible, send, wait_for
+from sqs_helpers import (
+    CallRecorder,
+    counts,
+    make_queue,
+    receive_all,
+    receive_when_visible,
+    send,
+    start_worker_process,
+    wait_for,
+)
 
 from local_emulator.server import LocalServer
 from sqslease.emf import EmfLogger
@@ -229,34 +237,6 @@ def test_no_extension_ever_follows_a_delete_or_overwrites_a_backoff(local_aws: L
 
 
 # -- worker processes ------------------------------------------------------------------------------
-def start_worker_process(server: LocalServer, url: str, events: Path, **env: str) -> subprocess.Popen[bytes]:
-    environment = {
-        **os.environ,
-        **server.env(),
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "lambda_src")]),
-        "TEST_EVENTS_FILE": str(events),
-        "SQSLEASE_WAIT_TIME": "1",
-        "SQSLEASE_HEARTBEAT_INTERVAL": "0.2",
-        **env,
-    }
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sqslease.worker",
-            "--queue-url",
-            url,
-            "--handler",
-            "sqs_handlers:slow_job",
-            "--concurrency",
-            "1",
-        ],
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
 def started(events: Path) -> list[str]:
     return [line for line in events.read_text().splitlines() if line.startswith("start")] if events.exists() else []
 
@@ -351,3 +331,22 @@ def test_bad_settings_from_env_are_reported(value: str) -> None:
         LeaseSettings.from_env({"SQSLEASE_VISIBILITY_TIMEOUT": value})
     with pytest.raises(ValueError, match="extension_threshold"):
         LeaseSettings(visibility_timeout=5, extension_threshold=5)
+
+
+def test_in_flight_governor_pauses_receiving_at_the_limit(
+    local_aws: LocalServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqslease.worker
+
+    monkeypatch.setattr(sqslease.worker, "GOVERNOR_CHECK_INTERVAL_S", 0.5)
+    queues = make_queue(local_aws, vt=60)
+    send(local_aws, queues.url, ["held elsewhere"])
+    (held,) = receive_all(local_aws, queues.url)  # another consumer's in-flight message
+    send(local_aws, queues.url, ["waiting"])
+    handled: list[str] = []
+    with running_worker(local_aws, queues.url, lambda body, m: handled.append(body), queue_in_flight_limit=1):
+        time.sleep(2.5)
+        assert handled == [] and counts(local_aws, queues.url) == (1, 1)  # paused: the queue is at its limit
+        local_aws.client("sqs").delete_message(QueueUrl=queues.url, ReceiptHandle=held["ReceiptHandle"])
+        assert wait_for(lambda: handled == ["waiting"], timeout_s=5)  # resumes once below the limit
+    assert "pausing receives" in caplog.text
