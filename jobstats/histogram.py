@@ -74,7 +74,7 @@ class Summary:
         return self.sum_ms / self.count if self.count else 0.0
 
     def percentile(self, p: float) -> float:
-        """Smallest duration with at least ``p`` of the messages at or below it (within 0.115 %)."""
+        """Smallest duration with at least ``p`` of the messages at or below it (within 0.23 %)."""
         return percentile(self.histogram, p, self.count, self.min_ms, self.max_ms)
 
     def overrun_count(self, visibility_timeout_s: float) -> int:
