@@ -23,10 +23,6 @@ def bucket_of(ms: float) -> int:
     return math.floor(math.log10(max(ms, MIN_MS)) * BUCKETS_PER_DECADE)
 
 
-def bucket_bounds(bucket: int) -> tuple[float, float]:
-    return 10 ** (bucket / BUCKETS_PER_DECADE), 10 ** ((bucket + 1) / BUCKETS_PER_DECADE)
-
-
 def bucket_midpoint(bucket: int) -> float:
     return 10 ** ((bucket + 0.5) / BUCKETS_PER_DECADE)
 

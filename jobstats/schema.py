@@ -17,17 +17,5 @@ EMF_SCHEMA = StructType(
     ]
 )
 
-#: Columns of a parsed record (one processed message).
-RECORD_COLUMNS = (
-    "timestamp_ms",
-    "job_type",
-    "queue",
-    "processing_ms",
-    "outcome",
-    "receive_count",
-    "extensions",
-    "lease_lost",
-)
-
 #: Outcomes that count as failures of the handler.
 FAILURE_OUTCOMES = ("failure", "dead_lettered")

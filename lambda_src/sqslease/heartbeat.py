@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sqslease.retry import EntryOutcome, classify_error
+from sqslease.retry import EntryOutcome, classify_error, error_code
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
@@ -62,7 +62,6 @@ class Heartbeat:
         self.scheduler = scheduler
         self.settings = settings
         self.clock = clock
-        self.totals = TickStats()
         self._executor = ThreadPoolExecutor(settings.max_requests_in_flight, thread_name_prefix="sqslease-extend")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -98,7 +97,6 @@ class Heartbeat:
             for result in self._executor.map(self._send, batches):
                 stats.add(result)
         self._throttled = stats.retried > 0
-        self.totals.add(stats)
         return stats
 
     def _send(self, batch: list[tuple[Lease, int]]) -> TickStats:
@@ -111,7 +109,7 @@ class Heartbeat:
         try:
             response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
         except Exception as error:  # the whole request failed: classify once for every entry
-            code, message = _error_code(error)
+            code, message = error_code(error)
             logger.warning(
                 "ChangeMessageVisibilityBatch failed (%s: %s); %d leases affected", code, message, len(batch)
             )
@@ -183,11 +181,3 @@ class Heartbeat:
             self._thread.join()
             self._thread = None
         self._executor.shutdown(wait=True)
-
-
-def _error_code(error: Exception) -> tuple[str, str]:
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        err = response.get("Error", {})
-        return str(err.get("Code", "")), str(err.get("Message", ""))
-    return type(error).__name__, str(error)

@@ -62,10 +62,6 @@ class _EventLeases:
         remaining_s = remaining_seconds(self.context)
         return remaining_s is not None and remaining_s < self.settings.deadline_margin
 
-    def release(self, leases: list[Lease]) -> None:
-        for future in self.settler.release_all(leases):
-            future.result(timeout=30)
-
     def close(self) -> None:
         self.heartbeat.stop()
         self.settler.close()
@@ -109,7 +105,7 @@ def process_event(
                 logger.warning(
                     "less than %.0f s left: releasing %d unstarted records", settings.deadline_margin, len(unstarted)
                 )
-                held.release([held.leases[r["messageId"]] for r in unstarted])
+                held.settler.release_all([held.leases[r["messageId"]] for r in unstarted])
                 failures.extend({"itemIdentifier": r["messageId"]} for r in unstarted)
                 break
             message = Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])

@@ -36,6 +36,15 @@ def classify_error(code: str, message: str = "") -> EntryOutcome:
     return EntryOutcome.RETRY
 
 
+def error_code(error: BaseException) -> tuple[str, str]:
+    """``(code, message)`` of a botocore ``ClientError``; the exception's type and text for anything else."""
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        err = response.get("Error", {})
+        return str(err.get("Code", "")), str(err.get("Message", ""))
+    return type(error).__name__, str(error)
+
+
 def backoff_delay(receive_count: int, base: float = 2, cap: float = 900, rng: random.Random | None = None) -> int:
     """Visibility timeout (whole seconds) before a failed message is retried.
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-SQS_MIN_VISIBILITY_TIMEOUT_S = 0
 SQS_MAX_VISIBILITY_TIMEOUT_S = 43_200  # 12 h: also the total time a message can stay received
 SQS_MIN_RETENTION_S = 60
 SQS_MAX_RETENTION_S = 1_209_600  # 14 days
@@ -72,13 +71,16 @@ def derive_visibility_timeout(
     candidates: list[DerivedVisibilityTimeout] = []
     if processing_p99_s is not None:
         vt = visibility_timeout_for_p99(processing_p99_s)
-        candidates.append(DerivedVisibilityTimeout(vt, f"max(2 x processing_p99 ({_fmt(processing_p99_s)}), 10 s)"))
+        candidates.append(
+            DerivedVisibilityTimeout(vt, f"max(2 x processing_p99 ({format_duration(processing_p99_s)}), 10 s)")
+        )
     if lambda_timeout_s is not None:
         vt = visibility_timeout_for_lambda(lambda_timeout_s, max_batching_window_s)
         candidates.append(
             DerivedVisibilityTimeout(
                 vt,
-                f"6 x lambda_timeout ({_fmt(lambda_timeout_s)}) + max_batching_window ({_fmt(max_batching_window_s)})",
+                f"6 x lambda_timeout ({format_duration(lambda_timeout_s)}) + max_batching_window "
+                f"({format_duration(max_batching_window_s)})",
             )
         )
     if not candidates:
@@ -89,10 +91,6 @@ def derive_visibility_timeout(
 def exceeds_sqs_limit(visibility_timeout_s: float) -> bool:
     """True when a VT is beyond the 12 h (43,200 s) SQS maximum."""
     return visibility_timeout_s > SQS_MAX_VISIBILITY_TIMEOUT_S
-
-
-def _fmt(seconds: float) -> str:
-    return format_duration(seconds)
 
 
 def format_duration(seconds: float) -> str:

@@ -62,9 +62,6 @@ class Lease:
     def settled(self) -> bool:
         return self.state in (LeaseState.DELETED, LeaseState.RELEASED)
 
-    def remaining(self, now: float) -> float:
-        return self.deadline - now
-
     def __repr__(self) -> str:
         return f"Lease({self.receipt_handle[:12]}..., {self.state.name}, extensions={self.extensions})"
 
@@ -108,12 +105,9 @@ class LeaseScheduler:
 
     def _schedule(self, lease: Lease) -> None:
         slot = int(lease.deadline // self.resolution)
-        cursor = self._cursor
-        if cursor is None or slot < cursor:
-            if cursor is not None and slot < cursor:
-                slot = cursor  # already overdue: due on the next tick
-            else:
-                self._cursor = slot
+        if self._cursor is None:
+            self._cursor = slot
+        slot = max(slot, self._cursor)  # an overdue lease is due on the next tick
         bucket = self._slots.get(slot)
         if bucket is None:
             self._slots[slot] = [lease]

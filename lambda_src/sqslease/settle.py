@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from sqslease.retry import EntryOutcome, classify_error
+from sqslease.retry import EntryOutcome, classify_error, error_code
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
 
@@ -48,7 +48,6 @@ class Settler:
         self.queue_url = queue_url
         self.scheduler = scheduler
         self.linger = linger
-        self.requests = {"delete": 0, "change_visibility": 0}
         self._deletes: queue.Queue[_Item | None] = queue.Queue()
         self._changes: queue.Queue[_Item | None] = queue.Queue()
         self._threads = [
@@ -67,9 +66,10 @@ class Settler:
         """End the lease by setting the message's visibility timeout: 0 releases it now, more backs off."""
         return self._submit(self._changes, lease, int(seconds), LeaseState.RELEASED)
 
-    def release_all(self, leases: list[Lease]) -> list[Future[bool]]:
-        """Release many leases at once (shutdown); batched like any other change."""
-        return [self.change_visibility(lease, 0) for lease in leases]
+    def release_all(self, leases: list[Lease], timeout: float = 30) -> list[bool]:
+        """Release many leases now (shutdown, deadline guard), batched; return once SQS has answered."""
+        futures = [self.change_visibility(lease, 0) for lease in leases]
+        return [future.result(timeout=timeout) for future in futures]
 
     def stop_tracking(self, lease: Lease) -> bool:
         """Lapse: stop extending and let the current lease run out. No API call."""
@@ -135,7 +135,6 @@ class Settler:
 
     def _send_deletes(self, batch: list[_Item]) -> None:
         entries = [{"Id": str(i), "ReceiptHandle": item.lease.receipt_handle} for i, item in enumerate(batch)]
-        self.requests["delete"] += 1
         self._send(
             batch, "DeleteMessageBatch", lambda: self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
         )
@@ -145,7 +144,6 @@ class Settler:
             {"Id": str(i), "ReceiptHandle": item.lease.receipt_handle, "VisibilityTimeout": item.visibility_timeout}
             for i, item in enumerate(batch)
         ]
-        self.requests["change_visibility"] += 1
         self._send(
             batch,
             "ChangeMessageVisibilityBatch",
@@ -156,9 +154,9 @@ class Settler:
         try:
             response = call()
         except Exception as error:
-            code = getattr(error, "response", {}).get("Error", {}).get("Code", type(error).__name__)
+            code, message = error_code(error)
             for item in batch:
-                self._failed(item, operation, classify_error(code, str(error)), f"{code}: {error}")
+                self._failed(item, operation, classify_error(code, message), f"{code}: {message}")
             return
         for success in response.get("Successful", []):
             item = batch[int(success["Id"])]

@@ -29,7 +29,7 @@ from sqslease.emf import EmfLogger
 from sqslease.heartbeat import Heartbeat
 from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor, import_object
-from sqslease.retry import THROTTLING_CODES
+from sqslease.retry import THROTTLING_CODES, error_code
 from sqslease.scheduler import LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
@@ -79,7 +79,6 @@ class Worker:
         self._running = 0
         self._running_lock = threading.Lock()
         self._stopping = threading.Event()
-        self._receiver_done = threading.Event()
         self._handlers: list[threading.Thread] = []
         self.processed = 0
 
@@ -122,8 +121,7 @@ class Worker:
         leftovers = [lease for lease in self.scheduler if not lease.settled]
         if leftovers:
             logger.warning("grace period over: releasing %d messages still being handled", len(leftovers))
-            for future in self.settler.release_all(leftovers):
-                future.result(timeout=30)
+            self.settler.release_all(leftovers)
         self.heartbeat.stop()
         self.settler.close()
         logger.info("stopped after processing %d messages", self.processed)
@@ -139,64 +137,58 @@ class Worker:
                 unstarted.append(message)
         if unstarted:
             logger.info("releasing %d messages not yet started", len(unstarted))
-            futures = self.settler.release_all([m.lease for m in unstarted])
-            for future in futures:
-                future.result(timeout=30)
+            self.settler.release_all([m.lease for m in unstarted])
 
     # -- receiving --------------------------------------------------------------------------------
     def _receive_loop(self) -> None:
         failures = 0
         next_governor_check = 0.0
         paused_by_governor = False
-        try:
-            while not self._stopping.is_set():
-                capacity = self._capacity()
-                if capacity <= 0:
-                    time.sleep(0.02)
-                    continue
-                now = self.clock()
-                if now >= next_governor_check:
-                    paused_by_governor = self._queue_over_limit()
-                    next_governor_check = now + GOVERNOR_CHECK_INTERVAL_S
-                if paused_by_governor:
-                    self._stopping.wait(1)
-                    continue
-                sent_at = self.clock()
-                try:
-                    response = self.sqs.receive_message(
-                        QueueUrl=self.queue_url,
-                        MaxNumberOfMessages=min(10, capacity),
-                        WaitTimeSeconds=self.settings.wait_time,
-                        VisibilityTimeout=int(self.settings.visibility_timeout),
-                        MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
-                        MessageAttributeNames=["All"],
-                    )
-                    failures = 0
-                except Exception as error:
-                    failures += 1
-                    code = getattr(error, "response", {}).get("Error", {}).get("Code", type(error).__name__)
-                    delay = min(20.0, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
-                    level = logging.WARNING if code in THROTTLING_CODES else logging.ERROR
-                    logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, error, delay)
-                    self._stopping.wait(delay)
-                    continue
-                messages = [
-                    Message.from_sqs(
-                        raw,
-                        self.queue_url,
-                        self.scheduler.add(raw["ReceiptHandle"], sent_at, self.settings.visibility_timeout),
-                    )
-                    for raw in response.get("Messages", [])
-                ]
-                if self._stopping.is_set() and messages:
-                    # Received after shutdown began: hand them straight back.
-                    for future in self.settler.release_all([m.lease for m in messages]):
-                        future.result(timeout=30)
-                    break
-                for message in messages:
-                    self._ready.put(message)
-        finally:
-            self._receiver_done.set()
+        while not self._stopping.is_set():
+            capacity = self._capacity()
+            if capacity <= 0:
+                time.sleep(0.02)
+                continue
+            now = self.clock()
+            if now >= next_governor_check:
+                paused_by_governor = self._queue_over_limit()
+                next_governor_check = now + GOVERNOR_CHECK_INTERVAL_S
+            if paused_by_governor:
+                self._stopping.wait(1)
+                continue
+            sent_at = self.clock()
+            try:
+                response = self.sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=min(10, capacity),
+                    WaitTimeSeconds=self.settings.wait_time,
+                    VisibilityTimeout=int(self.settings.visibility_timeout),
+                    MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
+                    MessageAttributeNames=["All"],
+                )
+                failures = 0
+            except Exception as error:
+                failures += 1
+                code, _ = error_code(error)
+                delay = min(20.0, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
+                level = logging.WARNING if code in THROTTLING_CODES else logging.ERROR
+                logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, error, delay)
+                self._stopping.wait(delay)
+                continue
+            messages = [
+                Message.from_sqs(
+                    raw,
+                    self.queue_url,
+                    self.scheduler.add(raw["ReceiptHandle"], sent_at, self.settings.visibility_timeout),
+                )
+                for raw in response.get("Messages", [])
+            ]
+            if self._stopping.is_set() and messages:
+                # Received after shutdown began: hand them straight back.
+                self.settler.release_all([m.lease for m in messages])
+                break
+            for message in messages:
+                self._ready.put(message)
 
     def _capacity(self) -> int:
         """How many more messages to receive: enough to keep every handler busy, one batch ahead at most."""
@@ -238,12 +230,12 @@ class Worker:
                 self._running += 1
             try:
                 self.processor.process(message)
-                self.processed += 1
             except Exception:  # process() settles and logs handler errors; this is a bug in sqslease
                 logger.exception("processing message %s failed unexpectedly", message.message_id)
             finally:
                 with self._running_lock:
                     self._running -= 1
+                    self.processed += 1
 
 
 _STOP: Any = object()
