@@ -28,6 +28,9 @@ P99_MULTIPLIER = 2
 MIN_VISIBILITY_TIMEOUT_FROM_P99_S = 10
 LAMBDA_TIMEOUT_MULTIPLIER = 6
 
+DEFAULT_EXTENSION_THRESHOLD_S = 5
+DEFAULT_HEARTBEAT_INTERVAL_S = 1
+
 
 def visibility_timeout_for_p99(processing_p99_s: float) -> int:
     """VT for a job whose p99 processing time is ``processing_p99_s`` seconds.
@@ -86,6 +89,45 @@ def derive_visibility_timeout(
     if not candidates:
         raise ValueError("declare processing_p99 or lambda_timeout to derive a visibility timeout")
     return max(candidates, key=lambda c: c.seconds)
+
+
+def lease_timing_problems(
+    visibility_timeout_s: float, extension_threshold_s: float, heartbeat_interval_s: float, *, heartbeat: bool = True
+) -> list[str]:
+    """Why a consumer could not keep leases of ``visibility_timeout_s`` alive; empty when it can.
+
+    One rule for both sides: ``LeaseSettings`` refuses these settings at run time, and the ``jobqueues``
+    constructs refuse a declaration that would hand a consumer such settings at synth. A lease is extended
+    when it is within ``extension_threshold_s`` of expiry, checked every ``heartbeat_interval_s``, so the
+    threshold must leave room for at least one tick before the lease runs out.
+    """
+    problems = []
+    if not 0 < visibility_timeout_s <= SQS_MAX_VISIBILITY_TIMEOUT_S:
+        problems.append(f"visibility_timeout must be in (0, 43200] s, got {format_duration(visibility_timeout_s)}")
+        return problems
+    if not 0 <= extension_threshold_s < visibility_timeout_s:
+        problems.append(
+            f"extension_threshold ({format_duration(extension_threshold_s)}) must be below visibility_timeout "
+            f"({format_duration(visibility_timeout_s)})"
+        )
+    elif heartbeat and heartbeat_interval_s <= 0:
+        problems.append(f"heartbeat_interval must be positive, got {heartbeat_interval_s}")
+    elif heartbeat and heartbeat_interval_s >= visibility_timeout_s - extension_threshold_s:
+        problems.append(
+            f"heartbeat_interval ({format_duration(heartbeat_interval_s)}) must be shorter than visibility_timeout "
+            f"minus extension_threshold ({format_duration(visibility_timeout_s - extension_threshold_s)}), "
+            "or leases lapse between ticks"
+        )
+    return problems
+
+
+def default_extension_threshold(visibility_timeout_s: float) -> float:
+    """The extension threshold a construct hands a consumer of a ``visibility_timeout_s`` lease.
+
+    5 s (``LeaseSettings``' default) for leases of 30 s and more; a third of shorter leases, so that
+    short leases still leave two thirds of their length between extensions.
+    """
+    return min(DEFAULT_EXTENSION_THRESHOLD_S, visibility_timeout_s / 3)
 
 
 def exceeds_sqs_limit(visibility_timeout_s: float) -> bool:

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
-from sqslease.rules import SQS_IN_FLIGHT_QUOTA, SQS_MAX_VISIBILITY_TIMEOUT_S
+from sqslease.rules import (
+    DEFAULT_EXTENSION_THRESHOLD_S,
+    DEFAULT_HEARTBEAT_INTERVAL_S,
+    SQS_IN_FLIGHT_QUOTA,
+    SQS_MAX_VISIBILITY_TIMEOUT_S,
+    lease_timing_problems,
+)
 
 ENV_PREFIX = "SQSLEASE_"
 
@@ -57,8 +63,8 @@ class LeaseSettings:
     """
 
     visibility_timeout: float = 30
-    extension_threshold: float = 5
-    heartbeat_interval: float = 1
+    extension_threshold: float = DEFAULT_EXTENSION_THRESHOLD_S
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL_S
     heartbeat: bool = True
     max_total_lease: float = SQS_MAX_VISIBILITY_TIMEOUT_S - 60
     pull_forward: float = 10
@@ -78,22 +84,9 @@ class LeaseSettings:
     job_type: str = "default"
 
     def __post_init__(self) -> None:
-        problems = []
-        if not 0 < self.visibility_timeout <= SQS_MAX_VISIBILITY_TIMEOUT_S:
-            problems.append(f"visibility_timeout must be in (0, 43200] s, got {self.visibility_timeout}")
-        if not 0 <= self.extension_threshold < self.visibility_timeout:
-            problems.append(
-                f"extension_threshold ({self.extension_threshold} s) must be below visibility_timeout "
-                f"({self.visibility_timeout} s)"
-            )
-        if self.heartbeat and self.heartbeat_interval <= 0:
-            problems.append(f"heartbeat_interval must be positive, got {self.heartbeat_interval}")
-        if self.heartbeat and self.heartbeat_interval >= self.visibility_timeout - self.extension_threshold:
-            problems.append(
-                f"heartbeat_interval ({self.heartbeat_interval} s) must be shorter than visibility_timeout minus "
-                f"extension_threshold ({self.visibility_timeout - self.extension_threshold} s), or leases lapse "
-                "between ticks"
-            )
+        problems = lease_timing_problems(
+            self.visibility_timeout, self.extension_threshold, self.heartbeat_interval, heartbeat=self.heartbeat
+        )
         if not 0 < self.max_total_lease <= SQS_MAX_VISIBILITY_TIMEOUT_S:
             problems.append(f"max_total_lease must be in (0, 43200] s, got {self.max_total_lease}")
         if self.max_requests_in_flight < 1:
