@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Token
@@ -47,7 +49,11 @@ BAD_DECLARATIONS = [
     ("retention over 14 days", {**P99, "retention_period": Duration.days(15)}, "retention_period must be between"),
     ("FIFO name without .fifo", {**P99, "fifo": True, "queue_name": "orders"}, "must end in '.fifo'"),
     ("standard queue named .fifo", {**P99, "queue_name": "orders.fifo"}, "ends in '.fifo' but fifo=False"),
-    ("dedup without FIFO", {**P99, "content_based_deduplication": True}, "content_based_deduplication needs fifo"),
+    (
+        "dedup without FIFO",
+        {**P99, "content_based_deduplication": True},
+        "content_based_deduplication=True needs fifo=True",
+    ),
     ("queue name too long", {**P99, "queue_name": "q" * 81}, "SQS allows 80"),
     ("queue name bad characters", {**P99, "queue_name": "my queue!"}, "may only contain letters"),
     (
@@ -63,7 +69,7 @@ BAD_DECLARATIONS = [
     (
         "alarm fraction over 1",
         {**P99, "alarms": JobQueueAlarmProps(in_flight_fraction=1.5)},
-        "in_flight_alarm_fraction",
+        "alarms.in_flight_fraction must be in (0, 1]",
     ),
     ("alarm quota zero", {**P99, "alarms": JobQueueAlarmProps(in_flight_quota=0)}, "in_flight_quota must be positive"),
     (
@@ -71,16 +77,160 @@ BAD_DECLARATIONS = [
         {**P99, "alarms": JobQueueAlarmProps(oldest_message_age=Duration.days(5))},
         "messages would expire before the alarm fires",
     ),
-    ("DLQ alarm at 0", {**P99, "alarms": JobQueueAlarmProps(dlq_depth=0)}, "dlq_depth threshold must be at least 1"),
+    ("DLQ alarm at 0", {**P99, "alarms": JobQueueAlarmProps(dlq_depth=0)}, "alarms.dlq_depth must be at least 1"),
+    # --- wrong types: each names the prop, the value and the fix ------------------------------------------------
+    (
+        "int p99",
+        {"processing_p99": 5},
+        "processing_p99=5 is an int, not a Duration: pass a Duration, e.g. Duration.seconds(5)",
+    ),
+    (
+        "float p99",
+        {"processing_p99": 2.5},
+        "processing_p99=2.5 is a float, not a Duration: pass a Duration, e.g. Duration.millis(2500)",
+    ),
+    (
+        "timedelta p99",
+        {"processing_p99": dt.timedelta(minutes=4)},
+        "is a timedelta, not a Duration: pass a Duration, e.g. Duration.seconds(240)",
+    ),
+    ("str VT", {**P99, "visibility_timeout": "90s"}, "visibility_timeout='90s' is a str, not a Duration"),
+    ("int lambda timeout", {"lambda_timeout": 30}, "lambda_timeout=30 is an int, not a Duration"),
+    ("int retention", {**P99, "retention_period": 86400}, "retention_period=86400 is an int, not a Duration"),
+    ("int DLQ retention", {**P99, "dlq_retention_period": 86400}, "dlq_retention_period=86400 is an int"),
+    ("int max processing time", {**P99, "max_processing_time": 3600}, "max_processing_time=3600 is an int"),
+    (
+        "fractional receive count",
+        {**P99, "max_receive_count": 2.5},
+        "max_receive_count=2.5 is a float, not a whole number: pass an int, e.g. 3",
+    ),
+    ("bool receive count", {**P99, "max_receive_count": True}, "max_receive_count=True is a bool, not a whole number"),
+    ("str receive count", {**P99, "max_receive_count": "5"}, "max_receive_count='5' is a str, not a whole number"),
+    (
+        "str lease extension",
+        {"processing_p99": Duration.minutes(4), "visibility_timeout": Duration.minutes(1), "lease_extension": "false"},
+        "lease_extension='false' is a str, not a bool: pass True or False",
+    ),
+    ("int fifo", {**P99, "fifo": 1}, "fifo=1 is an int, not a bool"),
+    ("str dedup", {**P99, "content_based_deduplication": "true"}, "content_based_deduplication='true' is a str"),
+    ("int queue name", {**P99, "queue_name": 123}, "queue_name=123 is an int, not a str"),
+    ("str key", {**P99, "encryption_key": "alias/aws/sqs"}, "encryption_key='alias/aws/sqs' is a str"),
+    ("dict alarms", {**P99, "alarms": {"dlq_depth": 1}}, "alarms={'dlq_depth': 1} is a dict, not a JobQueueAlarmProps"),
+    (
+        "str alarm fraction",
+        {**P99, "alarms": JobQueueAlarmProps(in_flight_fraction="0.5")},  # type: ignore[arg-type]
+        "alarms.in_flight_fraction='0.5' is a str, not a finite number",
+    ),
+    (
+        "fractional alarm quota",
+        {**P99, "alarms": JobQueueAlarmProps(in_flight_quota=1.5)},  # type: ignore[arg-type]
+        "alarms.in_flight_quota=1.5 is a float, not a whole number",
+    ),
+    (
+        "int alarm age",
+        {**P99, "alarms": JobQueueAlarmProps(oldest_message_age=600)},  # type: ignore[arg-type]
+        "alarms.oldest_message_age=600 is an int, not a Duration",
+    ),
+    (
+        "str alarm switch",
+        {**P99, "alarms": JobQueueAlarmProps(enabled="no")},  # type: ignore[arg-type]
+        "alarms.enabled='no' is a str, not a bool",
+    ),
+    (
+        "str alarm topic",
+        {**P99, "alarms": JobQueueAlarmProps(topic="arn:aws:sns:us-east-1:1:t")},  # type: ignore[arg-type]
+        "alarms.topic='arn:aws:sns:us-east-1:1:t' is a str",
+    ),
+    (
+        "misspelt prop",
+        {"processing_p90": Duration.seconds(3)},
+        "unknown prop processing_p90: did you mean processing_p99?",
+    ),
+    # --- AWS takes whole seconds here -------------------------------------------------------------------------
+    (
+        "lambda timeout in milliseconds",
+        {"lambda_timeout": Duration.millis(1500)},
+        "lambda_timeout is 1.5 s: a Lambda function timeout takes whole seconds; pass Duration.seconds(2)",
+    ),
+    (
+        "batching window in milliseconds",
+        {"lambda_timeout": Duration.seconds(30), "max_batching_window": Duration.millis(500)},
+        "max_batching_window is 0.5 s: the event source's MaximumBatchingWindowInSeconds takes whole seconds",
+    ),
+    # --- leases the runtime could not keep ----------------------------------------------------------------------
+    (
+        "lease of 0 s",
+        {"visibility_timeout": Duration.seconds(0), "lease_extension": True},
+        "a lease of visibility_timeout 0 s cannot be kept by sqslease",
+    ),
+    (
+        "lease of 5 s",
+        {"visibility_timeout": Duration.seconds(5), "lease_extension": True},
+        "raise visibility_timeout to at least 7 s",
+    ),
+    (
+        "p99 over 12 h even with leases",
+        {"processing_p99": Duration.hours(13), "visibility_timeout": Duration.minutes(10), "lease_extension": True},
+        "processing_p99 13 h is over 12 h",
+    ),
+    (
+        "max processing time below p99",
+        {
+            "processing_p99": Duration.hours(2),
+            "visibility_timeout": Duration.minutes(10),
+            "lease_extension": True,
+            "max_processing_time": Duration.hours(1),
+        },
+        "max_processing_time 1 h is below processing_p99 2 h",
+    ),
+    # --- more rules ---------------------------------------------------------------------------------------------
+    (
+        "FIFO with batching window",
+        {"lambda_timeout": Duration.seconds(30), "max_batching_window": Duration.seconds(5), "fifo": True},
+        "max_batching_window 5 s is not supported for FIFO queues",
+    ),
+    (
+        "in-flight fraction rounding to 0",
+        {**P99, "alarms": JobQueueAlarmProps(in_flight_fraction=0.000001)},
+        "gives an in-flight alarm threshold of 0 messages",
+    ),
+    (
+        "in-flight quota rounding to 0",
+        {**P99, "alarms": JobQueueAlarmProps(in_flight_quota=1)},
+        "alarms.in_flight_fraction 0.8 x alarms.in_flight_quota 1 gives an in-flight alarm threshold of 0",
+    ),
+    (
+        "14-day retention with the default DLQ",
+        {**P99, "retention_period": Duration.days(14)},
+        "retention_period 14 days leaves no time in the dead-letter queue",
+    ),
+    ("job type with a space", {**P99, "_job_type": "My Job"}, "job type 'My Job' may only contain letters"),
+    (
+        "default names too long",
+        {**P99, "_job_type": "J" * 72},
+        "the default queue names '<stack name>-<job type>' make",
+    ),
+    (
+        "DLQ name too long",
+        {**P99, "queue_name": "q" * 78},
+        "makes the dead-letter queue name",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("case", "props", "message"), BAD_DECLARATIONS, ids=[c[0] for c in BAD_DECLARATIONS])
 def test_bad_declaration_is_rejected_at_synth(case: str, props: dict, message: str) -> None:
+    props = dict(props)
+    job_type = props.pop("_job_type", "Job")
     with pytest.raises(JobQueueError) as raised:
-        JobQueue(new_stack(), "Job", **props)
+        JobQueue(new_stack(), job_type, **props)
     assert message in str(raised.value)
-    assert str(raised.value).startswith("JobQueue Test/Job cannot be deployed:")
+    assert str(raised.value).startswith(f"JobQueue Test/{job_type} cannot be deployed:")
+
+
+def test_bad_declaration_cases_are_distinct_and_many() -> None:
+    assert len(BAD_DECLARATIONS) >= 50
+    assert len({case for case, _, _ in BAD_DECLARATIONS}) == len(BAD_DECLARATIONS)
 
 
 def test_every_problem_is_listed_in_one_error() -> None:
@@ -104,9 +254,71 @@ def test_duplicate_job_type_names_across_stacks_are_rejected() -> None:
         JobQueue(cdk.Stack(app, "B"), "Email", **P99)
 
 
+def test_same_queue_name_on_two_job_types_in_one_stack_is_rejected() -> None:
+    stack = new_stack()
+    JobQueue(stack, "A", queue_name="orders", **P99)
+    with pytest.raises(JobQueueError) as raised:
+        JobQueue(stack, "B", queue_name="orders", **P99)
+    assert "the queue name 'orders' of job type 'B' (Test/B) is also the queue name of job type 'A' (Test/A)" in str(
+        raised.value
+    )
+
+
+def test_same_queue_name_in_two_stacks_of_one_account_and_region_is_rejected() -> None:
+    app = cdk.App()
+    env = cdk.Environment(account="111111111111", region="eu-west-1")
+    JobQueue(cdk.Stack(app, "One", env=env), "A", queue_name="orders", **P99)
+    with pytest.raises(JobQueueError, match=r"job type 'A' \(One/A\), in account 111111111111 and region eu-west-1"):
+        JobQueue(cdk.Stack(app, "Two", env=env), "B", queue_name="orders", **P99)
+
+
+def test_job_type_named_like_another_jobs_dead_letter_queue_is_rejected() -> None:
+    stack = new_stack()
+    JobQueue(stack, "Render", **P99)
+    with pytest.raises(JobQueueError) as raised:
+        JobQueue(stack, "Render-dlq", **P99)
+    assert (
+        "the queue name 'Test-Render-dlq' of job type 'Render-dlq' (Test/Render-dlq) is also the dead-letter queue "
+        "name of job type 'Render' (Test/Render)"
+    ) in str(raised.value)
+
+
+def test_default_names_colliding_across_stacks_are_rejected() -> None:
+    app = cdk.App()
+    env = cdk.Environment(account="123456789012", region="us-east-1")
+    JobQueue(cdk.Stack(app, "Team", env=env), "B-Render", **P99)
+    with pytest.raises(JobQueueError) as raised:
+        JobQueue(cdk.Stack(app, "Team-B", env=env), "Render", **P99)
+    assert "'Team-B-Render' of job type 'Render' (Team-B/Render)" in str(raised.value)
+    assert "job type 'B-Render' (Team/B-Render)" in str(raised.value)
+
+
+def test_same_queue_name_in_two_regions_is_fine() -> None:
+    app = cdk.App()
+    for region in ("us-east-1", "eu-west-1"):
+        JobQueue(cdk.Stack(app, f"S-{region}", env=cdk.Environment(region=region)), "A", queue_name="orders", **P99)
+
+
 def test_same_job_type_in_separate_apps_is_fine() -> None:
     JobQueue(new_stack(), "Email", **P99)
     JobQueue(new_stack(), "Email", **P99)
+
+
+def test_token_p99_without_an_explicit_visibility_timeout_says_why() -> None:
+    stack = new_stack()
+    p99 = Duration.seconds(cdk.CfnParameter(stack, "P99", type="Number").value_as_number)
+    with pytest.raises(JobQueueError) as raised:
+        JobQueue(stack, "Job", processing_p99=p99)
+    assert "processing_p99 is an unresolved token" in str(raised.value)
+    assert "a visibility timeout cannot be derived from a value unknown at synth" in str(raised.value)
+    assert "no basis" not in str(raised.value)
+
+
+def test_token_lambda_timeout_without_an_explicit_visibility_timeout_says_why() -> None:
+    stack = new_stack()
+    timeout = Duration.seconds(cdk.CfnParameter(stack, "Timeout", type="Number").value_as_number)
+    with pytest.raises(JobQueueError, match="lambda_timeout is an unresolved token"):
+        JobQueue(stack, "Job", lambda_timeout=timeout)
 
 
 def test_unresolved_tokens_are_skipped() -> None:

@@ -12,7 +12,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Capture, Match, Template
 from cdk_helpers import new_stack, synth_job_queue
 
-from jobqueues import JobQueue, JobQueueAlarmProps, default_oldest_message_age_s
+from jobqueues import JobQueue, JobQueueAlarmProps
+from jobqueues.defaults import oldest_message_age_s as default_oldest_message_age_s
 
 
 def source_queue(template: Template) -> dict:

@@ -39,3 +39,14 @@ def test_rules_module_imports_nothing_from_aws() -> None:
     source = (ROOT / "lambda_src" / "sqslease" / "rules.py").read_text()
     for forbidden in ("aws_cdk", "boto3", "botocore"):
         assert f"import {forbidden}" not in source and f"from {forbidden}" not in source
+
+
+def test_declaration_checks_import_without_the_cdk() -> None:
+    code = (
+        "import sys; from jobqueues.declaration import QueueDeclaration, check_declaration; "
+        "r = check_declaration(QueueDeclaration(job_type='x', processing_p99_s=0.383)); "
+        "assert r.visibility_timeout_s == 10, r; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,49 @@ def test_missing_or_foreign_file_is_a_synth_error(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"something": "else"}))
     with pytest.raises(JobQueueError, match="not a jobstats profiles document"):
         MeasuredProfiles.load(bad)
+
+
+def test_a_real_jobstats_profile_with_millisecond_p99s_drives_job_queues(spark: object, tmp_path: Path) -> None:
+    """EMF lines as sqslease writes them -> `python -m jobstats profile` -> MeasuredProfiles -> JobQueue."""
+    import io
+    import random
+
+    from jobstats.__main__ import main as jobstats_main
+    from sqslease.emf import EmfLogger
+
+    lines = io.StringIO()
+    emf = EmfLogger(lines)
+    rng = random.Random(7)
+    started = int(dt.datetime(2026, 11, 20, tzinfo=dt.UTC).timestamp() * 1000)
+    for i in range(3000):
+        for job_type, scale_ms in (("EmailSend", 120.0), ("Resize", 2_300.0)):
+            emf.record(
+                job_type=job_type,
+                queue=job_type,
+                message_id=f"{job_type}-{i}",
+                processing_ms=rng.lognormvariate(0, 0.5) * scale_ms,
+                outcome="success",
+                receive_count=1,
+                extensions=0,
+                lease_lost=False,
+                timestamp_ms=started + i * 1000,
+            )
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text(lines.getvalue())
+    out = tmp_path / "profiles.json"
+    assert jobstats_main(["profile", str(logs), "--out", str(out), "--min-samples", "1000"]) == 0
+
+    profiles = MeasuredProfiles.load(out, now=NOW)
+    stack = new_stack()
+    vts = {}
+    for job_type in ("EmailSend", "Resize"):
+        p99 = profiles.processing_p99(stack, job_type)
+        assert not float(p99.to_seconds(integral=False)).is_integer()  # milliseconds, as jobstats writes them
+        vts[job_type] = JobQueue(stack, job_type, processing_p99=p99).visibility_timeout.to_seconds()
+    template = Template.from_stack(stack)
+    measured = json.loads(out.read_text())["job_types"]
+    assert vts["EmailSend"] == 10  # the floor
+    assert vts["Resize"] == math.ceil(2 * measured["Resize"]["recommended_processing_p99_s"])
+    template.has_resource_properties(
+        "AWS::SQS::Queue", {"QueueName": "Test-Resize", "VisibilityTimeout": vts["Resize"]}
+    )

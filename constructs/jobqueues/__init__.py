@@ -1,18 +1,41 @@
 """jobqueues: AWS CDK constructs for SQS job queues with derived visibility timeouts.
 
 Import as ``jobqueues`` (never ``constructs.jobqueues``: ``constructs`` is the CDK library).
+
+The names below load on first use, so the pure modules (:mod:`jobqueues.declaration`,
+:mod:`jobqueues.defaults`) import without starting the CDK's Node kernel.
 """
 
-from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
-from jobqueues.job_queue import (
-    JobQueue,
-    JobQueueAlarmProps,
-    JobQueueAlarms,
-    JobQueueError,
-    default_oldest_message_age_s,
-)
-from jobqueues.measured_profiles import MeasuredProfiles
-from jobqueues.stack_spreading import JobQueueStacks
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jobqueues.alarms import JobQueueAlarmProps, JobQueueAlarms
+    from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
+    from jobqueues.errors import JobQueueError
+    from jobqueues.job_queue import JobQueue
+    from jobqueues.measured_profiles import MeasuredProfiles
+    from jobqueues.props import JobQueueProps, LeaseOptions, QueueOptions
+    from jobqueues.stack_spreading import JobQueueStacks
+
+__version__ = "0.2.0"
+
+_EXPORTS = {
+    "CheckResult": "declaration",
+    "JobQueue": "job_queue",
+    "JobQueueAlarmProps": "alarms",
+    "JobQueueAlarms": "alarms",
+    "JobQueueError": "errors",
+    "JobQueueProps": "props",
+    "JobQueueStacks": "stack_spreading",
+    "LeaseOptions": "props",
+    "MeasuredProfiles": "measured_profiles",
+    "QueueDeclaration": "declaration",
+    "QueueOptions": "props",
+    "check_declaration": "declaration",
+}
 
 __all__ = [
     "CheckResult",
@@ -20,9 +43,18 @@ __all__ = [
     "JobQueueAlarmProps",
     "JobQueueAlarms",
     "JobQueueError",
+    "JobQueueProps",
     "JobQueueStacks",
+    "LeaseOptions",
     "MeasuredProfiles",
     "QueueDeclaration",
+    "QueueOptions",
     "check_declaration",
-    "default_oldest_message_age_s",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jobqueues' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"jobqueues.{module}"), name)

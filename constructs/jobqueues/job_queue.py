@@ -1,202 +1,161 @@
-"""``JobQueue``: one job type's queue + DLQ pair with a derived visibility timeout and alarms."""
+"""``JobQueue``: one job type's queue + DLQ pair with a derived visibility timeout, alarms and metrics."""
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any, Unpack
 
-import jsii
-from aws_cdk import Annotations, Duration, Stack, Token
+from aws_cdk import Annotations, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct, IValidation
+from constructs import Construct
 
-from jobqueues.declaration import QueueDeclaration, check_declaration, default_queue_names
-from sqslease.rules import SQS_IN_FLIGHT_QUOTA, format_duration
+from jobqueues import defaults, metrics
+from jobqueues.alarms import JobQueueAlarmProps, JobQueueAlarms, create_queue_alarms
+from jobqueues.declaration import QueueDeclaration, check_declaration, in_flight_threshold
+from jobqueues.errors import JobQueueError
+from jobqueues.inputs import PropReader, whole_seconds_duration
+from jobqueues.names import name_conflicts, register_names, stack_facts
+from jobqueues.props import JobQueueProps
+from jobqueues.stack_limits import RESOURCES_PER_JOB_QUEUE, count_resources
+from sqslease.rules import DEFAULT_EXTENSION_THRESHOLD_S, DEFAULT_HEARTBEAT_INTERVAL_S
 
-DEFAULT_RETENTION_S = 4 * 86_400
-DEFAULT_DLQ_RETENTION_S = 14 * 86_400
-
-#: Resources one ``JobQueue`` adds to its stack with all alarms on:
-#: 2 queues, 2 TLS-only queue policies, 3 alarms.
-RESOURCES_PER_JOB_QUEUE = 7
-CLOUDFORMATION_MAX_RESOURCES = 500
-
-
-class JobQueueError(ValueError):
-    """A job type declaration that cannot be deployed; the message lists every problem and its fix."""
-
-
-@dataclass(frozen=True)
-class JobQueueAlarmProps:
-    """Thresholds for the default alarms. Every field is optional.
-
-    :param in_flight_quota: in-flight (received, not deleted) message quota. Default 120,000, the SQS
-        quota for standard and FIFO queues. Long-polling consumers never see an OverLimit error, so the
-        in-flight alarm is the only warning.
-    :param in_flight_fraction: alarm when in-flight messages reach this share of the quota. Default 0.8.
-    :param oldest_message_age: alarm when the oldest message on the source queue is older than this.
-        Default: ``max_receive_count x visibility timeout`` (the longest a message should need to be
-        tried and dead-lettered), at least 5 min and at most half the retention period.
-    :param dlq_depth: alarm when the DLQ holds at least this many visible messages. Default 1.
-    :param topic: SNS topic notified on ALARM and OK. Default none.
-    :param enabled: set False to create no alarms. Default True.
-    """
-
-    in_flight_quota: int = SQS_IN_FLIGHT_QUOTA
-    in_flight_fraction: float = 0.8
-    oldest_message_age: Duration | None = None
-    dlq_depth: int = 1
-    topic: sns.ITopic | None = None
-    enabled: bool = True
-
-
-@dataclass(frozen=True)
-class JobQueueAlarms:
-    """The alarms of one job queue (``None`` where alarms are disabled)."""
-
-    in_flight: cloudwatch.Alarm
-    dlq_not_empty: cloudwatch.Alarm
-    oldest_message_age: cloudwatch.Alarm
+_ALARM_FIELDS = ("in_flight_quota", "in_flight_fraction", "oldest_message_age", "dlq_depth", "topic", "enabled")
+_LAMBDA_WHOLE_SECONDS = "a Lambda function timeout"
+_WINDOW_WHOLE_SECONDS = "the event source's MaximumBatchingWindowInSeconds"
 
 
 class JobQueue(Construct):
     """An SQS queue and its dead-letter queue for one job type.
 
-    The visibility timeout is derived, never guessed: ``max(2 x processing_p99, 10 s)``, or for a
-    Lambda consumer ``6 x lambda_timeout + max_batching_window``; with both, the larger. Every
-    declaration is validated at synth; one ``JobQueueError`` lists all problems with their fix.
+    The visibility timeout is derived, never guessed: ``max(2 x processing_p99, 10 s)``, or for a Lambda
+    consumer ``6 x lambda_timeout + max_batching_window``; with both, the larger. Every declaration is
+    validated at synth; one ``JobQueueError`` lists all problems with their fix. The props are
+    :class:`jobqueues.props.JobQueueProps` (each documented there with its default).
 
     Example::
 
         JobQueue(self, "VideoTranscode", processing_p99=Duration.minutes(4))   # VT 8 min
-        JobQueue(self, "EmailSend", processing_p99=Duration.seconds(3))        # VT 10 s
+        JobQueue(self, "EmailSend", processing_p99=Duration.millis(383))       # VT 10 s
         JobQueue(self, "Thumbnails", lambda_timeout=Duration.seconds(30),
                  max_batching_window=Duration.seconds(5))                      # VT 185 s
 
     :param scope: parent construct.
-    :param job_type: construct id and job type name (unique in the app; used in queue names,
-        metrics and duration profiles).
-    :param processing_p99: measured p99 handler time of one message.
-    :param lambda_timeout: timeout of the consuming Lambda function.
-    :param max_batching_window: maximum batching window of the Lambda event source. Default 0.
-    :param visibility_timeout: explicit VT; may not be below the derived one unless
-        ``lease_extension`` is set, and never below ``lambda_timeout``.
-    :param lease_extension: the consumer heartbeats its leases (``sqslease``), so the VT is a lease
-        length rather than a worst-case bound. Default False.
-    :param max_processing_time: longest a single message may take; at most 12 h.
-    :param max_receive_count: deliveries before a message moves to the DLQ. Default 5.
-    :param retention_period: source queue retention. Default 4 days.
-    :param dlq_retention_period: DLQ retention, longer than the source's. Default 14 days.
-    :param fifo: FIFO queues (both get ``.fifo`` names). Default False.
-    :param content_based_deduplication: FIFO only. Default False.
-    :param queue_name: physical name. Default ``<stack name>-<job_type>``; the DLQ adds ``-dlq``.
-    :param encryption_key: KMS key for SSE. Default SQS-managed SSE.
-    :param alarms: alarm thresholds and actions. Default :class:`JobQueueAlarmProps`.
+    :param job_type: construct id and job type name, unique per deployment target (stage, account, region);
+        it names the queues, metrics and duration profiles.
     """
 
-    def __init__(
+    def __init__(self, scope: Construct, job_type: str, **props: Unpack[JobQueueProps]) -> None:
+        super().__init__(scope, job_type)
+        self._declare(scope, job_type, props, JobQueueProps.__annotations__, prop_names={}, owner="JobQueue")
+
+    def _declare(
         self,
         scope: Construct,
         job_type: str,
+        props: Mapping[str, Any],
+        known: Mapping[str, Any],
         *,
-        processing_p99: Duration | None = None,
-        lambda_timeout: Duration | None = None,
-        max_batching_window: Duration | None = None,
-        visibility_timeout: Duration | None = None,
-        lease_extension: bool = False,
-        max_processing_time: Duration | None = None,
-        max_receive_count: int = 5,
-        retention_period: Duration | None = None,
-        dlq_retention_period: Duration | None = None,
-        fifo: bool = False,
-        content_based_deduplication: bool = False,
-        queue_name: str | None = None,
-        encryption_key: kms.IKey | None = None,
-        alarms: JobQueueAlarmProps | None = None,
+        prop_names: Mapping[str, str],
+        owner: str,
     ) -> None:
-        super().__init__(scope, job_type)
+        """Check the props, create the queues and alarms. ``prop_names`` and ``owner`` word the errors."""
         stack = scope if isinstance(scope, Stack) else Stack.of(self)
-        stack_name = _stack_name(stack)
-        alarm_props = alarms or JobQueueAlarmProps()
-        # Defaults are kept as plain seconds so the common case costs no jsii round-trips.
-        retention_s = DEFAULT_RETENTION_S if retention_period is None else _seconds(retention_period)
-        dlq_retention_s = DEFAULT_DLQ_RETENTION_S if dlq_retention_period is None else _seconds(dlq_retention_period)
-
-        name, dlq_name = default_queue_names(stack_name, job_type, fifo)
-        if queue_name is not None:
-            name = queue_name
-            stem = queue_name[: -len(".fifo")] if queue_name.endswith(".fifo") else queue_name
-            dlq_name = f"{stem}-dlq" + (".fifo" if fifo else "")
-
+        facts = stack_facts(stack)
+        read = PropReader(props, known)
+        alarm_props = read.instance("alarms", JobQueueAlarmProps, "JobQueueAlarmProps(...)") or JobQueueAlarmProps()
+        alarm_read = PropReader({k: getattr(alarm_props, k) for k in _ALARM_FIELDS}, _ALARM_FIELDS, "alarms.")
         declaration = QueueDeclaration(
             job_type=job_type,
-            processing_p99_s=_seconds(processing_p99),
-            lambda_timeout_s=_seconds(lambda_timeout),
-            max_batching_window_s=_seconds(max_batching_window),
-            visibility_timeout_s=_seconds(visibility_timeout),
-            max_processing_time_s=_seconds(max_processing_time),
-            lease_extension=lease_extension,
-            retention_s=retention_s,
-            dlq_retention_s=dlq_retention_s,
-            max_receive_count=None if _is_token(max_receive_count) else max_receive_count,
-            fifo=fifo,
-            content_based_deduplication=content_based_deduplication,
-            queue_name=None if _is_token(name) else name,
-            dead_letter_queue_name=None if _is_token(dlq_name) else dlq_name,
-            in_flight_quota=alarm_props.in_flight_quota,
-            in_flight_alarm_fraction=alarm_props.in_flight_fraction,
-            oldest_message_age_threshold_s=_seconds(alarm_props.oldest_message_age),
-            dlq_depth_threshold=alarm_props.dlq_depth,
+            processing_p99_s=read.duration_s("processing_p99"),
+            lambda_timeout_s=read.whole_seconds("lambda_timeout", _LAMBDA_WHOLE_SECONDS),
+            max_batching_window_s=read.whole_seconds("max_batching_window", _WINDOW_WHOLE_SECONDS),
+            visibility_timeout_s=read.duration_s("visibility_timeout"),
+            max_processing_time_s=read.duration_s("max_processing_time"),
+            lease_extension=read.boolean("lease_extension", False),
+            retention_s=read.duration_s("retention_period"),
+            dlq_retention_s=read.duration_s("dlq_retention_period"),
+            max_receive_count=read.integer("max_receive_count", 3),
+            fifo=read.boolean("fifo", False),
+            content_based_deduplication=read.boolean("content_based_deduplication", False),
+            queue_name=read.string("queue_name"),
+            name_prefix=facts.name,
+            in_flight_quota=alarm_read.integer("in_flight_quota", 120_000),
+            in_flight_fraction=alarm_read.number("in_flight_fraction", 0.8),
+            oldest_message_age_s=alarm_read.duration_s("oldest_message_age"),
+            dlq_depth=alarm_read.integer("dlq_depth", 1),
+            tokens=frozenset(
+                {_DECLARATION_FIELDS.get(p, p) for p in read.tokens}
+                | {_DECLARATION_FIELDS.get(p, p) for p in alarm_read.tokens}
+            ),
+            prop_names={
+                **{k: f"alarms.{k}" for k in ("in_flight_quota", "in_flight_fraction", "oldest_message_age")},
+                "dlq_depth": "alarms.dlq_depth",
+                **prop_names,
+            },
         )
+        encryption_key = read.having("encryption_key", "key_arn", "a kms.IKey, e.g. kms.Key(self, 'Key')")
+        topic = alarm_read.having("topic", "topic_arn", "an sns.ITopic, e.g. sns.Topic(self, 'Alarms')")
+        alarms_enabled = alarm_read.boolean("enabled", True)
+        if read.errors or alarm_read.errors:
+            # Type errors first: a rule would only repeat them with less precision.
+            self._fail(owner, read.errors + alarm_read.errors)
         result = check_declaration(declaration)
         errors = list(result.errors)
-        duplicate = _register_job_type(stack, self, job_type)
-        if duplicate is not None:
-            errors.append(
-                f"job type {job_type!r} is already declared at {duplicate.node.path}: job type names must be "
-                "unique in the app (they name queues, metrics and duration profiles); rename one of them"
-            )
+        names = [
+            (role, name)
+            for role, name in (("queue", result.queue_name), ("dead-letter queue", result.dead_letter_queue_name))
+            if name is not None
+        ]
+        errors += name_conflicts(facts, self.node.path, job_type, names)
         if errors:
-            raise JobQueueError(
-                f"JobQueue {self.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
-            )
+            self._fail(owner, errors)
+        register_names(facts, self.node.path, job_type, names)
         for warning in result.warnings:
             Annotations.of(self).add_warning_v2("jobqueues:RetriesOutliveRetention", warning)
 
-        vt_s = declaration.visibility_timeout_s
-        if visibility_timeout is not None:
-            vt = visibility_timeout
-        else:
-            assert result.visibility_timeout is not None  # guaranteed by check_declaration
-            vt_s = result.visibility_timeout.seconds
-            vt = Duration.seconds(vt_s)
+        explicit_vt = props.get("visibility_timeout")
+        vt_s = result.visibility_timeout_s
+        vt = _whole_seconds(explicit_vt, declaration.visibility_timeout_s, vt_s)
 
-        #: The job type name (the construct id).
+        #: The job type name.
         self.job_type = job_type
         #: The visibility timeout the source queue is created with.
         self.visibility_timeout: Duration = vt
         #: How the visibility timeout was chosen, for docs and diagnostics.
         self.visibility_timeout_rule: str = (
-            "explicit visibility_timeout" if visibility_timeout is not None else result.visibility_timeout.rule
+            "explicit visibility_timeout"
+            if explicit_vt is not None or result.visibility_timeout is None
+            else result.visibility_timeout.rule
         )
-        self._visibility_timeout_s = vt_s
+        #: The visibility timeout in seconds; ``None`` when it is an unresolved token.
+        self.visibility_timeout_seconds: float | None = vt_s
         #: True when the consumer is declared to extend its leases.
-        self.lease_extension = lease_extension
+        self.lease_extension: bool = declaration.lease_extension
+        #: The longest one message may take, in seconds; ``None`` when not declared.
+        self.max_processing_time_seconds: float | None = declaration.max_processing_time_s
+        #: The declared p99 handler time, in seconds; ``None`` when not declared.
+        self.processing_p99_seconds: float | None = declaration.processing_p99_s
+        #: The event source's batching window, in seconds (Lambda consumers).
+        self.max_batching_window_seconds: float = declaration.max_batching_window_s or 0
+        #: Whether both queues are FIFO.
+        self.fifo: bool = declaration.fifo
+        max_receive_count = props.get("max_receive_count", defaults.MAX_RECEIVE_COUNT)
         self.max_receive_count = max_receive_count
 
         encryption = sqs.QueueEncryption.KMS if encryption_key else sqs.QueueEncryption.SQS_MANAGED
+        fifo = declaration.fifo or None
+        queue_name = props.get("queue_name") if result.queue_name is None else result.queue_name
         #: The dead-letter queue. Its redrive-allow policy admits only the source queue.
         self.dead_letter_queue = sqs.Queue(
             self,
             "DeadLetterQueue",
-            queue_name=dlq_name,
-            fifo=fifo or None,
-            retention_period=dlq_retention_period or Duration.seconds(dlq_retention_s),
+            queue_name=result.dead_letter_queue_name,
+            fifo=fifo,
+            retention_period=_whole_seconds(
+                props.get("dlq_retention_period"), declaration.dlq_retention_s, result.dlq_retention_s
+            ),
             encryption=encryption,
             encryption_master_key=encryption_key,
             enforce_ssl=True,
@@ -205,209 +164,152 @@ class JobQueue(Construct):
         self.queue = sqs.Queue(
             self,
             "Queue",
-            queue_name=name,
-            fifo=fifo or None,
-            content_based_deduplication=content_based_deduplication or None,
+            queue_name=queue_name,
+            fifo=fifo,
+            content_based_deduplication=declaration.content_based_deduplication or None,
             visibility_timeout=vt,
-            retention_period=retention_period or Duration.seconds(retention_s),
+            retention_period=_whole_seconds(props.get("retention_period"), declaration.retention_s, result.retention_s),
             encryption=encryption,
             encryption_master_key=encryption_key,
             enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=max_receive_count, queue=self.dead_letter_queue),
         )
-        # By ARN built from the fixed name: a reference to the source queue would be circular
-        # (the source's redrive policy already references the DLQ).
-        source_arn = stack.format_arn(service="sqs", resource=name)
-        cfn_dlq: sqs.CfnQueue = self.dead_letter_queue.node.default_child  # type: ignore[assignment]
-        cfn_dlq.redrive_allow_policy = {"redrivePermission": "byQueue", "sourceQueueArns": [source_arn]}
+        if queue_name is not None:
+            # By ARN built from the fixed name: a reference to the source queue would be circular (the source's
+            # redrive policy already references the DLQ).
+            source_arn = stack.format_arn(service="sqs", resource=queue_name)
+            cfn_dlq: sqs.CfnQueue = self.dead_letter_queue.node.default_child  # type: ignore[assignment]
+            cfn_dlq.redrive_allow_policy = {"redrivePermission": "byQueue", "sourceQueueArns": [source_arn]}
 
-        #: The default alarms, or ``None`` when ``alarms.enabled`` is False.
+        #: The queue alarms, or ``None`` when ``alarms.enabled`` is False.
         self.alarms: JobQueueAlarms | None = None
-        if alarm_props.enabled:
-            self.alarms = self._create_alarms(alarm_props, vt_s, retention_s, max_receive_count)
-        _count_resources(stack, RESOURCES_PER_JOB_QUEUE if alarm_props.enabled else 4)
+        if alarms_enabled:
+            age_s = declaration.oldest_message_age_s
+            if age_s is None:
+                age_s = (
+                    defaults.oldest_message_age_s(vt_s, result.retention_s, result.max_receive_count)
+                    if vt_s is not None and not declaration.tokens & {"max_receive_count", "retention_s"}
+                    else defaults.OLDEST_MESSAGE_AGE_MIN_S
+                )
+            self.alarms = create_queue_alarms(
+                self,
+                job_type,
+                self.queue,
+                self.dead_letter_queue,
+                in_flight_threshold=in_flight_threshold(alarm_props.in_flight_quota, alarm_props.in_flight_fraction),
+                props=alarm_props,
+                oldest_message_age_s=age_s,
+                receives="max_receive_count" if "max_receive_count" in read.tokens else str(max_receive_count),
+            )
+        #: Where alarm notifications go (``alarms.topic``); consumers send theirs there too.
+        self.alarm_topic = topic if alarms_enabled else None
+        count_resources(stack, RESOURCES_PER_JOB_QUEUE if alarms_enabled else 4)
 
-    # ----------------------------------------------------------------------------------------------
+    def _fail(self, owner: str, errors: list[str]) -> None:
+        raise JobQueueError(f"{owner} {self.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors))
+
+    # --- grants ------------------------------------------------------------------------------------------------
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let a producer send messages to the job queue."""
+        """Let a producer send messages to the job queue (and use its KMS key)."""
         return self.queue.grant_send_messages(grantee)
 
     def grant_consume_messages(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let a consumer receive, extend (ChangeMessageVisibility), delete, and dead-letter messages.
 
-        The consumer also gets ``sqs:SendMessage`` on the DLQ so that ``sqslease`` can move a message
-        that failed with a non-retryable error straight to the DLQ.
+        The consumer also gets ``sqs:SendMessage`` on the DLQ so that ``sqslease`` can move a message that
+        failed with a non-retryable error straight to the DLQ.
         """
         grant = self.queue.grant_consume_messages(grantee)
         self.dead_letter_queue.grant_send_messages(grantee)
         return grant
 
-    def consumer_environment(self) -> dict[str, str]:
-        """``SQSLEASE_*`` environment variables for a consumer of this queue (``sqslease`` reads them).
+    # --- the consumer's settings, from the same declaration -----------------------------------------------------
+    def consumer_settings(self) -> dict[str, str]:
+        """The ``sqslease`` settings (``LeaseSettings`` field -> value) a consumer of this queue runs with.
 
-        The lease length is the queue's visibility timeout, so consumer and queue come from one declaration;
-        the queue and DLQ URLs are CloudFormation references resolved at deploy time.
+        The lease length is the queue's visibility timeout, and leases are extended up to
+        ``max_processing_time``; the queue and DLQ URLs are CloudFormation references resolved at deploy time.
         """
-        env = {
-            "SQSLEASE_QUEUE_URL": self.queue.queue_url,
-            "SQSLEASE_DEAD_LETTER_QUEUE_URL": self.dead_letter_queue.queue_url,
-            "SQSLEASE_JOB_TYPE": self.job_type,
-            "SQSLEASE_HEARTBEAT": "true" if self.lease_extension else "false",
+        settings = {
+            "queue_url": self.queue.queue_url,
+            "dead_letter_queue_url": self.dead_letter_queue.queue_url,
+            "job_type": self.job_type,
+            "heartbeat": "true" if self.lease_extension else "false",
+            "visibility_timeout": _number(self.visibility_timeout_seconds)
+            if self.visibility_timeout_seconds is not None
+            else str(self.visibility_timeout.to_seconds()),
+            "extension_threshold": _number(DEFAULT_EXTENSION_THRESHOLD_S),
+            "heartbeat_interval": _number(DEFAULT_HEARTBEAT_INTERVAL_S),
         }
-        if self._visibility_timeout_s is not None:
-            env["SQSLEASE_VISIBILITY_TIMEOUT"] = str(int(self._visibility_timeout_s))
-        return env
+        if self.max_batching_window_seconds:
+            settings["max_batching_window"] = _number(self.max_batching_window_seconds)
+        if self.lease_extension and self.max_processing_time_seconds is not None:
+            settings["max_total_lease"] = _number(self.max_processing_time_seconds)
+        return settings
 
-    # ----------------------------------------------------------------------------------------------
-    def _create_alarms(
-        self, props: JobQueueAlarmProps, vt_s: float | None, retention_s: float | None, max_receive_count: int
-    ) -> JobQueueAlarms:
-        minute = _one_minute()
-        in_flight_threshold = int(props.in_flight_quota * props.in_flight_fraction)
-        in_flight = self.queue.metric_approximate_number_of_messages_not_visible(
-            statistic="Maximum", period=minute
-        ).create_alarm(
-            self,
-            "InFlightAlarm",
-            threshold=in_flight_threshold,
-            evaluation_periods=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=(
-                f"{self.job_type}: {in_flight_threshold:,} in-flight messages, "
-                f"{props.in_flight_fraction:.0%} of the {props.in_flight_quota:,} SQS quota. Long-polling "
-                "consumers get no OverLimit error at the quota; they just stop receiving. Delete or release "
-                "messages faster, or shard the job type over more queues."
-            ),
-        )
-        dlq_not_empty = self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-            statistic="Maximum", period=minute
-        ).create_alarm(
-            self,
-            "DeadLetterQueueAlarm",
-            threshold=props.dlq_depth,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=(
-                f"{self.job_type}: messages in the dead-letter queue after {max_receive_count} receives. "
-                "Inspect them, fix the cause, then redrive."
-            ),
-        )
-        age_threshold_s = _seconds(props.oldest_message_age)
-        if age_threshold_s is None:
-            age_threshold_s = (
-                default_oldest_message_age_s(vt_s, retention_s, max_receive_count)
-                if vt_s is not None and retention_s is not None and not _is_token(max_receive_count)
-                else 300
-            )
-        oldest = self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute).create_alarm(
-            self,
-            "OldestMessageAgeAlarm",
-            threshold=age_threshold_s,
-            evaluation_periods=5,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=(
-                f"{self.job_type}: the oldest message has waited {format_duration(age_threshold_s)} "
-                "or more: consumers are not keeping up or are stuck."
-            ),
-        )
-        alarms = JobQueueAlarms(in_flight=in_flight, dlq_not_empty=dlq_not_empty, oldest_message_age=oldest)
-        if props.topic is not None:
-            action = cw_actions.SnsAction(props.topic)
-            for alarm in (in_flight, dlq_not_empty, oldest):
-                alarm.add_alarm_action(action)
-                alarm.add_ok_action(action)
-        return alarms
+    def consumer_environment(self) -> dict[str, str]:
+        """:meth:`consumer_settings` as the ``SQSLEASE_*`` environment variables ``sqslease`` reads."""
+        return {f"SQSLEASE_{name.upper()}": value for name, value in self.consumer_settings().items()}
+
+    # --- metrics -----------------------------------------------------------------------------------------------
+    def metric_visible(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages waiting to be received (Maximum). Default period: 1 minute."""
+        return self.queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
+
+    def metric_in_flight(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages received and not yet deleted (Maximum), against the 120,000 quota. Default period: 1 minute."""
+        return self.queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=period)
+
+    def metric_backlog(self, period: Duration | None = None) -> cloudwatch.MathExpression:
+        """Outstanding work: visible + in flight. Default period: 1 minute."""
+        return metrics.backlog(self.queue, period)
+
+    def metric_oldest_message_age(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Age of the oldest message on the source queue, in seconds (Maximum). Default period: 1 minute."""
+        return self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=period)
+
+    def metric_deleted(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages deleted, that is finished (Sum). Default period: 1 minute."""
+        return self.queue.metric_number_of_messages_deleted(statistic="Sum", period=period)
+
+    def metric_dead_letter_queue_depth(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages in the DLQ (Maximum). Default period: 1 minute."""
+        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
+
+    def metric_processing_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
+        """Handler time of one message in milliseconds, from ``sqslease``'s EMF lines. Default: p99, 1 minute."""
+        return metrics.emf_metric(self.job_type, "ProcessingTime", statistic, period)
+
+    def metric_extensions(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Lease extensions (Sum), from ``sqslease``'s EMF lines. Default period: 1 minute."""
+        return metrics.emf_metric(self.job_type, "Extensions", "Sum", period)
+
+    def metric_leases_lost(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Leases lost while the handler ran (Sum): the message may run twice. Default period: 1 minute."""
+        return metrics.emf_metric(self.job_type, "LeaseLost", "Sum", period)
 
 
-def default_oldest_message_age_s(visibility_timeout_s: float, retention_s: float, max_receive_count: int) -> int:
-    """Default threshold of the oldest-message-age alarm, in seconds.
-
-    ``max_receive_count x VT`` is how long a message may legitimately stay on the source queue while
-    it is retried; older than that means consumers are not keeping up. At least 5 min (metric noise)
-    and at most half the retention period (time to act before messages expire).
-    """
-    return int(min(max(max_receive_count * visibility_timeout_s, 300), retention_s // 2))
-
-
-def _seconds(duration: Duration | None) -> float | None:
-    """Seconds of a duration, or None when not given or an unresolved token (which is not checked)."""
-    if duration is None:
-        return None
-    seconds = duration.to_seconds()
-    return None if _is_token(seconds) else seconds
+# Prop name -> QueueDeclaration field, for the props whose names differ.
+_DECLARATION_FIELDS = {
+    "processing_p99": "processing_p99_s",
+    "lambda_timeout": "lambda_timeout_s",
+    "max_batching_window": "max_batching_window_s",
+    "visibility_timeout": "visibility_timeout_s",
+    "max_processing_time": "max_processing_time_s",
+    "retention_period": "retention_s",
+    "dlq_retention_period": "dlq_retention_s",
+    "oldest_message_age": "oldest_message_age_s",
+}
 
 
-def _is_token(value: object) -> bool:
-    """Token check without a jsii round-trip for the common, plainly resolved values.
-
-    Number tokens are encoded as huge negative doubles; string tokens contain ``${Token[``.
-    """
-    if isinstance(value, str):
-        return "${Token[" in value
-    if isinstance(value, float) and abs(value) > 1e288:
-        return bool(Token.is_unresolved(value))
-    return False
+def _whole_seconds(given: Duration | None, given_s: float | None, seconds: float | None) -> Duration:
+    """The ``Duration`` a queue gets: the prop as given when it is a token or whole seconds already (no
+    round-trip to the CDK's Node kernel), else ``seconds``, the value rounded up to whole seconds."""
+    if given is not None and (given_s is None or given_s.is_integer()):
+        return given
+    assert seconds is not None  # check_declaration resolved it
+    return whole_seconds_duration(seconds)
 
 
-_minute: list[Duration] = []
-
-
-def _one_minute() -> Duration:
-    if not _minute:
-        _minute.append(Duration.minutes(1))
-    return _minute[0]
-
-
-# Per-stack facts cached to spare jsii round-trips; keyed weakly so separate apps (tests) never mix.
-_stack_facts: weakref.WeakKeyDictionary[Stack, tuple[str, Construct]] = weakref.WeakKeyDictionary()
-# Job type names are unique per app (root construct); resources are counted per stack.
-_job_types: weakref.WeakKeyDictionary[Construct, dict[str, JobQueue]] = weakref.WeakKeyDictionary()
-_resource_counts: weakref.WeakKeyDictionary[Stack, list[int]] = weakref.WeakKeyDictionary()
-
-
-def _stack_name(stack: Stack) -> str:
-    facts = _stack_facts.get(stack)
-    if facts is None:
-        facts = _stack_facts[stack] = (stack.stack_name, stack.node.root)
-    return facts[0]
-
-
-def _register_job_type(stack: Stack, job_queue: JobQueue, job_type: str) -> JobQueue | None:
-    """Record a job type in its app; return an earlier job queue with the same name."""
-    seen = _job_types.setdefault(_stack_facts[stack][1], {})
-    if job_type in seen:
-        return seen[job_type]
-    seen[job_type] = job_queue
-    return None
-
-
-def _count_resources(stack: Stack, added: int) -> None:
-    counter = _resource_counts.get(stack)
-    if counter is None:
-        counter = _resource_counts[stack] = [0, 0]
-        stack.node.add_validation(_StackResourceBudget(stack, counter))
-    counter[0] += added
-    counter[1] += 1
-
-
-@jsii.implements(IValidation)
-class _StackResourceBudget:
-    """Fails synth with a job-type-level fix when a stack's job queues pass CloudFormation's 500 limit."""
-
-    def __init__(self, stack: Stack, counter: list[int]) -> None:
-        self._stack = stack
-        self._counter = counter
-
-    def validate(self) -> list[str]:
-        resources, job_types = self._counter
-        if resources <= CLOUDFORMATION_MAX_RESOURCES:
-            return []
-        per_stack = CLOUDFORMATION_MAX_RESOURCES // RESOURCES_PER_JOB_QUEUE
-        return [
-            f"stack {self._stack.stack_name} declares {job_types} job types = {resources} resources; CloudFormation "
-            f"allows {CLOUDFORMATION_MAX_RESOURCES} per stack. Spread the job types over several stacks, at most "
-            f"{per_stack} per stack with alarms on (jobqueues.JobQueueStacks does it for you)"
-        ]
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

@@ -18,7 +18,7 @@ from typing import Any
 from aws_cdk import Annotations, Duration
 from constructs import Construct
 
-from jobqueues.job_queue import JobQueueError
+from jobqueues.errors import JobQueueError
 
 SUPPORTED_SCHEMA_VERSION = 1
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 from aws_cdk import Stack
 from constructs import Construct
 
-from jobqueues.job_queue import CLOUDFORMATION_MAX_RESOURCES, RESOURCES_PER_JOB_QUEUE, JobQueue
+from jobqueues.errors import JobQueueError
+from jobqueues.job_queue import JobQueue
+from jobqueues.props import JobQueueProps
+from jobqueues.stack_limits import (
+    RESOURCES_PER_JOB_QUEUE,
+    STACK_RESOURCE_LIMIT_CONTEXT,
+    job_types_that_fit,
+    stack_resource_limit,
+)
 
 #: Default job types per stack: 64 x 7 = 448 resources, leaving room for a topic, keys and outputs.
 DEFAULT_JOB_TYPES_PER_STACK = 64
@@ -24,7 +32,8 @@ class JobQueueStacks:
 
     :param scope: the app (or stage) the stacks belong to.
     :param prefix: stack id prefix; stack ``n`` is ``f"{prefix}{n}"``.
-    :param job_types_per_stack: at most this many job types per stack. Default 64.
+    :param job_types_per_stack: at most this many job types per stack, within the resource limit
+        (``@aws-cdk/core:stackResourceLimit``, default 500). Default: 64, or what fits under a lower limit.
     :param stack_props: keyword arguments passed to every ``Stack`` (``env``, ``tags``...).
     """
 
@@ -33,15 +42,21 @@ class JobQueueStacks:
         scope: Construct,
         prefix: str,
         *,
-        job_types_per_stack: int = DEFAULT_JOB_TYPES_PER_STACK,
+        job_types_per_stack: int | None = None,
         **stack_props: Any,
     ) -> None:
-        limit = CLOUDFORMATION_MAX_RESOURCES // RESOURCES_PER_JOB_QUEUE
-        if not 1 <= job_types_per_stack <= limit:
-            raise ValueError(
-                f"job_types_per_stack must be between 1 and {limit} "
-                f"({RESOURCES_PER_JOB_QUEUE} resources each, {CLOUDFORMATION_MAX_RESOURCES} per stack); "
-                f"got {job_types_per_stack}"
+        resource_limit = stack_resource_limit(scope)
+        fits = job_types_that_fit(resource_limit) if resource_limit else DEFAULT_JOB_TYPES_PER_STACK
+        if job_types_per_stack is None:
+            job_types_per_stack = min(DEFAULT_JOB_TYPES_PER_STACK, fits)
+        if isinstance(job_types_per_stack, bool) or not isinstance(job_types_per_stack, int):
+            raise JobQueueError(
+                f"job_types_per_stack={job_types_per_stack!r} is not a whole number: pass an int, e.g. 64"
+            )
+        if resource_limit and not 1 <= job_types_per_stack <= fits:
+            raise JobQueueError(
+                f"job_types_per_stack must be between 1 and {fits} ({RESOURCES_PER_JOB_QUEUE} resources each, "
+                f"{resource_limit} per stack by {STACK_RESOURCE_LIMIT_CONTEXT}); got {job_types_per_stack}"
             )
         self._scope = scope
         self._prefix = prefix
@@ -53,7 +68,7 @@ class JobQueueStacks:
         #: Every job queue added, by job type.
         self.job_queues: dict[str, JobQueue] = {}
 
-    def add(self, job_type: str, **job_queue_props: Any) -> JobQueue:
+    def add(self, job_type: str, **job_queue_props: Unpack[JobQueueProps]) -> JobQueue:
         """Declare a job type (same keyword arguments as :class:`JobQueue`) in the current stack."""
         if not self.stacks or self._in_current == self._per_stack:
             self.stacks.append(Stack(self._scope, f"{self._prefix}{len(self.stacks) + 1}", **self._stack_props))

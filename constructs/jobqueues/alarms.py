@@ -1,0 +1,148 @@
+"""Alarm props and the alarm factory of a job queue, apart from the construct (as cdk-monitoring-constructs).
+
+The thresholds come from the same declaration as the queue: :mod:`jobqueues.declaration` checks them,
+:mod:`jobqueues.defaults` holds their defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from jobqueues import defaults
+from sqslease.rules import format_duration
+
+
+@dataclass(frozen=True)
+class JobQueueAlarmProps:
+    """Thresholds and actions of a job queue's alarms. Every field is optional.
+
+    :param in_flight_quota: in-flight (received, not deleted) message quota. Default: 120,000, the SQS quota
+        for standard and FIFO queues. Long-polling consumers never see an OverLimit error, so the in-flight
+        alarm is the only warning.
+    :param in_flight_fraction: alarm when in-flight messages reach this share of the quota, in (0, 1].
+        Default: 0.8.
+    :param oldest_message_age: alarm when the oldest message on the source queue is older than this.
+        Default: ``max_receive_count x visibility timeout`` (the longest a message should need to be tried
+        and dead-lettered), at least 5 min and at most half the retention period.
+    :param dlq_depth: alarm when the DLQ holds at least this many visible messages. Default: 1.
+    :param topic: SNS topic notified on ALARM and OK. Default: none.
+    :param enabled: set False to create no alarms. Default: True.
+    """
+
+    in_flight_quota: int = defaults.IN_FLIGHT_QUOTA
+    in_flight_fraction: float = defaults.IN_FLIGHT_FRACTION
+    oldest_message_age: Duration | None = None
+    dlq_depth: int = defaults.DLQ_DEPTH
+    topic: sns.ITopic | None = None
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class JobQueueAlarms:
+    """The queue alarms of one job type."""
+
+    in_flight: cloudwatch.Alarm
+    dlq_not_empty: cloudwatch.Alarm
+    oldest_message_age: cloudwatch.Alarm
+
+
+_minute: list[Duration] = []
+
+
+def one_minute() -> Duration:
+    """A shared one-minute ``Duration`` (each ``Duration`` costs a round-trip to the CDK's Node kernel)."""
+    if not _minute:
+        _minute.append(Duration.minutes(1))
+    return _minute[0]
+
+
+def alarm(
+    scope: Construct,
+    construct_id: str,
+    metric: cloudwatch.IMetric,
+    *,
+    threshold: float,
+    evaluation_periods: int,
+    description: str,
+    comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+) -> cloudwatch.Alarm:
+    """An alarm on ``metric`` that treats missing data as fine (a quiet queue publishes nothing)."""
+    return cloudwatch.Alarm(
+        scope,
+        construct_id,
+        metric=metric,
+        threshold=threshold,
+        evaluation_periods=evaluation_periods,
+        comparison_operator=comparison,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description=description,
+    )
+
+
+def notify(topic: sns.ITopic | None, alarms: list[cloudwatch.Alarm]) -> None:
+    """Send ALARM and OK of ``alarms`` to ``topic`` (nothing when there is none)."""
+    if topic is None:
+        return
+    action = cw_actions.SnsAction(topic)
+    for each in alarms:
+        each.add_alarm_action(action)
+        each.add_ok_action(action)
+
+
+def create_queue_alarms(
+    scope: Construct,
+    job_type: str,
+    queue: sqs.IQueue,
+    dead_letter_queue: sqs.IQueue,
+    *,
+    in_flight_threshold: int,
+    props: JobQueueAlarmProps,
+    oldest_message_age_s: float,
+    receives: str,
+) -> JobQueueAlarms:
+    """The three queue alarms: in flight near the quota, DLQ not empty, oldest message too old."""
+    minute = one_minute()
+    in_flight = alarm(
+        scope,
+        "InFlightAlarm",
+        queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute),
+        threshold=in_flight_threshold,
+        evaluation_periods=3,
+        description=(
+            f"{job_type}: {in_flight_threshold:,} in-flight messages, {props.in_flight_fraction:.0%} of the "
+            f"{props.in_flight_quota:,} SQS quota. Long-polling consumers get no OverLimit error at the quota; "
+            "they just stop receiving. Delete or release messages faster, or shard the job type over more queues."
+        ),
+    )
+    dlq_not_empty = alarm(
+        scope,
+        "DeadLetterQueueAlarm",
+        dead_letter_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute),
+        threshold=props.dlq_depth,
+        evaluation_periods=1,
+        description=(
+            f"{job_type}: messages in the dead-letter queue after {receives} receives. "
+            "Inspect them, fix the cause, then redrive."
+        ),
+    )
+    oldest = alarm(
+        scope,
+        "OldestMessageAgeAlarm",
+        queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute),
+        threshold=oldest_message_age_s,
+        evaluation_periods=5,
+        description=(
+            f"{job_type}: the oldest message has waited {format_duration(oldest_message_age_s)} or more: "
+            "consumers are not keeping up or are stuck."
+        ),
+    )
+    alarms = JobQueueAlarms(in_flight=in_flight, dlq_not_empty=dlq_not_empty, oldest_message_age=oldest)
+    notify(props.topic, [in_flight, dlq_not_empty, oldest])
+    return alarms

@@ -1,0 +1,166 @@
+"""Props checked where they enter: each has the type it should, or an error names it, its value and the fix.
+
+A type checker catches most of these in user code (:mod:`jobqueues.props`); this catches them at synth for
+everyone else, before jsii turns them into an unreadable struct error or ``'int' object has no attribute
+'to_seconds'``. ``Duration`` props become seconds here (any unit, milliseconds too); unresolved tokens are
+recorded, never checked (see :mod:`jobqueues.declaration`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aws_cdk import Duration, Token
+
+
+class PropReader:
+    """Reads one construct's props, collecting every type error instead of stopping at the first.
+
+    :param props: the keyword arguments the user passed.
+    :param known: every prop name the construct takes; any other name is an error with a suggestion.
+    :param prefix: how the props are spelled in messages, e.g. ``"alarms."``. Default: none.
+    """
+
+    def __init__(self, props: Mapping[str, Any], known: Iterable[str], prefix: str = "") -> None:
+        self.props = props
+        self.prefix = prefix
+        self.errors: list[str] = []
+        #: Props given as unresolved tokens (not checked at synth).
+        self.tokens: set[str] = set()
+        known = list(known)
+        for name in props:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean {close[0]}?" if close else f"the props are: {', '.join(sorted(known))}"
+                self.errors.append(f"unknown prop {prefix}{name}: {hint}")
+
+    def _label(self, prop: str) -> str:
+        return f"{self.prefix}{prop}"
+
+    def _wrong(self, prop: str, value: object, expected: str, fix: str) -> None:
+        self.errors.append(f"{self._label(prop)}={value!r} is {_a(type(value).__name__)}, not {expected}: pass {fix}")
+
+    def duration_s(self, prop: str, value: object = None) -> float | None:
+        """Seconds of a ``Duration`` prop (fractions kept); ``None`` when absent, wrong or a token."""
+        value = self.props.get(prop) if value is None else value
+        if value is None:
+            return None
+        if not isinstance(value, Duration):
+            self._wrong(prop, value, "a Duration", f"a Duration, e.g. {_duration_example(value)}")
+            return None
+        seconds = value.to_seconds(integral=False)
+        if is_token(seconds):
+            self.tokens.add(prop)
+            return None
+        return float(seconds)
+
+    def whole_seconds(self, prop: str, why: str) -> float | None:
+        """Seconds of a ``Duration`` that AWS takes in whole seconds only: a fraction is an error saying so."""
+        seconds = self.duration_s(prop)
+        if seconds is not None and not float(seconds).is_integer():
+            self.errors.append(
+                f"{self._label(prop)} is {seconds:g} s: {why} takes whole seconds; pass "
+                f"Duration.seconds({math.ceil(seconds)})"
+            )
+            return None
+        return seconds
+
+    def boolean(self, prop: str, default: bool) -> bool:
+        """A ``bool`` prop: ``"false"`` or ``1`` are errors, not truthy values."""
+        value = self.props.get(prop, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self._wrong(prop, value, "a bool", "True or False")
+            return default
+        return value
+
+    def integer(self, prop: str, example: int, value: object = None) -> int | None:
+        """A whole-number prop (``True`` and ``2.5`` are errors); ``None`` when absent, wrong or a token."""
+        value = self.props.get(prop) if value is None else value
+        if value is None:
+            return None
+        if is_token(value):
+            self.tokens.add(prop)
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self._wrong(prop, value, "a whole number", f"an int, e.g. {example}")
+            return None
+        return value
+
+    def number(self, prop: str, example: float, value: object = None) -> float | None:
+        """A real-number prop; ``None`` when absent, wrong or a token."""
+        value = self.props.get(prop) if value is None else value
+        if value is None:
+            return None
+        if is_token(value):
+            self.tokens.add(prop)
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            self._wrong(prop, value, "a finite number", f"a number, e.g. {example}")
+            return None
+        return float(value)
+
+    def string(self, prop: str) -> str | None:
+        """A ``str`` prop; ``None`` when absent, wrong or a token."""
+        value = self.props.get(prop)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self._wrong(prop, value, "a str", "a str")
+            return None
+        if is_token(value):
+            self.tokens.add(prop)
+            return None
+        return value
+
+    def instance(self, prop: str, kind: type, fix: str) -> Any:
+        """A prop of a given class (checked with ``isinstance``); ``None`` when absent or wrong."""
+        value = self.props.get(prop)
+        if value is not None and not isinstance(value, kind):
+            self._wrong(prop, value, _a(kind.__name__), fix)
+            return None
+        return value
+
+    def having(self, prop: str, attribute: str, fix: str) -> Any:
+        """A prop that must be a construct interface (jsii interfaces cannot be checked with ``isinstance``)."""
+        value = self.props.get(prop)
+        if value is not None and not hasattr(value, attribute):
+            self._wrong(prop, value, f"a construct with {attribute}", fix)
+            return None
+        return value
+
+
+def is_token(value: object) -> bool:
+    """Token check without a round-trip to the CDK's Node kernel for plainly resolved values.
+
+    Number tokens are encoded as huge negative doubles; string tokens contain ``${Token[``.
+    """
+    if isinstance(value, str):
+        return "${Token[" in value
+    if isinstance(value, float) and abs(value) > 1e288:
+        return bool(Token.is_unresolved(value))
+    return False
+
+
+def whole_seconds_duration(seconds: float) -> Duration:
+    """A ``Duration`` of whole seconds, rounded up (SQS takes integers)."""
+    return Duration.seconds(math.ceil(seconds))
+
+
+def _duration_example(value: object) -> str:
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        if float(value).is_integer():
+            return f"Duration.seconds({int(value)})"
+        return f"Duration.millis({round(value * 1000)})"
+    return "Duration.seconds(90)"
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"

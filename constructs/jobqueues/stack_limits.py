@@ -1,0 +1,79 @@
+"""CloudFormation's resources-per-stack limit, checked with a job-type-level fix.
+
+The CDK checks the limit too, but its error counts resources; this one says how many job types fit and how to
+spread them. The limit is the CDK's own: context ``@aws-cdk/core:stackResourceLimit`` (default 500; 0 turns
+the check off, as in the CDK).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import jsii
+from aws_cdk import Stack
+from constructs import Construct, IValidation
+
+STACK_RESOURCE_LIMIT_CONTEXT = "@aws-cdk/core:stackResourceLimit"
+CLOUDFORMATION_MAX_RESOURCES = 500
+
+#: Resources one ``JobQueue`` adds with all alarms on: 2 queues, 2 TLS-only queue policies, 3 alarms.
+RESOURCES_PER_JOB_QUEUE = 7
+
+
+def stack_resource_limit(scope: Construct) -> int:
+    """The resource limit in force at ``scope``: its ``@aws-cdk/core:stackResourceLimit`` context, or 500."""
+    value = scope.node.try_get_context(STACK_RESOURCE_LIMIT_CONTEXT)
+    return CLOUDFORMATION_MAX_RESOURCES if value is None else int(value)
+
+
+def job_types_that_fit(limit: int, resources_per_job_type: int = RESOURCES_PER_JOB_QUEUE) -> int:
+    """How many job types of ``resources_per_job_type`` resources fit under ``limit``."""
+    return limit // resources_per_job_type
+
+
+class ResourceBudget:
+    """Counts what job types add to one stack; fails synth past the limit."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.resources = 0
+        self.job_types = 0
+        stack.node.add_validation(_BudgetValidation(self))
+
+    def add(self, resources: int, job_types: int = 1) -> None:
+        """Record ``resources`` more resources, of ``job_types`` new job types (0: a consumer's part)."""
+        self.resources += resources
+        self.job_types += job_types
+
+    def problems(self) -> list[str]:
+        limit = stack_resource_limit(self.stack)
+        if limit == 0 or self.resources <= limit:
+            return []
+        per_job_type = math.ceil(self.resources / self.job_types)
+        return [
+            f"stack {self.stack.stack_name} declares {self.job_types} job types = {self.resources} resources; "
+            f"CloudFormation allows {limit} per stack ({STACK_RESOURCE_LIMIT_CONTEXT}). Spread the job types over "
+            f"several stacks, at most {job_types_that_fit(limit, per_job_type)} per stack at {per_job_type} "
+            "resources each (jobqueues.JobQueueStacks does it for you)"
+        ]
+
+
+@jsii.implements(IValidation)
+class _BudgetValidation:
+    def __init__(self, budget: ResourceBudget) -> None:
+        self._budget = budget
+
+    def validate(self) -> list[str]:
+        return self._budget.problems()
+
+
+_budgets: weakref.WeakKeyDictionary[Stack, ResourceBudget] = weakref.WeakKeyDictionary()
+
+
+def count_resources(stack: Stack, resources: int, job_types: int = 1) -> None:
+    """Add ``resources`` resources of ``job_types`` new job types to ``stack``'s budget."""
+    budget = _budgets.get(stack)
+    if budget is None:
+        budget = _budgets[stack] = ResourceBudget(stack)
+    budget.add(resources, job_types)
