@@ -1,16 +1,20 @@
-"""The example job types: one queue + DLQ pair each, alarms wired to one encrypted SNS topic."""
+"""The example job types: queues + DLQs, a Lambda job and an ECS job, alarms wired to one encrypted SNS topic."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from jobqueues import JobQueue, JobQueueAlarmProps
+from jobqueues import EcsJob, JobQueue, JobQueueAlarmProps, LambdaJob
+
+HANDLERS = Path(__file__).resolve().parent.parent / "lambda_src" / "handlers"
 
 
 class JobQueuesStack(Stack):
@@ -39,14 +43,29 @@ class JobQueuesStack(Stack):
             ),
             # Short job; seed guidance: p99 3 s -> VT 10 s (the floor).
             "EmailSend": JobQueue(self, "EmailSend", processing_p99=Duration.seconds(3), alarms=alarms),
-            # Lambda consumer: VT = 6 x 30 s + 5 s = 185 s.
-            "Thumbnails": JobQueue(
+            # Lambda job: the function, its event source and the sqslease layer; VT = 6 x 30 s + 5 s = 185 s.
+            "Thumbnails": LambdaJob(
                 self,
                 "Thumbnails",
-                lambda_timeout=Duration.seconds(30),
+                code=lambda_.Code.from_asset(str(HANDLERS)),
+                handler="thumbs.handle",
+                timeout=Duration.seconds(30),
+                batch_size=10,
                 max_batching_window=Duration.seconds(5),
                 alarms=alarms,
-            ),
+            ).job_queue,
+            # ECS job: a Fargate worker service; p99 5 s -> VT 10 s, leases extended up to 15 min.
+            "Transcode": EcsJob(
+                self,
+                "Transcode",
+                handler="media.transcode:handle",
+                processing_p99=Duration.seconds(5),
+                max_processing_time=Duration.minutes(15),
+                max_receive_count=3,
+                concurrency=4,
+                max_tasks=10,
+                alarms=alarms,
+            ).job_queue,
             # Ordered per customer: FIFO with content-based deduplication; VT = 10 s floor.
             "OrderEvents": JobQueue(
                 self,

@@ -13,17 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobqueues.alarms import JobQueueAlarmProps, JobQueueAlarms
+    from jobqueues.consumer_alarms import ConsumerAlarms
     from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
+    from jobqueues.ecs_job import EcsJob
     from jobqueues.errors import JobQueueError
     from jobqueues.job_queue import JobQueue
+    from jobqueues.lambda_job import LambdaJob
     from jobqueues.measured_profiles import MeasuredProfiles
-    from jobqueues.props import JobQueueProps, LeaseOptions, QueueOptions
+    from jobqueues.props import EcsJobProps, JobQueueProps, LambdaJobProps, LeaseOptions, QueueOptions
     from jobqueues.stack_spreading import JobQueueStacks
 
 __version__ = "0.2.0"
 
 _EXPORTS = {
     "CheckResult": "declaration",
+    "ConsumerAlarms": "consumer_alarms",
+    "EcsJob": "ecs_job",
+    "EcsJobProps": "props",
+    "LambdaJob": "lambda_job",
+    "LambdaJobProps": "props",
     "JobQueue": "job_queue",
     "JobQueueAlarmProps": "alarms",
     "JobQueueAlarms": "alarms",
@@ -39,12 +47,17 @@ _EXPORTS = {
 
 __all__ = [
     "CheckResult",
+    "ConsumerAlarms",
+    "EcsJob",
+    "EcsJobProps",
     "JobQueue",
     "JobQueueAlarmProps",
     "JobQueueAlarms",
     "JobQueueError",
     "JobQueueProps",
     "JobQueueStacks",
+    "LambdaJob",
+    "LambdaJobProps",
     "LeaseOptions",
     "MeasuredProfiles",
     "QueueDeclaration",

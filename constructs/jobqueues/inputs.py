@@ -23,11 +23,16 @@ class PropReader:
     :param props: the keyword arguments the user passed.
     :param known: every prop name the construct takes; any other name is an error with a suggestion.
     :param prefix: how the props are spelled in messages, e.g. ``"alarms."``. Default: none.
+    :param labels: how a prop is spelled where the user wrote it, when that differs (``lambda_timeout`` is a
+        ``LambdaJob``'s ``timeout``). Default: none.
     """
 
-    def __init__(self, props: Mapping[str, Any], known: Iterable[str], prefix: str = "") -> None:
+    def __init__(
+        self, props: Mapping[str, Any], known: Iterable[str], prefix: str = "", labels: Mapping[str, str] | None = None
+    ) -> None:
         self.props = props
         self.prefix = prefix
+        self.labels = labels or {}
         self.errors: list[str] = []
         #: Props given as unresolved tokens (not checked at synth).
         self.tokens: set[str] = set()
@@ -39,7 +44,7 @@ class PropReader:
                 self.errors.append(f"unknown prop {prefix}{name}: {hint}")
 
     def _label(self, prop: str) -> str:
-        return f"{self.prefix}{prop}"
+        return f"{self.prefix}{self.labels.get(prop, prop)}"
 
     def _wrong(self, prop: str, value: object, expected: str, fix: str) -> None:
         self.errors.append(f"{self._label(prop)}={value!r} is {_a(type(value).__name__)}, not {expected}: pass {fix}")

@@ -7,12 +7,16 @@ from typing import Any, Unpack
 
 from aws_cdk import Annotations, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from jobqueues import defaults, metrics
 from jobqueues.alarms import JobQueueAlarmProps, JobQueueAlarms, create_queue_alarms
+from jobqueues.consumer_alarms import ConsumerAlarms
+from jobqueues.consumer_rules import ConsumerCheck
 from jobqueues.declaration import QueueDeclaration, check_declaration, in_flight_threshold
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader, whole_seconds_duration
@@ -48,7 +52,7 @@ class JobQueue(Construct):
 
     def __init__(self, scope: Construct, job_type: str, **props: Unpack[JobQueueProps]) -> None:
         super().__init__(scope, job_type)
-        self._declare(scope, job_type, props, JobQueueProps.__annotations__, prop_names={}, owner="JobQueue")
+        self._declare(scope, job_type, props, JobQueueProps.__annotations__, owner=f"JobQueue {self.node.path}")
 
     def _declare(
         self,
@@ -57,13 +61,20 @@ class JobQueue(Construct):
         props: Mapping[str, Any],
         known: Mapping[str, Any],
         *,
-        prop_names: Mapping[str, str],
         owner: str,
+        prop_names: Mapping[str, str] | None = None,
+        consumer: ConsumerCheck | None = None,
     ) -> None:
-        """Check the props, create the queues and alarms. ``prop_names`` and ``owner`` word the errors."""
+        """Check the props, create the queues and alarms.
+
+        ``owner`` ("JobQueue Stack/Job") and ``prop_names`` word the errors; a consumer construct passes its
+        own findings in ``consumer`` so that one error lists every problem of the declaration.
+        """
+        prop_names = prop_names or {}
+        consumer = consumer or ConsumerCheck()
         stack = scope if isinstance(scope, Stack) else Stack.of(self)
         facts = stack_facts(stack)
-        read = PropReader(props, known)
+        read = PropReader(props, known, labels=prop_names)
         alarm_props = read.instance("alarms", JobQueueAlarmProps, "JobQueueAlarmProps(...)") or JobQueueAlarmProps()
         alarm_read = PropReader({k: getattr(alarm_props, k) for k in _ALARM_FIELDS}, _ALARM_FIELDS, "alarms.")
         declaration = QueueDeclaration(
@@ -100,9 +111,9 @@ class JobQueue(Construct):
         alarms_enabled = alarm_read.boolean("enabled", True)
         if read.errors or alarm_read.errors:
             # Type errors first: a rule would only repeat them with less precision.
-            self._fail(owner, read.errors + alarm_read.errors)
+            self._fail(owner, read.errors + alarm_read.errors + consumer.errors)
         result = check_declaration(declaration)
-        errors = list(result.errors)
+        errors = result.errors + consumer.errors
         names = [
             (role, name)
             for role, name in (("queue", result.queue_name), ("dead-letter queue", result.dead_letter_queue_name))
@@ -112,8 +123,8 @@ class JobQueue(Construct):
         if errors:
             self._fail(owner, errors)
         register_names(facts, self.node.path, job_type, names)
-        for warning in result.warnings:
-            Annotations.of(self).add_warning_v2("jobqueues:RetriesOutliveRetention", warning)
+        for warning in result.warnings + consumer.warnings:
+            Annotations.of(self).add_warning_v2("jobqueues:Declaration", warning)
 
         explicit_vt = props.get("visibility_timeout")
         vt_s = result.visibility_timeout_s
@@ -205,8 +216,9 @@ class JobQueue(Construct):
         self.alarm_topic = topic if alarms_enabled else None
         count_resources(stack, RESOURCES_PER_JOB_QUEUE if alarms_enabled else 4)
 
-    def _fail(self, owner: str, errors: list[str]) -> None:
-        raise JobQueueError(f"{owner} {self.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors))
+    @staticmethod
+    def _fail(owner: str, errors: list[str]) -> None:
+        raise JobQueueError(f"{owner} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors))
 
     # --- grants ------------------------------------------------------------------------------------------------
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -222,6 +234,76 @@ class JobQueue(Construct):
         grant = self.queue.grant_consume_messages(grantee)
         self.dead_letter_queue.grant_send_messages(grantee)
         return grant
+
+    # --- bring your own consumer ---------------------------------------------------------------------------------
+    def add_lambda_consumer(
+        self,
+        function: lambda_.Function,
+        *,
+        batch_size: int = 10,
+        max_batching_window: Duration | None = None,
+        max_concurrency: int | None = None,
+        add_layer: bool = True,
+    ) -> ConsumerAlarms:
+        """Bind an existing function as this job type's consumer.
+
+        Checks the function's timeout against the declared VT rule (the queue's visibility timeout must be at
+        least ``6 x timeout + max_batching_window``), adds the SQS event source with partial batch failures,
+        grants consumption, the consumer environment and the ``sqslease`` layer, alarms and a dashboard. The
+        function's handler should use ``sqslease.lambda_adapter.sqs_batch_handler``.
+
+        :param batch_size: records per invocation. Default: 10.
+        :param max_batching_window: the event source's batching window. Default: none.
+        :param max_concurrency: cap on concurrent invocations, 2-1000. Default: none.
+        :param add_layer: add the stack's ``sqslease`` layer. Default: True.
+        """
+        from jobqueues.lambda_job import bind_lambda_consumer
+
+        return bind_lambda_consumer(
+            Construct(self, "Consumer"),
+            self,
+            function,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            add_layer=add_layer,
+        )
+
+    def add_ecs_consumer(
+        self, service: ecs.BaseService, *, min_tasks: int = 0, max_tasks: int = 10, target_backlog_per_task: int = 4
+    ) -> ConsumerAlarms:
+        """Bind an existing ECS service as this job type's consumer: grants (consume, task scale-in protection),
+        scaling on backlog per task, alarms and a dashboard. Its container should run
+        :meth:`worker_command`'s command.
+
+        :param min_tasks: tasks when idle. Default: 0.
+        :param max_tasks: tasks at most. Default: 10.
+        :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
+        """
+        from jobqueues.ecs_job import bind_ecs_consumer
+
+        return bind_ecs_consumer(
+            Construct(self, "Consumer"),
+            self,
+            service,
+            min_tasks=min_tasks,
+            max_tasks=max_tasks,
+            target_backlog_per_task=target_backlog_per_task,
+        )
+
+    def worker_command(self, handler: str, concurrency: int = 4, shutdown_grace: Duration | None = None) -> list[str]:
+        """The container command of an ECS consumer: ``python -m sqslease.worker`` with this declaration's
+        settings as options.
+
+        :param handler: the per-message function, ``package.module:function``.
+        :param concurrency: handlers running at once in one task. Default: 4.
+        :param shutdown_grace: time running handlers get after SIGTERM. Default: 25 s.
+        """
+        from jobqueues.consumer_rules import DEFAULT_SHUTDOWN_GRACE_S
+        from jobqueues.ecs_job import worker_command
+
+        grace_s = DEFAULT_SHUTDOWN_GRACE_S if shutdown_grace is None else shutdown_grace.to_seconds(integral=False)
+        return worker_command(self, handler, concurrency, grace_s)
 
     # --- the consumer's settings, from the same declaration -----------------------------------------------------
     def consumer_settings(self) -> dict[str, str]:

@@ -7,10 +7,14 @@ enters at run time (:mod:`jobqueues.inputs`), for users without a type checker.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypedDict
 
 from aws_cdk import Duration
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 
 from jobqueues.alarms import JobQueueAlarmProps
 
@@ -85,3 +89,103 @@ class JobQueueProps(QueueOptions, LeaseOptions, total=False):
 
     lambda_timeout: Duration
     max_batching_window: Duration
+
+
+class LambdaJobProps(QueueOptions, total=False):
+    """Props of :class:`jobqueues.LambdaJob`: the queue options plus the function and its event source.
+
+    code:
+        The handler's code (required), e.g. ``lambda_.Code.from_asset("lambda_src/handlers")``. The ``sqslease``
+        runtime comes in a layer; the code needs only the handler.
+    handler:
+        The per-message function, ``module.function`` (required), called as ``handler(body, message)``; raising
+        fails that record only. The function's Lambda handler is ``sqslease.lambda_entry.handler``.
+    timeout:
+        The function timeout, 1 s - 15 min in whole seconds (required). The visibility timeout is derived from
+        it: ``6 x timeout + max_batching_window``.
+    batch_size:
+        Records per invocation: 1-10,000 (above 10 only with a batching window), at most 10 for FIFO.
+        Default: 10.
+    max_batching_window:
+        How long the event source gathers records, 0 s - 5 min in whole seconds; not for FIFO. Default: 0 s.
+    max_concurrency:
+        Cap on concurrent invocations by the event source, 2-1000. Default: no cap.
+    memory_size:
+        Function memory in MiB. Default: 512.
+    processing_p99:
+        Measured p99 of one message; with it, the VT is at least ``max(2 x p99, 10 s)`` too, and the p99-drift
+        alarm watches it. Default: none.
+    lease_extension:
+        The adapter also heartbeats the records' leases during the invocation. Default: False (the derived
+        VT already covers the function timeout).
+    max_processing_time:
+        The longest one message may take. Default: none.
+    environment:
+        More environment variables for the function. Default: none.
+    log_retention:
+        Retention of the function's log group. Default: one month.
+    """
+
+    code: lambda_.Code
+    handler: str
+    timeout: Duration
+    batch_size: int
+    max_batching_window: Duration
+    max_concurrency: int
+    memory_size: int
+    processing_p99: Duration
+    lease_extension: bool
+    max_processing_time: Duration
+    environment: Mapping[str, str]
+    log_retention: logs.RetentionDays
+
+
+class EcsJobProps(QueueOptions, LeaseOptions, total=False):
+    """Props of :class:`jobqueues.EcsJob`: the queue and lease options plus the Fargate service.
+
+    ``processing_p99`` (or ``visibility_timeout``) is required; ``lease_extension`` defaults to True here: the
+    worker heartbeats its leases, up to ``max_processing_time``.
+
+    handler:
+        The per-message function, ``package.module:function`` (required), called as ``handler(body, message)``.
+    cluster:
+        The ECS cluster. Default: one per stack, shared by its ECS jobs, with Container Insights, in a new VPC
+        (two availability zones, one NAT gateway, flow logs).
+    image:
+        The container image, with ``sqslease`` and the handler installed. Default: built from the
+        ``Dockerfile`` in ``image_directory``; or the registry image in context ``jobqueues:image`` when set
+        (the local emulator has no Docker).
+    image_directory:
+        Where the default image is built from. Default: ``"lambda_src"``.
+    concurrency:
+        Handlers running at once in one task, 1-1000. Default: 4.
+    min_tasks:
+        Tasks when idle. Default: 0 (scaled out from 0 as soon as a message is visible).
+    max_tasks:
+        Tasks at most. Default: 10.
+    target_backlog_per_task:
+        Target of the scaling policy: outstanding messages (visible + in flight) per running task.
+        Default: ``concurrency``.
+    cpu:
+        Task CPU units. Default: 256.
+    memory_limit_mib:
+        Task memory in MiB. Default: 512.
+    shutdown_grace:
+        After SIGTERM, how long running handlers may finish before their messages are released; the
+        container's stopTimeout is this + 5 s, at most 120 s. Default: 25 s.
+    log_retention:
+        Retention of the worker's log group. Default: one month.
+    """
+
+    handler: str
+    cluster: ecs.ICluster
+    image: ecs.ContainerImage
+    image_directory: str
+    concurrency: int
+    min_tasks: int
+    max_tasks: int
+    target_backlog_per_task: int
+    cpu: int
+    memory_limit_mib: int
+    shutdown_grace: Duration
+    log_retention: logs.RetentionDays

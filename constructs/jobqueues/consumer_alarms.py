@@ -1,0 +1,128 @@
+"""Alarms on a job type's consumer, from the same declaration as its queue: lease leak, lease lost, p99 drift.
+
+Factories apart from the constructs (as cdk-monitoring-constructs); thresholds are pure functions below.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from jobqueues.alarms import alarm
+from sqslease.rules import SQS_MAX_VISIBILITY_TIMEOUT_S, format_duration
+
+#: Period of the consumer alarms (p99 over fewer minutes is noise).
+PERIOD_S = 300
+#: CloudWatch evaluates at most one day of periods.
+MAX_EVALUATION_S = 86_400
+#: A lease leak shows after at least this long without a deletion.
+MIN_LEAK_WINDOW_S = 900
+
+
+@dataclass(frozen=True)
+class ConsumerAlarms:
+    """The consumer alarms of one job type (Lambda- or ECS-specific ones are ``None`` for the other kind)."""
+
+    lease_leak: cloudwatch.Alarm
+    lease_lost: cloudwatch.Alarm
+    p99_drift: cloudwatch.Alarm
+    errors: cloudwatch.Alarm | None = None
+    throttles: cloudwatch.Alarm | None = None
+    no_running_task: cloudwatch.Alarm | None = None
+
+    def all(self) -> list[cloudwatch.Alarm]:
+        """Every alarm that exists."""
+        candidates = (self.lease_leak, self.lease_lost, self.p99_drift, self.errors, self.throttles)
+        return [a for a in (*candidates, self.no_running_task) if a is not None]
+
+
+def p99_drift_threshold_ms(
+    visibility_timeout_s: float, lease_extension: bool, max_processing_time_s: float | None
+) -> int:
+    """Above this p99 (milliseconds) the declared p99 no longer holds.
+
+    Without lease extension the VT is ``2 x p99``, so a p99 above half the VT eats the safety margin. With it,
+    the bound is ``max_processing_time`` (or SQS's 12 h when none is declared).
+    """
+    if lease_extension:
+        return int((max_processing_time_s or SQS_MAX_VISIBILITY_TIMEOUT_S) * 1000)
+    return int(visibility_timeout_s * 1000 / 2)
+
+
+def lease_leak_periods(visibility_timeout_s: float, lease_extension: bool, max_processing_time_s: float | None) -> int:
+    """Periods of in-flight messages with no deletion before the lease-leak alarm fires.
+
+    The longest a message may legitimately be worked on (the VT, or ``max_processing_time`` with lease
+    extension), at least 15 min and at most the day CloudWatch evaluates.
+    """
+    longest = max_processing_time_s if lease_extension and max_processing_time_s else visibility_timeout_s
+    window = min(max(longest, MIN_LEAK_WINDOW_S), MAX_EVALUATION_S)
+    return max(1, math.ceil(window / PERIOD_S))
+
+
+def create_consumer_alarms(
+    scope: Construct,
+    job_type: str,
+    *,
+    in_flight: cloudwatch.IMetric,
+    deleted: cloudwatch.IMetric,
+    leases_lost: cloudwatch.IMetric,
+    processing_p99: cloudwatch.IMetric,
+    visibility_timeout_s: float,
+    lease_extension: bool,
+    max_processing_time_s: float | None,
+) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm, cloudwatch.Alarm]:
+    """The lease-leak, lease-lost and p99-drift alarms."""
+    period = Duration.seconds(PERIOD_S)
+    periods = lease_leak_periods(visibility_timeout_s, lease_extension, max_processing_time_s)
+    leak = alarm(
+        scope,
+        "LeaseLeakAlarm",
+        cloudwatch.MathExpression(
+            expression="IF(inflight >= 1 AND FILL(deleted, 0) < 1, 1, 0)",
+            using_metrics={"inflight": in_flight, "deleted": deleted},
+            label="in flight, none deleted",
+            period=period,
+        ),
+        threshold=1,
+        evaluation_periods=periods,
+        description=(
+            f"{job_type}: messages have been in flight for {format_duration(periods * PERIOD_S)} with none "
+            "deleted: consumers receive but never finish (stuck handlers, or deletes failing). Their leases keep "
+            "the messages from anyone else."
+        ),
+    )
+    lost = alarm(
+        scope,
+        "LeaseLostAlarm",
+        leases_lost,
+        threshold=1,
+        evaluation_periods=1,
+        description=(
+            f"{job_type}: a consumer lost the lease of a message it was still handling; it may run twice. "
+            "Look for throttled or failing ChangeMessageVisibility calls, or a stalled process."
+        ),
+    )
+    threshold_ms = p99_drift_threshold_ms(visibility_timeout_s, lease_extension, max_processing_time_s)
+    bound = (
+        f"max_processing_time {format_duration(threshold_ms / 1000)}"
+        if lease_extension
+        else f"half the visibility timeout ({format_duration(threshold_ms / 1000)})"
+    )
+    drift = alarm(
+        scope,
+        "P99DriftAlarm",
+        processing_p99,
+        threshold=threshold_ms,
+        evaluation_periods=3,
+        comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        description=(
+            f"{job_type}: the measured p99 processing time is above {bound}: the declared p99 no longer holds. "
+            "Re-measure with jobstats and redeploy with the new profile."
+        ),
+    )
+    return leak, lost, drift

@@ -1,0 +1,58 @@
+"""A CloudWatch dashboard per job type: the queue, the leases and the consumer on one page."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from jobqueues.defaults import IN_FLIGHT_QUOTA
+
+if TYPE_CHECKING:
+    from jobqueues.job_queue import JobQueue
+
+WIDTH = 8  # three graphs per row of the 24-column grid
+
+
+def job_dashboard(
+    scope: Construct, dashboard_name: str, job_queue: JobQueue, consumer_widgets: list[cloudwatch.IWidget]
+) -> cloudwatch.Dashboard:
+    """Backlog, in flight vs the quota, oldest message, p50/p99 vs the VT, DLQ depth, extensions, leases lost,
+    then the consumer's own graphs."""
+    vt_s = job_queue.visibility_timeout_seconds
+    vt_annotation = (
+        [cloudwatch.HorizontalAnnotation(value=vt_s * 1000, label="visibility timeout")] if vt_s is not None else []
+    )
+    widgets: list[cloudwatch.IWidget] = [
+        cloudwatch.GraphWidget(title="Backlog (visible + in flight)", left=[job_queue.metric_backlog()], width=WIDTH),
+        cloudwatch.GraphWidget(
+            title="In flight vs the quota",
+            left=[job_queue.metric_in_flight()],
+            left_annotations=[cloudwatch.HorizontalAnnotation(value=IN_FLIGHT_QUOTA, label="SQS in-flight quota")],
+            width=WIDTH,
+        ),
+        cloudwatch.GraphWidget(
+            title="Age of the oldest message (s)", left=[job_queue.metric_oldest_message_age()], width=WIDTH
+        ),
+        cloudwatch.GraphWidget(
+            title="Processing time p50 / p99 (ms) vs the VT",
+            left=[job_queue.metric_processing_time("p50"), job_queue.metric_processing_time("p99")],
+            left_annotations=vt_annotation,
+            width=WIDTH,
+        ),
+        cloudwatch.GraphWidget(
+            title="Dead-letter queue depth", left=[job_queue.metric_dead_letter_queue_depth()], width=WIDTH
+        ),
+        cloudwatch.GraphWidget(
+            title="Lease extensions / leases lost",
+            left=[job_queue.metric_extensions()],
+            right=[job_queue.metric_leases_lost()],
+            width=WIDTH,
+        ),
+        *consumer_widgets,
+    ]
+    dashboard = cloudwatch.Dashboard(scope, "Dashboard", dashboard_name=dashboard_name)
+    for start in range(0, len(widgets), 3):
+        dashboard.add_widgets(*widgets[start : start + 3])
+    return dashboard

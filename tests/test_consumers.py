@@ -1,0 +1,429 @@
+"""LambdaJob and EcsJob: one declaration gives queue, consumer, sqslease, IAM, scaling, alarms and a dashboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Annotations, Match, Template
+from cdk_helpers import ENV
+
+from jobqueues import EcsJob, JobQueue, JobQueueError, LambdaJob
+from sqslease.settings import LeaseSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+HANDLERS = str(ROOT / "lambda_src" / "handlers")
+REGISTRY_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
+
+
+def consumer_app() -> tuple[cdk.App, cdk.Stack]:
+    app = cdk.App(context={"jobqueues:image": REGISTRY_IMAGE, "aws:cdk:enable-asset-metadata": True})
+    return app, cdk.Stack(app, "Jobs", env=ENV)
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    app = cdk.App(
+        context={"jobqueues:image": REGISTRY_IMAGE, "aws:cdk:enable-asset-metadata": True},
+        outdir=str(tmp_path_factory.mktemp("cdk.out")),
+    )
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    thumbs = LambdaJob(
+        stack,
+        "Thumbnails",
+        code=lambda_.Code.from_asset(HANDLERS),
+        handler="thumbs.handle",
+        timeout=Duration.seconds(30),
+        batch_size=10,
+        max_batching_window=Duration.seconds(5),
+        max_concurrency=50,
+    )
+    resize = LambdaJob(
+        stack, "Resize", code=lambda_.Code.from_asset(HANDLERS), handler="thumbs.handle", timeout=Duration.seconds(10)
+    )
+    transcode = EcsJob(
+        stack,
+        "VideoTranscode",
+        handler="media.transcode:handle",
+        processing_p99=Duration.minutes(4),
+        max_processing_time=Duration.hours(3),
+        concurrency=4,
+        max_tasks=20,
+    )
+    assembly = app.synth()
+    return {
+        "stack": stack,
+        "template": Template.from_stack(stack),
+        "json": assembly.get_stack_by_name("Jobs").template,
+        "assembly": assembly,
+        "jobs": {"Thumbnails": thumbs, "Resize": resize, "VideoTranscode": transcode},
+    }
+
+
+def resources(template: dict, kind: str) -> dict[str, dict]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def logical_id(stack: cdk.Stack, construct: Any) -> str:
+    return stack.get_logical_id(construct.node.default_child)
+
+
+# --- Lambda job --------------------------------------------------------------------------------------------------
+def test_lambda_job_derives_the_vt_from_the_function_timeout(synthesized: dict) -> None:
+    template: Template = synthesized["template"]
+    template.has_resource_properties("AWS::SQS::Queue", {"QueueName": "Jobs-Thumbnails", "VisibilityTimeout": 185})
+    template.has_resource_properties("AWS::SQS::Queue", {"QueueName": "Jobs-Resize", "VisibilityTimeout": 60})
+
+
+def test_lambda_job_function_runs_sqslease_on_the_latest_runtime_with_the_full_environment(synthesized: dict) -> None:
+    stack, job = synthesized["stack"], synthesized["jobs"]["Thumbnails"]
+    function = synthesized["json"]["Resources"][logical_id(stack, job.function)]["Properties"]
+    assert function["Runtime"] == "python3.14"
+    assert function["Handler"] == "sqslease.lambda_entry.handler"
+    assert function["Timeout"] == 30
+    env = function["Environment"]["Variables"]
+    assert env["SQSLEASE_HANDLER"] == "thumbs.handle"
+    assert env["SQSLEASE_VISIBILITY_TIMEOUT"] == "185"
+    assert env["SQSLEASE_MAX_BATCHING_WINDOW"] == "5"
+    assert env["SQSLEASE_HEARTBEAT"] == "false"
+    assert env["SQSLEASE_JOB_TYPE"] == "Thumbnails"
+    assert env["SQSLEASE_QUEUE_URL"] == {"Ref": logical_id(stack, job.job_queue.queue)}
+    assert env["SQSLEASE_DEAD_LETTER_QUEUE_URL"] == {"Ref": logical_id(stack, job.job_queue.dead_letter_queue)}
+    settings = LeaseSettings.from_env({k: v for k, v in env.items() if isinstance(v, str) and k != "SQSLEASE_HANDLER"})
+    assert settings.visibility_timeout == 185 and settings.max_batching_window == 5
+    # Its own role (no managed basic-execution policy: cdk-nag IAM4) and an explicit log group with retention.
+    role = synthesized["json"]["Resources"][function["Role"]["Fn::GetAtt"][0]]["Properties"]
+    assert "ManagedPolicyArns" not in role
+    log_group = synthesized["json"]["Resources"][function["LoggingConfig"]["LogGroup"]["Ref"]]["Properties"]
+    assert log_group["RetentionInDays"] == 30
+    assert not resources(synthesized["json"], "Custom::LogRetention")
+
+
+def test_lambda_job_event_source_reports_batch_item_failures(synthesized: dict) -> None:
+    synthesized["template"].has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "BatchSize": 10,
+            "MaximumBatchingWindowInSeconds": 5,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "ScalingConfig": {"MaximumConcurrency": 50},
+        },
+    )
+
+
+def test_one_sqslease_layer_per_stack_shared_by_every_lambda_job(synthesized: dict) -> None:
+    layers = resources(synthesized["json"], "AWS::Lambda::LayerVersion")
+    assert len(layers) == 1
+    (layer_id,) = layers
+    assert layers[layer_id]["Properties"]["CompatibleRuntimes"] == ["python3.14"]
+    functions = resources(synthesized["json"], "AWS::Lambda::Function")
+    assert len(functions) == 2
+    for function in functions.values():
+        assert function["Properties"]["Layers"] == [{"Ref": layer_id}]
+
+
+def test_the_layer_holds_sqslease_under_python_without_byte_code(synthesized: dict) -> None:
+    layer = next(iter(resources(synthesized["json"], "AWS::Lambda::LayerVersion").values()))
+    asset_dir = Path(synthesized["assembly"].directory) / layer["Metadata"]["aws:asset:path"]
+    files = {p.relative_to(asset_dir).as_posix() for p in asset_dir.rglob("*") if p.is_file()}
+    assert "python/sqslease/worker.py" in files and "python/sqslease/rules.py" in files
+    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
+    assert all(f.startswith("python/sqslease/") for f in files)
+
+
+def test_the_layer_asset_hash_ignores_byte_code(tmp_path: Path) -> None:
+    def layer_hash() -> str:
+        app, stack = consumer_app()
+        LambdaJob(
+            stack, "T", code=lambda_.Code.from_asset(HANDLERS), handler="thumbs.handle", timeout=Duration.seconds(9)
+        )
+        template = app.synth().get_stack_by_name("Jobs").template
+        return next(iter(resources(template, "AWS::Lambda::LayerVersion").values()))["Properties"]["Content"]["S3Key"]
+
+    before = layer_hash()
+    stray = ROOT / "lambda_src" / "sqslease" / "__pycache__" / "zz_stray.cpython-311.pyc"
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"\0not code")
+    try:
+        assert layer_hash() == before
+    finally:
+        stray.unlink()
+
+
+# --- ECS job -----------------------------------------------------------------------------------------------------
+def container(synthesized: dict) -> dict:
+    (task,) = resources(synthesized["json"], "AWS::ECS::TaskDefinition").values()
+    (definition,) = task["Properties"]["ContainerDefinitions"]
+    return definition
+
+
+def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthesized: dict) -> None:
+    definition = container(synthesized)
+    command = definition["Command"]
+    assert command[:7] == [
+        "python",
+        "-m",
+        "sqslease.worker",
+        "--handler",
+        "media.transcode:handle",
+        "--concurrency",
+        "4",
+    ]
+    assert "Environment" not in definition  # cdk-nag ECS2: settings are arguments
+    options = dict(zip(command[3::2], command[4::2], strict=True))
+    assert options["--visibility-timeout"] == "480"  # 2 x 4 min
+    assert options["--max-total-lease"] == str(3 * 3600)
+    assert options["--heartbeat"] == "true"
+    assert options["--shutdown-grace"] == "25"
+    lease_args = [
+        part
+        for name, value in options.items()
+        if name not in ("--handler", "--concurrency", "--queue-url")
+        for part in (name, value if isinstance(value, str) else "https://sqs.example/q")
+    ]
+    settings = LeaseSettings.from_args(lease_args, environ={})
+    assert settings.visibility_timeout == 480 and settings.max_total_lease == 10_800 and settings.heartbeat
+    assert definition["StopTimeout"] == 30  # shutdown grace 25 s + 5 s
+    assert definition["LogConfiguration"]["LogDriver"] == "awslogs"
+    assert definition["Image"] == REGISTRY_IMAGE
+
+
+def test_ecs_job_cluster_has_container_insights_and_a_vpc_with_flow_logs(synthesized: dict) -> None:
+    template: Template = synthesized["template"]
+    template.has_resource_properties(
+        "AWS::ECS::Cluster", {"ClusterSettings": [{"Name": "containerInsights", "Value": "enabled"}]}
+    )
+    template.resource_count_is("AWS::EC2::FlowLog", 1)
+    subnets = resources(synthesized["json"], "AWS::EC2::Subnet").values()
+    assert {s["Properties"]["AvailabilityZone"] for s in subnets} == {"us-east-1a", "us-east-1b"}
+    assert not [t for t in (r["Type"] for r in synthesized["json"]["Resources"].values()) if t.startswith("Custom::")]
+
+
+def test_ecs_job_scales_on_backlog_per_task_from_zero(synthesized: dict) -> None:
+    template: Template = synthesized["template"]
+    template.has_resource_properties("AWS::ECS::Service", {"DesiredCount": 0})
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 0, "MaxCapacity": 20}
+    )
+    policies = resources(synthesized["json"], "AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    (tracking,) = [p["Properties"] for p in policies if p["Properties"]["PolicyType"] == "TargetTrackingScaling"]
+    config = tracking["TargetTrackingScalingPolicyConfiguration"]
+    assert config["TargetValue"] == 4  # concurrency
+    metrics = {m["Id"]: m for m in config["CustomizedMetricSpecification"]["Metrics"]}
+    assert metrics["backlog_per_task"]["Expression"] == "(visible + inflight) / tasks"
+    assert metrics["backlog_per_task"]["ReturnData"] is True
+    assert metrics["visible"]["MetricStat"]["Metric"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert metrics["inflight"]["MetricStat"]["Metric"]["MetricName"] == "ApproximateNumberOfMessagesNotVisible"
+    assert metrics["tasks"]["MetricStat"]["Metric"]["MetricName"] == "RunningTaskCount"
+    (step,) = [p["Properties"] for p in policies if p["Properties"]["PolicyType"] == "StepScaling"]
+    assert step["StepScalingPolicyConfiguration"]["StepAdjustments"][0]["ScalingAdjustment"] == 1
+
+
+# --- least privilege ---------------------------------------------------------------------------------------------
+def _arns(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_every_consumer_role_reaches_only_its_own_queues_logs_and_tasks(synthesized: dict) -> None:
+    stack, template = synthesized["stack"], synthesized["json"]
+    for job_type, job in synthesized["jobs"].items():
+        queue_arn = {"Fn::GetAtt": [logical_id(stack, job.job_queue.queue), "Arn"]}
+        dlq_arn = {"Fn::GetAtt": [logical_id(stack, job.job_queue.dead_letter_queue), "Arn"]}
+        if isinstance(job, LambdaJob):
+            role_id = template["Resources"][logical_id(stack, job.function)]["Properties"]["Role"]["Fn::GetAtt"][0]
+        else:
+            role_id = logical_id(stack, job.task_definition.task_role)
+        statements = [
+            statement
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        ]
+        assert statements, job_type
+        for statement in statements:
+            actions = set(_arns(statement["Action"]))
+            targets = _arns(statement["Resource"])
+            assert statement["Effect"] == "Allow"
+            if actions & {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"}:
+                assert targets == [queue_arn], (job_type, statement)
+            elif actions <= {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}:
+                assert targets == [dlq_arn], (job_type, statement)
+            elif actions <= {"logs:CreateLogStream", "logs:PutLogEvents"}:
+                assert len(targets) == 1 and "Fn::GetAtt" in targets[0], (job_type, statement)
+            elif actions == {"ecs:UpdateTaskProtection", "ecs:GetTaskProtection"}:
+                (arn,) = targets
+                assert ":task/" in json.dumps(arn) and isinstance(job, EcsJob), (job_type, statement)
+            else:
+                pytest.fail(f"{job_type}: unexpected statement {statement}")
+
+
+# --- alarms and dashboard ----------------------------------------------------------------------------------------
+def test_consumer_alarms_come_from_the_declaration(synthesized: dict) -> None:
+    template: Template = synthesized["template"]
+    stack, jobs = synthesized["stack"], synthesized["jobs"]
+    alarms = synthesized["json"]["Resources"]
+    # Thumbnails: no lease extension, VT 185 s -> p99 drift above half the VT.
+    drift = alarms[logical_id(stack, jobs["Thumbnails"].alarms.p99_drift)]["Properties"]
+    assert (
+        drift["Threshold"] == 92_500 and drift["MetricName"] == "ProcessingTime" and drift["ExtendedStatistic"] == "p99"
+    )
+    # VideoTranscode: leases extended up to 3 h -> drift above max_processing_time.
+    drift = alarms[logical_id(stack, jobs["VideoTranscode"].alarms.p99_drift)]["Properties"]
+    assert drift["Threshold"] == 3 * 3600 * 1000
+    lost = alarms[logical_id(stack, jobs["VideoTranscode"].alarms.lease_lost)]["Properties"]
+    assert lost["MetricName"] == "LeaseLost" and lost["Threshold"] == 1
+    leak = alarms[logical_id(stack, jobs["VideoTranscode"].alarms.lease_leak)]["Properties"]
+    assert leak["EvaluationPeriods"] == 36  # 3 h of 5-minute periods without a deletion
+    assert jobs["Thumbnails"].alarms.errors is not None and jobs["Thumbnails"].alarms.throttles is not None
+    assert jobs["VideoTranscode"].alarms.no_running_task is not None
+    template.resource_count_is("AWS::CloudWatch::Dashboard", 3)
+
+
+def test_dashboard_shows_the_lease_and_queue_picture(synthesized: dict) -> None:
+    body = json.dumps(next(iter(resources(synthesized["json"], "AWS::CloudWatch::Dashboard").values())))
+    for title in (
+        "Backlog (visible + in flight)",
+        "In flight vs the quota",
+        "Age of the oldest message",
+        "Processing time p50 / p99 (ms) vs the VT",
+        "Dead-letter queue depth",
+        "Lease extensions / leases lost",
+    ):
+        assert title in body
+
+
+def test_resource_budget_counts_what_consumers_add(synthesized: dict) -> None:
+    from jobqueues.stack_limits import _budgets
+
+    budget = _budgets[synthesized["stack"]]
+    shared = sum(
+        1
+        for r in synthesized["json"]["Resources"].values()
+        if r["Type"].startswith("AWS::EC2::") and r["Type"] != "AWS::EC2::SecurityGroup"
+    )
+    assert budget.resources + shared + 6 >= len(synthesized["json"]["Resources"])
+    assert budget.job_types == 3
+
+
+# --- validation --------------------------------------------------------------------------------------------------
+def lambda_job(**props: Any) -> None:
+    _, stack = consumer_app()
+    defaults = {"code": lambda_.Code.from_asset(HANDLERS), "handler": "thumbs.handle", "timeout": Duration.seconds(30)}
+    LambdaJob(stack, "Job", **{**defaults, **props})
+
+
+def ecs_job(**props: Any) -> cdk.Stack:
+    _, stack = consumer_app()
+    defaults = {"handler": "media.transcode:handle", "processing_p99": Duration.seconds(5)}
+    EcsJob(stack, "Job", **{**defaults, **props})
+    return stack
+
+
+BAD_CONSUMERS = [
+    ("lambda", {"timeout": Duration.minutes(16)}, "timeout must be between 1 s and 15 min"),
+    ("lambda", {"timeout": 30}, "timeout=30 is an int, not a Duration"),
+    ("lambda", {"timeout": None}, "timeout is required"),
+    ("lambda", {"handler": None}, "handler is required"),
+    ("lambda", {"fifo": True, "max_batching_window": Duration.seconds(5)}, "not supported for FIFO queues"),
+    ("lambda", {"batch_size": 100}, "batch_size 100 needs a batching window"),
+    ("lambda", {"batch_size": 20, "fifo": True}, "batch_size must be between 1 and 10 for a FIFO queue"),
+    ("lambda", {"max_concurrency": 1}, "max_concurrency must be between 2 and 1000"),
+    ("lambda", {"max_concurrency": 1001}, "max_concurrency must be between 2 and 1000"),
+    ("lambda", {"timeot": Duration.seconds(3)}, "unknown prop timeot: did you mean timeout?"),
+    ("ecs", {"processing_p99": Duration.hours(7), "lease_extension": False}, "gives a visibility timeout of 14 h"),
+    ("ecs", {"max_processing_time": Duration.hours(13)}, "max_processing_time 13 h exceeds 12 h"),
+    (
+        "ecs",
+        {"lease_extension": False, "max_processing_time": Duration.minutes(5)},
+        "max_processing_time 5 min exceeds the visibility timeout 10 s",
+    ),
+    ("ecs", {"shutdown_grace": Duration.seconds(116)}, "makes a stopTimeout of 121 s"),
+    ("ecs", {"handler": None}, "handler is required"),
+    ("ecs", {"concurrency": 0}, "concurrency must be between 1 and 1000"),
+    ("ecs", {"min_tasks": 3, "max_tasks": 2}, "min_tasks 3 is above max_tasks 2"),
+    ("ecs", {"cluster": "my-cluster"}, "cluster='my-cluster' is a str"),
+]
+
+
+@pytest.mark.parametrize(("kind", "props", "message"), BAD_CONSUMERS, ids=[c[2][:40] for c in BAD_CONSUMERS])
+def test_bad_consumer_declarations_fail_at_synth_with_the_fix(kind: str, props: dict, message: str) -> None:
+    with pytest.raises(JobQueueError) as raised:
+        (lambda_job if kind == "lambda" else ecs_job)(**props)
+    assert message in str(raised.value)
+    assert str(raised.value).startswith(f"{'LambdaJob' if kind == 'lambda' else 'EcsJob'} Jobs/Job cannot be deployed")
+
+
+def test_more_handlers_than_the_in_flight_quota_is_a_warning() -> None:
+    stack = ecs_job(concurrency=1000, max_tasks=200)
+    Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("200,000 handlers can hold more messages"))
+
+
+# --- bring your own ----------------------------------------------------------------------------------------------
+def test_add_lambda_consumer_checks_the_function_timeout_against_the_declared_vt() -> None:
+    _, stack = consumer_app()
+    queue = JobQueue(stack, "Email", processing_p99=Duration.seconds(3))  # VT 10 s
+    function = lambda_.Function(
+        stack,
+        "Fn",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="app.handler",
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+        timeout=Duration.seconds(60),
+    )
+    with pytest.raises(JobQueueError, match=r"needs a visibility timeout of at least 6 min .* declare lambda_timeout"):
+        queue.add_lambda_consumer(function)
+
+
+def test_add_lambda_consumer_binds_an_existing_function() -> None:
+    _, stack = consumer_app()
+    queue = JobQueue(stack, "Email", lambda_timeout=Duration.seconds(60))
+    function = lambda_.Function(
+        stack,
+        "Fn",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="app.handler",
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+        timeout=Duration.seconds(60),
+    )
+    alarms = queue.add_lambda_consumer(function, batch_size=5)
+    template = Template.from_stack(stack)
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping", {"BatchSize": 5, "FunctionResponseTypes": ["ReportBatchItemFailures"]}
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"SQSLEASE_VISIBILITY_TIMEOUT": "360"})}},
+    )
+    assert alarms.errors is not None
+
+
+def test_add_ecs_consumer_binds_an_existing_service() -> None:
+    _, stack = consumer_app()
+    queue = JobQueue(stack, "Render", processing_p99=Duration.seconds(30), lease_extension=True)
+    cluster = ecs.Cluster(stack, "Cluster", vpc=cdk.aws_ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a"]))
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    task.add_container(
+        "Worker",
+        image=ecs.ContainerImage.from_registry(REGISTRY_IMAGE),
+        command=queue.worker_command("render:handle", concurrency=2),
+    )
+    service = ecs.FargateService(stack, "Service", cluster=cluster, task_definition=task)
+    queue.add_ecs_consumer(service, max_tasks=3, target_backlog_per_task=2)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {"MaxCapacity": 3})
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Action": ["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"]})]
+                )
+            }
+        },
+    )
