@@ -16,6 +16,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml lambda_
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	# up to 0.1.0 the construct distribution was called jobqueues (a name taken on the index): drop it
+	$(PY) -m pip uninstall --quiet --yes jobqueues 2>/dev/null || true
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -28,6 +30,7 @@ local: setup
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 test: setup lint
 	$(PY) -m pytest

@@ -2,7 +2,9 @@
 
 ``python -m local_emulator deploy`` starts the emulator, runs ``cdk bootstrap`` and
 ``cdk deploy --all`` against it, checks that every resource of every synthesized template was
-created, and prints each queue with its visibility timeout, redrive policy and alarms.
+created and that the properties moto keeps match the template (:mod:`local_emulator.checks`), and
+prints each queue with its visibility timeout, redrive policy and alarms, then what could not be
+verified locally.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobqueues.defaults import IMAGE_CONTEXT
+from local_emulator.checks import NOT_VERIFIABLE, StackContext, check_resource
 from local_emulator.server import LOCAL_AWS_ENV, LocalServer
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -39,17 +43,27 @@ class DeployReport:
 
     stacks: dict[str, dict[str, str]]  # stack name -> logical id -> resource type
     queues: list[QueueReport]
+    properties_compared: int = 0
+    #: resource type -> what cannot be verified locally, for the types the app deployed
+    not_verifiable: dict[str, str] = field(default_factory=dict)
 
 
-def cdk_command(*args: str) -> list[str]:
+#: The example app; tests pass their own CDK app scripts to :func:`deploy`.
+EXAMPLE_APP = PROJECT_DIR / "app.py"
+#: The ECS jobs' image in the local deploy (context ``jobqueues:image``); tasks never run in the emulator, the
+#: demo runs the worker as local processes.
+LOCAL_WORKER_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
+
+
+def cdk_command(*args: str, app: Path = EXAMPLE_APP) -> list[str]:
     cdk = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
     if not cdk.exists():
         raise DeployError(f"{cdk} not found: run `npm ci` (the README's `make local` does)")
     # The app runs with this interpreter, so the venv's aws-cdk-lib is the one used.
-    return [str(cdk), *args, "--app", f"{sys.executable} app.py", "--no-notices", "--no-version-reporting"]
+    return [str(cdk), *args, "--app", f"{sys.executable} {app}", "--no-notices", "--no-version-reporting"]
 
 
-def run_cdk(server: LocalServer, *args: str, output_dir: Path | None = None) -> None:
+def run_cdk(server: LocalServer, *args: str, output_dir: Path | None = None, app: Path = EXAMPLE_APP) -> None:
     env = {
         **os.environ,
         **server.env(),
@@ -59,7 +73,9 @@ def run_cdk(server: LocalServer, *args: str, output_dir: Path | None = None) -> 
         "CI": "true",  # no interactive progress bars
     }
     extra = ["--output", str(output_dir)] if output_dir else []
-    command = cdk_command(*args, *extra)
+    # No Docker here: ECS jobs take a registry image instead of building lambda_src/Dockerfile.
+    extra += ["--context", f"{IMAGE_CONTEXT}={LOCAL_WORKER_IMAGE}"]
+    command = cdk_command(*args, *extra, app=app)
     completed = subprocess.run(command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True)
     if os.environ.get("JOBQUEUES_VERBOSE"):
         sys.stderr.write(completed.stdout + completed.stderr)
@@ -70,36 +86,56 @@ def run_cdk(server: LocalServer, *args: str, output_dir: Path | None = None) -> 
         )
 
 
-def deploy(server: LocalServer, output_dir: Path | None = None) -> DeployReport:
-    """Bootstrap, deploy every stack of the app, and verify that nothing was skipped."""
+def deploy(server: LocalServer, output_dir: Path | None = None, app: Path = EXAMPLE_APP) -> DeployReport:
+    """Bootstrap, deploy every stack of ``app`` (a CDK app script), and verify that nothing was skipped.
+
+    ``cdk`` runs in the project directory whatever the app, so ``cdk.json``'s context flags apply to it.
+    """
     output_dir = output_dir or PROJECT_DIR / "cdk.out"
-    run_cdk(server, "bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", output_dir=output_dir)
-    run_cdk(server, "deploy", "--all", "--require-approval", "never", output_dir=output_dir)
+    run_cdk(server, "bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", output_dir=output_dir, app=app)
+    run_cdk(server, "deploy", "--all", "--require-approval", "never", output_dir=output_dir, app=app)
     return verify(server, output_dir)
 
 
 def verify(server: LocalServer, assembly_dir: Path) -> DeployReport:
-    """Compare every synthesized template with what the emulator's CloudFormation created."""
+    """Compare every synthesized template with what the emulator's CloudFormation created.
+
+    Fails if a resource is missing or a property moto keeps differs from the template.
+    """
     cloudformation = server.client("cloudformation")
     manifest = json.loads((assembly_dir / "manifest.json").read_text())
     stacks: dict[str, dict[str, str]] = {}
-    missing: list[str] = []
+    problems: list[str] = []
+    compared = 0
     for artifact in manifest["artifacts"].values():
         if artifact["type"] != "aws:cloudformation:stack":
             continue
         stack_name = artifact["properties"].get("stackName") or artifact["displayName"]
         template = json.loads((assembly_dir / artifact["properties"]["templateFile"]).read_text())
-        created = {
-            r["LogicalResourceId"]: r["ResourceType"]
-            for r in cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
-        }
+        created = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
+        stacks[stack_name] = {r["LogicalResourceId"]: r["ResourceType"] for r in created}
+        ctx = StackContext(
+            stack_name, LOCAL_ACCOUNT, LOCAL_REGION, {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in created}
+        )
         for logical_id, resource in template["Resources"].items():
-            if logical_id not in created:
-                missing.append(f"{stack_name}/{logical_id} ({resource['Type']})")
-        stacks[stack_name] = created
-    if missing:
-        raise DeployError("resources of the app were not created locally:\n  " + "\n  ".join(missing))
-    return DeployReport(stacks=stacks, queues=describe_queues(server))
+            where = f"{stack_name}/{logical_id} ({resource['Type']})"
+            if logical_id not in ctx.physical_ids:
+                problems.append(f"{where}: not created")
+                continue
+            count, mismatches = check_resource(
+                server, resource["Type"], ctx.physical_ids[logical_id], resource.get("Properties", {}), ctx
+            )
+            compared += count
+            problems += [f"{where}: {m}" for m in mismatches]
+    if problems:
+        raise DeployError("the local deploy does not match the app:\n  " + "\n  ".join(problems))
+    deployed_types = {t for resources in stacks.values() for t in resources.values()}
+    return DeployReport(
+        stacks=stacks,
+        queues=describe_queues(server),
+        properties_compared=compared,
+        not_verifiable={t: why for t, why in NOT_VERIFIABLE.items() if t in deployed_types},
+    )
 
 
 def describe_queues(server: LocalServer) -> list[QueueReport]:
@@ -147,6 +183,10 @@ def format_report(report: DeployReport) -> str:
                 f"      alarm {alarm['MetricName']} {alarm['Statistic']} "
                 f"{_comparison(alarm['ComparisonOperator'])} {alarm['Threshold']:g}"
             )
+    lines.append(f"{report.properties_compared} properties match their templates")
+    if report.not_verifiable:
+        lines.append("not verifiable locally:")
+        lines += [f"  {resource_type}: {why}" for resource_type, why in sorted(report.not_verifiable.items())]
     return "\n".join(lines)
 
 

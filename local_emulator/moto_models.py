@@ -1,78 +1,181 @@
-"""CloudFormation handlers that moto lacks for the resource types jobqueues emits.
+"""CloudFormation handlers and patches that make moto deploy what jobqueues emits, strictly.
 
-moto's CloudFormation looks resource types up in ``CloudFormationModel.__subclasses__()`` at
-deploy time, so defining these classes in the ``moto_server`` process registers them. Each handler
-drives the same backend the service's API uses, so what is deployed can be read back with boto3
-(``describe_alarms``, ``get_queue_attributes(Policy)``, ``get_topic_attributes(Policy)``).
+moto's CloudFormation looks resource types up in ``CloudFormationModel.__subclasses__()`` (direct
+subclasses only, cached on first use), so each handler here lists ``CloudFormationModel`` as a base
+next to the :class:`Handler` mixin, and the module must be imported before the first deploy. Each
+handler drives the same backend the service's API uses, so what is deployed can be read back with
+boto3 (``describe_alarms``, ``describe_scalable_targets``, ``describe_services``, ...).
 
-:func:`make_unsupported_types_fatal` turns moto's "skip with a warning" into a failed deploy.
+Handlers replace moto's own for the ECS types, whose moto versions drop most properties
+(``ClusterSettings``, ``Cpu``, ``NetworkMode``, roles, ``LaunchType``, ``NetworkConfiguration``).
+The ``keep_*``/``make_*``/``harden_*`` functions patch moto's classes in the server process; see
+:func:`install`, which the server calls before serving.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar, Self
 
+from moto.applicationautoscaling.models import applicationautoscaling_backends
+from moto.awslambda.models import LambdaBackend, LambdaFunction, LayerVersion
 from moto.cloudformation import parsing
-from moto.cloudformation.exceptions import ValidationError
+from moto.cloudformation.exceptions import UnformattedGetAttTemplateException, ValidationError
 from moto.cloudformation.models import CloudFormationBackend
-from moto.cloudwatch.models import cloudwatch_backends
+from moto.cloudwatch.models import Dimension, Metric, MetricDataQuery, MetricStat, cloudwatch_backends
 from moto.core.common_models import CloudFormationModel
+from moto.core.utils import pascal_to_camelcase, remap_nested_keys
+from moto.ec2.models import ec2_backends
+from moto.ecs.models import ecs_backends
+from moto.iam.models import Role, iam_backends
 from moto.s3.models import s3_backends
 from moto.sns.models import sns_backends
 from moto.sqs.models import Queue, sqs_backends
+
+#: Types whose resources moto would report created while the Lambda behind them never ran.
+CUSTOM_RESOURCE_HINTS = {
+    "Custom::VpcRestrictDefaultSG": "create the Vpc with restrict_default_security_group=False",
+    "Custom::LogRetention": "pass an explicit logs.LogGroup(retention=...) instead of log_retention=",
+    "Custom::S3AutoDeleteObjects": "drop auto_delete_objects=True from the bucket",
+    "Custom::AWS": "replace the AwsCustomResource with a native CloudFormation resource",
+}
+
+
+def _camel(value: Any) -> Any:
+    """CloudFormation's PascalCase keys, recursively, as the camelCase the ECS API takes."""
+    return remap_nested_keys(value, pascal_to_camelcase)
 
 
 def _policy_json(document: Any) -> str:
     return document if isinstance(document, str) else json.dumps(document)
 
 
-class CloudWatchAlarm(CloudFormationModel):
-    """``AWS::CloudWatch::Alarm`` for single-metric alarms, via ``put_metric_alarm``."""
+class Handler:
+    """The ``CloudFormationModel`` boilerplate every handler here shares.
 
-    def __init__(self, name: str, account_id: str, region_name: str) -> None:
+    A handler sets :attr:`cfn_type` (and :attr:`name_property`, :attr:`cfn_attributes` if it has
+    them) and writes :meth:`create` (drive the backend, return the handler) and, if something must be
+    undone, :meth:`delete`. An update deletes the old resource and creates the new one.
+    """
+
+    #: The CloudFormation resource type, e.g. ``AWS::CloudWatch::Alarm``.
+    cfn_type: ClassVar[str]
+    #: The property that names the resource (moto generates a name when it is absent), or "".
+    name_property: ClassVar[str] = ""
+    #: ``Fn::GetAtt`` attributes :meth:`attribute` answers.
+    cfn_attributes: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> None:
         self.name = name
+        self.properties = properties
         self.account_id = account_id
         self.region_name = region_name
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        """Create the resource in moto's backend; ``name`` is the physical name moto chose."""
+        raise NotImplementedError
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        """Undo :meth:`create` (moto calls this on stack deletion and resource removal)."""
+
+    def attribute(self, name: str) -> Any:
+        """The value of ``Fn::GetAtt [resource, name]``, for a name in :attr:`cfn_attributes`."""
+        raise NotImplementedError(name)
+
+    # The CloudFormationModel protocol, in terms of the hooks above.
 
     @property
     def physical_resource_id(self) -> str:
         return self.name
 
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "AlarmName"
+    @classmethod
+    def cloudformation_name_type(cls) -> str:
+        return cls.name_property
 
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::CloudWatch::Alarm"
+    @classmethod
+    def cloudformation_type(cls) -> str:
+        return cls.cfn_type
 
     @classmethod
     def has_cfn_attr(cls, attr: str) -> bool:
-        return attr == "Arn"
+        return attr in cls.cfn_attributes
 
-    def get_cfn_attribute(self, attribute_name: str) -> str:
-        if attribute_name == "Arn":
-            return f"arn:aws:cloudwatch:{self.region_name}:{self.account_id}:alarm:{self.name}"
-        raise NotImplementedError(attribute_name)
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name not in self.cfn_attributes:
+            raise UnformattedGetAttTemplateException()
+        return self.attribute(attribute_name)
 
     @classmethod
-    def create_from_cloudformation_json(  # type: ignore[misc]
+    def create_from_cloudformation_json(
         cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs: Any
-    ) -> CloudWatchAlarm:
-        p = cloudformation_json["Properties"]
-        if "Metrics" in p:
-            raise ValidationError(message=f"alarm {resource_name}: metric-math alarms are not supported locally")
-        name = p.get("AlarmName", resource_name)
+    ) -> Self:
+        return cls.create(resource_name, cloudformation_json.get("Properties", {}), account_id, region_name)
+
+    @classmethod
+    def update_from_cloudformation_json(
+        cls,
+        original_resource: Handler,
+        new_resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
+        region_name: str,
+    ) -> Self:
+        original_resource.delete(account_id, region_name)
+        return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
+
+
+# CloudWatch
+
+
+def _metric_data_query(query: dict[str, Any]) -> MetricDataQuery:
+    """One entry of an alarm's ``Metrics`` as moto's model (what its PutMetricAlarm API builds)."""
+    stat = query.get("MetricStat")
+    metric_stat = None
+    if stat:
+        metric = stat["Metric"]
+        metric_stat = MetricStat(
+            metric=Metric(
+                metric_name=metric["MetricName"],
+                namespace=metric["Namespace"],
+                dimensions=[Dimension(d["Name"], d["Value"]) for d in metric.get("Dimensions", [])],
+            ),
+            period=stat["Period"],
+            stat=stat["Stat"],
+            unit=stat.get("Unit"),  # type: ignore[arg-type]
+        )
+    return MetricDataQuery(
+        query_id=query["Id"],
+        label=query.get("Label"),  # type: ignore[arg-type]
+        period=query.get("Period"),  # type: ignore[arg-type]
+        return_data=query.get("ReturnData", True),
+        expression=query.get("Expression"),
+        metric_stat=metric_stat,
+    )
+
+
+class CloudWatchAlarm(Handler, CloudFormationModel):
+    """``AWS::CloudWatch::Alarm``, single-metric or metric math (``Metrics``), via ``put_metric_alarm``."""
+
+    cfn_type = "AWS::CloudWatch::Alarm"
+    name_property = "AlarmName"
+    cfn_attributes = frozenset({"Arn"})
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        p = properties
+        queries = [_metric_data_query(q) for q in p["Metrics"]] if "Metrics" in p else None
         cloudwatch_backends[account_id][region_name].put_metric_alarm(
             name=name,
-            namespace=p["Namespace"],
-            metric_name=p["MetricName"],
+            namespace=p.get("Namespace"),  # type: ignore[arg-type]
+            metric_name=p.get("MetricName"),  # type: ignore[arg-type]
+            metric_data_queries=queries,
             comparison_operator=p["ComparisonOperator"],
             evaluation_periods=int(p["EvaluationPeriods"]),
-            period=int(p["Period"]),
-            threshold=float(p["Threshold"]),
-            statistic=p.get("Statistic"),
+            period=int(p["Period"]) if "Period" in p else None,  # type: ignore[arg-type]
+            threshold=float(p["Threshold"]) if "Threshold" in p else None,  # type: ignore[arg-type]
+            threshold_metric_id=p.get("ThresholdMetricId"),
+            statistic=p.get("Statistic"),  # type: ignore[arg-type]
             extended_statistic=p.get("ExtendedStatistic"),
             description=p.get("AlarmDescription", ""),
             dimensions=[{"Name": d["Name"], "Value": d["Value"]} for d in p.get("Dimensions", [])],
@@ -83,236 +186,416 @@ class CloudWatchAlarm(CloudFormationModel):
             unit=p.get("Unit"),
             actions_enabled=p.get("ActionsEnabled", True),
             treat_missing_data=p.get("TreatMissingData"),
+            evaluate_low_sample_count_percentile=p.get("EvaluateLowSampleCountPercentile"),
         )
-        return cls(name, account_id, region_name)
+        return cls(name, properties, account_id, region_name)
 
-    @classmethod
-    def update_from_cloudformation_json(  # type: ignore[misc]
-        cls,
-        original_resource: CloudWatchAlarm,
-        new_resource_name: str,
-        cloudformation_json: dict[str, Any],
-        account_id: str,
-        region_name: str,
-    ) -> CloudWatchAlarm:
-        cloudwatch_backends[account_id][region_name].delete_alarms([original_resource.name])
-        return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
+    def delete(self, account_id: str, region_name: str) -> None:
+        cloudwatch_backends[account_id][region_name].delete_alarms([self.name])
 
-    @classmethod
-    def delete_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
-    ) -> None:
-        name = cloudformation_json.get("Properties", {}).get("AlarmName", resource_name)
-        cloudwatch_backends[account_id][region_name].delete_alarms([name])
+    def attribute(self, name: str) -> str:
+        return f"arn:aws:cloudwatch:{self.region_name}:{self.account_id}:alarm:{self.name}"
 
 
-class SQSQueuePolicy(CloudFormationModel):
+# Resource policies
+
+
+class SQSQueuePolicy(Handler, CloudFormationModel):
     """``AWS::SQS::QueuePolicy``: sets the ``Policy`` attribute of each listed queue."""
 
-    def __init__(self, name: str, queue_urls: list[str]) -> None:
-        self.name = name
-        self.queue_urls = queue_urls
+    cfn_type = "AWS::SQS::QueuePolicy"
 
-    @property
-    def physical_resource_id(self) -> str:
-        return self.name
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::SQS::QueuePolicy"
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return False
-
-    @staticmethod
-    def _apply(queue_urls: list[str], policy: str, account_id: str, region_name: str) -> None:
-        backend = sqs_backends[account_id][region_name]
-        for url in queue_urls:
+    def _apply(self, policy: str) -> None:
+        backend = sqs_backends[self.account_id][self.region_name]
+        for url in self.properties["Queues"]:
             backend.set_queue_attributes(url.rstrip("/").rsplit("/", 1)[-1], {"Policy": policy})
 
     @classmethod
-    def create_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs: Any
-    ) -> SQSQueuePolicy:
-        p = cloudformation_json["Properties"]
-        cls._apply(p["Queues"], _policy_json(p["PolicyDocument"]), account_id, region_name)
-        return cls(resource_name, list(p["Queues"]))
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        handler = cls(name, properties, account_id, region_name)
+        handler._apply(_policy_json(properties["PolicyDocument"]))
+        return handler
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        self._apply("")
+
+
+class SNSTopicPolicy(Handler, CloudFormationModel):
+    """``AWS::SNS::TopicPolicy``: sets the ``Policy`` attribute of each listed topic.
+
+    Deleting it undoes nothing: a topic without this policy falls back to the default one.
+    """
+
+    cfn_type = "AWS::SNS::TopicPolicy"
 
     @classmethod
-    def update_from_cloudformation_json(  # type: ignore[misc]
-        cls,
-        original_resource: SQSQueuePolicy,
-        new_resource_name: str,
-        cloudformation_json: dict[str, Any],
-        account_id: str,
-        region_name: str,
-    ) -> SQSQueuePolicy:
-        cls._apply(original_resource.queue_urls, "", account_id, region_name)
-        return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
-
-    @classmethod
-    def delete_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
-    ) -> None:
-        cls._apply(cloudformation_json["Properties"]["Queues"], "", account_id, region_name)
-
-
-class SNSTopicPolicy(CloudFormationModel):
-    """``AWS::SNS::TopicPolicy``: sets the ``Policy`` attribute of each listed topic."""
-
-    def __init__(self, name: str, topic_arns: list[str]) -> None:
-        self.name = name
-        self.topic_arns = topic_arns
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.name
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::SNS::TopicPolicy"
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return False
-
-    @classmethod
-    def create_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs: Any
-    ) -> SNSTopicPolicy:
-        p = cloudformation_json["Properties"]
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
         backend = sns_backends[account_id][region_name]
-        for arn in p["Topics"]:
-            backend.set_topic_attribute(arn, "Policy", _policy_json(p["PolicyDocument"]))
-        return cls(resource_name, list(p["Topics"]))
-
-    @classmethod
-    def update_from_cloudformation_json(  # type: ignore[misc]
-        cls,
-        original_resource: SNSTopicPolicy,
-        new_resource_name: str,
-        cloudformation_json: dict[str, Any],
-        account_id: str,
-        region_name: str,
-    ) -> SNSTopicPolicy:
-        return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
-
-    @classmethod
-    def delete_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
-    ) -> None:
-        """Nothing to undo: a topic without this policy falls back to the default one."""
+        for arn in properties["Topics"]:
+            backend.set_topic_attribute(arn, "Policy", _policy_json(properties["PolicyDocument"]))
+        return cls(name, properties, account_id, region_name)
 
 
-class S3BucketPolicy(CloudFormationModel):
+class S3BucketPolicy(Handler, CloudFormationModel):
     """``AWS::S3::BucketPolicy`` (the CDK bootstrap stack has one)."""
 
-    def __init__(self, name: str, bucket: str) -> None:
-        self.name = name
-        self.bucket = bucket
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.name
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::S3::BucketPolicy"
+    cfn_type = "AWS::S3::BucketPolicy"
 
     @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return False
-
-    @classmethod
-    def create_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs: Any
-    ) -> S3BucketPolicy:
-        p = cloudformation_json["Properties"]
-        document = p["PolicyDocument"]
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        document = properties["PolicyDocument"]
         document = json.loads(document) if isinstance(document, str) else document
         # moto applies statements with principal "*" but ignores their conditions, so the bootstrap
         # bucket's "deny unless aws:SecureTransport" would deny everything over the emulator's plain
         # HTTP. Conditional statements are dropped locally; unconditional ones are kept.
         statements = [st for st in document.get("Statement", []) if "Condition" not in st]
         policy = json.dumps({**document, "Statement": statements})
-        s3_backends[account_id]["global"].put_bucket_policy(p["Bucket"], policy.encode())
-        return cls(resource_name, p["Bucket"])
+        s3_backends[account_id]["global"].put_bucket_policy(properties["Bucket"], policy.encode())
+        return cls(name, properties, account_id, region_name)
 
-    @classmethod
-    def update_from_cloudformation_json(  # type: ignore[misc]
-        cls,
-        original_resource: S3BucketPolicy,
-        new_resource_name: str,
-        cloudformation_json: dict[str, Any],
-        account_id: str,
-        region_name: str,
-    ) -> S3BucketPolicy:
-        return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
-
-    @classmethod
-    def delete_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
-    ) -> None:
-        s3_backends[account_id]["global"].delete_bucket_policy(cloudformation_json["Properties"]["Bucket"])
+    def delete(self, account_id: str, region_name: str) -> None:
+        s3_backends[account_id]["global"].delete_bucket_policy(self.properties["Bucket"])
 
 
-class CdkMetadata(CloudFormationModel):
+class CdkMetadata(Handler, CloudFormationModel):
     """``AWS::CDK::Metadata`` (CDK version reporting): CloudFormation only records it; so does this."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    cfn_type = "AWS::CDK::Metadata"
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        return cls(name, properties, account_id, region_name)
+
+
+# EC2
+
+
+class SecurityGroupEgress(Handler, CloudFormationModel):
+    """``AWS::EC2::SecurityGroupEgress`` (CDK emits one per ``connections.allow_to`` between groups)."""
+
+    cfn_type = "AWS::EC2::SecurityGroupEgress"
+
+    def _rule(self) -> dict[str, Any]:
+        p = self.properties
+        ip_ranges = [{"CidrIp": p["CidrIp"], "Description": p.get("Description", "")}] if "CidrIp" in p else []
+        return {
+            "group_name_or_id": p["GroupId"],
+            "ip_protocol": str(p["IpProtocol"]),
+            "from_port": p.get("FromPort", -1),
+            "to_port": p.get("ToPort", -1),
+            "ip_ranges": ip_ranges,
+            "source_groups": [{"GroupId": p["DestinationSecurityGroupId"]}]
+            if "DestinationSecurityGroupId" in p
+            else [],
+            "prefix_list_ids": [{"PrefixListId": p["DestinationPrefixListId"]}]
+            if "DestinationPrefixListId" in p
+            else [],
+        }
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        if "CidrIpv6" in properties:
+            raise ValidationError(message=f"{cls.cfn_type} {name}: CidrIpv6 is not supported locally")
+        handler = cls(name, properties, account_id, region_name)
+        ec2_backends[account_id][region_name].authorize_security_group_egress(**handler._rule())
+        return handler
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        ec2_backends[account_id][region_name].revoke_security_group_egress(**self._rule())
+
+
+# Application Auto Scaling (moto has the backend but no CloudFormation model)
+
+
+class ScalableTarget(Handler, CloudFormationModel):
+    """``AWS::ApplicationAutoScaling::ScalableTarget`` via ``register_scalable_target``.
+
+    Its ``Ref`` is ``resource id|scalable dimension|service namespace``, as in CloudFormation, which
+    a ``ScalingPolicy``'s ``ScalingTargetId`` carries.
+    """
+
+    cfn_type = "AWS::ApplicationAutoScaling::ScalableTarget"
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        p = properties
+        if p.get("ScheduledActions"):
+            raise ValidationError(message=f"{cls.cfn_type} {name}: ScheduledActions are not supported locally")
+        applicationautoscaling_backends[account_id][region_name].register_scalable_target(
+            namespace=p["ServiceNamespace"],
+            r_id=p["ResourceId"],
+            dimension=p["ScalableDimension"],
+            min_capacity=int(p["MinCapacity"]),
+            max_capacity=int(p["MaxCapacity"]),
+            role_arn=p.get("RoleARN", ""),
+            suspended_state=p.get("SuspendedState"),  # type: ignore[arg-type]
+        )
+        target_id = "|".join((p["ResourceId"], p["ScalableDimension"], p["ServiceNamespace"]))
+        return cls(target_id, properties, account_id, region_name)
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        p = self.properties
+        applicationautoscaling_backends[account_id][region_name].deregister_scalable_target(
+            p["ServiceNamespace"], p["ResourceId"], p["ScalableDimension"]
+        )
+
+
+class ScalingPolicy(Handler, CloudFormationModel):
+    """``AWS::ApplicationAutoScaling::ScalingPolicy`` (step or target tracking) via ``put_scaling_policy``.
+
+    The target is ``ScalingTargetId`` or the ``ResourceId``/``ScalableDimension``/``ServiceNamespace``
+    triple. Its ``Ref`` and ``Arn`` are the policy ARN (step-scaling alarms act on it).
+    """
+
+    cfn_type = "AWS::ApplicationAutoScaling::ScalingPolicy"
+    name_property = "PolicyName"
+    cfn_attributes = frozenset({"Arn"})
+
+    def __init__(
+        self,
+        name: str,
+        properties: dict[str, Any],
+        account_id: str,
+        region_name: str,
+        arn: str,
+        target: tuple[str, ...],
+    ) -> None:
+        super().__init__(name, properties, account_id, region_name)
+        self.arn = arn
+        self.policy_name = name
+        self.target = target
 
     @property
     def physical_resource_id(self) -> str:
+        return self.arn
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        p = properties
+        if "ScalingTargetId" in p:
+            resource_id, dimension, namespace = p["ScalingTargetId"].split("|")
+        else:
+            resource_id, dimension, namespace = p["ResourceId"], p["ScalableDimension"], p["ServiceNamespace"]
+        body_key = {
+            "StepScaling": "StepScalingPolicyConfiguration",
+            "TargetTrackingScaling": "TargetTrackingScalingPolicyConfiguration",
+        }.get(p["PolicyType"])
+        if body_key is None or body_key not in p:
+            raise ValidationError(
+                message=f"{cls.cfn_type} {name}: PolicyType {p['PolicyType']} is not supported locally"
+            )
+        policy = applicationautoscaling_backends[account_id][region_name].put_scaling_policy(
+            policy_name=name,
+            service_namespace=namespace,
+            resource_id=resource_id,
+            scalable_dimension=dimension,
+            policy_body=p[body_key],
+            policy_type=p["PolicyType"],
+        )
+        return cls(name, properties, account_id, region_name, policy.policy_arn, (namespace, resource_id, dimension))
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        namespace, resource_id, dimension = self.target
+        applicationautoscaling_backends[account_id][region_name].delete_scaling_policy(
+            self.policy_name, namespace, resource_id, dimension
+        )
+
+    def attribute(self, name: str) -> str:
+        return self.arn
+
+
+# ECS: replaces moto's handlers, which keep little beyond names, containers and desired count
+
+
+class EcsCluster(Handler, CloudFormationModel):
+    """``AWS::ECS::Cluster`` with ``ClusterSettings`` (Container Insights) and capacity providers."""
+
+    cfn_type = "AWS::ECS::Cluster"
+    name_property = "ClusterName"
+    cfn_attributes = frozenset({"Arn"})
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        p = properties
+        ecs_backends[account_id][region_name].create_cluster(
+            cluster_name=name,
+            tags=_camel(p.get("Tags")),
+            cluster_settings=_camel(p.get("ClusterSettings")),
+            configuration=_camel(p.get("Configuration")),
+            capacity_providers=p.get("CapacityProviders"),
+            default_capacity_provider_strategy=_camel(p.get("DefaultCapacityProviderStrategy")),
+        )
+        return cls(name, properties, account_id, region_name)
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        ecs_backends[account_id][region_name].delete_cluster(self.name)
+
+    def attribute(self, name: str) -> str:
+        return str(ecs_backends[self.account_id][self.region_name].clusters[self.name].arn)
+
+
+class EcsTaskDefinition(Handler, CloudFormationModel):
+    """``AWS::ECS::TaskDefinition`` with every property ``register_task_definition`` takes.
+
+    Its ``Ref`` is the task definition ARN (family:revision).
+    """
+
+    cfn_type = "AWS::ECS::TaskDefinition"
+    cfn_attributes = frozenset({"TaskDefinitionArn"})
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        p = properties
+        task_definition = ecs_backends[account_id][region_name].register_task_definition(
+            family=p.get("Family", name),
+            container_definitions=_camel(p.get("ContainerDefinitions", [])),
+            volumes=_camel(p.get("Volumes")),
+            network_mode=p.get("NetworkMode"),
+            tags=_camel(p.get("Tags")),
+            placement_constraints=_camel(p.get("PlacementConstraints")),
+            requires_compatibilities=p.get("RequiresCompatibilities"),
+            cpu=p.get("Cpu"),
+            memory=p.get("Memory"),
+            task_role_arn=p.get("TaskRoleArn"),
+            execution_role_arn=p.get("ExecutionRoleArn"),
+            proxy_configuration=_camel(p.get("ProxyConfiguration")),
+            runtime_platform=_camel(p.get("RuntimePlatform")),
+            ipc_mode=p.get("IpcMode"),
+            pid_mode=p.get("PidMode"),
+            ephemeral_storage=_camel(p.get("EphemeralStorage")),
+        )
+        return cls(task_definition.arn, properties, account_id, region_name)
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        ecs_backends[account_id][region_name].deregister_task_definition(self.name)
+
+    def attribute(self, name: str) -> str:
         return self.name
 
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
 
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::CDK::Metadata"
+class EcsService(Handler, CloudFormationModel):
+    """``AWS::ECS::Service`` with launch type, network configuration and platform version.
+
+    Its ``Ref`` is the service ARN. ``DeploymentConfiguration``, ``CapacityProviderStrategy``,
+    ``EnableECSManagedTags`` and ``HealthCheckGracePeriodSeconds`` have no place in moto's model.
+    """
+
+    cfn_type = "AWS::ECS::Service"
+    name_property = "ServiceName"
+    cfn_attributes = frozenset({"Name", "ServiceArn"})
+
+    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region_name: str, arn: str) -> None:
+        super().__init__(name, properties, account_id, region_name)
+        self.arn = arn
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
 
     @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return False
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        p = properties
+        service = ecs_backends[account_id][region_name].create_service(
+            cluster_str=p.get("Cluster", "default"),
+            service_name=name,
+            desired_count=int(p.get("DesiredCount", 1)),
+            task_definition_str=p.get("TaskDefinition"),
+            load_balancers=_camel(p.get("LoadBalancers")),
+            scheduling_strategy=p.get("SchedulingStrategy"),
+            tags=_camel(p.get("Tags")),
+            deployment_controller=_camel(p.get("DeploymentController")),
+            launch_type=p.get("LaunchType"),
+            service_registries=_camel(p.get("ServiceRegistries")),
+            platform_version=p.get("PlatformVersion"),
+            propagate_tags=p.get("PropagateTags", "NONE"),
+            network_configuration=_camel(p.get("NetworkConfiguration")),
+            role_arn=p.get("Role"),
+        )
+        return cls(name, properties, account_id, region_name, service.arn)
 
-    @classmethod
-    def create_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs: Any
-    ) -> CdkMetadata:
-        return cls(resource_name)
+    def delete(self, account_id: str, region_name: str) -> None:
+        ecs_backends[account_id][region_name].delete_service(self.properties.get("Cluster", "default"), self.name, True)
 
-    @classmethod
-    def update_from_cloudformation_json(  # type: ignore[misc]
-        cls,
-        original_resource: CdkMetadata,
-        new_resource_name: str,
+    def attribute(self, name: str) -> str:
+        return self.name if name == "Name" else self.arn
+
+
+# Patches of moto's own handlers and backends
+
+
+def keep_lambda_layers() -> None:
+    """Give functions created by CloudFormation their ``Layers`` and ``Architectures`` (moto drops them).
+
+    moto's ``AWS::Lambda::LayerVersion`` has no physical id, so its ``Ref`` would be the Python
+    object; CloudFormation's is the layer version ARN.
+    """
+    LayerVersion.physical_resource_id = property(lambda self: self.arn)  # type: ignore[attr-defined]
+    original = LambdaFunction.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def create_from_cloudformation_json(
+        cls: type[LambdaFunction],
+        resource_name: str,
         cloudformation_json: dict[str, Any],
         account_id: str,
         region_name: str,
-    ) -> CdkMetadata:
-        return cls(new_resource_name)
+        **kwargs: Any,
+    ) -> LambdaFunction:
+        function = original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        properties = cloudformation_json["Properties"]
+        if "Layers" in properties:
+            # Resolves each layer version ARN, so an unknown layer fails the deploy as it would on AWS.
+            function.update_configuration({"Layers": properties["Layers"]})
+        if "Architectures" in properties:
+            function.architectures = list(properties["Architectures"])
+        return function
 
-    @classmethod
-    def delete_from_cloudformation_json(  # type: ignore[misc]
-        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
-    ) -> None:
-        """Nothing was created."""
+    LambdaFunction.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)  # type: ignore[assignment,method-assign]
+
+
+def attach_managed_policies() -> None:
+    """Attach a CloudFormation role's ``ManagedPolicyArns`` (moto drops them).
+
+    AWS managed policies exist only if moto loads them (``MOTO_IAM_LOAD_MANAGED_POLICIES``, which
+    the server sets); an unknown ARN fails the deploy, as on AWS.
+    """
+    original = Role.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def create_from_cloudformation_json(
+        cls: type[Role],
+        resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
+        region_name: str,
+        **kwargs: Any,
+    ) -> Role:
+        role = original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        backend = iam_backends[account_id]["aws"]
+        for arn in cloudformation_json["Properties"].get("ManagedPolicyArns", []):
+            backend.attach_role_policy(arn, role.name)
+        return role
+
+    Role.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)  # type: ignore[assignment,method-assign]
+
+
+def make_sqs_event_source_mappings_inert() -> None:
+    """Keep SQS event source mappings as records only: moto would act on them at every SendMessage.
+
+    moto registers a mapping on its queue, and each SendMessage then receives the messages and
+    invokes the function in Docker; without Docker that fails, so the messages burn receive counts
+    and end in the DLQ unprocessed. Here the mapping is created and readable
+    (``list_event_source_mappings``/``get_event_source_mapping``, state "Enabled") but never
+    registered on the queue, so nothing consumes the queue except the local driver that reads it.
+    """
+    original = LambdaBackend.create_event_source_mapping
+
+    def create_event_source_mapping(self: LambdaBackend, spec: dict[str, Any]) -> Any:
+        mapping = original(self, spec)
+        for queue in sqs_backends[self.account_id][self.region_name].queues.values():
+            if queue.lambda_event_source_mappings.get(mapping.function_arn) is mapping:
+                del queue.lambda_event_source_mappings[mapping.function_arn]
+        return mapping
+
+    LambdaBackend.create_event_source_mapping = create_event_source_mapping  # type: ignore[method-assign]
 
 
 def harden_change_set_execution() -> None:
@@ -327,13 +610,18 @@ def harden_change_set_execution() -> None:
     original = CloudFormationBackend.execute_change_set
 
     def execute_change_set(self: CloudFormationBackend, change_set_name: str, stack_name: str | None = None) -> None:
-        change_set = self.change_sets.get(change_set_name) or next(
-            (cs for cs in self.change_sets.values() if cs.change_set_name == change_set_name), None
-        )
+        # By ARN, else the newest one of that name for that stack: cdk names every stack's change set
+        # "cdk-deploy-change-set", and moto's own lookup ignores the stack.
+        named = [
+            cs
+            for cs in self.change_sets.values()
+            if cs.change_set_name == change_set_name and stack_name in (None, cs.stack_name, cs.stack_id)
+        ]
+        change_set = self.change_sets.get(change_set_name) or (named[-1] if named else None)
         if change_set is not None and change_set.execution_status == "EXECUTE_FAILED":
             raise ValidationError(message=f"change set {change_set_name} already failed; create a new one")
         try:
-            original(self, change_set_name, stack_name)
+            original(self, change_set.change_set_id if change_set else change_set_name, stack_name)
         except Exception as error:
             if change_set is not None:
                 change_set.execution_status = "EXECUTE_FAILED"
@@ -365,11 +653,29 @@ def report_redrive_allow_policy() -> None:
     Queue.attributes = property(attributes)  # type: ignore[method-assign,assignment]
 
 
+def custom_resource_error(resource_type: str) -> str | None:
+    """Why a custom resource cannot deploy locally and how to avoid it, or None for other types."""
+    if not (resource_type.startswith("Custom::") or resource_type == "AWS::CloudFormation::CustomResource"):
+        return None
+    hint = CUSTOM_RESOURCE_HINTS.get(resource_type, "replace it with native CloudFormation resources")
+    return (
+        f"{resource_type} is a custom resource: the local emulator would report it created while its "
+        f"Lambda never ran, so it refuses it. To avoid it: {hint}"
+    )
+
+
 def make_unsupported_types_fatal() -> None:
-    """Fail the deploy on a resource type moto cannot create, instead of skipping it with a warning."""
+    """Fail the deploy on a resource moto cannot really create, instead of skipping or faking it.
+
+    moto skips an unknown type with a warning, and reports a custom resource created without its
+    Lambda having run; both fail here, naming the resource.
+    """
     original = parsing.parse_resource
 
     def strict_parse_resource(resource_json: dict[str, Any], resources_map: Any) -> Any:
+        custom = custom_resource_error(resource_json["Type"])
+        if custom:
+            raise ValidationError(message=custom)
         parsed = original(resource_json, resources_map)
         if not parsed:
             raise ValidationError(
@@ -381,3 +687,34 @@ def make_unsupported_types_fatal() -> None:
         return parsed
 
     parsing.parse_resource = strict_parse_resource
+
+
+#: Types this module handles in place of moto's own handlers (if any).
+HANDLERS: tuple[type[Handler], ...] = (
+    CloudWatchAlarm,
+    SQSQueuePolicy,
+    SNSTopicPolicy,
+    S3BucketPolicy,
+    CdkMetadata,
+    SecurityGroupEgress,
+    ScalableTarget,
+    ScalingPolicy,
+    EcsCluster,
+    EcsTaskDefinition,
+    EcsService,
+)
+
+
+def install() -> None:
+    """Apply every patch and check that moto will use this module's handlers, not its own."""
+    make_unsupported_types_fatal()
+    harden_change_set_execution()
+    report_redrive_allow_policy()
+    keep_lambda_layers()
+    attach_managed_policies()
+    make_sqs_event_source_mappings_inert()
+    # The model map keeps the last class defined for a type; these classes come after moto's.
+    model_map = parsing.get_model_map()
+    wrong = [h.cfn_type for h in HANDLERS if model_map.get(h.cfn_type) is not h]
+    if wrong:
+        raise RuntimeError(f"moto would not use the local emulator's handlers for {wrong}")

@@ -109,13 +109,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=5000)
     args = parser.parse_args(argv)
 
+    # AWS managed policies (AWSLambdaBasicExecutionRole, ...) exist only if moto loads them; roles'
+    # ManagedPolicyArns are attached at deploy (see moto_models.attach_managed_policies).
+    os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
     from moto.server import main as moto_main
 
     from local_emulator import moto_models
 
-    moto_models.make_unsupported_types_fatal()
-    moto_models.harden_change_set_execution()
-    moto_models.report_redrive_allow_policy()
+    moto_models.install()
     moto_main(["--host", "localhost", "--port", str(args.port)])
 
 

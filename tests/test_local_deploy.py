@@ -24,16 +24,36 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalServer, obj
 def test_every_resource_of_the_app_is_created(deployed: tuple) -> None:
     _, report = deployed
     types = sorted(report.stacks["JobQueuesExample"].values())
-    assert types.count("AWS::SQS::Queue") == 10
-    assert types.count("AWS::SQS::QueuePolicy") == 10
-    assert types.count("AWS::CloudWatch::Alarm") == 15
+    assert types.count("AWS::SQS::Queue") == 12
+    assert types.count("AWS::SQS::QueuePolicy") == 12
+    # 6 job types x 3 queue alarms, 5 Lambda-job and 4 ECS-job consumer alarms, the scale-from-zero alarm
+    assert types.count("AWS::CloudWatch::Alarm") == 28
     assert {"AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key"} <= set(types)
+    consumers = {
+        "AWS::Lambda::Function",
+        "AWS::Lambda::LayerVersion",
+        "AWS::Lambda::EventSourceMapping",
+        "AWS::ECS::Cluster",
+        "AWS::ECS::TaskDefinition",
+        "AWS::ECS::Service",
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::EC2::FlowLog",
+    }
+    assert consumers <= set(types)
 
 
 def test_queues_have_derived_visibility_timeouts_and_redrive(deployed: tuple) -> None:
     server, _ = deployed
     sqs = server.client("sqs")
-    expected = {"VideoTranscode": (480, 3), "EmailSend": (10, 5), "Thumbnails": (185, 5), "ReportExport": (300, 3)}
+    expected = {
+        "VideoTranscode": (480, 3),
+        "EmailSend": (10, 5),
+        "Thumbnails": (185, 5),
+        "ReportExport": (300, 3),
+        "Transcode": (10, 3),
+    }
     for job_type, (vt, receives) in expected.items():
         url = sqs.get_queue_url(QueueName=f"JobQueuesExample-{job_type}")["QueueUrl"]
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
@@ -62,7 +82,7 @@ def test_fifo_pair_is_deployed(deployed: tuple) -> None:
 def test_alarms_are_deployed_with_their_thresholds(deployed: tuple) -> None:
     server, _ = deployed
     alarms = server.client("cloudwatch").describe_alarms()["MetricAlarms"]
-    by_queue_metric = {(a["Dimensions"][0]["Value"], a["MetricName"]): a for a in alarms}
+    by_queue_metric = {(a["Dimensions"][0]["Value"], a["MetricName"]): a for a in alarms if a.get("Dimensions")}
     in_flight = by_queue_metric[("JobQueuesExample-OrderEvents.fifo", "ApproximateNumberOfMessagesNotVisible")]
     assert in_flight["Threshold"] == 96_000 and in_flight["Statistic"] == "Maximum"
     dlq = by_queue_metric[("JobQueuesExample-EmailSend-dlq", "ApproximateNumberOfMessagesVisible")]

@@ -18,6 +18,8 @@ IN_FLIGHT_FRACTION = 0.8
 IN_FLIGHT_QUOTA = SQS_IN_FLIGHT_QUOTA
 #: DLQ alarm: this many visible messages.
 DLQ_DEPTH = 1
+#: Context key: a registry image for every EcsJob without an ``image`` (the local emulator has no Docker).
+IMAGE_CONTEXT = "jobqueues:image"
 #: Bounds of the default oldest-message-age alarm threshold.
 OLDEST_MESSAGE_AGE_MIN_S = 300
 

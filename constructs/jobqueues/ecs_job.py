@@ -17,6 +17,7 @@ from jobqueues.alarms import alarm, notify
 from jobqueues.consumer_alarms import PERIOD_S, ConsumerAlarms, create_consumer_alarms
 from jobqueues.consumer_rules import DEFAULT_SHUTDOWN_GRACE_S, check_ecs_consumer, stop_timeout_s
 from jobqueues.dashboard import job_dashboard
+from jobqueues.defaults import IMAGE_CONTEXT
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
@@ -25,8 +26,6 @@ from jobqueues.props import EcsJobProps, LeaseOptions, QueueOptions
 from jobqueues.scaling import running_tasks, scale_on_backlog
 from jobqueues.stack_limits import count_resources
 
-#: Context key: a registry image for every EcsJob without an ``image`` (the local emulator has no Docker).
-IMAGE_CONTEXT = "jobqueues:image"
 DEFAULT_IMAGE_DIRECTORY = "lambda_src"
 DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_TASKS = 10
@@ -288,7 +287,7 @@ def _nag(stack: Stack, value: str) -> str:
             return f"<{'.'.join(part['Fn::GetAtt'])}>"
         if isinstance(part, dict) and "Fn::Join" in part:
             separator, parts = part["Fn::Join"]
-            return separator.join(text(p) for p in parts)
+            return str(separator).join(text(p) for p in parts)
         return str(part)
 
     return text(stack.resolve(value))

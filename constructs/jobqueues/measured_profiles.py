@@ -74,7 +74,7 @@ class MeasuredProfiles:
 
     def entry(self, job_type: str) -> dict[str, Any]:
         """The raw profile of a job type; a missing one is a synth-time error."""
-        entry = self.document["job_types"].get(job_type)
+        entry: dict[str, Any] | None = self.document["job_types"].get(job_type)
         if entry is None:
             raise JobQueueError(
                 f"job type {job_type!r} is not in {self.source} (it has: {', '.join(self.job_types) or 'none'}): "

@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass
 
 from aws_cdk import Stack, Stage
-from constructs import Construct
+from constructs import IConstruct
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class StackFacts:
     stage_path: str
     account: str
     region: str
-    app: Construct
+    app: IConstruct
 
     @property
     def where(self) -> str:
@@ -47,10 +47,10 @@ class Declared:
 
 
 _facts: weakref.WeakKeyDictionary[Stack, StackFacts] = weakref.WeakKeyDictionary()
-_job_types: weakref.WeakKeyDictionary[Construct, dict[tuple[str, str, str, str], Declared]] = (
+_job_types: weakref.WeakKeyDictionary[IConstruct, dict[tuple[str, str, str, str], Declared]] = (
     weakref.WeakKeyDictionary()
 )
-_queue_names: weakref.WeakKeyDictionary[Construct, dict[tuple[str, str, str], Declared]] = weakref.WeakKeyDictionary()
+_queue_names: weakref.WeakKeyDictionary[IConstruct, dict[tuple[str, str, str], Declared]] = weakref.WeakKeyDictionary()
 
 
 def stack_facts(stack: Stack) -> StackFacts:

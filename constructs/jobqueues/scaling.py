@@ -64,8 +64,8 @@ def scale_on_backlog(
     min_tasks: int,
     max_tasks: int,
     target_backlog_per_task: float,
-) -> tuple[appscaling.ScalableTaskCount, appscaling.CfnScalingPolicy, appscaling.StepScalingPolicy]:
-    """Scalable target, backlog-per-task target tracking, and the step policy that scales out from 0."""
+) -> tuple[ecs.ScalableTaskCount, appscaling.CfnScalingPolicy]:
+    """Scalable target and backlog-per-task target tracking; plus the step policy that scales out from 0."""
     task_count = service.auto_scale_task_count(min_capacity=min_tasks, max_capacity=max_tasks)
     queue_dims = {"QueueName": queue.queue_name}
     service_dims = {"ClusterName": cluster_name, "ServiceName": service.service_name}
@@ -94,7 +94,7 @@ def scale_on_backlog(
             ),
         ),
     )
-    from_zero = task_count.scale_on_metric(
+    task_count.scale_on_metric(
         "ScaleOutFromZero",
         metric=cloudwatch.MathExpression(
             expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
@@ -115,4 +115,4 @@ def scale_on_backlog(
         cooldown=Duration.seconds(SCALE_OUT_COOLDOWN_S),
         evaluation_periods=1,
     )
-    return task_count, target_tracking, from_zero
+    return task_count, target_tracking

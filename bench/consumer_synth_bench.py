@@ -1,0 +1,396 @@
+"""Synth time of consumers: N Lambda jobs + N ECS jobs through `jobqueues` vs the same resources hand-written.
+
+Run: `.venv/bin/python bench/consumer_synth_bench.py [--jobs 50] [--repeat 3]` (or `make bench`).
+
+Both variants build, per Lambda job: queue + DLQ with TLS-only policies and three queue alarms, a role with its
+policy, a log group, the function with the consumer environment and the sqslease layer (one per stack), the
+SQS event source, five consumer alarms and a dashboard; per ECS job: the queues and queue alarms, a Fargate task
+definition running the worker, its roles and policies, a log group, the service, a scalable target with the
+backlog-per-task and scale-from-zero policies, four consumer alarms and a dashboard; one VPC and cluster per
+stack. 10 jobs per stack. Also prints the sqslease layer's size. Prints the median construct + synth time of
+each variant and the ratio (goal <= 1.2x); the resource types of both must match exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aws_cdk as cdk
+from aws_cdk import Duration
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+
+from jobqueues import EcsJob, LambdaJob
+from jobqueues.lease_layer import sqslease_source
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = cdk.Environment(account="123456789012", region="us-east-1")
+HANDLERS = str(ROOT / "lambda_src" / "handlers")
+IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
+PER_STACK = 10
+GE = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+GT = cw.ComparisonOperator.GREATER_THAN_THRESHOLD
+MISSING = cw.TreatMissingData.NOT_BREACHING
+
+
+def stacks_for(app: cdk.App, n: int, kind: str) -> list[cdk.Stack]:
+    return [cdk.Stack(app, f"{kind}{s + 1}", env=ENV) for s in range(-(-n // PER_STACK))]
+
+
+def with_jobqueues(n: int, outdir: str) -> cdk.App:
+    app = cdk.App(outdir=outdir, context={"jobqueues:image": IMAGE})
+    for i, stack in enumerate(stacks_for(app, n, "Lambda")):
+        code = lambda_.Code.from_asset(HANDLERS)  # an asset belongs to one stack
+        for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
+            LambdaJob(stack, f"L{j}", code=code, handler="thumbs.handle", timeout=Duration.seconds(10 + j % 50))
+    for i, stack in enumerate(stacks_for(app, n, "Ecs")):
+        for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
+            EcsJob(stack, f"E{j}", handler="media.transcode:handle", processing_p99=Duration.seconds(5 + j % 100))
+    return app
+
+
+# --- the same resources, hand-written -----------------------------------------------------------------------
+def queues(scope: cdk.Resource, stack: cdk.Stack, name: str, vt: int, receives: int) -> tuple[sqs.Queue, sqs.Queue]:
+    dlq = sqs.Queue(
+        scope,
+        "DeadLetterQueue",
+        queue_name=f"{name}-dlq",
+        retention_period=Duration.days(14),
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+    )
+    queue = sqs.Queue(
+        scope,
+        "Queue",
+        queue_name=name,
+        visibility_timeout=Duration.seconds(vt),
+        retention_period=Duration.days(4),
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=receives, queue=dlq),
+    )
+    dlq.node.default_child.redrive_allow_policy = {  # type: ignore[union-attr]
+        "redrivePermission": "byQueue",
+        "sourceQueueArns": [stack.format_arn(service="sqs", resource=name)],
+    }
+    minute = Duration.minutes(1)
+    for alarm_id, metric, threshold in (
+        ("InFlight", queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute), 96e3),
+        ("Dlq", dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute), 1),
+        ("Oldest", queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute), 300),
+    ):
+        metric.create_alarm(
+            scope,
+            alarm_id,
+            threshold=threshold,
+            evaluation_periods=3,
+            comparison_operator=GE,
+            treat_missing_data=MISSING,
+        )
+    return queue, dlq
+
+
+def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: float) -> list[cw.Alarm]:
+    five = Duration.minutes(5)
+    emf = {"namespace": "jobqueues", "dimensions_map": {"JobType": job}, "period": five}
+    leak = cw.MathExpression(
+        expression="IF(inflight >= 1 AND FILL(deleted, 0) < 1, 1, 0)",
+        using_metrics={
+            "inflight": queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=five),
+            "deleted": queue.metric_number_of_messages_deleted(statistic="Sum", period=five),
+        },
+        period=five,
+    ).create_alarm(scope, "Leak", threshold=1, evaluation_periods=3, comparison_operator=GE, treat_missing_data=MISSING)
+    lost = cw.Metric(metric_name="LeaseLost", statistic="Sum", **emf).create_alarm(
+        scope, "Lost", threshold=1, evaluation_periods=1, comparison_operator=GE, treat_missing_data=MISSING
+    )
+    drift = cw.Metric(metric_name="ProcessingTime", statistic="p99", **emf).create_alarm(
+        scope, "Drift", threshold=drift_ms, evaluation_periods=3, comparison_operator=GT, treat_missing_data=MISSING
+    )
+    return [leak, lost, drift]
+
+
+def dashboard(scope: cdk.Resource, name: str, queue: sqs.Queue, dlq: sqs.Queue, job: str, extra: list) -> None:
+    emf = {"namespace": "jobqueues", "dimensions_map": {"JobType": job}}
+    board = cw.Dashboard(scope, "Dashboard", dashboard_name=name)
+    board.add_widgets(
+        cw.GraphWidget(
+            left=[
+                cw.MathExpression(
+                    expression="visible + inflight",
+                    using_metrics={
+                        "visible": queue.metric_approximate_number_of_messages_visible(),
+                        "inflight": queue.metric_approximate_number_of_messages_not_visible(),
+                    },
+                )
+            ]
+        ),
+        cw.GraphWidget(left=[queue.metric_approximate_number_of_messages_not_visible()]),
+        cw.GraphWidget(left=[queue.metric_approximate_age_of_oldest_message()]),
+    )
+    board.add_widgets(
+        cw.GraphWidget(
+            left=[cw.Metric(metric_name="ProcessingTime", statistic=s, **emf) for s in ("p50", "p99")],
+            left_annotations=[cw.HorizontalAnnotation(value=1000)],
+        ),
+        cw.GraphWidget(left=[dlq.metric_approximate_number_of_messages_visible()]),
+        cw.GraphWidget(
+            left=[cw.Metric(metric_name="Extensions", statistic="Sum", **emf)],
+            right=[cw.Metric(metric_name="LeaseLost", statistic="Sum", **emf)],
+        ),
+    )
+    board.add_widgets(*extra)
+
+
+def hand_written(n: int, outdir: str) -> cdk.App:
+    app = cdk.App(outdir=outdir)
+    for i, stack in enumerate(stacks_for(app, n, "Lambda")):
+        code = lambda_.Code.from_asset(HANDLERS)
+        layer = lambda_.LayerVersion(
+            stack,
+            "Layer",
+            code=lambda_.Code.from_asset(str(sqslease_source()), exclude=["__pycache__"]),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_14],
+        )
+        for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
+            scope = cdk.Resource(stack, f"L{j}")
+            timeout = 10 + j % 50
+            queue, dlq = queues(scope, stack, f"{stack.stack_name}-L{j}", 6 * timeout, 5)
+            role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+            log_group = logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+            function = lambda_.Function(
+                scope,
+                "Function",
+                runtime=lambda_.Runtime.PYTHON_3_14,
+                code=code,
+                handler="sqslease.lambda_entry.handler",
+                timeout=Duration.seconds(timeout),
+                memory_size=512,
+                role=role,
+                log_group=log_group,
+                layers=[layer],
+                environment={
+                    "SQSLEASE_HANDLER": "thumbs.handle",
+                    "SQSLEASE_QUEUE_URL": queue.queue_url,
+                    "SQSLEASE_DEAD_LETTER_QUEUE_URL": dlq.queue_url,
+                    "SQSLEASE_JOB_TYPE": f"L{j}",
+                    "SQSLEASE_HEARTBEAT": "false",
+                    "SQSLEASE_VISIBILITY_TIMEOUT": str(6 * timeout),
+                },
+            )
+            log_group.grant_write(role)
+            function.add_event_source(sources.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True))
+            dlq.grant_send_messages(function)
+            alarms = consumer_alarms(scope, queue, f"L{j}", 3 * timeout * 1000)
+            minute = Duration.minutes(1)
+            alarms.append(
+                function.metric_errors(period=minute).create_alarm(scope, "Errors", threshold=1, evaluation_periods=3)
+            )
+            alarms.append(
+                function.metric_throttles(period=minute).create_alarm(
+                    scope, "Throttles", threshold=1, evaluation_periods=3
+                )
+            )
+            dashboard(
+                scope,
+                f"{stack.stack_name}-L{j}",
+                queue,
+                dlq,
+                f"L{j}",
+                [cw.GraphWidget(left=[function.metric_errors()]), cw.GraphWidget(left=[function.metric_duration()])],
+            )
+    for i, stack in enumerate(stacks_for(app, n, "Ecs")):
+        vpc = ec2.Vpc(
+            stack,
+            "Vpc",
+            availability_zones=["us-east-1a", "us-east-1b"],
+            nat_gateways=1,
+            restrict_default_security_group=False,
+            flow_logs={
+                "All": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+                        logs.LogGroup(stack, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
+                    )
+                )
+            },
+        )
+        cluster = ecs.Cluster(stack, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
+        for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
+            scope = cdk.Resource(stack, f"E{j}")
+            vt = max(2 * (5 + j % 100), 10)
+            queue, dlq = queues(scope, stack, f"{stack.stack_name}-E{j}", vt, 5)
+            task = ecs.FargateTaskDefinition(scope, "Task", cpu=256, memory_limit_mib=512)
+            task.add_container(
+                "Worker",
+                image=ecs.ContainerImage.from_registry(IMAGE),
+                command=[
+                    "python",
+                    "-m",
+                    "sqslease.worker",
+                    "--handler",
+                    "media.transcode:handle",
+                    "--queue-url",
+                    queue.queue_url,
+                    "--dead-letter-queue-url",
+                    dlq.queue_url,
+                    "--visibility-timeout",
+                    str(vt),
+                ],
+                logging=ecs.LogDrivers.aws_logs(
+                    stream_prefix=f"E{j}",
+                    log_group=logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH),
+                ),
+                stop_timeout=Duration.seconds(30),
+            )
+            service = ecs.FargateService(
+                scope, "Service", cluster=cluster, task_definition=task, desired_count=0, min_healthy_percent=100
+            )
+            queue.grant_consume_messages(task.task_role)
+            dlq.grant_send_messages(task.task_role)
+            task.task_role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["ecs:UpdateTaskProtection"],
+                    resources=[f"arn:aws:ecs:us-east-1:123456789012:task/{cluster.cluster_name}/*"],
+                )
+            )
+            count = service.auto_scale_task_count(min_capacity=0, max_capacity=10)
+            dims = [
+                appscaling.CfnScalingPolicy.TargetTrackingMetricDimensionProperty(
+                    name="QueueName", value=queue.queue_name
+                )
+            ]
+            appscaling.CfnScalingPolicy(
+                scope,
+                "Backlog",
+                policy_name=f"E{j}-backlog",
+                policy_type="TargetTrackingScaling",
+                scaling_target_id=count.node.find_child("Target").scalable_target_id,  # type: ignore[attr-defined]
+                target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                    target_value=4,
+                    customized_metric_specification=appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
+                        metrics=[
+                            appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty(
+                                id=m,
+                                return_data=False,
+                                metric_stat=appscaling.CfnScalingPolicy.TargetTrackingMetricStatProperty(
+                                    metric=appscaling.CfnScalingPolicy.TargetTrackingMetricProperty(
+                                        namespace="AWS/SQS", metric_name=name, dimensions=dims
+                                    ),
+                                    stat="Maximum",
+                                ),
+                            )
+                            for m, name in (
+                                ("visible", "ApproximateNumberOfMessagesVisible"),
+                                ("inflight", "ApproximateNumberOfMessagesNotVisible"),
+                            )
+                        ]
+                        + [
+                            appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty(
+                                id="backlog", expression="visible + inflight", return_data=True
+                            )
+                        ]
+                    ),
+                ),
+            )
+            tasks = cw.Metric(
+                namespace="ECS/ContainerInsights",
+                metric_name="RunningTaskCount",
+                dimensions_map={"ClusterName": cluster.cluster_name, "ServiceName": service.service_name},
+            )
+            count.scale_on_metric(
+                "FromZero",
+                metric=cw.MathExpression(
+                    expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
+                    using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
+                ),
+                scaling_steps=[
+                    appscaling.ScalingInterval(upper=0, change=0),
+                    appscaling.ScalingInterval(lower=1, change=1),
+                ],
+                adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            )
+            consumer_alarms(scope, queue, f"E{j}", vt * 500)
+            cw.MathExpression(
+                expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
+                using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
+            ).create_alarm(scope, "NoTask", threshold=1, evaluation_periods=3)
+            dashboard(scope, f"{stack.stack_name}-E{j}", queue, dlq, f"E{j}", [cw.GraphWidget(left=[tasks])])
+    return app
+
+
+def timed_synth(build, n: int) -> tuple[float, Counter]:
+    with tempfile.TemporaryDirectory() as outdir:
+        started = time.perf_counter()
+        app = build(n, outdir)
+        assembly = app.synth()
+        elapsed = time.perf_counter() - started
+        types: Counter = Counter()
+        for stack in assembly.stacks:
+            types.update(r["Type"] for r in stack.template["Resources"].values())
+    return elapsed, types
+
+
+def layer_size() -> tuple[int, int]:
+    """Bytes of the sqslease layer zipped, and unzipped."""
+    with tempfile.TemporaryDirectory() as out:
+        app = cdk.App(outdir=out, context={"aws:cdk:enable-asset-metadata": True})
+        stack = cdk.Stack(app, "Layer", env=ENV)
+        LambdaJob(stack, "J", code=lambda_.Code.from_asset(HANDLERS), handler="h.h", timeout=Duration.seconds(5))
+        assembly = app.synth()
+        template = assembly.get_stack_by_name("Layer").template
+        layer = next(r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::LayerVersion")
+        asset = Path(assembly.directory) / layer["Metadata"]["aws:asset:path"]
+        zipped = Path(out) / "layer.zip"
+        with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(asset.rglob("*")):
+                archive.write(path, path.relative_to(asset))
+        return zipped.stat().st_size, sum(p.stat().st_size for p in asset.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=50, help="Lambda jobs and ECS jobs each. Default 50.")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    zipped, unzipped = layer_size()
+    print(f"sqslease layer: {zipped / 1024:.1f} KiB zipped, {unzipped / 1024:.1f} KiB unzipped")
+    timed_synth(with_jobqueues, 2)  # warm up the jsii kernel and imports for both variants
+    timed_synth(hand_written, 2)
+    ours, theirs = [], []
+    for _ in range(args.repeat):  # interleaved so drift hits both alike
+        t, our_types = timed_synth(with_jobqueues, args.jobs)
+        ours.append(t)
+        t, their_types = timed_synth(hand_written, args.jobs)
+        theirs.append(t)
+    assert our_types == their_types, sorted((our_types - their_types).items()) + sorted(
+        (their_types - our_types).items()
+    )
+    ratio = statistics.median(ours) / statistics.median(theirs)
+    print(
+        f"{args.jobs} Lambda jobs + {args.jobs} ECS jobs, {sum(our_types.values())} resources: jobqueues "
+        f"{statistics.median(ours):.2f} s, hand-written {statistics.median(theirs):.2f} s, ratio {ratio:.2f}x "
+        "(goal <= 1.2x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

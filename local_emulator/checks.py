@@ -1,0 +1,316 @@
+"""Compare deployed resources with their templates, property by property, where moto keeps the data.
+
+:func:`check_resource` reads a resource back with boto3 and returns one line per property whose
+value differs from the template's. Template values with intrinsics are resolved against the
+stack's physical ids (``Ref``, ``Fn::Join``, pseudo parameters); a value that cannot be resolved
+locally (``Fn::GetAtt``, ...) is not compared. :data:`NOT_VERIFIABLE` says, per type, what the
+emulator cannot show: properties moto drops and behaviour it does not emulate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from local_emulator.server import LocalServer
+
+#: What the post-deploy check cannot verify locally, per resource type (printed after a deploy).
+NOT_VERIFIABLE: dict[str, str] = {
+    "AWS::Lambda::Function": (
+        "LoggingConfig (the explicit log group), DeadLetterConfig, EphemeralStorage, SnapStart are dropped "
+        "by moto; the code never runs"
+    ),
+    "AWS::Lambda::EventSourceMapping": "a record only: nothing polls the queue (a local driver stands in for it)",
+    "AWS::ECS::Service": (
+        "DeploymentConfiguration (circuit breaker, healthy percents), CapacityProviderStrategy, "
+        "EnableECSManagedTags, EnableExecuteCommand, HealthCheckGracePeriodSeconds are dropped; no task runs"
+    ),
+    "AWS::ECS::TaskDefinition": "the image is never pulled and no container runs",
+    "AWS::ApplicationAutoScaling::ScalingPolicy": (
+        "never acts; moto adds two CPUUtilization TargetTracking-* alarms for each ECS target-tracking policy"
+    ),
+    "AWS::CloudWatch::Alarm": "never evaluated (state stays OK)",
+    "AWS::CloudWatch::Dashboard": "the body is stored, not compared (it is built from tokens) or rendered",
+    "AWS::IAM::Role": "policies are stored but not enforced",
+    "AWS::IAM::Policy": "stored but not enforced",
+    "AWS::EC2::VPC": "no network exists: routes, NAT gateways and flow logs carry and deliver nothing",
+    "AWS::EC2::FlowLog": "delivers nothing",
+}
+
+
+class Unresolved:
+    """A template value the emulator cannot compute (e.g. ``Fn::GetAtt``)."""
+
+
+UNRESOLVED = Unresolved()
+
+
+@dataclass(frozen=True)
+class StackContext:
+    """What resolving a template's intrinsics needs."""
+
+    stack_name: str
+    account: str
+    region: str
+    physical_ids: dict[str, str]  # logical id -> physical id
+
+
+def resolve(value: Any, ctx: StackContext) -> Any:
+    """``value`` with ``Ref`` and ``Fn::Join`` computed; :data:`UNRESOLVED` if any part cannot be."""
+    if isinstance(value, list):
+        items = [resolve(v, ctx) for v in value]
+        return UNRESOLVED if any(i is UNRESOLVED for i in items) else items
+    if not isinstance(value, dict):
+        return value
+    if "Ref" in value:
+        pseudo = {
+            "AWS::AccountId": ctx.account,
+            "AWS::Region": ctx.region,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": ctx.stack_name,
+        }
+        return pseudo.get(value["Ref"], ctx.physical_ids.get(value["Ref"], UNRESOLVED))
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        resolved = resolve(parts, ctx)
+        return UNRESOLVED if resolved is UNRESOLVED else separator.join(str(p) for p in resolved)
+    if any(key.startswith("Fn::") for key in value):
+        return UNRESOLVED
+    items = {k: resolve(v, ctx) for k, v in value.items()}
+    return UNRESOLVED if any(v is UNRESOLVED for v in items.values()) else items
+
+
+def _normal(value: Any) -> Any:
+    """Numbers and numeric strings as floats, so ``"30"``, ``30`` and ``30.0`` compare equal."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    return value
+
+
+class Comparison:
+    """Collects mismatches between template properties and what the emulator returns."""
+
+    def __init__(self, properties: dict[str, Any], ctx: StackContext) -> None:
+        self.properties = properties
+        self.ctx = ctx
+        self.mismatches: list[str] = []
+        self.compared = 0
+
+    def expect(self, name: str, actual: Any, default: Any = None) -> None:
+        """Compare property ``name`` (or ``default`` when the template omits it) with ``actual``."""
+        self.expect_value(name, self.properties.get(name, default), actual)
+
+    def expect_value(self, label: str, template_value: Any, actual: Any) -> None:
+        """Compare a value taken from the template (resolved here) with ``actual``; skip it if absent."""
+        expected = resolve(template_value, self.ctx)
+        if expected is None or expected is UNRESOLVED:
+            return
+        self.compared += 1
+        if _normal(expected) != _normal(actual):
+            self.mismatches.append(f"{label}: template {expected!r}, emulator {actual!r}")
+
+
+Checker = Callable[[LocalServer, str, Comparison], None]
+
+
+def _sqs_queue(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    a = server.client("sqs").get_queue_attributes(QueueUrl=physical_id, AttributeNames=["All"])["Attributes"]
+    for name in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds"):
+        c.expect(name, a.get(name))
+    c.expect("MaximumMessageSize", a.get("MaximumMessageSize"))
+    c.expect("FifoQueue", a.get("FifoQueue", "false"), default=False)
+    c.expect("ContentBasedDeduplication", a.get("ContentBasedDeduplication"))
+    # deadLetterTargetArn is an Fn::GetAtt, which cannot be resolved here; the receive count can.
+    redrive = c.properties.get("RedrivePolicy")
+    if redrive:
+        actual = json.loads(a.get("RedrivePolicy", "{}"))
+        c.expect_value("RedrivePolicy.maxReceiveCount", redrive.get("maxReceiveCount"), actual.get("maxReceiveCount"))
+
+
+def _lambda_function(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    response = server.client("lambda").get_function(FunctionName=physical_id)
+    f = response["Configuration"]
+    c.expect("Runtime", f.get("Runtime"))
+    c.expect("Handler", f.get("Handler"))
+    c.expect("Timeout", f.get("Timeout"), default=3)
+    c.expect("MemorySize", f.get("MemorySize"), default=128)
+    c.expect("Environment", {"Variables": f.get("Environment", {}).get("Variables", {})})
+    c.expect("Layers", [layer["Arn"] for layer in f.get("Layers", [])], default=[])
+    c.expect("Architectures", f.get("Architectures"))
+    c.expect("ReservedConcurrentExecutions", response.get("Concurrency", {}).get("ReservedConcurrentExecutions"))
+
+
+def _layer_version(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    # moto answers GetLayerVersionByArn with a 500; the ARN ends in ``layer:<name>:<version>``.
+    name, version = physical_id.rsplit(":", 2)[1:]
+    layer = server.client("lambda").get_layer_version(LayerName=name, VersionNumber=int(version))
+    c.expect("CompatibleRuntimes", layer.get("CompatibleRuntimes"))
+    c.expect("Description", layer.get("Description"))
+
+
+def _event_source_mapping(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    m = server.client("lambda").get_event_source_mapping(UUID=physical_id)
+    c.expect("BatchSize", m.get("BatchSize"))
+    c.expect("MaximumBatchingWindowInSeconds", m.get("MaximumBatchingWindowInSeconds"))
+    c.expect("FunctionResponseTypes", m.get("FunctionResponseTypes"))
+    c.expect("EventSourceArn", m.get("EventSourceArn"))
+    c.expect("ScalingConfig", m.get("ScalingConfig"))
+    # FunctionName may be a name or an ARN; the mapping reports the ARN.
+    function = resolve(c.properties.get("FunctionName"), c.ctx)
+    if isinstance(function, str):
+        c.expect_value("FunctionName", function.rsplit(":", 1)[-1], m["FunctionArn"].rsplit(":", 1)[-1])
+
+
+def _alarm(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    alarms = server.client("cloudwatch").describe_alarms(AlarmNames=[physical_id])["MetricAlarms"]
+    if not alarms:
+        c.mismatches.append("alarm not found")
+        return
+    a = alarms[0]
+    for name in ("ComparisonOperator", "EvaluationPeriods", "Threshold", "DatapointsToAlarm", "TreatMissingData"):
+        c.expect(name, a.get(name))
+    for name in ("MetricName", "Namespace", "Statistic", "Period"):
+        c.expect(name, a.get(name))
+    if "Metrics" in c.properties:
+        expected = [(q["Id"], q.get("Expression"), q.get("ReturnData", True)) for q in c.properties["Metrics"]]
+        actual = [(q["Id"], q.get("Expression"), q.get("ReturnData", True)) for q in a.get("Metrics", [])]
+        c.compared += 1
+        if expected != actual:
+            c.mismatches.append(f"Metrics (id, expression, return data): template {expected}, emulator {actual}")
+
+
+def _scalable_target(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    resource_id, dimension, namespace = physical_id.split("|")
+    targets = server.client("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace=namespace, ResourceIds=[resource_id], ScalableDimension=dimension
+    )["ScalableTargets"]
+    if not targets:
+        c.mismatches.append("scalable target not found")
+        return
+    c.expect("MinCapacity", targets[0]["MinCapacity"])
+    c.expect("MaxCapacity", targets[0]["MaxCapacity"])
+
+
+def _scaling_policy(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    namespace = physical_id.split(":resource/", 1)[1].split("/", 1)[0]
+    policies = server.client("application-autoscaling").describe_scaling_policies(ServiceNamespace=namespace)
+    found = [p for p in policies["ScalingPolicies"] if p["PolicyARN"] == physical_id]
+    if not found:
+        c.mismatches.append("scaling policy not found")
+        return
+    p = found[0]
+    c.expect("PolicyType", p["PolicyType"])
+    c.expect("StepScalingPolicyConfiguration", p.get("StepScalingPolicyConfiguration"))
+    c.expect("TargetTrackingScalingPolicyConfiguration", p.get("TargetTrackingScalingPolicyConfiguration"))
+
+
+def _role(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    attached = server.client("iam").list_attached_role_policies(RoleName=physical_id)["AttachedPolicies"]
+    arns = resolve(c.properties.get("ManagedPolicyArns", []), c.ctx)
+    if arns is not UNRESOLVED:  # the order of attachment does not matter
+        c.expect_value("ManagedPolicyArns", sorted(arns), sorted(p["PolicyArn"] for p in attached))
+
+
+def _log_group(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    groups = server.client("logs").describe_log_groups(logGroupNamePrefix=physical_id)["logGroups"]
+    group = next((g for g in groups if g["logGroupName"] == physical_id), None)
+    if group is None:
+        c.mismatches.append("log group not found")
+        return
+    c.expect("RetentionInDays", group.get("retentionInDays"))
+
+
+def _ecs_cluster(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    cluster = server.client("ecs").describe_clusters(clusters=[physical_id], include=["SETTINGS"])["clusters"][0]
+    c.expect("ClusterSettings", [{"Name": s["name"], "Value": s["value"]} for s in cluster.get("settings", [])])
+
+
+def _ecs_task_definition(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    t = server.client("ecs").describe_task_definition(taskDefinition=physical_id)["taskDefinition"]
+    c.expect("Cpu", t.get("cpu"))
+    c.expect("Memory", t.get("memory"))
+    c.expect("NetworkMode", t.get("networkMode"))
+    c.expect("RequiresCompatibilities", t.get("requiresCompatibilities"))
+    c.expect("TaskRoleArn", t.get("taskRoleArn"))
+    c.expect("ExecutionRoleArn", t.get("executionRoleArn"))
+    containers = {d["name"]: d for d in t["containerDefinitions"]}
+    for definition in c.properties.get("ContainerDefinitions", []):
+        actual = containers.get(definition["Name"], {})
+        for key, api_key in (("Image", "image"), ("Command", "command"), ("Essential", "essential")):
+            c.expect_value(f"container {definition['Name']} {key}", definition.get(key), actual.get(api_key))
+        log_driver = (definition.get("LogConfiguration") or {}).get("LogDriver")
+        c.expect_value(
+            f"container {definition['Name']} LogDriver", log_driver, actual.get("logConfiguration", {}).get("logDriver")
+        )
+
+
+def _ecs_service(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    cluster = physical_id.split(":service/", 1)[1].split("/")[0]
+    s = server.client("ecs").describe_services(cluster=cluster, services=[physical_id])["services"][0]
+    c.expect("DesiredCount", s.get("desiredCount"))
+    c.expect("LaunchType", s.get("launchType"))
+    c.expect("TaskDefinition", s.get("taskDefinition"))
+    c.expect("PlatformVersion", s.get("platformVersion"))
+    subnets = (c.properties.get("NetworkConfiguration") or {}).get("AwsvpcConfiguration", {}).get("Subnets")
+    awsvpc = s.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
+    resolved = resolve(subnets, c.ctx)
+    if isinstance(resolved, list):
+        c.expect_value("NetworkConfiguration subnets", sorted(resolved), sorted(awsvpc.get("subnets", [])))
+
+
+def _dashboard(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    # The body is built from tokens (Fn::Join of Refs and GetAtts): it is read back and parsed, not compared.
+    json.loads(server.client("cloudwatch").get_dashboard(DashboardName=physical_id)["DashboardBody"])
+
+
+def _flow_log(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    logs = server.client("ec2").describe_flow_logs(FlowLogIds=[physical_id])["FlowLogs"]
+    if not logs:
+        c.mismatches.append("flow log not found")
+        return
+    c.expect("TrafficType", logs[0].get("TrafficType"))
+    c.expect("LogDestinationType", logs[0].get("LogDestinationType"), default="cloud-watch-logs")
+
+
+CHECKERS: dict[str, Checker] = {
+    "AWS::SQS::Queue": _sqs_queue,
+    "AWS::Lambda::Function": _lambda_function,
+    "AWS::Lambda::LayerVersion": _layer_version,
+    "AWS::Lambda::EventSourceMapping": _event_source_mapping,
+    "AWS::CloudWatch::Alarm": _alarm,
+    "AWS::CloudWatch::Dashboard": _dashboard,
+    "AWS::ApplicationAutoScaling::ScalableTarget": _scalable_target,
+    "AWS::ApplicationAutoScaling::ScalingPolicy": _scaling_policy,
+    "AWS::IAM::Role": _role,
+    "AWS::Logs::LogGroup": _log_group,
+    "AWS::ECS::Cluster": _ecs_cluster,
+    "AWS::ECS::TaskDefinition": _ecs_task_definition,
+    "AWS::ECS::Service": _ecs_service,
+    "AWS::EC2::FlowLog": _flow_log,
+}
+
+
+def check_resource(
+    server: LocalServer, resource_type: str, physical_id: str, properties: dict[str, Any], ctx: StackContext
+) -> tuple[int, list[str]]:
+    """How many properties were compared, and the mismatches; (0, []) for a type without a checker."""
+    checker = CHECKERS.get(resource_type)
+    if checker is None:
+        return 0, []
+    comparison = Comparison(properties, ctx)
+    checker(server, physical_id, comparison)
+    return comparison.compared, comparison.mismatches
