@@ -37,6 +37,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
+from synth_bench import hand_written_queues as queues
 
 from jobqueues import EcsJob, LambdaJob
 from jobqueues.lease_layer import sqslease_source
@@ -68,46 +69,6 @@ def with_jobqueues(n: int, outdir: str) -> cdk.App:
 
 
 # --- the same resources, hand-written -----------------------------------------------------------------------
-def queues(scope: cdk.Resource, stack: cdk.Stack, name: str, vt: int, receives: int) -> tuple[sqs.Queue, sqs.Queue]:
-    dlq = sqs.Queue(
-        scope,
-        "DeadLetterQueue",
-        queue_name=f"{name}-dlq",
-        retention_period=Duration.days(14),
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
-        enforce_ssl=True,
-    )
-    queue = sqs.Queue(
-        scope,
-        "Queue",
-        queue_name=name,
-        visibility_timeout=Duration.seconds(vt),
-        retention_period=Duration.days(4),
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
-        enforce_ssl=True,
-        dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=receives, queue=dlq),
-    )
-    dlq.node.default_child.redrive_allow_policy = {  # type: ignore[union-attr]
-        "redrivePermission": "byQueue",
-        "sourceQueueArns": [stack.format_arn(service="sqs", resource=name)],
-    }
-    minute = Duration.minutes(1)
-    for alarm_id, metric, threshold in (
-        ("InFlight", queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute), 96e3),
-        ("Dlq", dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute), 1),
-        ("Oldest", queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute), 300),
-    ):
-        metric.create_alarm(
-            scope,
-            alarm_id,
-            threshold=threshold,
-            evaluation_periods=3,
-            comparison_operator=GE,
-            treat_missing_data=MISSING,
-        )
-    return queue, dlq
-
-
 def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: float) -> list[cw.Alarm]:
     five = Duration.minutes(5)
     emf = {"namespace": "jobqueues", "dimensions_map": {"JobType": job}, "period": five}

@@ -24,6 +24,7 @@ import aws_cdk as cdk
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
+from constructs import Construct
 
 from jobqueues import JobQueueStacks
 from jobqueues.stack_spreading import DEFAULT_JOB_TYPES_PER_STACK
@@ -43,6 +44,66 @@ def with_jobqueues(n: int) -> cdk.App:
     return app
 
 
+def hand_written_queues(
+    scope: Construct, stack: cdk.Stack, name: str, vt: int, receives: int = 5
+) -> tuple[sqs.Queue, sqs.Queue]:
+    """What one JobQueue builds, written out in aws-cdk-lib: the queue pair and its three alarms."""
+    dlq = sqs.Queue(
+        scope,
+        "DeadLetterQueue",
+        queue_name=f"{name}-dlq",
+        retention_period=Duration.days(14),
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+    )
+    queue = sqs.Queue(
+        scope,
+        "Queue",
+        queue_name=name,
+        visibility_timeout=Duration.seconds(vt),
+        retention_period=Duration.days(4),
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=receives, queue=dlq),
+    )
+    dlq.node.default_child.redrive_allow_policy = {  # type: ignore[union-attr]
+        "redrivePermission": "byQueue",
+        "sourceQueueArns": [stack.format_arn(service="sqs", resource=name)],
+    }
+    minute = Duration.minutes(1)
+    ge = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+    missing = cloudwatch.TreatMissingData.NOT_BREACHING
+    job = name.rsplit("-", 1)[-1]
+    queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute).create_alarm(
+        scope,
+        "InFlightAlarm",
+        threshold=96_000,
+        evaluation_periods=3,
+        comparison_operator=ge,
+        treat_missing_data=missing,
+        alarm_description=f"{job}: 96,000 in-flight messages, 80% of the 120,000 SQS quota.",
+    )
+    dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute).create_alarm(
+        scope,
+        "DeadLetterQueueAlarm",
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=ge,
+        treat_missing_data=missing,
+        alarm_description=f"{job}: messages in the dead-letter queue after {receives} receives.",
+    )
+    queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute).create_alarm(
+        scope,
+        "OldestMessageAgeAlarm",
+        threshold=max(receives * vt, 300),
+        evaluation_periods=5,
+        comparison_operator=ge,
+        treat_missing_data=missing,
+        alarm_description=f"{job}: the oldest message has waited too long.",
+    )
+    return queue, dlq
+
+
 def hand_written(n: int) -> cdk.App:
     app = cdk.App()
     stack: cdk.Stack | None = None
@@ -50,60 +111,8 @@ def hand_written(n: int) -> cdk.App:
         if i % DEFAULT_JOB_TYPES_PER_STACK == 0:
             stack = cdk.Stack(app, f"Jobs{i // DEFAULT_JOB_TYPES_PER_STACK + 1}", env=ENV)
         assert stack is not None
-        scope = cdk.Resource(stack, f"Job{i}")
-        name = f"{stack.stack_name}-Job{i}"
-        vt = max(2 * (3 + i % 120), 10)
-        dlq = sqs.Queue(
-            scope,
-            "DeadLetterQueue",
-            queue_name=f"{name}-dlq",
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-        )
-        queue = sqs.Queue(
-            scope,
-            "Queue",
-            queue_name=name,
-            visibility_timeout=Duration.seconds(vt),
-            retention_period=Duration.days(4),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=5, queue=dlq),
-        )
-        dlq.node.default_child.redrive_allow_policy = {  # type: ignore[union-attr]
-            "redrivePermission": "byQueue",
-            "sourceQueueArns": [stack.format_arn(service="sqs", resource=name)],
-        }
-        minute = Duration.minutes(1)
-        ge = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-        missing = cloudwatch.TreatMissingData.NOT_BREACHING
-        queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute).create_alarm(
-            scope,
-            "InFlightAlarm",
-            threshold=96_000,
-            evaluation_periods=3,
-            comparison_operator=ge,
-            treat_missing_data=missing,
-            alarm_description=f"Job{i}: 96,000 in-flight messages, 80% of the 120,000 SQS quota.",
-        )
-        dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute).create_alarm(
-            scope,
-            "DeadLetterQueueAlarm",
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=ge,
-            treat_missing_data=missing,
-            alarm_description=f"Job{i}: messages in the dead-letter queue after 5 receives.",
-        )
-        queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute).create_alarm(
-            scope,
-            "OldestMessageAgeAlarm",
-            threshold=max(5 * vt, 300),
-            evaluation_periods=5,
-            comparison_operator=ge,
-            treat_missing_data=missing,
-            alarm_description=f"Job{i}: the oldest message has waited too long.",
+        hand_written_queues(
+            cdk.Resource(stack, f"Job{i}"), stack, f"{stack.stack_name}-Job{i}", max(2 * (3 + i % 120), 10)
         )
     return app
 

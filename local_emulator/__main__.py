@@ -1,12 +1,16 @@
-"""``python -m local_emulator deploy [--port N] [--keep-running]``: the README's first command."""
+"""``python -m local_emulator deploy [--port N] [--no-demo] [--logs DIR] [--keep-running]``: the README's first
+command. Deploys the example app to the embedded emulator, then runs the demo against what was deployed."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
 
+from local_emulator.demo import DemoError, run_demo
 from local_emulator.deploy import DeployError, deploy, format_report
+from local_emulator.deployed import DeployedError
 from local_emulator.server import running_server
 
 
@@ -17,6 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     deploy_parser.add_argument("--port", type=int, default=None, help="emulator port (default: a free one)")
     deploy_parser.add_argument(
         "--keep-running", action="store_true", help="leave the emulator up (Ctrl-C stops it) to inspect it"
+    )
+    deploy_parser.add_argument("--no-demo", action="store_true", help="deploy only; skip the demo")
+    deploy_parser.add_argument(
+        "--logs", type=Path, default=Path("demo-logs"), help="where the demo writes the consumers' EMF lines"
     )
     args = parser.parse_args(argv)
 
@@ -31,6 +39,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"deployed in {time.monotonic() - started:.0f} s", flush=True)
         print(format_report(report), flush=True)
+        if not args.no_demo:
+            print("\ndemo: the deployed consumers at work", flush=True)
+            try:
+                demo = run_demo(server, logs_dir=args.logs.resolve(), out=lambda line: print(line, flush=True))
+            except (DemoError, DeployedError) as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
+            if not demo.ok:
+                return 1
         if args.keep_running:
             print(f"emulator running: export AWS_ENDPOINT_URL={server.endpoint} (Ctrl-C to stop)", flush=True)
             try:

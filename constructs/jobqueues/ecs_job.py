@@ -39,6 +39,9 @@ RESOURCES_PER_ECS_CONSUMER = 17
 _QUEUE_PROPS = set(QueueOptions.__annotations__) | set(LeaseOptions.__annotations__)
 
 
+KIND = "EcsJob"
+
+
 class EcsJob(Construct):
     """A job type consumed by a Fargate service running the ``sqslease`` worker: queue + DLQ, task definition,
     service, scaling on backlog per task, task scale-in protection, IAM, alarms and a dashboard, all from one
@@ -54,7 +57,6 @@ class EcsJob(Construct):
 
     def __init__(self, scope: Construct, job_type: str, **props: Unpack[EcsJobProps]) -> None:
         super().__init__(scope, job_type)
-        owner = f"EcsJob {self.node.path}"
         read = PropReader(props, EcsJobProps.__annotations__)
         handler = read.string("handler")
         if handler is None and "handler" not in read.tokens and props.get("handler") is None:
@@ -76,7 +78,7 @@ class EcsJob(Construct):
         queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
         queue_props.setdefault("lease_extension", True)  # the worker heartbeats by default
         #: The queue + DLQ pair.
-        self.job_queue = _ConsumerQueue(self, job_type, queue_props, owner=owner, consumer=check)
+        self.job_queue = _ConsumerQueue(self, job_type, queue_props, owner=(KIND, self), consumer=check)
 
         self.cluster: ecs.ICluster = cluster or shared_cluster(self)
         log_group = logs.LogGroup(self, "Logs", retention=props.get("log_retention", logs.RetentionDays.ONE_MONTH))

@@ -153,8 +153,18 @@ def is_token(value: object) -> bool:
 
 
 def whole_seconds_duration(seconds: float) -> Duration:
-    """A ``Duration`` of whole seconds, rounded up (SQS takes integers)."""
-    return Duration.seconds(math.ceil(seconds))
+    """A ``Duration`` of whole seconds, rounded up (SQS takes integers).
+
+    Shared per value: a ``Duration`` is immutable, and each new one costs a round-trip to the CDK's Node kernel.
+    """
+    whole = math.ceil(seconds)
+    duration = _durations.get(whole)
+    if duration is None:
+        duration = _durations[whole] = Duration.seconds(whole)
+    return duration
+
+
+_durations: dict[int, Duration] = {}
 
 
 def _duration_example(value: object) -> str:

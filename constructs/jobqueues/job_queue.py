@@ -52,7 +52,7 @@ class JobQueue(Construct):
 
     def __init__(self, scope: Construct, job_type: str, **props: Unpack[JobQueueProps]) -> None:
         super().__init__(scope, job_type)
-        self._declare(scope, job_type, props, JobQueueProps.__annotations__, owner=f"JobQueue {self.node.path}")
+        self._declare(scope, job_type, props, JobQueueProps.__annotations__, owner=("JobQueue", self))
 
     def _declare(
         self,
@@ -61,14 +61,14 @@ class JobQueue(Construct):
         props: Mapping[str, Any],
         known: Mapping[str, Any],
         *,
-        owner: str,
+        owner: tuple[str, Construct],
         prop_names: Mapping[str, str] | None = None,
         consumer: ConsumerCheck | None = None,
     ) -> None:
         """Check the props, create the queues and alarms.
 
-        ``owner`` ("JobQueue Stack/Job") and ``prop_names`` word the errors; a consumer construct passes its
-        own findings in ``consumer`` so that one error lists every problem of the declaration.
+        ``owner`` (the kind and the construct the user declared) and ``prop_names`` word the errors; a consumer
+        construct passes its own findings in ``consumer`` so that one error lists every problem of the declaration.
         """
         prop_names = prop_names or {}
         consumer = consumer or ConsumerCheck()
@@ -119,10 +119,10 @@ class JobQueue(Construct):
             for role, name in (("queue", result.queue_name), ("dead-letter queue", result.dead_letter_queue_name))
             if name is not None
         ]
-        errors += name_conflicts(facts, self.node.path, job_type, names)
+        errors += name_conflicts(facts, owner[1], job_type, names)
         if errors:
             self._fail(owner, errors)
-        register_names(facts, self.node.path, job_type, names)
+        register_names(facts, owner[1], job_type, names)
         for warning in result.warnings + consumer.warnings:
             Annotations.of(self).add_warning_v2("jobqueues:Declaration", warning)
 
@@ -217,8 +217,11 @@ class JobQueue(Construct):
         count_resources(stack, RESOURCES_PER_JOB_QUEUE if alarms_enabled else 4)
 
     @staticmethod
-    def _fail(owner: str, errors: list[str]) -> None:
-        raise JobQueueError(f"{owner} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors))
+    def _fail(owner: tuple[str, Construct], errors: list[str]) -> None:
+        kind, construct = owner
+        raise JobQueueError(
+            f"{kind} {construct.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
+        )
 
     # --- grants ------------------------------------------------------------------------------------------------
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:

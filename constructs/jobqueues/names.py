@@ -42,8 +42,13 @@ class Declared:
     """A registered name and the declaration that owns it."""
 
     job_type: str
-    path: str
+    construct: IConstruct
     role: str  # "queue" or "dead-letter queue"
+
+    @property
+    def path(self) -> str:
+        """The construct path, read only for a message (each read is a round-trip to jsii)."""
+        return self.construct.node.path
 
 
 _facts: weakref.WeakKeyDictionary[Stack, StackFacts] = weakref.WeakKeyDictionary()
@@ -68,7 +73,9 @@ def stack_facts(stack: Stack) -> StackFacts:
     return facts
 
 
-def name_conflicts(facts: StackFacts, path: str, job_type: str, queue_names: list[tuple[str, str]]) -> list[str]:
+def name_conflicts(
+    facts: StackFacts, construct: IConstruct, job_type: str, queue_names: list[tuple[str, str]]
+) -> list[str]:
     """Errors for a job type or queue name already declared at the same target; empty when all are free.
 
     :param queue_names: ``(role, physical name)`` pairs of the new declaration (names that are tokens left out).
@@ -87,17 +94,17 @@ def name_conflicts(facts: StackFacts, path: str, job_type: str, queue_names: lis
         other = names.get((facts.account, facts.region, name))
         if other is not None:
             errors.append(
-                f"the {role} name {name!r} of job type {job_type!r} ({path}) is also the {other.role} name of job "
-                f"type {other.job_type!r} ({other.path}), in {facts.where}: SQS queue names are unique per "
-                "account and region; pass queue_name to one of them, or rename a job type"
+                f"the {role} name {name!r} of job type {job_type!r} ({construct.node.path}) is also the "
+                f"{other.role} name of job type {other.job_type!r} ({other.path}), in {facts.where}: SQS queue "
+                "names are unique per account and region; pass queue_name to one of them, or rename a job type"
             )
     return errors
 
 
-def register_names(facts: StackFacts, path: str, job_type: str, queue_names: list[tuple[str, str]]) -> None:
+def register_names(facts: StackFacts, construct: IConstruct, job_type: str, queue_names: list[tuple[str, str]]) -> None:
     """Record a valid declaration's job type and queue names."""
-    declared = Declared(job_type, path, "queue")
+    declared = Declared(job_type, construct, "queue")
     _job_types.setdefault(facts.app, {})[(facts.stage_path, facts.account, facts.region, job_type)] = declared
     names = _queue_names.setdefault(facts.app, {})
     for role, name in queue_names:
-        names[(facts.account, facts.region, name)] = Declared(job_type, path, role)
+        names[(facts.account, facts.region, name)] = Declared(job_type, construct, role)

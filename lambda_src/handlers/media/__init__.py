@@ -1,0 +1,1 @@
+"""Media jobs run by ECS workers (``python -m sqslease.worker --handler media.transcode:handle``)."""

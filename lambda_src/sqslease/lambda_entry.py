@@ -1,0 +1,60 @@
+"""A generic Lambda entry point: ``sqslease.lambda_entry.handler``, configured by environment variables.
+
+A function whose code holds only per-message handlers sets its Lambda handler to
+``sqslease.lambda_entry.handler`` (this module ships in the sqslease layer) and names the per-message
+function in ``SQSLEASE_HANDLER`` (``module.function`` or ``module:function``, imported from the function's
+code). Lease settings come from the ``SQSLEASE_*`` variables (:meth:`LeaseSettings.from_env`). The batch runs
+through :func:`sqslease.lambda_adapter.sqs_batch_handler`: partial batch failures, lease extension, the
+deadline guard.
+
+The per-message handler and the settings are loaded once per process, on the first invocation (Lambda
+reuses the process), so a bad ``SQSLEASE_HANDLER`` fails every invocation with the same clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqslease.lambda_adapter import sqs_batch_handler
+from sqslease.processor import import_object
+from sqslease.settings import ENV_PREFIX, LeaseSettings
+
+HANDLER_ENV = ENV_PREFIX + "HANDLER"
+
+BatchHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+_batch_handler: BatchHandler | None = None
+_lock = threading.Lock()
+
+
+class EntryConfigurationError(RuntimeError):
+    """``SQSLEASE_HANDLER`` is missing or does not name a callable."""
+
+
+def build_handler(environ: Mapping[str, str] | None = None) -> BatchHandler:
+    """The Lambda handler ``(event, context) -> {"batchItemFailures": [...]}`` that ``environ`` describes."""
+    environ = os.environ if environ is None else environ
+    path = environ.get(HANDLER_ENV, "").strip()
+    if not path:
+        raise EntryConfigurationError(f"{HANDLER_ENV} is not set: name the per-message handler, e.g. thumbs.handle")
+    try:
+        func = import_object(path)
+    except ValueError as error:
+        raise EntryConfigurationError(f"{HANDLER_ENV}={path!r}: {error}") from error
+    if not callable(func):
+        raise EntryConfigurationError(f"{HANDLER_ENV}={path!r} is not callable")
+    handler: BatchHandler = sqs_batch_handler(func, settings=LeaseSettings.from_env(environ))
+    return handler
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The Lambda entry point: run the batch through the handler named by ``SQSLEASE_HANDLER``."""
+    global _batch_handler
+    with _lock:
+        if _batch_handler is None:
+            _batch_handler = build_handler()
+        batch_handler = _batch_handler
+    return batch_handler(event, context)

@@ -1,0 +1,278 @@
+"""The event source mapping stand-in (``local_emulator.lambda_driver``) and the generic Lambda entry point.
+
+The function, layer and mapping are created with boto3 in the session's moto_server (no CloudFormation):
+the driver reads them through the same APIs it uses after a deploy, downloads the code and the layer from
+S3, and runs the handler in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import threading
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_emulator.deployed import DeployedStack, Emulator
+from local_emulator.lambda_driver import (
+    DriverError,
+    Invocation,
+    LambdaDriver,
+    LocalRuntime,
+    lambda_record,
+    load_function,
+    records_to_delete,
+)
+from local_emulator.server import LocalServer
+from sqslease.lambda_entry import EntryConfigurationError, build_handler
+
+HANDLER_CODE = """
+import json, os, time
+import layer_mod
+
+def handler(event, context):
+    bodies = [r["body"] for r in event["Records"]]
+    print(json.dumps({
+        "records": event["Records"],
+        "remaining_ms": context.get_remaining_time_in_millis(),
+        "function_name": context.function_name,
+        "request_id": context.aws_request_id,
+        "greeting": os.environ.get("GREETING"),
+        "layer": layer_mod.VALUE,
+        "layer_file": layer_mod.__file__,
+    }), flush=True)
+    if "crash" in bodies:
+        raise RuntimeError("boom")
+    if "slow" in bodies:
+        time.sleep(5)
+    return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "bad"]}
+"""
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+class Deployed:
+    """A function with a layer and an SQS mapping, made with boto3, and the stack view the driver reads."""
+
+    def __init__(
+        self, server: LocalServer, batch_size: int = 10, window: int = 0, timeout: int = 10, vt: int = 2
+    ) -> None:
+        self.server = server
+        suffix = uuid.uuid4().hex[:8]
+        s3, lam, sqs, iam = (server.client(s) for s in ("s3", "lambda", "sqs", "iam"))
+        self.bucket = f"assets-{suffix}"
+        s3.create_bucket(Bucket=self.bucket)
+        s3.put_object(Bucket=self.bucket, Key="code.zip", Body=_zip({"index.py": HANDLER_CODE}))
+        s3.put_object(Bucket=self.bucket, Key="layer.zip", Body=_zip({"python/layer_mod.py": "VALUE = 'from-layer'\n"}))
+        role = iam.create_role(
+            RoleName=f"fn-{suffix}",
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+        )["Role"]["Arn"]
+        layer_arn = lam.publish_layer_version(
+            LayerName=f"layer-{suffix}", Content={"S3Bucket": self.bucket, "S3Key": "layer.zip"}
+        )["LayerVersionArn"]
+        self.function_name = f"fn-{suffix}"
+        lam.create_function(
+            FunctionName=self.function_name,
+            Runtime="python3.12",
+            Role=role,
+            Handler="index.handler",
+            Code={"S3Bucket": self.bucket, "S3Key": "code.zip"},
+            Timeout=timeout,
+            Environment={"Variables": {"GREETING": "hello"}},
+        )
+        self.queue_url = sqs.create_queue(QueueName=f"q-{suffix}", Attributes={"VisibilityTimeout": str(vt)})[
+            "QueueUrl"
+        ]
+        arn = sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.queue_arn = arn
+        lam.create_event_source_mapping(
+            EventSourceArn=arn,
+            FunctionName=self.function_name,
+            BatchSize=batch_size,
+            MaximumBatchingWindowInSeconds=window,
+            FunctionResponseTypes=["ReportBatchItemFailures"],
+        )
+        code = {"S3Bucket": self.bucket, "S3Key": "code.zip"}
+        layer = {"S3Bucket": self.bucket, "S3Key": "layer.zip"}
+        self.stack = DeployedStack(
+            name="DriverTest",
+            account="123456789012",
+            region="us-east-1",
+            template={
+                "Resources": {
+                    "Fn": {"Type": "AWS::Lambda::Function", "Properties": {"Code": code, "Layers": [{"Ref": "Lay"}]}},
+                    "Lay": {"Type": "AWS::Lambda::LayerVersion", "Properties": {"Content": layer}},
+                }
+            },
+            physical_ids={"Fn": self.function_name, "Lay": layer_arn},
+        )
+
+    def driver(self, tmp_path: Path, **kwargs: Any) -> tuple[LambdaDriver, Path]:
+        emulator = Emulator(self.server.endpoint)
+        function = load_function(emulator, self.stack, "Fn", tmp_path / "fn")
+        stdout = tmp_path / "stdout.log"
+        runtime = LocalRuntime(function, emulator, stdout.open("ab"), (tmp_path / "stderr.log").open("ab"))
+        return LambdaDriver(emulator, function, runtime, idle_wait_s=1, **kwargs), stdout
+
+    def send(self, *bodies: str) -> None:
+        sqs = self.server.client("sqs")
+        for body in bodies:
+            sqs.send_message(
+                QueueUrl=self.queue_url,
+                MessageBody=body,
+                MessageAttributes={"kind": {"DataType": "String", "StringValue": "test"}},
+            )
+
+
+def _receive_until(server: LocalServer, url: str, bodies: set[str], timeout_s: float = 15) -> list[dict[str, Any]]:
+    """Receive (hiding for 60 s) until every body in ``bodies`` was seen, or the timeout; return all received."""
+    sqs = server.client("sqs")
+    found: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not bodies <= {m["Body"] for m in found}:
+        found += sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60).get("Messages", [])
+        time.sleep(0.1)
+    return found
+
+
+def _printed(stdout: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.read_text().splitlines() if line.startswith("{")]
+
+
+def test_partial_batch_failure_deletes_only_unnamed_records(local_aws: LocalServer, tmp_path: Path) -> None:
+    deployed = Deployed(local_aws, batch_size=3)
+    deployed.send("ok-1", "bad", "ok-2", "later")
+    driver, stdout = deployed.driver(tmp_path)
+    try:
+        records, invocation, deleted = driver.invoke(driver.gather())
+        assert invocation.error is None and invocation.cold_start
+        assert len(records) == 3  # the mapping's batch size
+        bad = [r["messageId"] for r in records if r["body"] == "bad"]
+        assert sorted(deleted) == sorted(r["messageId"] for r in records if r["body"] != "bad")
+        (printed,) = _printed(stdout)
+        # The fresh interpreter ran the downloaded code with the layer, the environment and a live context.
+        assert printed["greeting"] == "hello" and printed["layer"] == "from-layer"
+        assert printed["layer_file"].startswith(str(tmp_path / "fn" / "opt"))
+        assert printed["function_name"] == deployed.function_name and printed["request_id"] == invocation.request_id
+        assert 0 < printed["remaining_ms"] <= 10_000
+        record = printed["records"][0]
+        assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"] == deployed.queue_arn
+        assert record["awsRegion"] == "us-east-1"
+        assert record["md5OfBody"] == hashlib.md5(record["body"].encode()).hexdigest()
+        assert record["attributes"]["ApproximateReceiveCount"] == "1" and "SentTimestamp" in record["attributes"]
+        assert record["messageAttributes"]["kind"]["stringValue"] == "test"
+
+        # Only the failed record comes back after the visibility timeout (plus the one not yet received).
+        again = _receive_until(local_aws, deployed.queue_url, {"bad", "later"})
+        assert sorted(m["Body"] for m in again) == ["bad", "later"]
+        assert [m["MessageId"] for m in again if m["Body"] == "bad"] == bad
+        second = driver.invoke([])  # an empty batch still invokes once, warm
+        assert second[1].cold_start is False
+    finally:
+        driver.runtime.stop()
+
+
+def test_function_error_deletes_nothing(local_aws: LocalServer, tmp_path: Path) -> None:
+    deployed = Deployed(local_aws)
+    deployed.send("ok", "crash")
+    driver, _ = deployed.driver(tmp_path)
+    try:
+        _, invocation, deleted = driver.invoke(driver.gather())
+    finally:
+        driver.runtime.stop()
+    assert invocation.error is not None and invocation.error["errorType"] == "RuntimeError"
+    assert deleted == [] and driver.stats.function_errors == 1
+    again = _receive_until(local_aws, deployed.queue_url, {"crash", "ok"})
+    assert sorted(m["Body"] for m in again) == ["crash", "ok"]
+
+
+def test_timeout_kills_the_environment_and_fails_the_batch(local_aws: LocalServer, tmp_path: Path) -> None:
+    deployed = Deployed(local_aws, timeout=1)
+    deployed.send("slow")
+    driver, _ = deployed.driver(tmp_path)
+    try:
+        _, invocation, deleted = driver.invoke(driver.gather())
+        assert invocation.error is not None and "timed out" in invocation.error["errorMessage"]
+        assert deleted == [] and driver.runtime.process is None
+        _, next_invocation, _ = driver.invoke([])
+        assert next_invocation.cold_start and driver.runtime.cold_starts == 2
+    finally:
+        driver.runtime.stop()
+
+
+def test_batching_window_gathers_messages_that_arrive_later(local_aws: LocalServer, tmp_path: Path) -> None:
+    # The queue's visibility timeout outlasts the window, as it must (else a gathered message comes back).
+    deployed = Deployed(local_aws, batch_size=10, window=3, vt=30)
+    deployed.send("first")
+    later = threading.Timer(0.5, deployed.send, args=("second",))
+    later.start()
+    driver, _ = deployed.driver(tmp_path)
+    try:
+        messages = driver.gather()
+    finally:
+        later.join()
+        driver.runtime.stop()
+    assert sorted(m["Body"] for m in messages) == ["first", "second"]
+
+
+def test_code_that_differs_from_the_deployed_digest_is_refused(local_aws: LocalServer, tmp_path: Path) -> None:
+    deployed = Deployed(local_aws)
+    local_aws.client("s3").put_object(Bucket=deployed.bucket, Key="code.zip", Body=_zip({"index.py": "x = 1\n"}))
+    with pytest.raises(DriverError, match="differs from the deployed"):
+        load_function(Emulator(local_aws.endpoint), deployed.stack, "Fn", tmp_path / "fn")
+
+
+def test_records_to_delete_follows_lambdas_rules() -> None:
+    records = [{"messageId": i} for i in ("a", "b", "c")]
+    ok = Invocation("r", result={"batchItemFailures": [{"itemIdentifier": "b"}]})
+    assert records_to_delete(records, ok, report_failures=True) == ["a", "c"]
+    assert records_to_delete(records, ok, report_failures=False) == ["a", "b", "c"]
+    for result in (None, {}, {"batchItemFailures": None}, {"batchItemFailures": []}):
+        assert records_to_delete(records, Invocation("r", result=result), True) == ["a", "b", "c"]
+    for bad in ([{"itemIdentifier": "zzz"}], [{"itemIdentifier": ""}], [{}], ["b"]):
+        assert records_to_delete(records, Invocation("r", result={"batchItemFailures": bad}), True) == []
+    assert records_to_delete(records, Invocation("r", error={"errorType": "X"}), True) == []
+
+
+def test_lambda_record_has_lambdas_shape() -> None:
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "rh",
+        "Body": "hi",
+        "MD5OfBody": "md5",
+        "Attributes": {"ApproximateReceiveCount": "2", "SentTimestamp": "1", "MessageGroupId": "g", "Other": "x"},
+        "MessageAttributes": {"bin": {"DataType": "Binary", "BinaryValue": b"\x00\x01"}},
+    }
+    record = lambda_record(message, "arn:aws:sqs:us-east-1:123456789012:q", "us-east-1")
+    assert record["attributes"] == {"ApproximateReceiveCount": "2", "SentTimestamp": "1", "MessageGroupId": "g"}
+    assert record["messageAttributes"]["bin"] == {
+        "stringValue": None,
+        "binaryValue": "AAE=",
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": "Binary",
+    }
+    assert (record["messageId"], record["receiptHandle"], record["body"]) == ("m1", "rh", "hi")
+
+
+def test_lambda_entry_names_a_missing_or_bad_handler() -> None:
+    with pytest.raises(EntryConfigurationError, match="SQSLEASE_HANDLER is not set"):
+        build_handler({})
+    with pytest.raises(EntryConfigurationError, match="cannot import"):
+        build_handler({"SQSLEASE_HANDLER": "no_such_module.handle"})
+    with pytest.raises(EntryConfigurationError, match="not callable"):
+        build_handler({"SQSLEASE_HANDLER": "sqslease.settings.ENV_PREFIX"})
+    assert callable(build_handler({"SQSLEASE_HANDLER": "json.loads", "SQSLEASE_VISIBILITY_TIMEOUT": "30"}))
