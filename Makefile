@@ -37,15 +37,13 @@ test: setup lint
 
 bench: setup
 	$(PY) bench/synth_bench.py
+	$(PY) bench/consumer_synth_bench.py
 	$(PY) bench/lease_bench.py
 	$(PY) bench/jobstats_bench.py
 
 # spark-submit --py-files dist/jobstats.zip jobstats/__main__.py profile ... (README: running on EMR)
 dist/jobstats.zip: $(wildcard jobstats/*.py) $(wildcard lambda_src/sqslease/*.py)
-	mkdir -p dist
-	$(PYTHON) -c "import zipfile, pathlib as p; z = zipfile.ZipFile('$@', 'w'); \
-	  [z.write(f, f.relative_to(root)) for root, pkg in ((p.Path('.'), 'jobstats'), (p.Path('lambda_src'), 'sqslease')) \
-	   for f in (root / pkg).glob('*.py')]; z.close()"
+	$(PYTHON) -m jobstats.bundle $@
 
 clean:
-	rm -rf cdk.out .pytest_cache dist
+	rm -rf cdk.out .pytest_cache dist demo-logs
