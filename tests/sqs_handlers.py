@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -14,6 +15,23 @@ def _log(event: str, message: Message) -> None:
     if path:
         with Path(path).open("a") as f:
             f.write(f"{event} {message.body} {message.receive_count} {time.monotonic():.3f}\n")
+
+
+def fleet_job(body: str, message: Message) -> None:
+    """``{"id": ..., "seconds": ...}``: records ``start|end id pid monotonic`` (one atomic append per line)."""
+    job = json.loads(body)
+    _append(f"start {job['id']} {os.getpid()} {time.monotonic():.4f}\n")
+    time.sleep(job["seconds"])
+    _append(f"end {job['id']} {os.getpid()} {time.monotonic():.4f}\n")
+
+
+def _append(line: str) -> None:
+    # O_APPEND writes of one short line are atomic across processes: no interleaving.
+    fd = os.open(os.environ["TEST_EVENTS_FILE"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 def slow_job(body: str, message: Message) -> None:

@@ -1,19 +1,172 @@
-"""The heartbeat against a real SQS endpoint (moto_server over HTTP)."""
+"""The heartbeat and the settler: deterministic unit tests on a scripted client and clock, and integration tests
+against a real SQS endpoint (moto_server over HTTP)."""
 
 from __future__ import annotations
 
+import itertools
+import logging
+import threading
 import time
 
-from sqs_helpers import CallRecorder, inject_errors, make_queue, receive_all, send
+import pytest
+from sqs_helpers import CallRecorder, FakeClock, FakeSQS, make_queue, receive_all, send, wait_for
 
 from local_emulator.server import LocalServer
 from sqslease.heartbeat import Heartbeat
-from sqslease.scheduler import LeaseScheduler
+from sqslease.retry import FatalSqsError
+from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
+from sqslease.settle import Settler
 
 SETTINGS = LeaseSettings(visibility_timeout=2, extension_threshold=1, heartbeat_interval=0.2, pull_forward=0)
+SLOW = LeaseSettings(visibility_timeout=30, extension_threshold=5, heartbeat_interval=0.2, pull_forward=0)
 
 
+def table(settings: LeaseSettings, deadlines: list[float]) -> tuple[LeaseScheduler, list]:
+    scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
+    return scheduler, [scheduler.add(f"h{i}", 0.0, d) for i, d in enumerate(deadlines)]
+
+
+# -- unit: scripted client, injected clock ------------------------------------------------------------
+def test_a_tick_never_waits_for_a_held_request() -> None:
+    clock = FakeClock(0.0)
+    held = threading.Event()
+    sqs = FakeSQS(clock).script("ChangeMessageVisibilityBatch", held)
+    scheduler, (first, second) = table(SLOW, [4.0, 8.0])
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
+    try:
+        started = time.monotonic()
+        first_tick = heartbeat.tick()  # the first lease's request is held
+        assert time.monotonic() - started < 0.5
+        clock.now = 4.0
+        assert heartbeat.tick().wait(timeout=5).extended == 1  # the second lease's round ends meanwhile
+        assert second.extensions == 1 and first.extensions == 0 and first.state is LeaseState.EXTENDING
+        held.set()
+        assert first_tick.wait(timeout=5).extended == 1
+    finally:
+        held.set()
+        heartbeat.stop()
+
+
+def test_throttled_retries_back_off_never_faster_and_stay_within_the_slack(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock(0.0)
+    sqs = FakeSQS(clock).script("ChangeMessageVisibilityBatch", *["throttle"] * 100)
+    scheduler, (lease,) = table(SLOW, [4.8])
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
+    with caplog.at_level(logging.WARNING, "sqslease"):
+        stats = heartbeat.tick().wait(timeout=5)
+    heartbeat.stop()
+    times = [at for at, _, _ in sqs.calls]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    interval = SLOW.heartbeat_interval
+    assert gaps[0] >= interval and gaps[1] >= 2 * interval  # backs off: slower, doubling
+    for gap, before in zip(gaps, times, strict=False):  # never faster than a tick while two ticks of slack remain
+        assert gap >= min(interval, (4.8 - before) / 2) - 1e-9
+    assert times[-1] < 4.8 and len(times) < 30  # bounded by the slack: the last try is before the lapse
+    assert lease.lost and stats.lost == 1 and stats.throttled == len(times)
+    messages = [r.getMessage() for r in caplog.records]
+    at_risk = next(i for i, m in enumerate(messages) if "at risk" in m)
+    assert at_risk < next(i for i, m in enumerate(messages) if "ran out" in m)  # logged before it lapsed
+
+
+def test_transient_errors_and_timeouts_are_retried_within_the_round() -> None:
+    clock = FakeClock(0.0)
+    sqs = FakeSQS(clock).script("ChangeMessageVisibilityBatch", "error500", "timeout", "ok")
+    scheduler, (lease,) = table(SLOW, [4.8])
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
+    stats = heartbeat.tick().wait(timeout=5)
+    heartbeat.stop()
+    assert stats.requests == 3 and stats.extended == 1 and stats.lost == 0
+    assert lease.state is LeaseState.ACTIVE and lease.extensions == 1
+    assert clock.now < 1  # 5xx and timeouts retry quickly (0.05 s doubling), not at the throttle pace
+
+
+def test_a_fatal_error_is_reported_once_and_never_retried() -> None:
+    clock = FakeClock(0.0)
+    sqs = FakeSQS(clock).script("ChangeMessageVisibilityBatch", "access_denied")
+    scheduler, _leases = table(SLOW, [4.8] * 3)
+    reported: list[FatalSqsError] = []
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep, on_fatal=reported.append)
+    heartbeat.tick().wait(timeout=5)
+    clock.now = 10
+    heartbeat.tick().wait(timeout=5)  # a fatal heartbeat sends nothing more
+    heartbeat.stop()
+    assert len(sqs.calls) == 1 and len(reported) == 1 and reported[0].code == "AccessDeniedException"
+
+
+def test_extensions_stop_at_the_maximum_total_lease() -> None:
+    settings = LeaseSettings(
+        visibility_timeout=2, extension_threshold=1, heartbeat_interval=0.2, pull_forward=0, max_total_lease=2.5
+    )
+    clock = FakeClock(1.1)
+    sqs = FakeSQS(clock)
+    scheduler, (lease,) = table(settings, [2.0])
+    heartbeat = Heartbeat(sqs, "q", scheduler, settings, clock=clock, sleep=clock.sleep)
+    heartbeat.tick().wait(timeout=5)  # 1.1 s in: only 1 s more may be asked (2.5 s in all)
+    clock.now = 2.1
+    stats = heartbeat.tick().wait(timeout=5)  # at the limit: kept, never extended again
+    heartbeat.stop()
+    assert [entries[0]["VisibilityTimeout"] for _, _, entries in sqs.calls] == [1]
+    assert stats.limit_reached == 1 and not lease.lost
+
+
+def test_a_lease_is_extended_while_its_delete_is_held_and_a_failed_delete_is_retried() -> None:
+    held = threading.Event()
+    sqs = FakeSQS().script("DeleteMessageBatch", "error500", held)  # fails, then its retry is held
+    scheduler, (lease,) = table(SLOW, [time.monotonic() + 3])
+    settler = Settler(sqs, "q", scheduler)
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW)
+    try:
+        future = settler.delete(lease)
+        assert wait_for(lambda: len(sqs.of("DeleteMessageBatch")) == 2, timeout_s=5)
+        assert heartbeat.tick().wait(timeout=5).extended == 1  # the delete is in flight: the lease is still held
+        held.set()
+        assert future.result(timeout=5) is True
+    finally:
+        held.set()
+        settler.close(timeout=5)
+        heartbeat.stop()
+    assert len(sqs.of("DeleteMessageBatch")) == 2 and lease.state is LeaseState.DELETED
+
+
+def test_a_release_waits_for_the_extension_in_flight_on_the_sender_thread_not_the_handler() -> None:
+    held = threading.Event()
+    sqs = FakeSQS().script("ChangeMessageVisibilityBatch", held)
+    scheduler, (lease,) = table(SLOW, [time.monotonic() + 3])
+    settler = Settler(sqs, "q", scheduler)
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW)
+    try:
+        tick = heartbeat.tick()
+        assert wait_for(lambda: sqs.calls, timeout_s=5)  # the extension is in flight
+        started = time.monotonic()
+        future = settler.change_visibility(lease, 0)
+        assert time.monotonic() - started < 0.1 and not future.done()  # the caller never waits
+        time.sleep(0.2)
+        assert len(sqs.calls) == 1  # and the release is not sent before the extension's answer
+        held.set()
+        assert tick.wait(timeout=5).extended == 1 and future.result(timeout=5) is True
+    finally:
+        held.set()
+        settler.close(timeout=5)
+        heartbeat.stop()
+    assert [entries[0]["VisibilityTimeout"] for _, _, entries in sqs.calls] == [30, 0]
+    assert lease.state is LeaseState.RELEASED
+
+
+def test_the_heartbeat_thread_backs_off_when_throttled() -> None:
+    # Real time, real thread: throttling used to make ticks faster (interval x uniform(0.5, 1)).
+    sqs = FakeSQS().script("ChangeMessageVisibilityBatch", *["throttle"] * 1000)
+    scheduler = LeaseScheduler(SLOW.extension_threshold, SLOW.pull_forward)
+    scheduler.add("h", time.monotonic() - 25.2, 30)  # due now, 4.8 s of slack
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW).start()
+    time.sleep(2.5)
+    heartbeat.stop()
+    times = [at for at, _, _ in sqs.calls]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(gaps) >= 2 and min(gaps) >= 0.95 * SLOW.heartbeat_interval, gaps
+
+
+# -- integration: moto_server --------------------------------------------------------------------------
 def received_leases(local_aws: LocalServer, count: int, vt: int = 2) -> tuple[str, LeaseScheduler, list]:
     queues = make_queue(local_aws, vt=vt)
     send(local_aws, queues.url, [f"m{i}" for i in range(count)])
@@ -31,7 +184,7 @@ def test_eleven_plus_due_leases_go_out_in_correctly_sized_batches(local_aws: Loc
     sqs = recorder.attach(local_aws.client("sqs"))
     heartbeat = Heartbeat(sqs, url, scheduler, SETTINGS)
     time.sleep(1.1)  # all 25 are now within the 1 s threshold
-    stats = heartbeat.tick()
+    stats = heartbeat.tick().wait(timeout=10)
     heartbeat.stop()
     calls = recorder.of("ChangeMessageVisibilityBatch")
     assert stats.due == 25 and stats.requests == 3 and stats.extended == 25
@@ -48,57 +201,10 @@ def test_invalid_receipt_handle_marks_only_that_lease_lost(local_aws: LocalServe
     bogus = scheduler.add("not-a-receipt-handle", time.monotonic(), 2)
     heartbeat = Heartbeat(local_aws.client("sqs"), url, scheduler, SETTINGS)
     time.sleep(1.1)
-    stats = heartbeat.tick()
+    stats = heartbeat.tick().wait(timeout=10)
     heartbeat.stop()
     assert stats.requests == 1 and stats.extended == 3 and stats.lost == 1
     assert bogus.lost and not any(lease.lost for lease in leases)
-
-
-def test_injected_throttling_is_retried_within_the_slack_and_loses_nothing(local_aws: LocalServer) -> None:
-    url, scheduler, leases = received_leases(local_aws, 12)
-    sqs = local_aws.client("sqs")
-    remaining = inject_errors(sqs, "ChangeMessageVisibilityBatch", "RequestThrottled", times=2)
-    heartbeat = Heartbeat(sqs, url, scheduler, SETTINGS)
-    time.sleep(1.1)
-    first = heartbeat.tick()  # both requests throttled
-    assert first.retried == 12 and first.extended == 0 and remaining == [0]
-    second = heartbeat.tick()  # next tick, still within the slack
-    heartbeat.stop()
-    assert second.extended == 12 and second.lost == 0
-    time.sleep(1.2)
-    assert receive_all(local_aws, url) == []
-    assert not any(lease.lost for lease in leases)
-
-
-def test_whole_request_failure_past_the_slack_marks_leases_lost(local_aws: LocalServer) -> None:
-    url, scheduler, leases = received_leases(local_aws, 2)
-    sqs = local_aws.client("sqs")
-    inject_errors(sqs, "ChangeMessageVisibilityBatch", "InternalError", times=100)
-    heartbeat = Heartbeat(sqs, url, scheduler, SETTINGS)
-    time.sleep(1.1)
-    assert heartbeat.tick().retried == 2
-    time.sleep(1.0)  # the lease has now run out
-    stats = heartbeat.tick()
-    heartbeat.stop()
-    assert stats.lost == 2 and all(lease.lost for lease in leases)
-
-
-def test_extensions_stop_at_the_maximum_total_lease(local_aws: LocalServer) -> None:
-    settings = LeaseSettings(
-        visibility_timeout=2, extension_threshold=1, heartbeat_interval=0.2, pull_forward=0, max_total_lease=2.5
-    )
-    url, scheduler, (lease,) = received_leases(local_aws, 1)
-    recorder = CallRecorder()
-    heartbeat = Heartbeat(recorder.attach(local_aws.client("sqs")), url, scheduler, settings)
-    time.sleep(1.1)
-    heartbeat.tick()  # 1.1 s in: only 1 s may be added (2.5 s total)
-    (call,) = recorder.of("ChangeMessageVisibilityBatch")
-    assert call.params["Entries"][0]["VisibilityTimeout"] == 1
-    time.sleep(1.0)
-    stats = heartbeat.tick()  # at the limit: no more extensions, the lease is kept
-    heartbeat.stop()
-    assert stats.limit_reached == 1 and len(recorder.of("ChangeMessageVisibilityBatch")) == 1
-    assert not lease.lost
 
 
 def test_heartbeat_thread_keeps_a_message_invisible_until_stopped(local_aws: LocalServer) -> None:

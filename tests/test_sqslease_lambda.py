@@ -10,7 +10,9 @@ import io
 import json
 import time
 
-from sqs_helpers import counts, make_queue, receive_all, send
+import boto3
+import pytest
+from sqs_helpers import Fault, FaultProxy, counts, make_queue, receive_all, send
 
 from local_emulator.server import LocalServer
 from sqslease.emf import EmfLogger
@@ -116,3 +118,81 @@ def test_leases_held_wraps_other_batch_processing(local_aws: LocalServer) -> Non
 
 def test_empty_event_is_a_no_op() -> None:
     assert process_event({"Records": []}, FakeContext(60), lambda b, m: None) == {"batchItemFailures": []}
+
+
+def test_the_sqs_client_is_created_once_per_process(local_aws: LocalServer, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import boto3
+
+    import sqslease.lambda_adapter as adapter
+
+    for name, value in local_aws.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(adapter, "_client", None, raising=False)
+    created = []
+    inside = [False]  # count only the clients the adapter creates, not this test's
+    real_client = boto3.session.Session.client
+
+    def counting_client(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if inside[0]:
+            created.append(args[0] if args else kwargs.get("service_name"))
+        return real_client(self, *args, **kwargs)
+
+    monkeypatch.setattr(boto3.session.Session, "client", counting_client)
+    queues = make_queue(local_aws, vt=30)
+    settings = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2)
+    for i in range(3):  # three invocations of one Lambda process
+        send(local_aws, queues.url, [f"m{i}"])
+        event = lambda_event(local_aws, queues.url, vt=30)
+        inside[0] = True
+        assert process_event(event, FakeContext(60), lambda b, m: None, settings) == {"batchItemFailures": []}
+        inside[0] = False
+    assert created.count("sqs") == 1, created
+
+
+def test_a_batch_whose_every_record_failed_raises(local_aws: LocalServer) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["a", "b"])
+    event = lambda_event(local_aws, queues.url, vt=30)
+    settings = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW)
+
+    def failing(body: str, message: Message) -> None:
+        raise ValueError(body)
+
+    with pytest.raises(Exception, match="all 2 records of the batch failed"):
+        process_event(event, FakeContext(60), failing, settings, local_aws.client("sqs"), queues.url)
+    event = lambda_event(local_aws, queues.url, vt=30)  # released at once by visible_now
+    response = process_event(
+        event,
+        FakeContext(60),
+        failing,
+        settings,
+        local_aws.client("sqs"),
+        queues.url,
+        raise_on_entire_batch_failure=False,
+    )
+    assert len(response["batchItemFailures"]) == 2
+
+
+def test_a_fatal_sqs_error_is_raised_from_the_invocation(local_aws: LocalServer) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["a", "b"])
+    event = lambda_event(local_aws, queues.url, vt=30)
+    settings = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW)
+
+    def deny_visibility_changes(operation: str, body: bytes) -> Fault | None:
+        return Fault("access_denied") if operation == "ChangeMessageVisibilityBatch" else None
+
+    def fail_a(body: str, message: Message) -> None:
+        if body == "a":
+            raise ValueError("a fails, so it is released: the role may not")
+
+    with FaultProxy(local_aws.endpoint, deny_visibility_changes) as proxy:
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=proxy.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="t",
+            aws_secret_access_key="t",
+        )
+        with pytest.raises(Exception, match="AccessDenied"):
+            process_event(event, FakeContext(60), fail_a, settings, sqs, queues.url)

@@ -193,7 +193,8 @@ def test_non_retryable_error_goes_straight_to_the_dlq(local_aws: LocalServer) ->
     assert record["Outcome"] == "dead_lettered" and record["ReceiveCount"] == 1
 
 
-def test_no_extension_ever_follows_a_delete_or_overwrites_a_backoff(local_aws: LocalServer) -> None:
+def test_no_extension_follows_a_confirmed_delete_or_overwrites_a_backoff(local_aws: LocalServer) -> None:
+    # Extensions go on while a delete is unconfirmed (the lease is held until SQS confirms it), never after.
     queues = make_queue(local_aws, vt=2)
     send(local_aws, queues.url, [f"m{i}" for i in range(60)])
     rng = random.Random(3)
@@ -204,32 +205,40 @@ def test_no_extension_ever_follows_a_delete_or_overwrites_a_backoff(local_aws: L
             raise RuntimeError("fail a third of them")
 
     recorder = CallRecorder()
+    client = recorder.attach(local_aws.client("sqs"))
+    confirmed: dict[str, float] = {}  # receipt handle -> when SQS confirmed its delete
+    send_deletes = client.delete_message_batch
+
+    def recording_deletes(**kwargs: object) -> dict:
+        response = send_deletes(**kwargs)
+        entries = kwargs["Entries"]
+        for success in response.get("Successful", []):
+            confirmed.setdefault(entries[int(success["Id"])]["ReceiptHandle"], time.monotonic())  # type: ignore[index]
+        return response
+
+    client.delete_message_batch = recording_deletes
     with running_worker(
         local_aws,
         queues.url,
         jittery,
         concurrency=8,
-        client=recorder.attach(local_aws.client("sqs")),
+        client=client,
         extension_threshold=1.5,
         heartbeat_interval=0.1,
         pull_forward=2,
         backoff_base=60,
     ) as worker:
         assert wait_for(lambda: len(emf_records(worker)) >= 60, timeout_s=40)
-    ended: dict[str, float] = {}  # receipt handle -> when its delete/backoff was sent
+    backed_off: dict[str, float] = {}  # receipt handle -> when its backoff was sent
     late = []
-    for call in recorder.calls:
-        if call.operation == "DeleteMessageBatch":
-            for entry in call.params["Entries"]:
-                ended.setdefault(entry["ReceiptHandle"], call.at)
-        elif call.operation == "ChangeMessageVisibilityBatch":
-            for entry in call.params["Entries"]:
-                handle = entry["ReceiptHandle"]
-                if handle in ended:
-                    late.append(entry)
-                elif entry["VisibilityTimeout"] != 2:  # a backoff (or release): ends the lease
-                    ended[handle] = call.at
-    assert len(ended) == 60
+    for call in recorder.of("ChangeMessageVisibilityBatch"):
+        for entry in call.params["Entries"]:
+            handle = entry["ReceiptHandle"]
+            if handle in backed_off or confirmed.get(handle, float("inf")) < call.at:
+                late.append(entry)
+            elif entry["VisibilityTimeout"] != 2:  # a backoff (or release): ends the lease
+                backed_off[handle] = call.at
+    assert len(confirmed) == 40 and len(backed_off) == 20
     assert late == []
     assert sum(
         1 for c in recorder.of("ChangeMessageVisibilityBatch") if c.params["Entries"][0]["VisibilityTimeout"] == 2

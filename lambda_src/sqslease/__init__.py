@@ -6,11 +6,15 @@
 - ``sqslease.lambda_adapter``: ``@sqs_batch_handler`` for SQS-triggered Lambda functions, and
   ``leases_held`` to add lease extension around Powertools' batch processing.
 - Underneath: ``LeaseScheduler`` (the lease table), ``Heartbeat`` (extensions), ``Settler`` (deletes and
-  visibility changes), ``MessageProcessor`` (failure policies, DLQ), ``EmfLogger`` (one line per message).
+  visibility changes), ``MessageProcessor`` (failure policies, DLQ), ``EmfLogger`` (one line per message),
+  ``sqslease.clients`` (one client and connection pool each for lease requests, long polls and the rest),
+  ``ReadyQueue`` (receive order, one running message per FIFO group), ``TaskProtection`` (ECS scale-in).
 
 boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """
 
 from sqslease.settings import FailurePolicy, LeaseSettings
+
+__version__ = "0.2.0"
 
 __all__ = ["FailurePolicy", "LeaseSettings"]

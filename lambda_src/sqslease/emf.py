@@ -10,7 +10,7 @@ import json
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, Any
 
 NAMESPACE = "jobqueues"
 SCHEMA_VERSION = 1
@@ -46,7 +46,7 @@ class EmfLogger:
         extensions: int,
         lease_lost: bool,
         timestamp_ms: int | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Log one processed message and return the line's object."""
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")

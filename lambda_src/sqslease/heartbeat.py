@@ -1,4 +1,11 @@
-"""The heartbeat: extends due leases with ChangeMessageVisibilityBatch, exactly ceil(due / 10) requests a round."""
+"""The heartbeat: extends due leases with ChangeMessageVisibilityBatch, exactly ceil(due / 10) requests a round.
+
+A tick never waits for a request. Each batch of up to 10 due leases is a *round* that runs on its own
+thread: it sends the batch, and retries the entries that failed (throttled, 5xx, timed out) until they are
+extended or their lease runs out. No slow or held request delays any other lease: requests have connect and
+read timeouts (``LeaseSettings.lease_request_timeout``), and a round's retries are bounded by the slack of
+the leases in it.
+"""
 
 from __future__ import annotations
 
@@ -7,46 +14,76 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqslease.retry import EntryOutcome, classify_error, error_code
+from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, extension_retry_delay
+from sqslease.retry import is_throttling as _is_throttling
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
-from sqslease.scheduler import Lease, LeaseScheduler
+from sqslease.scheduler import DELETING, Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
 
+#: Rounds that may wait (in a retry backoff) at once, per request slot. Only requests hold a slot.
+ROUND_THREADS_PER_REQUEST = 4
+#: Below this much slack no request can land in time: the lease is given up (logged).
+MIN_SLACK_S = 0.02
+
 
 @dataclass
 class TickStats:
-    """What one heartbeat round did."""
+    """What one heartbeat round (or tick: the sum of its rounds) did. Counts of leases, and of requests."""
 
     due: int = 0
     requests: int = 0
     extended: int = 0
     lost: int = 0
-    retried: int = 0
+    retried: int = 0  # entries sent again after a failed attempt
     limit_reached: int = 0
+    throttled: int = 0  # requests or entries answered with throttling
 
     def add(self, other: TickStats) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+@dataclass
+class Tick:
+    """The rounds one tick started. :meth:`wait` is for tests and benchmarks; the heartbeat never waits."""
+
+    stats: TickStats = field(default_factory=TickStats)  # what the tick itself decided (due, limit)
+    rounds: list[Future[TickStats]] = field(default_factory=list)
+
+    def wait(self, timeout: float | None = None) -> TickStats:
+        """Wait for every round of this tick to end; their stats added to the tick's."""
+        total = TickStats()
+        total.add(self.stats)
+        for future in self.rounds:
+            total.add(future.result(timeout=timeout))
+        return total
+
+
 class Heartbeat:
     """Ticks every ``heartbeat_interval`` seconds and extends the leases that are due.
 
-    Per-entry failures never fail the round: an invalid receipt handle marks the lease lost, the 12 h
-    limit stops its extensions, throttling and transient faults retry on a later (jittered) tick while the
-    lease has slack.
+    Per-entry failures never fail a round: an invalid receipt handle marks the lease lost, the 12 h limit stops
+    its extensions, throttling and transient faults are retried within the lease's slack (throttling backs off,
+    at least one interval, doubling; see :func:`sqslease.retry.extension_retry_delay`). A lease whose
+    extension is still failing with less than two request timeouts of slack left is logged as at risk; one
+    that runs out is logged and marked lost. A fatal error (access denied, missing queue, unusable KMS key)
+    is handed to ``on_fatal``.
 
-    :param sqs: a boto3 SQS client.
+    :param sqs: a boto3 SQS client with request timeouts and no retries of its own
+        (:func:`sqslease.clients.lease_client`).
     :param queue_url: the queue the leases belong to.
     :param scheduler: the lease table.
-    :param settings: lease settings (visibility timeout, threshold, interval, limits).
+    :param settings: lease settings (visibility timeout, threshold, interval, limits, request timeout).
     :param clock: monotonic clock in seconds (injectable for tests).
+    :param sleep: ``sleep(seconds)`` between retries; returns early when the heartbeat stops. Injectable.
+    :param on_fatal: called once with the :class:`FatalSqsError`. Default: log it.
+    :param rng: random source of the retry jitter.
     """
 
     def __init__(
@@ -56,92 +93,175 @@ class Heartbeat:
         scheduler: LeaseScheduler,
         settings: LeaseSettings,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
+        on_fatal: Callable[[FatalSqsError], None] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
         self.scheduler = scheduler
         self.settings = settings
         self.clock = clock
-        self._executor = ThreadPoolExecutor(settings.max_requests_in_flight, thread_name_prefix="sqslease-extend")
         self._stop = threading.Event()
+        self.sleep = sleep or self._stop.wait
+        self.on_fatal = on_fatal
+        self.rng = rng or random.Random()
+        self.request_timeout = settings.lease_request_timeout
+        self._requests = threading.BoundedSemaphore(settings.max_requests_in_flight)
+        self._executor = ThreadPoolExecutor(
+            settings.max_requests_in_flight * ROUND_THREADS_PER_REQUEST, thread_name_prefix="sqslease-extend"
+        )
         self._thread: threading.Thread | None = None
-        self._throttled = False
+        self._fatal: FatalSqsError | None = None
+        self._fatal_lock = threading.Lock()
 
-    # -- one round --------------------------------------------------------------------------------
-    def tick(self) -> TickStats:
-        stats = TickStats()
+    @property
+    def fatal(self) -> FatalSqsError | None:
+        """The fatal error that stopped extensions, if any."""
+        return self._fatal
+
+    # -- one tick ---------------------------------------------------------------------------------
+    def tick(self) -> Tick:
+        """Take the due leases and start one round per batch of 10. Returns at once."""
+        tick = Tick()
+        if self._fatal is not None:
+            return tick
         now = self.clock()
-        batch: list[tuple[Lease, int]] = []
-        batches: list[list[tuple[Lease, int]]] = []
+        batch: list[Lease] = []
+        batches: list[list[Lease]] = []
         for lease in self.scheduler.take_due(now):
-            # Never ask beyond the maximum total lease (SQS: 12 h from receipt).
-            allowed = int(
-                min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))
-            )
-            if allowed < 1:
+            if self.settings.max_total_lease - (now - lease.received_at) < 1:  # SQS: 12 h from receipt
                 self.scheduler.stop_extending(lease)
-                stats.limit_reached += 1
+                tick.stats.limit_reached += 1
                 logger.warning("lease %s reached its maximum total time; no more extensions", lease.receipt_handle[:16])
                 continue
-            batch.append((lease, allowed))
+            batch.append(lease)
             if len(batch) == SQS_MAX_BATCH_ENTRIES:
                 batches.append(batch)
                 batch = []
         if batch:
             batches.append(batch)
-        stats.due = sum(len(b) for b in batches)
-        stats.requests = len(batches)
-        if len(batches) == 1:
-            stats.add(self._send(batches[0]))
-        else:
-            for result in self._executor.map(self._send, batches):
-                stats.add(result)
-        self._throttled = stats.retried > 0
+        tick.stats.due = sum(len(b) for b in batches)
+        tick.rounds = [self._executor.submit(self._round, b) for b in batches]
+        return tick
+
+    # -- one round: a batch of up to 10, retried within its slack ----------------------------------
+    def _round(self, batch: list[Lease]) -> TickStats:
+        stats = TickStats()
+        try:
+            self._run_round(batch, stats)
+        except Exception:  # a bug must not leave leases stuck in EXTENDING: hand them back, log it
+            logger.exception("heartbeat round failed")
+            for lease in batch:
+                self.scheduler.end_round(lease)
         return stats
 
-    def _send(self, batch: list[tuple[Lease, int]]) -> TickStats:
-        stats = TickStats()
-        entries = [
-            {"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": vt}
-            for i, (lease, vt) in enumerate(batch)  # positional ids: MessageIds can repeat in a batch
-        ]
-        sent_at = self.clock()
-        try:
-            response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
-        except Exception as error:  # the whole request failed: classify once for every entry
-            code, message = error_code(error)
-            logger.warning(
-                "ChangeMessageVisibilityBatch failed (%s: %s); %d leases affected", code, message, len(batch)
+    def _run_round(self, pending: list[Lease], stats: TickStats) -> None:
+        attempt = 0
+        at_risk_logged = False
+        while True:
+            # A lease a visibility change now waits for, or one that ended, needs no more extension.
+            for lease in pending:
+                if not self.scheduler.wants_extension(lease):
+                    self.scheduler.end_round(lease)
+            pending = [lease for lease in pending if self.scheduler.wants_extension(lease)]
+            if not pending or self._stop.is_set() or self._fatal is not None:
+                for lease in pending:
+                    self.scheduler.end_round(lease)
+                return
+            pending, throttled = self._attempt(pending, stats)
+            if not pending:
+                return
+            attempt += 1
+            stats.retried += len(pending)
+            now = self.clock()
+            slack = min(lease.deadline for lease in pending) - now
+            if slack <= MIN_SLACK_S:
+                for lease in pending:
+                    if self.scheduler.lapsed(lease):
+                        stats.lost += 1
+                        logger.error(
+                            "lease %s ran out after %d failed extension attempts; the message may be delivered "
+                            "to another consumer while its handler still runs",
+                            lease.receipt_handle[:16],
+                            attempt,
+                        )
+                return
+            if not at_risk_logged and slack < 2 * self.request_timeout:
+                at_risk_logged = True
+                logger.warning(
+                    "%d leases at risk: extension failing (attempt %d%s), %.2f s left before they lapse",
+                    len(pending),
+                    attempt,
+                    ", throttled" if throttled else "",
+                    slack,
+                )
+            self.sleep(
+                extension_retry_delay(
+                    attempt, throttled, self.settings.heartbeat_interval, slack, self.request_timeout, self.rng
+                )
             )
-            outcome = classify_error(code, message)
-            for lease, _ in batch:
-                self._apply_failure(lease, outcome, stats)
-            return stats
+
+    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool]:
+        """Send one request for ``batch``; return the leases to retry and whether throttling was seen."""
+        entries: list[dict[str, object]] = []
+        vts: list[int] = []
+        now = self.clock()
+        for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
+            allowed = int(
+                min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))
+            )
+            vts.append(max(allowed, 0))
+            entries.append({"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": vts[-1]})
+        with self._requests:
+            sent_at = self.clock()
+            stats.requests += 1
+            try:
+                response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+            except Exception as error:  # the whole request failed: classify once for every entry
+                outcome, code, message = classify_exception(error)
+                throttled = _is_throttling(code)
+                stats.throttled += throttled
+                if outcome is EntryOutcome.FATAL:
+                    self._report_fatal(FatalSqsError("ChangeMessageVisibilityBatch", code, message), batch)
+                    return [], throttled
+                if outcome is not EntryOutcome.RETRY:
+                    for lease in batch:
+                        self._apply_failure(lease, outcome, stats)
+                    return [], throttled
+                logger.info(
+                    "ChangeMessageVisibilityBatch failed (%s: %s); %d leases to retry", code, message, len(batch)
+                )
+                return batch, throttled
+        extended: list[tuple[Lease, float]] = []
+        retry: list[Lease] = []
+        throttled = False
         answered: set[int] = set()
-        extended = []
         for success in response.get("Successful", []):
             index = int(success["Id"])
             answered.add(index)
-            extended.append(batch[index])
+            extended.append((batch[index], vts[index]))
         self.scheduler.extended_all(extended, sent_at)
         stats.extended += len(extended)
         for failure in response.get("Failed", []):
             index = int(failure["Id"])
             answered.add(index)
-            lease, _ = batch[index]
-            outcome = classify_error(failure.get("Code", ""), failure.get("Message", ""))
-            if outcome is not EntryOutcome.RETRY:
-                logger.warning(
-                    "extension of %s failed: %s %s",
-                    lease.receipt_handle[:16],
-                    failure.get("Code"),
-                    failure.get("Message"),
-                )
+            lease = batch[index]
+            code, message = failure.get("Code", ""), failure.get("Message", "")
+            outcome = classify_error(code, message)
+            if outcome is EntryOutcome.RETRY:
+                throttled = throttled or _is_throttling(code)
+                retry.append(lease)
+                continue
+            if outcome is EntryOutcome.FATAL:
+                self._report_fatal(FatalSqsError("ChangeMessageVisibilityBatch", code, message), [lease])
+                continue
+            if lease.settling != DELETING:  # after a delete landed, a failing extension is expected
+                logger.warning("extension of %s failed: %s %s", lease.receipt_handle[:16], code, message)
             self._apply_failure(lease, outcome, stats)
-        for index, (lease, _) in enumerate(batch):
-            if index not in answered:  # not in the response at all: treat as transient
-                self._apply_failure(lease, EntryOutcome.RETRY, stats)
-        return stats
+        retry += [lease for index, lease in enumerate(batch) if index not in answered]  # missing: transient
+        stats.throttled += throttled
+        return retry, throttled
 
     def _apply_failure(self, lease: Lease, outcome: EntryOutcome, stats: TickStats) -> None:
         if outcome is EntryOutcome.LOST:
@@ -150,14 +270,18 @@ class Heartbeat:
         elif outcome is EntryOutcome.LIMIT:
             self.scheduler.stop_extending(lease)
             stats.limit_reached += 1
-        elif self.scheduler.retry_later(lease, self.clock()):
-            stats.retried += 1
+
+    def _report_fatal(self, error: FatalSqsError, leases: list[Lease]) -> None:
+        for lease in leases:
+            self.scheduler.end_round(lease)
+        with self._fatal_lock:
+            if self._fatal is not None:
+                return
+            self._fatal = error
+        if self.on_fatal is not None:
+            self.on_fatal(error)
         else:
-            logger.error(
-                "lease %s ran out while extensions were failing; the message may be redelivered",
-                lease.receipt_handle[:16],
-            )
-            stats.lost += 1
+            logger.critical("lease extensions stopped: %s", error)
 
     # -- background thread ------------------------------------------------------------------------
     def start(self) -> Heartbeat:
@@ -168,16 +292,18 @@ class Heartbeat:
         return self
 
     def _run(self) -> None:
+        # A fixed cadence: rounds run on their own, so neither a slow request nor throttling moves the ticks.
         interval = self.settings.heartbeat_interval
-        while not self._stop.wait(interval * (random.uniform(0.5, 1.0) if self._throttled else 1.0)):
+        while not self._stop.wait(interval):
             try:
                 self.tick()
             except Exception:  # a bug must not silently stop all extensions: log it and keep ticking
                 logger.exception("heartbeat tick failed")
 
     def stop(self) -> None:
+        """Stop ticking; rounds waiting to retry return at once, a request in flight ends within its timeout."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        self._executor.shutdown(wait=True)
+        self._executor.shutdown(wait=True)  # queued rounds see the stop and hand their leases back

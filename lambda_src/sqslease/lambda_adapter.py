@@ -7,7 +7,16 @@
         ...  # raise to fail this record only
 
 The decorated function is the Lambda entry point ``handler(event, context)``; it returns
-``{"batchItemFailures": [...]}`` (enable ``ReportBatchItemFailures`` on the event source mapping).
+``{"batchItemFailures": [...]}`` (enable ``ReportBatchItemFailures`` on the event source mapping). When every
+record failed it raises :class:`BatchFailedError` instead (``raise_on_entire_batch_failure``, default on, as
+Powertools does), so that Lambda backs the event source off. A fatal SQS error (access denied, missing queue,
+unusable KMS key) is raised as :class:`sqslease.retry.FatalSqsError`.
+
+FIFO queues (``.fifo``): records run in order and a group stops at its first failure; its remaining records
+are released and reported as failures. With ``skip_group_on_error=False`` (the default, as Powertools'
+``SqsFifoPartialProcessor``) the whole rest of the batch stops; with True only that group does.
+
+The SQS clients are created once per process (the first invocation), not per invocation.
 
 Already on Powertools' ``BatchProcessor``? Keep it, and wrap its call in :func:`leases_held` to add lease
 extension and the deadline guard's release of unstarted records.
@@ -18,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -26,23 +36,35 @@ from sqslease.emf import EmfLogger
 from sqslease.heartbeat import Heartbeat
 from sqslease.message import Message, queue_url_from_arn
 from sqslease.processor import Handler, MessageProcessor
+from sqslease.retry import FatalSqsError
 from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
 
-LambdaHandler = Callable[[dict, Any], dict]
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+class BatchFailedError(Exception):
+    """Every record of the batch failed (raised so that Lambda backs the event source off)."""
+
+    def __init__(self, failures: list[dict[str, str]]) -> None:
+        super().__init__(f"all {len(failures)} records of the batch failed")
+        self.failures = failures
 
 
 class _EventLeases:
     """Leases for every record of one invocation, with their heartbeat and settler."""
 
-    def __init__(self, event: dict, context: Any, settings: LeaseSettings, sqs: Any, queue_url: str | None) -> None:
+    def __init__(
+        self, event: dict[str, Any], context: Any, settings: LeaseSettings, sqs: Any, queue_url: str | None
+    ) -> None:
         records = event.get("Records", [])
         self.queue_url = queue_url or queue_url_from_arn(records[0]["eventSourceARN"])
         self.settings = settings
         self.context = context
+        self.fatal: FatalSqsError | None = None
         self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
         # Lambda's poller received the batch before invoking us, up to a batching window earlier.
         received_at = time.monotonic() - settings.max_batching_window
@@ -50,13 +72,22 @@ class _EventLeases:
             r["messageId"]: self.scheduler.add(r["receiptHandle"], received_at, settings.visibility_timeout)
             for r in records
         }
-        self.heartbeat = Heartbeat(sqs, self.queue_url, self.scheduler, settings)
-        self.settler = Settler(sqs, self.queue_url, self.scheduler)
+        self.heartbeat = Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
+        self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
         remaining_s = remaining_seconds(context)
         if settings.heartbeat and (
             remaining_s is None or remaining_s > settings.visibility_timeout - settings.extension_threshold
         ):
             self.heartbeat.start()
+
+    def _on_fatal(self, error: FatalSqsError) -> None:
+        if self.fatal is None:
+            self.fatal = error
+            logger.critical("fatal: %s (queue %s)", error, self.queue_url)
+
+    def raise_if_fatal(self) -> None:
+        if self.fatal is not None:
+            raise self.fatal
 
     def out_of_time(self) -> bool:
         remaining_s = remaining_seconds(self.context)
@@ -73,20 +104,28 @@ def remaining_seconds(context: Any) -> float | None:
 
 
 def process_event(
-    event: dict,
+    event: dict[str, Any],
     context: Any,
     handler: Handler,
     settings: LeaseSettings | None = None,
     sqs: Any = None,
     queue_url: str | None = None,
     emf: EmfLogger | None = None,
-) -> dict:
-    """Run ``handler(body, message)`` on each record; return the partial batch response."""
+    *,
+    skip_group_on_error: bool = False,
+    raise_on_entire_batch_failure: bool = True,
+) -> dict[str, Any]:
+    """Run ``handler(body, message)`` on each record; return the partial batch response.
+
+    :param sqs: client for extensions, releases and DLQ sends. Default: one per process (see module doc).
+    :param skip_group_on_error: FIFO only: after a failure stop only that record's group, not the batch.
+    :param raise_on_entire_batch_failure: raise :class:`BatchFailedError` when every record failed.
+    """
     records = event.get("Records", [])
     if not records:
         return {"batchItemFailures": []}
     settings = settings or LeaseSettings.from_env()
-    sqs = sqs or _default_client()
+    sqs = sqs or default_client(settings)
     held = _EventLeases(event, context, settings, sqs, queue_url)
     processor = MessageProcessor(
         handler,
@@ -97,22 +136,46 @@ def process_event(
         queue_name=held.queue_url.rsplit("/", 1)[-1],
         delete_on_success=False,
     )
+    fifo = held.queue_url.endswith(".fifo")
     failures: list[dict[str, str]] = []
+    skipped: list[
+        dict[str, Any]
+    ] = []  # FIFO records not run because an earlier record of their group (or batch) failed
+    failed_groups: set[str | None] = set()
+    batch_stopped = False
     try:
         for index, record in enumerate(records):
+            held.raise_if_fatal()
+            group = record.get("attributes", {}).get("MessageGroupId")
+            if batch_stopped or (fifo and group in failed_groups):
+                skipped.append(record)
+                continue
             if held.out_of_time():
                 unstarted = records[index:]
                 logger.warning(
                     "less than %.0f s left: releasing %d unstarted records", settings.deadline_margin, len(unstarted)
                 )
-                held.settler.release_all([held.leases[r["messageId"]] for r in unstarted])
-                failures.extend({"itemIdentifier": r["messageId"]} for r in unstarted)
+                skipped += unstarted
                 break
             message = Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
             if processor.process(message).retry:
                 failures.append({"itemIdentifier": record["messageId"]})
+                if fifo:
+                    failed_groups.add(group)
+                    batch_stopped = not skip_group_on_error
+        if skipped:
+            if fifo and failed_groups:
+                logger.warning("FIFO: %d records after a failure in their group released unprocessed", len(skipped))
+            held.settler.release_all([held.leases[r["messageId"]] for r in skipped])
+            failures += [{"itemIdentifier": r["messageId"]} for r in skipped]
     finally:
-        held.close()
+        held.close()  # waits (bounded) for the releases and backoffs to be confirmed
+    held.raise_if_fatal()
+    if fifo:  # Lambda retries in order only if failures are reported in record order
+        position = {r["messageId"]: i for i, r in enumerate(records)}
+        failures.sort(key=lambda f: position[f["itemIdentifier"]])
+    if raise_on_entire_batch_failure and len(failures) == len(records):
+        raise BatchFailedError(failures)
     return {"batchItemFailures": failures}
 
 
@@ -122,13 +185,27 @@ def sqs_batch_handler(
     settings: LeaseSettings | None = None,
     sqs: Any = None,
     queue_url: str | None = None,
+    skip_group_on_error: bool = False,
+    raise_on_entire_batch_failure: bool = True,
 ) -> Any:
-    """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``."""
+    """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
+
+    Keyword arguments as :func:`process_event`.
+    """
 
     def wrap(func: Handler) -> LambdaHandler:
         @functools.wraps(func)
-        def lambda_handler(event: dict, context: Any) -> dict:
-            return process_event(event, context, func, settings, sqs, queue_url)
+        def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            return process_event(
+                event,
+                context,
+                func,
+                settings,
+                sqs,
+                queue_url,
+                skip_group_on_error=skip_group_on_error,
+                raise_on_entire_batch_failure=raise_on_entire_batch_failure,
+            )
 
         return lambda_handler
 
@@ -137,7 +214,11 @@ def sqs_batch_handler(
 
 @contextlib.contextmanager
 def leases_held(
-    event: dict, context: Any, settings: LeaseSettings | None = None, sqs: Any = None, queue_url: str | None = None
+    event: dict[str, Any],
+    context: Any,
+    settings: LeaseSettings | None = None,
+    sqs: Any = None,
+    queue_url: str | None = None,
 ) -> Iterator[None]:
     """Extend the leases of every record of ``event`` while the block runs (e.g. Powertools' processing).
 
@@ -147,14 +228,28 @@ def leases_held(
     if not event.get("Records"):
         yield
         return
-    held = _EventLeases(event, context, settings or LeaseSettings.from_env(), sqs or _default_client(), queue_url)
+    settings = settings or LeaseSettings.from_env()
+    held = _EventLeases(event, context, settings, sqs or default_client(settings), queue_url)
     try:
         yield
     finally:
         held.close()
+    held.raise_if_fatal()
 
 
-def _default_client() -> Any:
-    import boto3
+_client: Any = None
+_client_lock = threading.Lock()
 
-    return boto3.client("sqs")
+
+def default_client(settings: LeaseSettings) -> Any:
+    """The process's SQS lease client, created on first use (request timeouts from the first ``settings``).
+
+    Lambda reuses the process across invocations: one client means one connection pool and one TLS handshake.
+    """
+    global _client
+    with _client_lock:
+        if _client is None:
+            from sqslease.clients import lease_client
+
+            _client = lease_client(settings)
+        return _client

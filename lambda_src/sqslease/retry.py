@@ -1,4 +1,4 @@
-"""Retry rules: backoff delays and how SQS error codes are classified. Pure functions."""
+"""Retry rules: backoff delays and how SQS errors are classified. Pure functions."""
 
 from __future__ import annotations
 
@@ -8,11 +8,49 @@ from enum import StrEnum
 from sqslease.rules import SQS_MAX_VISIBILITY_TIMEOUT_S
 
 THROTTLING_CODES = frozenset(
-    {"RequestThrottled", "ThrottlingException", "Throttling", "OverLimit", "KmsThrottled", "RequestLimitExceeded"}
+    {
+        "RequestThrottled",
+        "ThrottlingException",
+        "Throttling",
+        "OverLimit",
+        "KmsThrottled",
+        "KMS.ThrottlingException",
+        "RequestLimitExceeded",
+        "SlowDown",
+    }
 )
 TRANSIENT_CODES = frozenset({"InternalError", "InternalFailure", "ServiceUnavailable", "503", "500"})
 INVALID_HANDLE_CODES = frozenset(
     {"ReceiptHandleIsInvalid", "InvalidReceiptHandle", "MessageNotInflight", "InvalidParameterValue.ReceiptHandle"}
+)
+#: Errors no retry can fix: the role, the queue or its KMS key is wrong. SQS's JSON protocol sends the
+#: query-compatible code (``Code``, e.g. ``AWS.SimpleQueueService.NonExistentQueue``) and the modelled one
+#: (``QueryErrorCode``, e.g. ``QueueDoesNotExist``); both spellings are here.
+FATAL_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "QueueDoesNotExist",
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "NonExistentQueue",
+        "KmsAccessDenied",
+        "KmsDisabled",
+        "KmsInvalidKeyUsage",
+        "KmsInvalidState",
+        "KmsNotFound",
+        "KmsOptInRequired",
+        "KMS.AccessDeniedException",
+        "KMS.DisabledException",
+        "KMS.InvalidKeyUsageException",
+        "KMS.KMSInvalidStateException",
+        "KMS.NotFoundException",
+        "KMS.OptInRequired",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "InvalidSecurity",
+        "NoCredentialsError",
+        "UnsupportedOperation",
+    }
 )
 
 
@@ -22,10 +60,22 @@ class EntryOutcome(StrEnum):
     LOST = "lost"  # the receipt handle is no longer valid
     LIMIT = "limit"  # the 12 h total visibility limit: stop extending
     RETRY = "retry"  # throttling or a transient fault: retry within the lease's slack
+    FATAL = "fatal"  # permissions, a missing queue, an unusable KMS key: stop the consumer
+
+
+class FatalSqsError(RuntimeError):
+    """An SQS error that retrying cannot fix (see :data:`FATAL_CODES`). The consumer must stop."""
+
+    def __init__(self, operation: str, code: str, message: str) -> None:
+        super().__init__(f"{operation} failed with {code}: {message}")
+        self.operation = operation
+        self.code = code
 
 
 def classify_error(code: str, message: str = "") -> EntryOutcome:
     """Classify an SQS error code/message from a batch entry or a whole request."""
+    if code in FATAL_CODES:
+        return EntryOutcome.FATAL
     text = f"{code} {message}".lower()
     if code in INVALID_HANDLE_CODES or ("receipt handle" in text and ("invalid" in text or "expired" in text)):
         return EntryOutcome.LOST
@@ -37,21 +87,68 @@ def classify_error(code: str, message: str = "") -> EntryOutcome:
 
 
 def error_code(error: BaseException) -> tuple[str, str]:
-    """``(code, message)`` of a botocore ``ClientError``; the exception's type and text for anything else."""
+    """``(code, message)`` of a botocore ``ClientError``; the exception's type and text for anything else.
+
+    For SQS's JSON protocol the code is the modelled one (``QueueDoesNotExist``, ``RequestThrottled``) when
+    the response carried it (``QueryErrorCode``), else the wire code.
+    """
     response = getattr(error, "response", None)
     if isinstance(response, dict):
         err = response.get("Error", {})
-        return str(err.get("Code", "")), str(err.get("Message", ""))
+        code = str(err.get("QueryErrorCode") or err.get("Code", ""))
+        return code, str(err.get("Message", ""))
     return type(error).__name__, str(error)
+
+
+def classify_exception(error: BaseException) -> tuple[EntryOutcome, str, str]:
+    """``(outcome, code, message)`` for an exception raised by a whole SQS request.
+
+    Connection errors and read timeouts are RETRY: the request may or may not have been applied.
+    """
+    code, message = error_code(error)
+    response = getattr(error, "response", None)
+    wire_code = str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+    outcome = classify_error(code, message)
+    if outcome is not EntryOutcome.FATAL and wire_code in FATAL_CODES:
+        outcome = EntryOutcome.FATAL
+    return outcome, code, message
+
+
+def is_throttling(code: str) -> bool:
+    return code in THROTTLING_CODES or "throttl" in code.lower()
 
 
 def backoff_delay(receive_count: int, base: float = 2, cap: float = 900, rng: random.Random | None = None) -> int:
     """Visibility timeout (whole seconds) before a failed message is retried.
 
-    Exponential in the receive count with "full jitter" (uniform between half and all of
+    Exponential in the receive count with "equal jitter" (uniform between half and all of
     ``base x 2^(receive_count - 1)``), capped at ``cap`` and at the 12 h SQS limit; at least 1 s.
     """
-    rng = rng or random
+    uniform = (rng or random).uniform
     exponent = min(max(receive_count - 1, 0), 32)
     ceiling = min(base * 2**exponent, cap, SQS_MAX_VISIBILITY_TIMEOUT_S)
-    return max(1, int(rng.uniform(ceiling / 2, ceiling)))
+    return max(1, int(uniform(ceiling / 2, ceiling)))
+
+
+def extension_retry_delay(
+    attempt: int,
+    throttled: bool,
+    interval: float,
+    slack: float,
+    request_timeout: float,
+    rng: random.Random | None = None,
+) -> float:
+    """Seconds before retrying a failed extension, in seconds. ``attempt`` counts from 1.
+
+    Throttled: at least one heartbeat ``interval``, doubling per attempt (``interval x 2^(attempt-1)`` times
+    uniform(1, 1.25): jitter only ever slows down). Other faults: 0.05 s doubling, up to ``interval``.
+    Either way never beyond half of what is left once a request of ``request_timeout`` fits before the
+    lease runs out (``slack`` seconds away), so retries get denser, not sparser, as a lease nears expiry; but a
+    throttled retry never comes sooner than ``interval`` unless less than two intervals of slack remain.
+    """
+    uniform = (rng or random).uniform
+    exponent = min(attempt - 1, 16)
+    base = interval * 2**exponent if throttled else min(interval, 0.05 * 2**exponent)
+    delay: float = base * uniform(1.0, 1.25)
+    floor = min(interval, slack / 2) if throttled else 0.01
+    return min(max(floor, 0.01, min(delay, (slack - request_timeout) / 2)), slack / 2)

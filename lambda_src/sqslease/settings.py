@@ -1,14 +1,16 @@
 """Lease and failure-handling settings, with the defaults of the seeds' message-processing framework.
 
-Every field can come from an environment variable (``SQSLEASE_<FIELD>``, upper case), which is how the
-``jobqueues`` constructs hand a consumer the same numbers its queue was declared with.
+Every field can come from an environment variable (``SQSLEASE_<FIELD>``, upper case) or a command-line option
+(``--<field>`` in kebab case; the command line wins), which is how the ``jobqueues`` constructs hand a consumer
+the same numbers its queue was declared with. Both are derived from the dataclass fields: one source.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
@@ -44,6 +46,13 @@ class LeaseSettings:
     :param pull_forward: a tick may also extend leases due within ``extension_threshold + pull_forward``
         to fill a batch of 10 it is sending anyway. Default 10.
     :param max_requests_in_flight: concurrent ChangeMessageVisibilityBatch requests. Default 4.
+    :param request_timeout: connect and read timeout of each lease request (extend, delete, release), in
+        seconds; a timed-out request is retried within the leases' slack. Default ``None``: half the
+        extension threshold, at most 2 s.
+    :param receive_visibility_timeout: the lease asked for on ReceiveMessage; the heartbeat lengthens it to
+        ``visibility_timeout`` only for messages still held. It bounds how long a long poll abandoned at
+        shutdown can hide a message. Default ``None``: ``extension_threshold + 5``, at most
+        ``visibility_timeout`` (``visibility_timeout`` when the heartbeat is off).
     :param failure_policy: see :class:`FailurePolicy`. Default ``backoff``.
     :param backoff_base: first backoff delay. Default 2.
     :param backoff_max: backoff delay cap (SQS caps any visibility timeout at 12 h). Default 900.
@@ -60,6 +69,8 @@ class LeaseSettings:
     :param max_batching_window: Lambda only: the event source's batching window; leases are assumed to have
         started that much before the invocation (conservative). Default 0.
     :param job_type: name in log lines and metrics. Default ``"default"``.
+    :param task_protection_minutes: ECS only: while the worker holds leases it keeps ECS task scale-in
+        protection on for this many minutes (1-2880), renewed at half time. Default 60.
     """
 
     visibility_timeout: float = 30
@@ -69,6 +80,8 @@ class LeaseSettings:
     max_total_lease: float = SQS_MAX_VISIBILITY_TIMEOUT_S - 60
     pull_forward: float = 10
     max_requests_in_flight: int = 4
+    request_timeout: float | None = None
+    receive_visibility_timeout: float | None = None
     failure_policy: FailurePolicy = FailurePolicy.BACKOFF
     backoff_base: float = 2
     backoff_max: float = 900
@@ -82,6 +95,7 @@ class LeaseSettings:
     deadline_margin: float = 5
     max_batching_window: float = 0
     job_type: str = "default"
+    task_protection_minutes: int = 60
 
     def __post_init__(self) -> None:
         problems = lease_timing_problems(
@@ -95,8 +109,34 @@ class LeaseSettings:
             problems.append("backoff_base must be positive and backoff_max at least backoff_base")
         if not 0 <= self.wait_time <= 20:
             problems.append(f"wait_time must be 0-20 s, got {self.wait_time}")
+        if self.request_timeout is not None and self.request_timeout <= 0:
+            problems.append(f"request_timeout must be positive, got {self.request_timeout}")
+        if self.receive_visibility_timeout is not None and not (
+            1 <= self.receive_visibility_timeout <= self.visibility_timeout
+        ):
+            problems.append(
+                f"receive_visibility_timeout must be 1 s to visibility_timeout, got {self.receive_visibility_timeout}"
+            )
+        if not 1 <= self.task_protection_minutes <= 2880:
+            problems.append(f"task_protection_minutes must be 1-2880, got {self.task_protection_minutes}")
         if problems:
             raise ValueError("invalid sqslease settings: " + "; ".join(problems))
+
+    @property
+    def lease_request_timeout(self) -> float:
+        """Connect and read timeout of lease requests, in seconds (see ``request_timeout``)."""
+        if self.request_timeout is not None:
+            return self.request_timeout
+        return min(2.0, self.extension_threshold / 2)
+
+    @property
+    def first_lease(self) -> float:
+        """Visibility timeout asked for on ReceiveMessage, in seconds (see ``receive_visibility_timeout``)."""
+        if self.receive_visibility_timeout is not None:
+            return self.receive_visibility_timeout
+        if not self.heartbeat:
+            return self.visibility_timeout
+        return min(self.visibility_timeout, self.extension_threshold + 5)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> LeaseSettings:
@@ -113,7 +153,49 @@ class LeaseSettings:
 
     def to_env(self) -> dict[str, str]:
         """The inverse of :meth:`from_env`: variables a construct sets on a consumer."""
-        env = {}
+        return {ENV_PREFIX + name.upper(): value for name, value in self._as_strings().items()}
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """One ``--kebab-case`` option per field (strings, parsed like the environment variables)."""
+        group = parser.add_argument_group("lease settings (each also read from SQSLEASE_<NAME>)")
+        for f in dataclasses.fields(cls):
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if isinstance(default, Enum):
+                default = default.value
+            group.add_argument(
+                "--" + f.name.replace("_", "-"),
+                dest=f.name,
+                default=None,
+                metavar=_kind(f.type).upper().split()[0],
+                help=f"env {ENV_PREFIX}{f.name.upper()}; default {default!r}",
+            )
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace | Sequence[str], environ: Mapping[str, str] | None = None
+    ) -> LeaseSettings:
+        """Settings from parsed options (or an argument list) over ``SQSLEASE_*`` variables: options win."""
+        if not isinstance(args, argparse.Namespace):
+            parser = argparse.ArgumentParser(add_help=False)
+            cls.add_arguments(parser)
+            args = parser.parse_args(list(args))
+        overrides = {}
+        for f in dataclasses.fields(cls):
+            raw = getattr(args, f.name, None)
+            if raw is not None:
+                overrides[f.name] = _parse(f.name, f.type, raw, source="--" + f.name.replace("_", "-"))
+        return cls.from_env(environ, **overrides)
+
+    def to_args(self) -> list[str]:
+        """The inverse of :meth:`from_args`: the command-line options a construct gives a worker container."""
+        args = []
+        for name, value in self._as_strings().items():
+            args += ["--" + name.replace("_", "-"), value]
+        return args
+
+    def _as_strings(self) -> dict[str, str]:
+        values = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value is None:
@@ -124,12 +206,16 @@ class LeaseSettings:
                 value = value.value
             elif isinstance(value, bool):
                 value = "true" if value else "false"
-            env[ENV_PREFIX + f.name.upper()] = str(value)
-        return env
+            values[f.name] = str(value)
+        return values
 
 
-def _parse(name: str, annotation: object, raw: str) -> object:
-    kind = str(annotation)
+def _kind(annotation: object) -> str:
+    return str(annotation).removesuffix(" | None")
+
+
+def _parse(name: str, annotation: object, raw: str, source: str | None = None) -> object:
+    kind = _kind(annotation)
     try:
         if kind == "bool":
             if raw.lower() not in {"true", "false", "1", "0", "yes", "no"}:
@@ -145,4 +231,5 @@ def _parse(name: str, annotation: object, raw: str) -> object:
             return tuple(part.strip() for part in raw.split(",") if part.strip())
         return raw
     except ValueError as error:
-        raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}") from error
+        where = source or ENV_PREFIX + name.upper()
+        raise ValueError(f"{where}={raw!r} is not a valid {kind}") from error

@@ -1,14 +1,24 @@
-"""Ending leases: batched deletes and visibility changes (release, backoff), and dead-lettering.
+"""Ending leases: batched deletes and visibility changes (release, backoff).
 
-Every settle first takes the lease out of the heartbeat's hands (``LeaseScheduler.begin_settle``), so
-no extension can land after it. Failures are logged and never lose a message: if a delete or release
-cannot be done, the message reappears when its lease runs out.
+A lease is held until SQS confirms its delete or release:
+
+- A delete leaves the lease with the heartbeat, which keeps extending it while the delete is queued, in flight
+  or being retried. A failed delete is retried (backoff 0.05 s doubling, at most 1 s) as long as the lease is
+  held; only a lost lease or the end of :meth:`Settler.close`'s time gives it up (logged: the message will be
+  delivered again).
+- A visibility change first takes the lease from the heartbeat (no late extension can overwrite a release or a
+  backoff delay). If an extension is in flight it waits for it on the sender thread, never in a handler.
+  Until the change is confirmed the lease keeps its last deadline; if that passes, the message is visible
+  anyway, which is what a release wants.
+
+Nothing here waits without a bound: requests have timeouts (the lease client), and :meth:`Settler.close` has one.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -16,13 +26,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from sqslease.retry import EntryOutcome, classify_error, error_code
+from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
 
 logger = logging.getLogger("sqslease")
 
-MAX_ATTEMPTS = 3
+RETRY_BASE_S = 0.05
+RETRY_MAX_S = 1.0
+POLL_S = 0.01  # how often a change waiting for an extension in flight looks again
 
 
 @dataclass
@@ -32,154 +44,276 @@ class _Item:
     final_state: LeaseState
     future: Future[bool]
     attempts: int = 0
+    not_before: float = 0.0
+
+
+_CLOSE: Any = object()
 
 
 class Settler:
     """Batches settles per operation: up to 10 entries a request, waiting at most ``linger`` seconds to fill.
 
-    :param sqs: a boto3 SQS client.
+    :param sqs: a boto3 SQS client (the lease client: short timeouts, no botocore retries).
     :param queue_url: the source queue.
     :param scheduler: the lease table.
     :param linger: seconds to wait for more entries before sending a partial batch. Default 0.02.
+    :param on_fatal: called with a :class:`FatalSqsError` (access denied, missing queue, KMS). Default: log it.
+    :param clock: monotonic clock in seconds.
     """
 
-    def __init__(self, sqs: Any, queue_url: str, scheduler: LeaseScheduler, linger: float = 0.02) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        scheduler: LeaseScheduler,
+        linger: float = 0.02,
+        on_fatal: Callable[[FatalSqsError], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
         self.scheduler = scheduler
         self.linger = linger
-        self._deletes: queue.Queue[_Item | None] = queue.Queue()
-        self._changes: queue.Queue[_Item | None] = queue.Queue()
+        self.on_fatal = on_fatal
+        self.clock = clock
+        self._close_by: float | None = None
+        self._deletes: queue.Queue[_Item] = queue.Queue()
+        self._changes: queue.Queue[_Item] = queue.Queue()
         self._threads = [
-            threading.Thread(target=self._drain, args=(self._deletes, self._send_deletes), daemon=True),
-            threading.Thread(target=self._drain, args=(self._changes, self._send_changes), daemon=True),
+            threading.Thread(
+                target=self._loop, args=(self._deletes, "DeleteMessageBatch"), name="sqslease-delete", daemon=True
+            ),
+            threading.Thread(
+                target=self._loop,
+                args=(self._changes, "ChangeMessageVisibilityBatch"),
+                name="sqslease-release",
+                daemon=True,
+            ),
         ]
         for thread in self._threads:
             thread.start()
 
     # -- public operations ------------------------------------------------------------------------
     def delete(self, lease: Lease) -> Future[bool]:
-        """Delete the message (handler succeeded). Resolves to True once deleted."""
-        return self._submit(self._deletes, lease, None, LeaseState.DELETED)
+        """Delete the message (handler succeeded). Resolves to True once SQS confirmed the delete."""
+        future: Future[bool] = Future()
+        if not self.scheduler.begin_delete(lease):
+            self._refused(lease, future)
+            return future
+        self._deletes.put(_Item(lease, None, LeaseState.DELETED, future))
+        return future
 
     def change_visibility(self, lease: Lease, seconds: int) -> Future[bool]:
         """End the lease by setting the message's visibility timeout: 0 releases it now, more backs off."""
-        return self._submit(self._changes, lease, int(seconds), LeaseState.RELEASED)
+        future: Future[bool] = Future()
+        if not self.scheduler.begin_change(lease):
+            self._refused(lease, future)
+            return future
+        self._changes.put(_Item(lease, int(seconds), LeaseState.RELEASED, future))
+        return future
 
     def release_all(self, leases: list[Lease], timeout: float = 30) -> list[bool]:
-        """Release many leases now (shutdown, deadline guard), batched; return once SQS has answered."""
+        """Release many leases now (shutdown, deadline guard), batched; return once SQS answered or ``timeout``."""
         futures = [self.change_visibility(lease, 0) for lease in leases]
-        return [future.result(timeout=timeout) for future in futures]
+        deadline = time.monotonic() + timeout
+        results = []
+        for future in futures:
+            try:
+                results.append(future.result(timeout=max(0.0, deadline - time.monotonic())))
+            except TimeoutError:
+                results.append(False)
+        return results
 
     def stop_tracking(self, lease: Lease) -> bool:
         """Lapse: stop extending and let the current lease run out. No API call."""
-        if not self.scheduler.begin_settle(lease):
+        if not self.scheduler.begin_change(lease):
             return False
-        self.scheduler.finish(lease, LeaseState.RELEASED)
+        self.scheduler.finish(lease, LeaseState.RELEASED)  # an extension in flight may still land: harmless
         return True
 
-    def close(self) -> None:
-        """Send what is queued, then stop the sender threads."""
-        self._deletes.put(None)
-        self._changes.put(None)
+    def close(self, timeout: float = 30) -> None:
+        """Send what is queued (retrying failures) for at most ``timeout`` seconds, then stop the sender threads."""
+        self._close_by = self.clock() + timeout
+        self._deletes.put(_CLOSE)
+        self._changes.put(_CLOSE)
         for thread in self._threads:
             thread.join()
 
-    # -- batching ---------------------------------------------------------------------------------
-    def _submit(self, q: queue.Queue[_Item | None], lease: Lease, vt: int | None, final: LeaseState) -> Future[bool]:
-        future: Future[bool] = Future()
-        if not self.scheduler.begin_settle(lease):
-            if lease.lost:
-                logger.warning("lease %s was lost before it could be settled", lease.receipt_handle[:16])
-            future.set_result(False)
-            return future
-        q.put(_Item(lease, vt, final, future))
-        return future
+    def _refused(self, lease: Lease, future: Future[bool]) -> None:
+        if lease.lost:
+            logger.warning("lease %s was lost before it could be settled", lease.receipt_handle[:16])
+        future.set_result(False)
 
-    def _drain(self, q: queue.Queue[_Item | None], send: Callable[[list[_Item]], None]) -> None:
+    # -- the sender loop --------------------------------------------------------------------------
+    def _loop(self, q: queue.Queue[_Item], operation: str) -> None:
+        backlog: list[_Item] = []  # waiting for an extension in flight, or for a retry backoff
         closing = False
-        while not closing:
-            first = q.get()
-            if first is None:
-                break
-            batch = [first]
-            deadline = time.monotonic() + self.linger
-            while len(batch) < SQS_MAX_BATCH_ENTRIES:
-                try:
-                    item = q.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    closing = True
-                    break
-                batch.append(item)
-            self._send_with_retries(batch, send)
-        # drain anything left after the close marker
-        rest = []
-        while not q.empty():
-            item = q.get_nowait()
-            if item is not None:
-                rest.append(item)
-        for start in range(0, len(rest), SQS_MAX_BATCH_ENTRIES):
-            self._send_with_retries(rest[start : start + SQS_MAX_BATCH_ENTRIES], send)
+        while True:
+            # Block for new work when idle; with a backlog, look again every POLL_S (backoffs, extensions in flight).
+            wait = POLL_S if backlog else (0 if closing else None)
+            closing = self._collect(q, backlog, wait) or closing
+            now = self.clock()
+            sendable: list[_Item] = []
+            waiting: list[_Item] = []
+            for item in backlog:
+                ready = self._ready(item, operation)
+                if ready is False:
+                    continue
+                (sendable if ready and item.not_before <= now else waiting).append(item)
+            backlog = waiting
+            for start in range(0, len(sendable), SQS_MAX_BATCH_ENTRIES):
+                backlog += self._send(sendable[start : start + SQS_MAX_BATCH_ENTRIES], operation)
+            if closing and not backlog and q.empty():
+                return
+            if closing and self._close_by is not None and self.clock() >= self._close_by:
+                self._give_up(backlog + self._take_rest(q), operation)
+                return
 
-    def _send_with_retries(self, batch: list[_Item], send: Callable[[list[_Item]], None]) -> None:
-        pending = batch
-        while pending:
-            for item in pending:
-                item.attempts += 1
-            send(pending)
-            pending = [item for item in pending if not item.future.done()]
-            if pending:
-                time.sleep(0.1 * 2 ** pending[0].attempts)
-
-    def _send_deletes(self, batch: list[_Item]) -> None:
-        entries = [{"Id": str(i), "ReceiptHandle": item.lease.receipt_handle} for i, item in enumerate(batch)]
-        self._send(
-            batch, "DeleteMessageBatch", lambda: self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
-        )
-
-    def _send_changes(self, batch: list[_Item]) -> None:
-        entries = [
-            {"Id": str(i), "ReceiptHandle": item.lease.receipt_handle, "VisibilityTimeout": item.visibility_timeout}
-            for i, item in enumerate(batch)
-        ]
-        self._send(
-            batch,
-            "ChangeMessageVisibilityBatch",
-            lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries),
-        )
-
-    def _send(self, batch: list[_Item], operation: str, call: Callable[[], dict]) -> None:
+    def _collect(self, q: queue.Queue[_Item], backlog: list[_Item], wait: float | None) -> bool:
+        """Move queued items into ``backlog``: block up to ``wait`` for the first, ``linger`` to fill a batch.
+        Returns True when the close marker was seen."""
         try:
-            response = call()
+            first = q.get(timeout=wait) if wait != 0 else q.get_nowait()
+        except queue.Empty:
+            return False
+        if first is _CLOSE:
+            return True
+        backlog.append(first)
+        deadline = self.clock() + self.linger
+        added = 1
+        while added < SQS_MAX_BATCH_ENTRIES:
+            try:
+                item = q.get(timeout=max(0.0, deadline - self.clock()))
+            except queue.Empty:
+                return False
+            if item is _CLOSE:
+                return True
+            backlog.append(item)
+            added += 1
+        return False
+
+    def _take_rest(self, q: queue.Queue[_Item]) -> list[_Item]:
+        rest: list[_Item] = []
+        while True:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                return rest
+            if item is not _CLOSE:
+                rest.append(item)
+
+    def _ready(self, item: _Item, operation: str) -> bool | None:
+        """True: send now (or after its backoff); None: an extension is still in flight; False: dropped."""
+        lease = item.lease
+        if item.future.done():
+            return False
+        if item.visibility_timeout is None:  # delete: the heartbeat holds the lease meanwhile
+            if lease.lost:
+                # SQS also rejects the handle once an earlier, timed-out attempt of this delete has landed.
+                logger.warning(
+                    "delete of %s unconfirmed and its receipt handle now rejected: deleted by an attempt that timed "
+                    "out, or the message will be delivered again",
+                    lease.receipt_handle[:16],
+                )
+                item.future.set_result(False)
+                return False
+            return True
+        ready = self.scheduler.change_ready(lease)
+        if ready is False:
+            logger.warning("lease %s was lost before its visibility change", lease.receipt_handle[:16])
+            item.future.set_result(False)
+        return ready
+
+    def _send(self, batch: list[_Item], operation: str) -> list[_Item]:
+        """Send one batch; return the items to retry (with their backoff set)."""
+        for item in batch:
+            item.attempts += 1
+        try:
+            entries: list[dict[str, object]]
+            if operation == "DeleteMessageBatch":
+                entries = [{"Id": str(i), "ReceiptHandle": item.lease.receipt_handle} for i, item in enumerate(batch)]
+                response = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            else:
+                entries = [
+                    {
+                        "Id": str(i),
+                        "ReceiptHandle": item.lease.receipt_handle,
+                        "VisibilityTimeout": item.visibility_timeout,
+                    }
+                    for i, item in enumerate(batch)
+                ]
+                response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
         except Exception as error:
-            code, message = error_code(error)
-            for item in batch:
-                self._failed(item, operation, classify_error(code, message), f"{code}: {message}")
-            return
+            outcome, code, message = classify_exception(error)
+            return [item for item in batch if self._failed(item, operation, outcome, code, message)]
+        retry = []
+        answered: set[int] = set()
         for success in response.get("Successful", []):
-            item = batch[int(success["Id"])]
+            index = int(success["Id"])
+            answered.add(index)
+            item = batch[index]
             self.scheduler.finish(item.lease, item.final_state)
             item.future.set_result(True)
         for failure in response.get("Failed", []):
-            item = batch[int(failure["Id"])]
-            outcome = classify_error(failure.get("Code", ""), failure.get("Message", ""))
-            self._failed(item, operation, outcome, f"{failure.get('Code')}: {failure.get('Message')}")
+            index = int(failure["Id"])
+            answered.add(index)
+            item = batch[index]
+            code, message = failure.get("Code", ""), failure.get("Message", "")
+            if self._failed(item, operation, classify_error(code, message), code, message):
+                retry.append(item)
+        for index, item in enumerate(batch):
+            if index not in answered and self._failed(item, operation, EntryOutcome.RETRY, "missing", "no answer"):
+                retry.append(item)
+        return retry
 
-    def _failed(self, item: _Item, operation: str, outcome: EntryOutcome, reason: str) -> None:
-        if outcome is EntryOutcome.LOST:
-            logger.warning("%s of %s: lease lost (%s)", operation, item.lease.receipt_handle[:16], reason)
-            self.scheduler.lost(item.lease)
+    def _failed(self, item: _Item, operation: str, outcome: EntryOutcome, code: str, message: str) -> bool:
+        """Handle one failed entry; True if it should be retried."""
+        lease = item.lease
+        if outcome is EntryOutcome.FATAL:
             item.future.set_result(False)
-        elif item.attempts >= MAX_ATTEMPTS:
+            error = FatalSqsError(operation, code, message)
+            if self.on_fatal is not None:
+                self.on_fatal(error)
+            else:
+                logger.critical("%s", error)
+            return False
+        if outcome is EntryOutcome.LOST:
+            logger.warning("%s of %s: lease lost (%s: %s)", operation, lease.receipt_handle[:16], code, message)
+            self.scheduler.lost(lease)
+            item.future.set_result(False)
+            return False
+        if item.visibility_timeout is not None and self.clock() >= lease.deadline:
+            # The change never landed, but the lease ran out: the message is visible now anyway.
+            logger.warning(
+                "%s of %s failed until its lease ran out (%s); the message is visible again",
+                operation,
+                lease.receipt_handle[:16],
+                code,
+            )
+            self.scheduler.abort_settle(lease)
+            item.future.set_result(False)
+            return False
+        delay = min(RETRY_MAX_S, RETRY_BASE_S * 2 ** (item.attempts - 1)) * random.uniform(1.0, 1.25)
+        item.not_before = self.clock() + delay
+        log = logger.warning if item.attempts % 5 == 0 else logger.info
+        log(
+            "%s of %s failed (%s: %s), attempt %d; retrying",
+            operation,
+            lease.receipt_handle[:16],
+            code,
+            message,
+            item.attempts,
+        )
+        return True
+
+    def _give_up(self, items: list[_Item], operation: str) -> None:
+        for item in items:
+            if item.future.done():
+                continue
             logger.error(
-                "%s of %s failed %d times (%s); the message reappears when its lease runs out",
+                "%s of %s not confirmed before shutdown; the message will be delivered again when its lease ends",
                 operation,
                 item.lease.receipt_handle[:16],
-                item.attempts,
-                reason,
             )
             self.scheduler.abort_settle(item.lease)
             item.future.set_result(False)
-        # else: left pending; _send_with_retries sends it again after a backoff

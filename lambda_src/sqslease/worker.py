@@ -1,14 +1,21 @@
 """Long-polling consumer for ECS/Fargate and any long-running worker.
 
     python -m sqslease.worker --queue-url URL --handler package.module:function [--concurrency N]
+        [--visibility-timeout S --extension-threshold S ... any LeaseSettings field as --kebab-case]
 
 Environment equivalents: ``SQSLEASE_QUEUE_URL``, ``SQSLEASE_HANDLER``, ``SQSLEASE_CONCURRENCY``, plus every
-``SQSLEASE_*`` lease setting (see :class:`sqslease.settings.LeaseSettings`). EMF lines go to stdout, logs
-to stderr.
+``SQSLEASE_*`` lease setting (see :class:`sqslease.settings.LeaseSettings`); the command line wins. EMF lines go
+to stdout, logs to stderr. With ``ECS_AGENT_URI`` set (ECS does), the task is protected from scale-in while it
+holds leases.
 
 Shutdown (SIGTERM/SIGINT): stop receiving at once, release messages not yet started (visibility 0,
 batched), keep extending running handlers until they finish or ``shutdown_grace`` ends, then release the
-rest. No message stays invisible for a full lease after a shutdown.
+rest; deletes and releases are confirmed (or retried) before the heartbeat stops. A long poll in flight is
+abandoned, so an idle worker exits at once; a message it might still receive is hidden for at most
+``receive_visibility_timeout``.
+
+Exit status: 0 after a shutdown, 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
+logged on one line, so that ECS restarts the task and alarms fire.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import queue
 import random
 import signal
 import sys
@@ -26,30 +32,37 @@ from collections.abc import Callable
 from typing import Any
 
 from sqslease.emf import EmfLogger
+from sqslease.fifo import ReadyQueue
 from sqslease.heartbeat import Heartbeat
 from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor, import_object
-from sqslease.retry import THROTTLING_CODES, error_code
-from sqslease.scheduler import LeaseScheduler
+from sqslease.retry import EntryOutcome, FatalSqsError, classify_exception, is_throttling
+from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
+from sqslease.task_protection import TaskProtection
 
 logger = logging.getLogger("sqslease")
 
 RECEIVE_ATTRIBUTES = ["ApproximateReceiveCount", "SentTimestamp", "MessageGroupId", "ApproximateFirstReceiveTimestamp"]
 GOVERNOR_CHECK_INTERVAL_S = 10
+FATAL_EXIT_CODE = 1
 
 
 class Worker:
     """Receives, runs and settles messages of one queue.
 
-    :param sqs: a boto3 SQS client.
-    :param queue_url: the queue to consume.
+    :param sqs: the boto3 SQS client for lease requests (extend, delete, release); see
+        :func:`sqslease.clients.make_clients` for one with the right timeouts.
+    :param queue_url: the queue to consume. A ``.fifo`` queue runs one message per group at a time.
     :param handler: ``handler(body, message)``; raising means failure.
     :param settings: lease and failure settings.
     :param concurrency: handlers running at once. Default 4.
     :param emf: where the per-message EMF lines go. Default stdout.
     :param clock: monotonic clock (tests).
+    :param receive_sqs: client for long polls (its own connection pool). Default ``sqs``.
+    :param control_sqs: client for the in-flight governor and DLQ sends. Default ``sqs``.
+    :param ecs_agent_uri: ``ECS_AGENT_URI``: enables ECS task scale-in protection. Default none.
     """
 
     def __init__(
@@ -61,30 +74,47 @@ class Worker:
         concurrency: int = 4,
         emf: EmfLogger | None = None,
         clock: Callable[[], float] = time.monotonic,
+        receive_sqs: Any = None,
+        control_sqs: Any = None,
+        ecs_agent_uri: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.sqs = sqs
+        self.receive_sqs = receive_sqs or sqs
+        self.control_sqs = control_sqs or sqs
         self.queue_url = queue_url
         self.settings = settings
         self.concurrency = concurrency
         self.clock = clock
         self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
-        self.heartbeat = Heartbeat(sqs, queue_url, self.scheduler, settings, clock)
-        self.settler = Settler(sqs, queue_url, self.scheduler)
+        self.heartbeat = Heartbeat(sqs, queue_url, self.scheduler, settings, clock, on_fatal=self._on_fatal)
+        self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
         self.processor = MessageProcessor(
-            handler, self.settler, settings, sqs, emf, queue_name=queue_url.rstrip("/").rsplit("/", 1)[-1]
+            handler,
+            self.settler,
+            settings,
+            self.control_sqs,
+            emf,
+            queue_name=queue_url.rstrip("/").rsplit("/", 1)[-1],
         )
-        self._ready: queue.Queue[Message] = queue.Queue()
-        self._running = 0
+        self._ready = ReadyQueue(fifo=queue_url.endswith(".fifo"))
+        self._running: dict[int, Message] = {}
         self._running_lock = threading.Lock()
         self._stopping = threading.Event()
         self._handlers: list[threading.Thread] = []
+        self.fatal: FatalSqsError | None = None
         self.processed = 0
+        self.protection = (
+            TaskProtection(ecs_agent_uri, self._holding, settings.task_protection_minutes) if ecs_agent_uri else None
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
     def run(self, install_signal_handlers: bool = True) -> None:
-        """Consume until :meth:`shutdown` (or SIGTERM/SIGINT), then drain and return."""
+        """Consume until :meth:`shutdown` (or SIGTERM/SIGINT), then drain and return.
+
+        Raises :class:`FatalSqsError` after a fatal SQS error, without draining: the leases it held run out.
+        """
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda signum, frame: self.shutdown())
@@ -97,9 +127,14 @@ class Worker:
             thread.start()
         receiver = threading.Thread(target=self._receive_loop, name="sqslease-receiver", daemon=True)
         receiver.start()
+        if self.protection is not None:
+            self.protection.start()
         logger.info("consuming %s with %d handlers", self.queue_url, self.concurrency)
         while not self._stopping.wait(0.2):
             pass
+        if self.fatal is not None:
+            self._abort()
+            raise self.fatal
         self._drain(receiver)
 
     def shutdown(self) -> None:
@@ -108,46 +143,54 @@ class Worker:
             logger.info("shutdown requested: no more receives, draining")
             self._stopping.set()
 
+    def _on_fatal(self, error: FatalSqsError) -> None:
+        if self.fatal is None:
+            self.fatal = error
+            logger.critical("fatal: %s (queue %s); no retry can fix this, exiting", error, self.queue_url)
+        self._stopping.set()
+
+    def _holding(self) -> bool:
+        return len(self.scheduler) > 0
+
+    def _abort(self) -> None:
+        self._ready.close()
+        self.heartbeat.stop()
+        self.settler.close(timeout=1)
+        if self.protection is not None:
+            self.protection.stop()
+
     def _drain(self, receiver: threading.Thread) -> None:
         grace_ends = self.clock() + self.settings.shutdown_grace
-        self._release_unstarted()
-        for _ in self._handlers:
-            self._ready.put(_STOP)  # type: ignore[arg-type]
-        # A long poll in flight may still return messages: they are released as they arrive.
-        receiver.join(timeout=max(0.0, grace_ends - self.clock()))
-        for thread in self._handlers:
-            thread.join(timeout=max(0.0, grace_ends - self.clock()))
-        self._release_unstarted()
-        leftovers = [lease for lease in self.scheduler if not lease.settled]
-        if leftovers:
-            logger.warning("grace period over: releasing %d messages still being handled", len(leftovers))
-            self.settler.release_all(leftovers)
-        self.heartbeat.stop()
-        self.settler.close()
-        logger.info("stopped after processing %d messages", self.processed)
-
-    def _release_unstarted(self) -> None:
-        unstarted: list[Message] = []
-        while True:
-            try:
-                message = self._ready.get_nowait()
-            except queue.Empty:
-                break
-            if message is not _STOP:
-                unstarted.append(message)
+        unstarted = self._ready.close()  # handlers take nothing new; get() returns None
         if unstarted:
             logger.info("releasing %d messages not yet started", len(unstarted))
-            self.settler.release_all([m.lease for m in unstarted])
+            self.settler.release_all([m.lease for m in unstarted], timeout=max(1.0, grace_ends - self.clock()))
+        for thread in self._handlers:
+            thread.join(timeout=max(0.0, grace_ends - self.clock()))
+        with self._running_lock:
+            still_running = list(self._running.values())
+        if still_running:
+            logger.warning("grace period over: releasing %d messages still being handled", len(still_running))
+            self.settler.release_all([m.lease for m in still_running], timeout=1)
+        # The heartbeat keeps holding leases until their deletes and releases are confirmed.
+        self.settler.close(timeout=max(1.0, grace_ends - self.clock()))
+        self.heartbeat.stop()
+        if self.protection is not None:
+            self.protection.stop()
+        if receiver.is_alive():
+            logger.info("abandoning the long poll in flight")
+        logger.info("stopped after processing %d messages", self.processed)
 
     # -- receiving --------------------------------------------------------------------------------
     def _receive_loop(self) -> None:
         failures = 0
         next_governor_check = 0.0
         paused_by_governor = False
+        first_lease = self.settings.first_lease
         while not self._stopping.is_set():
             capacity = self._capacity()
             if capacity <= 0:
-                time.sleep(0.02)
+                self._stopping.wait(0.02)
                 continue
             now = self.clock()
             if now >= next_governor_check:
@@ -158,54 +201,79 @@ class Worker:
                 continue
             sent_at = self.clock()
             try:
-                response = self.sqs.receive_message(
+                response = self.receive_sqs.receive_message(
                     QueueUrl=self.queue_url,
                     MaxNumberOfMessages=min(10, capacity),
                     WaitTimeSeconds=self.settings.wait_time,
-                    VisibilityTimeout=int(self.settings.visibility_timeout),
+                    VisibilityTimeout=int(first_lease),
                     MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
                     MessageAttributeNames=["All"],
                 )
                 failures = 0
             except Exception as error:
+                outcome, code, message = classify_exception(error)
+                if outcome is EntryOutcome.FATAL:
+                    self._on_fatal(FatalSqsError("ReceiveMessage", code, message))
+                    return
                 failures += 1
-                code, _ = error_code(error)
-                delay = min(20.0, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
-                level = logging.WARNING if code in THROTTLING_CODES else logging.ERROR
-                logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, error, delay)
+                delay = min(20.0, 0.2 * 2**failures) * random.uniform(1.0, 1.25)
+                level = logging.WARNING if is_throttling(code) else logging.ERROR
+                logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, message, delay)
                 self._stopping.wait(delay)
                 continue
             messages = [
-                Message.from_sqs(
-                    raw,
-                    self.queue_url,
-                    self.scheduler.add(raw["ReceiptHandle"], sent_at, self.settings.visibility_timeout),
-                )
+                Message.from_sqs(raw, self.queue_url, self.scheduler.add(raw["ReceiptHandle"], sent_at, first_lease))
                 for raw in response.get("Messages", [])
             ]
-            if self._stopping.is_set() and messages:
+            if messages and self.clock() >= sent_at + first_lease:
+                # The answer came after the lease it asked for ran out: another consumer may hold them now.
+                logger.warning(
+                    "ReceiveMessage answered after its %.0f s lease ran out; not running %d messages",
+                    first_lease,
+                    len(messages),
+                )
+                for late in messages:
+                    self.scheduler.lapsed(late.lease)
+                continue
+            if messages and not self._ready.put(messages):
                 # Received after shutdown began: hand them straight back.
-                self.settler.release_all([m.lease for m in messages])
-                break
-            for message in messages:
-                self._ready.put(message)
+                self._release_late([m.lease for m in messages])
+                return
+
+    def _release_late(self, leases: list[Lease]) -> None:
+        """Release leases directly (the settler may be closed already)."""
+        entries = [
+            {"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": 0}
+            for i, lease in enumerate(leases)
+        ]
+        try:
+            response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+            logger.info("released %d messages received after shutdown began", len(response.get("Successful", [])))
+        except Exception as error:
+            logger.warning("could not release %d messages received after shutdown began: %s", len(leases), error)
+        for lease in leases:
+            self.scheduler.finish(lease, LeaseState.RELEASED)
 
     def _capacity(self) -> int:
         """How many more messages to receive: enough to keep every handler busy, one batch ahead at most."""
         if len(self.scheduler) >= self.settings.max_in_flight:
             return 0
         with self._running_lock:
-            outstanding = self._running + self._ready.qsize()
+            outstanding = len(self._running) + len(self._ready)
         return min(2 * self.concurrency - outstanding, self.settings.max_in_flight - len(self.scheduler))
 
     def _queue_over_limit(self) -> bool:
         """In-flight governor: long-polling consumers never see OverLimit, so look before receiving."""
         try:
-            attributes = self.sqs.get_queue_attributes(
+            attributes = self.control_sqs.get_queue_attributes(
                 QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
             )["Attributes"]
         except Exception as error:
-            logger.warning("in-flight check failed (%s); receiving anyway", error)
+            outcome, code, message = classify_exception(error)
+            if outcome is EntryOutcome.FATAL:
+                self._on_fatal(FatalSqsError("GetQueueAttributes", code, message))
+                return True
+            logger.warning("in-flight check failed (%s: %s); receiving anyway", code, message)
             return False
         in_flight = int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0))
         if in_flight >= self.settings.queue_in_flight_limit:
@@ -221,32 +289,40 @@ class Worker:
     def _handle_loop(self) -> None:
         while True:
             message = self._ready.get()
-            if message is _STOP:
-                return
-            if self._stopping.is_set():
-                self._ready.put(message)  # leave it for the release of unstarted messages
+            if message is None:
                 return
             with self._running_lock:
-                self._running += 1
+                self._running[id(message)] = message
+            failed = True
             try:
-                self.processor.process(message)
+                failed = self.processor.process(message).retry
             except Exception:  # process() settles and logs handler errors; this is a bug in sqslease
                 logger.exception("processing message %s failed unexpectedly", message.message_id)
             finally:
                 with self._running_lock:
-                    self._running -= 1
+                    del self._running[id(message)]
                     self.processed += 1
-
-
-_STOP: Any = object()
+                later = self._ready.done(message, failed)
+            if later:
+                # FIFO: the group's later messages must not run before this one succeeds.
+                logger.info(
+                    "message group %s: message %s failed; releasing %d later messages of the group",
+                    message.message_group_id,
+                    message.message_id,
+                    len(later),
+                )
+                for other in later:
+                    self.settler.change_visibility(other.lease, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m sqslease.worker``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m sqslease.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--queue-url", default=os.environ.get("SQSLEASE_QUEUE_URL"))
     parser.add_argument("--handler", default=os.environ.get("SQSLEASE_HANDLER"), help="package.module:function")
     parser.add_argument("--concurrency", type=int, default=int(os.environ.get("SQSLEASE_CONCURRENCY", "4")))
     parser.add_argument("--log-level", default=os.environ.get("SQSLEASE_LOG_LEVEL", "INFO"))
+    LeaseSettings.add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -254,17 +330,30 @@ def main(argv: list[str] | None = None) -> int:
     if not args.queue_url or not args.handler:
         parser.error("--queue-url and --handler (or SQSLEASE_QUEUE_URL and SQSLEASE_HANDLER) are required")
     try:
-        settings = LeaseSettings.from_env()
+        settings = LeaseSettings.from_args(args)
         handler = import_object(args.handler)
     except ValueError as error:
         parser.error(str(error))
     if not callable(handler):
         parser.error(f"--handler {args.handler!r} is not callable")
 
-    import boto3
+    from sqslease.clients import make_clients
 
-    worker = Worker(boto3.client("sqs"), args.queue_url, handler, settings, args.concurrency)
-    worker.run()
+    clients = make_clients(settings, args.concurrency)
+    worker = Worker(
+        clients.lease,
+        args.queue_url,
+        handler,
+        settings,
+        args.concurrency,
+        receive_sqs=clients.receive,
+        control_sqs=clients.control,
+        ecs_agent_uri=os.environ.get("ECS_AGENT_URI"),
+    )
+    try:
+        worker.run()
+    except FatalSqsError:
+        return FATAL_EXIT_CODE  # logged once, by the worker
     return 0
 
 

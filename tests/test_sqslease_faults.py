@@ -1,0 +1,225 @@
+"""Each defect of issue 9 reproduced against real worker processes, moto_server and a fault-injecting proxy.
+
+The proxy (``sqs_helpers.FaultProxy``) answers, delays or holds chosen SQS requests the way the service and the
+network do; a ``Thief`` consumer receives straight from moto_server whatever becomes visible. Each test fails on
+the sqslease before this change (run with ``SQSLEASE_SRC`` and ``PYTHONPATH`` pointing at a copy of it).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from sqs_helpers import (
+    Fault,
+    FaultProxy,
+    Thief,
+    counts,
+    events_of,
+    make_queue,
+    receive_when_visible,
+    send,
+    start_worker_process,
+    wait_for,
+)
+
+from local_emulator.server import LocalServer
+
+LEASE_3S = {"SQSLEASE_VISIBILITY_TIMEOUT": "3", "SQSLEASE_EXTENSION_THRESHOLD": "1"}
+
+
+def stop(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    try:
+        code = process.wait(timeout=30)
+    finally:
+        process.kill()
+    return code, process.stderr.read().decode() if process.stderr else ""
+
+
+def test_a_held_extension_does_not_let_other_leases_lapse(local_aws: LocalServer, tmp_path: Path) -> None:
+    # Cause 1: the first ChangeMessageVisibilityBatch answer is held 2.5 s, against 3 s leases.
+    queues = make_queue(local_aws, vt=600)
+    held = []
+
+    def hold_first_extension(operation: str, body: bytes) -> Fault | None:
+        if operation == "ChangeMessageVisibilityBatch" and not held:
+            held.append(body)
+            return Fault("hold", 2.5)
+        return None
+
+    events = tmp_path / "events"
+    thief = Thief(local_aws, queues.url)
+    with FaultProxy(local_aws.endpoint, hold_first_extension) as proxy:
+        process = start_worker_process(
+            local_aws,
+            queues.url,
+            events,
+            endpoint=proxy.endpoint,
+            concurrency=4,
+            SLOW_JOB_SECONDS="6",
+            SQSLEASE_PULL_FORWARD="0",  # one round per lease: the held one must not delay the others
+            **LEASE_3S,
+        )
+        try:
+            for i in range(4):  # staggered, so their leases fall due in different rounds
+                send(local_aws, queues.url, [f"job{i}"])
+                assert wait_for(lambda i=i: len(events_of(events)) == i + 1, timeout_s=10)  # received: no race
+                time.sleep(0.4)
+            with thief:
+                ended = wait_for(lambda: sum(e[0] == "end" for e in events_of(events)) >= 4, timeout_s=30)
+        finally:
+            code, stderr = stop(process)
+    assert ended, stderr[-3000:]
+    assert held, "the fault was never injected"
+    assert thief.stolen == [], f"leases lapsed while their handlers ran: {thief.stolen}\n{stderr[-3000:]}"
+    assert sorted(e[1] for e in events_of(events) if e[0] == "start") == [f"job{i}" for i in range(4)]
+    assert code == 0 and counts(local_aws, queues.url) == (0, 0)
+
+
+def test_a_slow_delete_keeps_its_lease_until_sqs_confirms_it(local_aws: LocalServer, tmp_path: Path) -> None:
+    # Cause 2: every delete sent in the first 5 s reaches SQS 4 s late, longer than the 3 s lease.
+    queues = make_queue(local_aws, vt=600)
+    started = time.monotonic()
+
+    def slow_deletes(operation: str, body: bytes) -> Fault | None:
+        if operation == "DeleteMessageBatch" and time.monotonic() - started < 5:
+            return Fault("delay", 4)
+        return None
+
+    events = tmp_path / "events"
+    send(local_aws, queues.url, ["quick"])
+    with FaultProxy(local_aws.endpoint, slow_deletes) as proxy:
+        process = start_worker_process(
+            local_aws, queues.url, events, endpoint=proxy.endpoint, SLOW_JOB_SECONDS="0.3", **LEASE_3S
+        )
+        try:
+            assert wait_for(lambda: events_of(events), timeout_s=20)
+            with Thief(local_aws, queues.url) as thief:
+                assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0), timeout_s=20)
+                time.sleep(1)
+        finally:
+            code, stderr = stop(process)
+    assert proxy.counts[("DeleteMessageBatch", "delay")] >= 1
+    assert thief.stolen == [], f"a finished job was delivered again: {stderr[-3000:]}"
+    assert [e[0] for e in events_of(events)] == ["start", "end"] and code == 0
+
+
+def test_a_finished_handler_does_not_wait_on_a_held_extension(local_aws: LocalServer, tmp_path: Path) -> None:
+    # Cause 2: the job ends while its extension's answer is held (20 s); the delete must not wait for it.
+    queues = make_queue(local_aws, vt=600)
+
+    def hold_extensions(operation: str, body: bytes) -> Fault | None:
+        entries = json.loads(body).get("Entries", [])
+        if operation == "ChangeMessageVisibilityBatch" and entries and entries[0]["VisibilityTimeout"] > 0:
+            return Fault("hold", 20)
+        return None
+
+    events = tmp_path / "events"
+    send(local_aws, queues.url, ["ends-mid-extension"])
+    with FaultProxy(local_aws.endpoint, hold_extensions) as proxy:
+        process = start_worker_process(
+            local_aws, queues.url, events, endpoint=proxy.endpoint, SLOW_JOB_SECONDS="2.5", **LEASE_3S
+        )
+        try:
+            assert wait_for(lambda: events_of(events), timeout_s=20)
+            with Thief(local_aws, queues.url) as thief:
+                assert wait_for(lambda: [e[0] for e in events_of(events)] == ["start", "end"], timeout_s=20)
+                ended = time.monotonic()
+                deleted = wait_for(lambda: counts(local_aws, queues.url) == (0, 0), timeout_s=3)
+                deleted_after = time.monotonic() - ended
+        finally:
+            code, stderr = stop(process)
+    assert proxy.counts[("ChangeMessageVisibilityBatch", "hold")] >= 1
+    assert deleted, f"not deleted {deleted_after:.1f} s after the job ended\n{stderr[-3000:]}"
+    assert thief.stolen == []
+    assert code == 0
+
+
+@pytest.mark.parametrize("fault", ["access_denied", "kms_denied", "missing_queue"])
+def test_fatal_errors_stop_the_worker_with_one_clear_line(local_aws: LocalServer, tmp_path: Path, fault: str) -> None:
+    # Cause 4: no retry can fix these; ECS must restart the task and alarms must fire.
+    queues = make_queue(local_aws)
+    url = queues.url + "-deleted" if fault == "missing_queue" else queues.url
+    rule = None if fault == "missing_queue" else (lambda operation, body: Fault(fault))
+    with FaultProxy(local_aws.endpoint, rule) as proxy:
+        process = start_worker_process(local_aws, url, tmp_path / "events", endpoint=proxy.endpoint)
+        try:
+            code = process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            process.kill()
+    stderr = process.stderr.read().decode()
+    assert code == 1, f"worker still running or exited {code}:\n{stderr[-2000:]}"
+    fatal = [line for line in stderr.splitlines() if "CRITICAL" in line]
+    assert len(fatal) == 1, stderr[-2000:]
+    expected = {"access_denied": "AccessDenied", "kms_denied": "KmsAccessDenied", "missing_queue": "QueueDoesNotExist"}
+    assert expected[fault] in fatal[0]
+
+
+def test_an_idle_worker_exits_at_once_and_its_abandoned_poll_hides_nothing_for_long(
+    local_aws: LocalServer, tmp_path: Path
+) -> None:
+    # Cause 5: SIGTERM during a 10 s long poll; a message sent just after the exit must not vanish for the lease.
+    queues = make_queue(local_aws, vt=600)
+    with FaultProxy(local_aws.endpoint) as proxy:
+        process = start_worker_process(
+            local_aws,
+            queues.url,
+            tmp_path / "events",
+            endpoint=proxy.endpoint,
+            SQSLEASE_WAIT_TIME="10",
+            SQSLEASE_VISIBILITY_TIMEOUT="30",
+            SQSLEASE_RECEIVE_VISIBILITY_TIMEOUT="2",
+        )
+        try:
+            assert wait_for(lambda: proxy.counts[("ReceiveMessage", "ok")] >= 1, timeout_s=20)
+            time.sleep(0.5)  # the long poll is in flight
+            process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            code = process.wait(timeout=15)
+            exit_s = time.monotonic() - signalled
+        finally:
+            process.kill()
+        send(local_aws, queues.url, ["sent after the exit"])
+        found, seen_at = receive_when_visible(local_aws, queues.url, timeout_s=10)
+        hidden_s = seen_at - signalled - exit_s
+    assert code == 0 and exit_s < 2.0, exit_s
+    assert [m["Body"] for m in found] == ["sent after the exit"]
+    assert hidden_s < 4, hidden_s  # at most the 2 s receive lease, never the 30 s lease
+
+
+def test_grace_warning_counts_only_handlers_still_running(local_aws: LocalServer, tmp_path: Path) -> None:
+    # Cause 5: the job is done but its delete is in flight (4 s late) when a 1 s grace period ends.
+    queues = make_queue(local_aws, vt=600)
+    started = time.monotonic()
+
+    def slow_deletes(operation: str, body: bytes) -> Fault | None:
+        if operation == "DeleteMessageBatch" and time.monotonic() - started < 4:
+            return Fault("delay", 3)
+        return None
+
+    events = tmp_path / "events"
+    send(local_aws, queues.url, ["job"])
+    with FaultProxy(local_aws.endpoint, slow_deletes) as proxy:
+        process = start_worker_process(
+            local_aws,
+            queues.url,
+            events,
+            endpoint=proxy.endpoint,
+            SLOW_JOB_SECONDS="0.2",
+            SQSLEASE_SHUTDOWN_GRACE="1",
+            **LEASE_3S,
+        )
+        try:
+            assert wait_for(lambda: proxy.counts[("DeleteMessageBatch", "delay")] >= 1, timeout_s=20)
+        finally:
+            code, stderr = stop(process)
+    assert "still being handled" not in stderr, stderr[-2000:]
+    assert [e[0] for e in events_of(events)] == ["start", "end"] and code == 0
+    assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0), timeout_s=8)  # deleted, never released
