@@ -359,3 +359,17 @@ def test_in_flight_governor_pauses_receiving_at_the_limit(
         local_aws.client("sqs").delete_message(QueueUrl=queues.url, ReceiptHandle=held["ReceiptHandle"])
         assert wait_for(lambda: handled == ["waiting"], timeout_s=5)  # resumes once below the limit
     assert "pausing receives" in caplog.text
+
+
+def test_a_message_arriving_late_in_a_long_poll_is_run(local_aws: LocalServer) -> None:
+    # A lease is timed from when ReceiveMessage was sent (a held response must not make it look younger), so a
+    # long poll longer than the first lease used to drop every message handed over after the lease's length into
+    # the poll: it came back, met the next long poll the same way, and never ran.
+    queues = make_queue(local_aws, vt=6)
+    ran: list[str] = []
+    settings = {"visibility_timeout": 6, "extension_threshold": 2, "heartbeat_interval": 0.2, "wait_time": 20}
+    with running_worker(local_aws, queues.url, lambda body, _: ran.append(body), **settings) as worker:
+        assert worker.settings.poll_wait <= 6 - 2  # the first lease minus the extension threshold
+        time.sleep(8)  # well into a 20 s poll
+        send(local_aws, queues.url, ["late"])
+        assert wait_for(lambda: ran == ["late"], timeout_s=15), ran

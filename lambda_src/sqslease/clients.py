@@ -70,7 +70,7 @@ def receive_client(settings: LeaseSettings, session: Any = None, **client_kwargs
 
     config = Config(
         connect_timeout=5,
-        read_timeout=settings.wait_time + RECEIVE_READ_MARGIN_S,
+        read_timeout=settings.poll_wait + RECEIVE_READ_MARGIN_S,
         retries={"mode": "standard", "total_max_attempts": 1},
         max_pool_connections=1,
     )

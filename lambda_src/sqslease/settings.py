@@ -59,7 +59,7 @@ class LeaseSettings:
     :param non_retryable: import paths of exception types sent straight to the DLQ. Default none.
     :param dead_letter_queue_url: where non-retryable failures go. Default none (then they lapse, logged).
     :param receive_count_warning: log a warning when a message has been received more than this. Default 3.
-    :param wait_time: long-poll wait. Default 20.
+    :param wait_time: long-poll wait, at most; see :attr:`poll_wait`. Default 20.
     :param max_in_flight: this consumer stops receiving at this many leases of its own. Default 100,000.
     :param queue_in_flight_limit: pause receiving when the queue's in-flight count reaches this.
         Default 90 % of the 120,000 quota.
@@ -137,6 +137,20 @@ class LeaseSettings:
         if not self.heartbeat:
             return self.visibility_timeout
         return min(self.visibility_timeout, self.extension_threshold + 5)
+
+    @property
+    def poll_wait(self) -> int:
+        """Long-poll wait (``WaitTimeSeconds``) in whole seconds: ``wait_time``, shortened with the heartbeat on
+        so that a message handed over at the very end of a poll still has ``extension_threshold`` of its first
+        lease left.
+
+        A lease is timed from when ReceiveMessage was sent, because a response held in transit must not make a
+        lease look younger than it is; a longer poll would hand over messages whose lease may have run out.
+        With the defaults (first lease 10 s, threshold 5 s) an idle worker polls every 5 s rather than 20 s.
+        """
+        if not self.heartbeat:
+            return self.wait_time
+        return max(0, min(self.wait_time, int(self.first_lease - self.extension_threshold)))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> LeaseSettings:

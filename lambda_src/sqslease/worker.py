@@ -204,7 +204,7 @@ class Worker:
                 response = self.receive_sqs.receive_message(
                     QueueUrl=self.queue_url,
                     MaxNumberOfMessages=min(10, capacity),
-                    WaitTimeSeconds=self.settings.wait_time,
+                    WaitTimeSeconds=self.settings.poll_wait,
                     VisibilityTimeout=int(first_lease),
                     MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
                     MessageAttributeNames=["All"],
