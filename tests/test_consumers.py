@@ -427,3 +427,23 @@ def test_add_ecs_consumer_binds_an_existing_service() -> None:
             }
         },
     )
+
+
+def test_an_ecs_job_with_its_own_asset_image_passes_cdk_nag(tmp_path: Path) -> None:
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    image_dir = tmp_path / "worker"
+    image_dir.mkdir()
+    (image_dir / "Dockerfile").write_text("FROM public.ecr.aws/docker/library/python:3.14-slim\n")
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    EcsJob(
+        stack,
+        "Render",
+        handler="render:handle",
+        processing_p99=Duration.minutes(2),
+        image=ecs.ContainerImage.from_asset(str(image_dir)),
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises ValidationFailed on any unacknowledged finding

@@ -85,18 +85,19 @@ class EcsJob(Construct):
         #: The task definition (Fargate).
         self.task_definition = ecs.FargateTaskDefinition(self, "Task", cpu=cpu, memory_limit_mib=memory)
         grace = DEFAULT_SHUTDOWN_GRACE_S if grace_s is None else grace_s
+        worker_image = image or _default_image(self, image_directory)
         #: The worker container: ``python -m sqslease.worker`` with the declaration's settings as arguments.
         self.container = self.task_definition.add_container(
             "Worker",
-            image=image or _default_image(self, image_directory),
+            image=worker_image,
             command=worker_command(self.job_queue, handler or "", concurrency, grace),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=job_type, log_group=log_group),
             stop_timeout=Duration.seconds(stop_timeout_s(grace)),
         )
         execution_role = self.task_definition.execution_role
         policy = execution_role.node.try_find_child("DefaultPolicy") if execution_role is not None else None
-        if image is None and policy is not None:
-            # from_asset: the execution role pulls from the asset repository, which needs a registry token.
+        if policy is not None and not isinstance(worker_image, ecs.RepositoryImage):
+            # An ECR image (an asset, or a repository): the execution role pulls with a registry token.
             Validations.of(policy).acknowledge(
                 Acknowledgment(
                     id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
