@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobstats")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("profile", help="measure per-job-type processing times and recommend timeouts")
-    p.add_argument("inputs", nargs="+", help="log files, directories or globs (gzip, s3a:// paths work)")
+    p.add_argument(
+        "inputs", nargs="+", help="log files, directories (read recursively) or globs (gzip, s3a:// paths work)"
+    )
     p.add_argument("--out", required=True, help="where to write profiles.json (local path, or s3://, hdfs://)")
     p.add_argument("--plots", type=Path, help="write one PNG per job type into this directory")
     p.add_argument("--since", help="only records on or after this date (UTC), e.g. 2026-11-01")

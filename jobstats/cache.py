@@ -11,12 +11,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jobstats.files import LogFile
 from jobstats.histogram import BUCKETS_PER_DECADE
 
-CACHE_VERSION = 1
+#: 2: rows per (file, day, reason, job type, queue) with a ``cells`` map, integer microsecond sums.
+CACHE_VERSION = 2
 
 
 class PartialsCache:
+    """The partial rows and malformed-line sample of each file read before, under ``directory``."""
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.manifest_path = directory / "manifest.json"
@@ -29,33 +33,38 @@ class PartialsCache:
             if compatible:
                 self.files = manifest["files"]
 
-    def stale(self, files: dict[str, tuple[int, int]]) -> list[str]:
-        """Files (``uri -> (size, mtime)``) with no cached partials or changed since."""
+    def stale(self, files: dict[str, LogFile]) -> list[str]:
+        """URIs of the files with no cached partials, or changed (size or modification time) since."""
         return [
             uri
-            for uri, (size, mtime) in files.items()
-            if (entry := self.files.get(uri)) is None or (entry["size"], entry["mtime"]) != (size, mtime)
+            for uri, log in files.items()
+            if (entry := self.files.get(uri)) is None or (entry["size"], entry["mtime"]) != (log.size, log.mtime)
         ]
 
-    def store(self, uri: str, size: int, mtime: int, rows: list[dict], malformed_sample: list[str]) -> None:
-        name = hashlib.sha1(uri.encode()).hexdigest()
+    def store(self, log: LogFile, rows: list[dict], malformed_sample: list[str]) -> None:
+        """Keep a file's partial rows (``cells`` maps as ``[cell, count]`` pairs: JSON keys are strings)."""
+        name = hashlib.sha1(log.uri.encode()).hexdigest()
         part = self.directory / "partials" / f"{name}.json"
         part.parent.mkdir(parents=True, exist_ok=True)
-        part.write_text(json.dumps(rows))
-        self.files[uri] = {
-            "size": size,
-            "mtime": mtime,
+        part.write_text(json.dumps([{**row, "cells": list(row["cells"].items())} for row in rows]))
+        self.files[log.uri] = {
+            "size": log.size,
+            "mtime": log.mtime,
             "partials": str(part.relative_to(self.directory)),
             "malformed_sample": malformed_sample,
         }
 
     def rows(self, uri: str) -> list[dict]:
-        return json.loads((self.directory / self.files[uri]["partials"]).read_text())
+        """The partial rows stored for ``uri``."""
+        rows = json.loads((self.directory / self.files[uri]["partials"]).read_text())
+        return [{**row, "cells": dict(row["cells"])} for row in rows]
 
     def malformed_sample(self, uri: str) -> list[str]:
+        """The malformed-line sample stored for ``uri``."""
         return self.files[uri].get("malformed_sample", [])
 
     def save(self) -> None:
+        """Write the manifest (after :meth:`store`)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         manifest = {"version": CACHE_VERSION, "buckets_per_decade": BUCKETS_PER_DECADE, "files": self.files}
         self.manifest_path.write_text(json.dumps(manifest, indent=1))

@@ -2,8 +2,8 @@
 
 A duration of ``ms`` milliseconds falls in bucket ``floor(log10(ms) x BUCKETS_PER_DECADE)``. With 500
 buckets per decade a bucket spans a factor of 10^(1/500) = 1.0046, so reporting its geometric midpoint
-is within 0.23 % of any value in it: every percentile is within 0.23 % of the exact one (clamped to the
-exact minimum and maximum), a bound that holds for any distribution and any sample size.
+is within 10^(0.5/500) - 1 = 0.2305 % of any value in it: every percentile is within 0.2305 % of the exact
+one (clamped to the exact minimum and maximum), a bound that holds for any distribution and any sample size.
 """
 
 from __future__ import annotations
@@ -14,12 +14,19 @@ from dataclasses import dataclass, field
 
 BUCKETS_PER_DECADE = 500
 MIN_MS = 0.001  # durations below 1 microsecond share the lowest bucket
+#: Receive counts of successful messages at or above this are counted together (retry recommendation).
+RECEIVE_COUNT_CAP = 50
+#: A partial's ``cells`` map ``bucket x RECEIVES_PER_CELL + receives`` -> messages, where ``receives`` is the
+#: receive count of a success (capped) or 0 for other outcomes: one map carries the histogram and the
+#: receive counts of successes, and merges by adding.
+RECEIVES_PER_CELL = 64
 
 #: Worst-case relative error of a reported percentile (half a bucket, in log space).
 MAX_RELATIVE_ERROR = 10 ** (0.5 / BUCKETS_PER_DECADE) - 1
 
 
 def bucket_of(ms: float) -> int:
+    """The bucket of a duration of ``ms`` milliseconds."""
     return math.floor(math.log10(max(ms, MIN_MS)) * BUCKETS_PER_DECADE)
 
 
@@ -29,14 +36,14 @@ def bucket_midpoint(bucket: int) -> float:
 
 @dataclass
 class Summary:
-    """Everything jobstats reports for one job type (or queue), accumulated from aggregated rows."""
+    """Everything jobstats reports for one job type (or queue), accumulated from partial rows (exact merges)."""
 
     count: int = 0
     failures: int = 0
     redeliveries: int = 0
     extensions: int = 0
     lease_lost: int = 0
-    sum_ms: float = 0.0
+    sum_us: int = 0  # whole microseconds: integer sums do not depend on the order partials merge in
     min_ms: float = math.inf
     max_ms: float = -math.inf
     first_ms: int | None = None
@@ -46,31 +53,32 @@ class Summary:
     queues: set[str] = field(default_factory=set)
 
     def add(self, row: Mapping) -> None:
-        """Fold in one row of :func:`jobstats.stats.aggregate`."""
-        n = row["count"]
-        self.count += n
+        """Fold in one well-formed row of :func:`jobstats.stats.partial_aggregate`."""
+        self.count += row["count"]
         self.failures += row["failures"]
         self.redeliveries += row["redeliveries"]
         self.extensions += row["extensions"]
         self.lease_lost += row["lease_lost"]
-        self.sum_ms += row["sum_ms"]
+        self.sum_us += row["sum_us"]
         self.min_ms = min(self.min_ms, row["min_ms"])
         self.max_ms = max(self.max_ms, row["max_ms"])
         self.first_ms = row["first_ms"] if self.first_ms is None else min(self.first_ms, row["first_ms"])
         self.last_ms = row["last_ms"] if self.last_ms is None else max(self.last_ms, row["last_ms"])
-        self.histogram[row["bucket"]] = self.histogram.get(row["bucket"], 0) + n
-        if row["success_receives"]:
-            rc = row["success_receives"]
-            self.success_receives[rc] = self.success_receives.get(rc, 0) + n
+        for cell, n in row["cells"].items():
+            bucket, receives = divmod(cell, RECEIVES_PER_CELL)
+            self.histogram[bucket] = self.histogram.get(bucket, 0) + n
+            if receives:
+                self.success_receives[receives] = self.success_receives.get(receives, 0) + n
         if row.get("queue") is not None:
             self.queues.add(row["queue"])
 
     @property
     def mean_ms(self) -> float:
-        return self.sum_ms / self.count if self.count else 0.0
+        """Mean processing time (ms, to the microsecond); 0 without messages."""
+        return self.sum_us / self.count / 1000 if self.count else 0.0
 
     def percentile(self, p: float) -> float:
-        """Smallest duration with at least ``p`` of the messages at or below it (within 0.23 %)."""
+        """Smallest duration with at least ``p`` of the messages at or below it (within 0.2305 %)."""
         return percentile(self.histogram, p, self.count, self.min_ms, self.max_ms)
 
     def overrun_count(self, visibility_timeout_s: float) -> int:

@@ -8,25 +8,25 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from jobstats.cache import PartialsCache
+from jobstats.files import InputError, LogFile, list_files
 from jobstats.histogram import coarse_histogram
-from jobstats.parse import InputReport, parse_lines, read_lines
+from jobstats.parse import MALFORMED_REASONS, InputReport, malformed_lines, read_json, records
 from jobstats.profiles import build_document, profile_entry
 from jobstats.recommend import DEFAULT_MIN_SAMPLES
-from jobstats.stats import CANDIDATE_VTS_S, DAY_MS, file_counts, partial_aggregate, summarize
+from jobstats.schema import SAMPLE_SCHEMA
+from jobstats.session import size_input_partitions
+from jobstats.stats import CANDIDATE_VTS_S, DAY_MS, file_counts, malformed_by_reason, partial_aggregate, summarize
+
+__all__ = ["InputError", "parse_since", "profile"]
 
 logger = logging.getLogger("jobstats")
 
 PLOT_BINS_PER_DECADE = 20
-SAMPLE_SIZE = 5
-
-
-class InputError(ValueError):
-    """The inputs cannot be profiled (missing, empty, or nothing well-formed); the message says what to fix."""
+SAMPLE_SIZE = 5  # malformed lines kept per file, and in the report
+SAMPLE_CHARS = 300
 
 
 def profile(
@@ -38,30 +38,34 @@ def profile(
     plots_dir: Path | None = None,
     cache_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Profile every job type found in ``inputs``; return the ``profiles.json`` document."""
-    files = list_files(spark, inputs, with_status=cache_dir is not None)
+    """Profile every job type found in ``inputs``; return the ``profiles.json`` document.
+
+    :param inputs: files, directories (walked recursively) or globs, local or any Hadoop file system.
+    :param since_day: only records on or after this day (days since the epoch, UTC). Default: all.
+    :param min_samples: below this many messages a job type gets no recommendation. Default 1,000.
+    :param plots_dir: write one PNG per job type here. Default: no plots.
+    :param cache_dir: keep per-file partials here and reuse them while a file is unchanged. Default: no cache.
+    """
+    files = list_files(spark, inputs)
     if not files:
         raise InputError(f"no files in {inputs}: point jobstats at the consumers' EMF log files")
     cache = PartialsCache(cache_dir) if cache_dir is not None else None
     to_read = cache.stale(files) if cache is not None else list(files)
 
     rows_by_file: dict[str, list[dict]] = {uri: [] for uri in files}
-    samples: dict[str, list[str]] = defaultdict(list)
+    samples: dict[str, list[str]] = {}
     if to_read:
-        parsed = parse_lines(read_lines(spark, to_read))
-        for row in partial_aggregate(parsed).collect():  # the one pass over the logs
-            rows_by_file.setdefault(row["file"], []).append(row.asDict())
-        malformed_files = [f for f in to_read if any(r["malformed"] for r in rows_by_file.get(f, []))]
-        if malformed_files:
-            bad = parsed.where(
-                F.col("malformed") & (F.trim(F.col("value")) != "") & F.col("file").isin(malformed_files)
-            )
-            for row in bad.select("file", "value").limit(SAMPLE_SIZE * len(malformed_files)).collect():
-                if len(samples[row["file"]]) < SAMPLE_SIZE:
-                    samples[row["file"]].append(row["value"][:300])
+        size_input_partitions(spark, sum(files[uri].size for uri in to_read))
+        for row in partial_aggregate(records(read_json(spark, [files[uri] for uri in to_read]))).collect():
+            if row["file"] not in rows_by_file:  # a naming mismatch would silently misreport every file
+                raise RuntimeError(f"Spark read {row['file']!r}, which is not among the listed files")
+            rows_by_file[row["file"]].append(row.asDict())
+        malformed = [files[uri] for uri in to_read if any(r["reason"] is not None for r in rows_by_file[uri])]
+        if malformed:
+            samples = malformed_samples(spark, malformed)
         if cache is not None:
             for uri in to_read:
-                cache.store(uri, *files[uri], rows_by_file.get(uri, []), samples.get(uri, []))
+                cache.store(files[uri], rows_by_file[uri], samples.get(uri, []))
             cache.save()
     if cache is not None:
         for uri in files:
@@ -110,30 +114,28 @@ def profile(
     return build_document(entries, inputs, report.as_dict())
 
 
-def list_files(spark: SparkSession, inputs: list[str], with_status: bool) -> dict[str, tuple[int, int]]:
-    """Every file the inputs name (directories and globs expanded), with ``(size, mtime)`` when asked."""
-    try:
-        uris = list(spark.read.text(inputs).inputFiles())
-    except AnalysisException as error:
-        raise InputError(f"cannot read {inputs}: {error}") from error
-    if not with_status:
-        return {uri: (0, 0) for uri in uris}
-    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()  # Hadoop's FileSystem knows s3a://, hdfs://, file:
-    status = {}
-    for uri in uris:
-        path = jvm.org.apache.hadoop.fs.Path(uri)
-        st = path.getFileSystem(conf).getFileStatus(path)
-        status[uri] = (int(st.getLen()), int(st.getModificationTime()))
-    return status
+def malformed_samples(spark: SparkSession, files: list[LogFile]) -> dict[str, list[str]]:
+    """Up to :data:`SAMPLE_SIZE` malformed lines per file (the first :data:`SAMPLE_CHARS` characters).
+
+    A second pass over only the files that have malformed lines; it stops reading once it has the sample, so
+    it costs little when malformed lines are common and a re-read when they are rare.
+    """
+    lines = malformed_lines(read_json(spark, files, SAMPLE_SCHEMA))
+    samples: dict[str, list[str]] = defaultdict(list)
+    for row in lines.select("file", "line").limit(SAMPLE_SIZE * len(files)).collect():
+        if len(samples[row["file"]]) < SAMPLE_SIZE:
+            samples[row["file"]].append(row["line"][:SAMPLE_CHARS])
+    return dict(samples)
 
 
-def _report(rows: list[dict], files: dict[str, Any], samples: dict[str, list[str]]) -> InputReport:
+def _report(rows: list[dict], files: dict[str, LogFile], samples: dict[str, list[str]]) -> InputReport:
     counts = file_counts(rows)
     total = sum(lines for lines, _ in counts.values())
     malformed = sum(bad for _, bad in counts.values())
     sample = [line for uri in sorted(samples) for line in samples[uri]][:SAMPLE_SIZE]
     without = sorted(uri for uri in files if counts.get(uri, (0, 0))[0] == counts.get(uri, (0, 0))[1])
-    return InputReport(total, malformed, sample, without, files=len(files))
+    reasons = {MALFORMED_REASONS[reason]: n for reason, n in sorted(malformed_by_reason(rows).items())}
+    return InputReport(total, malformed, sample, without, files=len(files), malformed_reasons=reasons)
 
 
 def parse_since(value: str) -> int:

@@ -3,6 +3,7 @@ what-if curves (share of messages overrunning each candidate VT, and the crash-r
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from matplotlib.ticker import NullFormatter
 def plot_job_type(
     job_type: str, entry: dict[str, Any], histogram: list[tuple[int, int]], bins_per_decade: int, out_dir: Path
 ) -> Path:
-    """Write ``<out_dir>/<job_type>.png`` and return its path."""
+    """Write ``<out_dir>/<plot_file_name(job_type)>`` and return its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, (dist, curve) = plt.subplots(1, 2, figsize=(13, 4.8))
     window = entry["window"]
@@ -56,11 +57,21 @@ def plot_job_type(
     curve.set_title("what if: duplicates vs crash-retry delay by VT")
     curve.grid(True, which="major", alpha=0.3)
 
-    path = out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', job_type)}.png"
+    path = out_dir / plot_file_name(job_type)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_file_name(job_type: str) -> str:
+    """``<readable part>-<8 hex digits of the name's SHA-256>.png``: the same name every run, and a different
+    one for every job type, even where the readable parts coincide ("A B" and "A/B", or names that differ only
+    in case on a case-insensitive file system). The readable part keeps letters (any script), digits, ``_``,
+    ``-`` and ``.``, at most 60 characters.
+    """
+    readable = re.sub(r"[^\w.-]+", "_", job_type).strip("_.")[:60] or "job"
+    return f"{readable}-{hashlib.sha256(job_type.encode()).hexdigest()[:8]}.png"
 
 
 def _fmt_ms(ms: float) -> str:

@@ -64,10 +64,13 @@ def build_document(
 
 
 def write_document(document: dict[str, Any], path: str | Path, spark: Any = None) -> None:
-    """Write to a local path, or through Hadoop's FileSystem for ``s3://``, ``s3a://``, ``hdfs://`` URIs."""
-    text = json.dumps(document, indent=2) + "\n"
+    """Write to a local path, or through Hadoop's FileSystem for ``s3://``, ``s3a://``, ``hdfs://`` URIs.
+
+    Strict JSON: a NaN or infinity anywhere raises ``ValueError`` rather than writing what a JSON parser rejects.
+    """
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if "://" not in str(path) or str(path).startswith("file://"):
-        Path(str(path).removeprefix("file://")).write_text(text)
+        Path(str(path).removeprefix("file://")).write_text(text, encoding="utf-8")
         return
     if spark is None:
         raise ValueError(f"writing {path} needs the SparkSession (Hadoop FileSystem)")

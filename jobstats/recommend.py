@@ -14,12 +14,16 @@ from sqslease.rules import SQS_MAX_RECEIVE_COUNT, exceeds_sqs_limit, visibility_
 #: Below this many messages a p99 rests on fewer than 10 observations above it: no recommendation.
 DEFAULT_MIN_SAMPLES = 1_000
 MIN_RECOMMENDED_RECEIVES = 3
+#: The smallest p99 recommended (s): the shared rule takes only positive p99s, and 1 ms gives its 10 s floor.
+MIN_RECOMMENDED_P99_S = 0.001
 
 
 def recommend(summary: Summary, min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[str, Any]:
     """Recommended ``processing_p99_s``, ``visibility_timeout_s`` and ``max_receive_count`` with reasons.
 
-    When there are too few samples the recommendation fields are ``None`` and ``refused`` says why.
+    When there are too few samples the recommendation fields are ``None`` and ``refused`` says why. A p99 of
+    0 ms (a job that takes no measurable time) is recommended as 1 ms, the floor VT follows, and ``note``
+    says so.
     """
     if summary.count < min_samples:
         return {
@@ -31,7 +35,8 @@ def recommend(summary: Summary, min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[
                 "observations): collect more logs or widen --since"
             ),
         }
-    p99_s = math.ceil(summary.percentile(0.99)) / 1000  # whole milliseconds, rounded up
+    measured_p99_s = math.ceil(summary.percentile(0.99)) / 1000  # whole milliseconds, rounded up
+    p99_s = max(measured_p99_s, MIN_RECOMMENDED_P99_S)
     vt_s = visibility_timeout_for_p99(p99_s)
     receives_p99 = summary.success_receive_count_percentile(0.99) or 1
     result: dict[str, Any] = {
@@ -43,6 +48,11 @@ def recommend(summary: Summary, min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[
         ),
         "refused": None,
     }
+    if measured_p99_s < MIN_RECOMMENDED_P99_S:
+        result["note"] = (
+            "the measured p99 is 0 ms: recommended as 1 ms, the smallest p99 the visibility-timeout rule takes, "
+            f"which gives its {vt_s} s floor"
+        )
     if exceeds_sqs_limit(vt_s):
         result["warning"] = (
             "the measured p99 needs a visibility timeout over 12 h: use an ECS consumer with lease extension"

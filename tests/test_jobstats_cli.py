@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from jobstats.__main__ import main
+from jobstats.bundle import build as build_bundle
+from jobstats.plots import plot_file_name
 from sqslease.emf import EmfLogger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +106,8 @@ def test_cli_profiles_every_format_and_writes_plots(tmp_path: Path) -> None:
     assert report["malformed_lines"] == 3 and "this line is not JSON" in report["malformed_sample"]
     assert report["files_without_records"] == [f"file://{tmp_path / 'logs' / 'notes.txt'}"]
     assert "no well-formed record in" in result.stderr and "notes.txt" in result.stderr
-    assert (tmp_path / "plots" / "Email.png").stat().st_size > 10_000 and (tmp_path / "plots" / "Rare.png").exists()
+    plots = tmp_path / "plots"
+    assert (plots / plot_file_name("Email")).stat().st_size > 10_000 and (plots / plot_file_name("Rare")).exists()
     assert "Email: 1,500 messages" in result.stdout and "Rare: 20 messages" in result.stdout
 
 
@@ -168,11 +171,8 @@ def test_spark_submit_runs_the_same_module(tmp_path: Path) -> None:
     import zipfile
 
     write_logs(tmp_path / "logs")
-    bundle = tmp_path / "jobstats.zip"  # what `make dist/jobstats.zip` builds
-    with zipfile.ZipFile(bundle, "w") as z:
-        for root, package in ((ROOT, "jobstats"), (ROOT / "lambda_src", "sqslease")):
-            for source in (root / package).glob("*.py"):
-                z.write(source, source.relative_to(root))
+    bundle = build_bundle(tmp_path / "jobstats.zip")  # what `make dist/jobstats.zip` builds
+    assert {"jobstats/__main__.py", "sqslease/rules.py"} <= set(zipfile.ZipFile(bundle).namelist())
     entry_point = tmp_path / "entry" / "__main__.py"  # shipped alone, as to a cluster
     entry_point.parent.mkdir()
     shutil.copy(ROOT / "jobstats" / "__main__.py", entry_point)
