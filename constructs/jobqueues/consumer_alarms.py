@@ -8,15 +8,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from jobqueues.alarms import alarm
+from jobqueues.metrics import CONSUMER_PERIOD_S as PERIOD_S
+from jobqueues.metrics import ConsumerMetrics, consumer_period
 from sqslease.rules import SQS_MAX_VISIBILITY_TIMEOUT_S, format_duration
 
-#: Period of the consumer alarms (p99 over fewer minutes is noise).
-PERIOD_S = 300
 #: CloudWatch evaluates at most one day of periods.
 MAX_EVALUATION_S = 86_400
 #: A lease leak shows after at least this long without a deletion.
@@ -67,24 +66,21 @@ def lease_leak_periods(visibility_timeout_s: float, lease_extension: bool, max_p
 def create_consumer_alarms(
     scope: Construct,
     job_type: str,
+    metrics: ConsumerMetrics,
     *,
-    in_flight: cloudwatch.IMetric,
-    deleted: cloudwatch.IMetric,
-    leases_lost: cloudwatch.IMetric,
-    processing_p99: cloudwatch.IMetric,
     visibility_timeout_s: float,
     lease_extension: bool,
     max_processing_time_s: float | None,
 ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm, cloudwatch.Alarm]:
     """The lease-leak, lease-lost and p99-drift alarms."""
-    period = Duration.seconds(PERIOD_S)
+    period = consumer_period()
     periods = lease_leak_periods(visibility_timeout_s, lease_extension, max_processing_time_s)
     leak = alarm(
         scope,
         "LeaseLeakAlarm",
         cloudwatch.MathExpression(
             expression="IF(inflight >= 1 AND FILL(deleted, 0) < 1, 1, 0)",
-            using_metrics={"inflight": in_flight, "deleted": deleted},
+            using_metrics={"inflight": metrics.in_flight, "deleted": metrics.deleted},
             label="in flight, none deleted",
             period=period,
         ),
@@ -99,7 +95,7 @@ def create_consumer_alarms(
     lost = alarm(
         scope,
         "LeaseLostAlarm",
-        leases_lost,
+        metrics.leases_lost,
         threshold=1,
         evaluation_periods=1,
         description=(
@@ -116,7 +112,7 @@ def create_consumer_alarms(
     drift = alarm(
         scope,
         "P99DriftAlarm",
-        processing_p99,
+        metrics.processing_p99,
         threshold=threshold_ms,
         evaluation_periods=3,
         comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

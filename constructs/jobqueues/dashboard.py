@@ -8,6 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from jobqueues.defaults import IN_FLIGHT_QUOTA
+from jobqueues.metrics import ConsumerMetrics
 
 if TYPE_CHECKING:
     from jobqueues.job_queue import JobQueue
@@ -16,7 +17,11 @@ WIDTH = 8  # three graphs per row of the 24-column grid
 
 
 def job_dashboard(
-    scope: Construct, dashboard_name: str, job_queue: JobQueue, consumer_widgets: list[cloudwatch.IWidget]
+    scope: Construct,
+    dashboard_name: str,
+    job_queue: JobQueue,
+    metrics: ConsumerMetrics,
+    consumer_widgets: list[cloudwatch.IWidget],
 ) -> cloudwatch.Dashboard:
     """Backlog, in flight vs the quota, oldest message, p50/p99 vs the VT, DLQ depth, extensions, leases lost,
     then the consumer's own graphs."""
@@ -25,10 +30,10 @@ def job_dashboard(
         [cloudwatch.HorizontalAnnotation(value=vt_s * 1000, label="visibility timeout")] if vt_s is not None else []
     )
     widgets: list[cloudwatch.IWidget] = [
-        cloudwatch.GraphWidget(title="Backlog (visible + in flight)", left=[job_queue.metric_backlog()], width=WIDTH),
+        cloudwatch.GraphWidget(title="Backlog (visible + in flight)", left=[metrics.backlog], width=WIDTH),
         cloudwatch.GraphWidget(
             title="In flight vs the quota",
-            left=[job_queue.metric_in_flight()],
+            left=[metrics.in_flight],
             left_annotations=[cloudwatch.HorizontalAnnotation(value=IN_FLIGHT_QUOTA, label="SQS in-flight quota")],
             width=WIDTH,
         ),
@@ -37,7 +42,7 @@ def job_dashboard(
         ),
         cloudwatch.GraphWidget(
             title="Processing time p50 / p99 (ms) vs the VT",
-            left=[job_queue.metric_processing_time("p50"), job_queue.metric_processing_time("p99")],
+            left=[metrics.processing_p50, metrics.processing_p99],
             left_annotations=vt_annotation,
             width=WIDTH,
         ),
@@ -46,13 +51,11 @@ def job_dashboard(
         ),
         cloudwatch.GraphWidget(
             title="Lease extensions / leases lost",
-            left=[job_queue.metric_extensions()],
-            right=[job_queue.metric_leases_lost()],
+            left=[metrics.extensions],
+            right=[metrics.leases_lost],
             width=WIDTH,
         ),
         *consumer_widgets,
     ]
-    dashboard = cloudwatch.Dashboard(scope, "Dashboard", dashboard_name=dashboard_name)
-    for start in range(0, len(widgets), 3):
-        dashboard.add_widgets(*widgets[start : start + 3])
-    return dashboard
+    rows = [widgets[start : start + 3] for start in range(0, len(widgets), 3)]
+    return cloudwatch.Dashboard(scope, "Dashboard", dashboard_name=dashboard_name, widgets=rows)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Unpack
 
 from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Token, Validations
@@ -14,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from jobqueues.alarms import alarm, notify
-from jobqueues.consumer_alarms import PERIOD_S, ConsumerAlarms, create_consumer_alarms
+from jobqueues.consumer_alarms import ConsumerAlarms, create_consumer_alarms
 from jobqueues.consumer_rules import DEFAULT_SHUTDOWN_GRACE_S, check_ecs_consumer, stop_timeout_s
 from jobqueues.dashboard import job_dashboard
 from jobqueues.defaults import IMAGE_CONTEXT
@@ -22,6 +23,8 @@ from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_job import _ConsumerQueue
+from jobqueues.metrics import ConsumerMetrics, consumer_period
+from jobqueues.names import stack_facts
 from jobqueues.props import EcsJobProps, LeaseOptions, QueueOptions
 from jobqueues.scaling import running_tasks, scale_on_backlog
 from jobqueues.stack_limits import count_resources
@@ -192,26 +195,23 @@ def bind_ecs_consumer(
         max_tasks=max_tasks,
         target_backlog_per_task=target_backlog_per_task,
     )
-    period = Duration.seconds(PERIOD_S)
-    vt_s = job_queue.visibility_timeout_seconds or 0
+    metrics = ConsumerMetrics.of(job_queue)
     leak, lost, drift = create_consumer_alarms(
         scope,
         job_queue.job_type,
-        in_flight=job_queue.metric_in_flight(period),
-        deleted=job_queue.metric_deleted(period),
-        leases_lost=job_queue.metric_leases_lost(),
-        processing_p99=job_queue.metric_processing_time("p99", period),
-        visibility_timeout_s=vt_s,
+        metrics,
+        visibility_timeout_s=job_queue.visibility_timeout_seconds or 0,
         lease_extension=job_queue.lease_extension,
         max_processing_time_s=job_queue.max_processing_time_seconds,
     )
+    period = consumer_period()
     tasks = running_tasks(cluster_name, service.service_name, period)
     no_task = alarm(
         scope,
         "NoRunningTaskAlarm",
         cloudwatch.MathExpression(
             expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
-            using_metrics={"visible": job_queue.metric_visible(period), "tasks": tasks},
+            using_metrics={"visible": metrics.visible, "tasks": tasks},
             label="backlog waiting, no task running",
             period=period,
         ),
@@ -226,11 +226,12 @@ def bind_ecs_consumer(
     notify(job_queue.alarm_topic, alarms.all())
     job_dashboard(
         scope,
-        f"{Stack.of(scope).stack_name}-{job_queue.job_type}",
+        f"{stack_facts(stack).name}-{job_queue.job_type}",
         job_queue,
+        metrics,
         [cloudwatch.GraphWidget(title="Running tasks", left=[tasks], width=8)],
     )
-    count_resources(Stack.of(scope), RESOURCES_PER_ECS_CONSUMER, job_types=0)
+    count_resources(stack, RESOURCES_PER_ECS_CONSUMER, job_types=0)
     return alarms
 
 
@@ -264,10 +265,16 @@ def shared_cluster(scope: Construct) -> ecs.ICluster:
 
 
 def _default_image(scope: Construct, directory: str) -> ecs.ContainerImage:
-    registry_image = scope.node.try_get_context(IMAGE_CONTEXT)
+    stack = Stack.of(scope)
+    if stack not in _registry_images:  # context is read once per stack: each read is a round-trip to jsii
+        _registry_images[stack] = stack.node.try_get_context(IMAGE_CONTEXT)
+    registry_image = _registry_images[stack]
     if registry_image:
         return ecs.ContainerImage.from_registry(str(registry_image))
     return ecs.ContainerImage.from_asset(directory)
+
+
+_registry_images: weakref.WeakKeyDictionary[Stack, Any] = weakref.WeakKeyDictionary()
 
 
 def _or(value: int | None, default: int) -> int:

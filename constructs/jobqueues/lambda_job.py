@@ -14,13 +14,15 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from jobqueues.alarms import alarm, notify, one_minute
-from jobqueues.consumer_alarms import PERIOD_S, ConsumerAlarms, create_consumer_alarms
+from jobqueues.consumer_alarms import ConsumerAlarms, create_consumer_alarms
 from jobqueues.consumer_rules import ConsumerCheck, check_lambda_consumer
 from jobqueues.dashboard import job_dashboard
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.lease_layer import LAMBDA_RUNTIME, sqslease_layer
+from jobqueues.metrics import ConsumerMetrics
+from jobqueues.names import stack_facts
 from jobqueues.props import JobQueueProps, LambdaJobProps, LeaseOptions, QueueOptions
 from jobqueues.stack_limits import count_resources
 from sqslease.rules import format_duration, visibility_timeout_for_lambda
@@ -98,7 +100,7 @@ class LambdaJob(Construct):
             memory_size=DEFAULT_MEMORY_MIB if memory_size is None else memory_size,
             role=role,
             log_group=log_group,
-            environment={**environment, "SQSLEASE_HANDLER": handler or ""},
+            environment={**environment, **self.job_queue.consumer_environment(), "SQSLEASE_HANDLER": handler or ""},
             description=f"{job_type} consumer (sqslease)",
         )
         log_group.grant_write(role)
@@ -111,6 +113,7 @@ class LambdaJob(Construct):
             max_batching_window=props.get("max_batching_window"),
             max_concurrency=max_concurrency,
             checked=True,
+            add_environment=False,
         )
 
 
@@ -160,6 +163,7 @@ def bind_lambda_consumer(
     max_concurrency: int | None = None,
     add_layer: bool = True,
     checked: bool = False,
+    add_environment: bool = True,
 ) -> ConsumerAlarms:
     """Make ``function`` the consumer of ``job_queue``: event source (partial batch failures), grants, the
     consumer environment, the ``sqslease`` layer, alarms and a dashboard.
@@ -169,6 +173,8 @@ def bind_lambda_consumer(
     :param max_concurrency: cap on concurrent invocations, 2-1000. Default: none.
     :param add_layer: add the stack's ``sqslease`` layer to the function. Default: True.
     :param checked: the caller validated the timeout and event source already. Default: False.
+    :param add_environment: add the consumer environment (a caller that created the function with it already
+        passes False). Default: True.
     """
     if not checked:
         _check_function(scope, job_queue, function, batch_size, max_batching_window, max_concurrency)
@@ -182,20 +188,18 @@ def bind_lambda_consumer(
         )
     )
     job_queue.grant_consume_messages(function)
-    for name, value in job_queue.consumer_environment().items():
-        function.add_environment(name, value)
+    if add_environment:
+        for name, value in job_queue.consumer_environment().items():
+            function.add_environment(name, value)
     if add_layer:
         function.add_layers(sqslease_layer(scope))
 
-    vt_s = job_queue.visibility_timeout_seconds or 0
+    metrics = ConsumerMetrics.of(job_queue)
     leak, lost, drift = create_consumer_alarms(
         scope,
         job_queue.job_type,
-        in_flight=job_queue.metric_in_flight(Duration.seconds(PERIOD_S)),
-        deleted=job_queue.metric_deleted(Duration.seconds(PERIOD_S)),
-        leases_lost=job_queue.metric_leases_lost(),
-        processing_p99=job_queue.metric_processing_time("p99", Duration.seconds(PERIOD_S)),
-        visibility_timeout_s=vt_s,
+        metrics,
+        visibility_timeout_s=job_queue.visibility_timeout_seconds or 0,
         lease_extension=job_queue.lease_extension,
         max_processing_time_s=job_queue.max_processing_time_seconds,
     )
@@ -224,10 +228,12 @@ def bind_lambda_consumer(
     )
     alarms = ConsumerAlarms(leak, lost, drift, errors=errors, throttles=throttles)
     notify(job_queue.alarm_topic, alarms.all())
+    stack = Stack.of(scope)
     job_dashboard(
         scope,
-        f"{Stack.of(scope).stack_name}-{job_queue.job_type}",
+        f"{stack_facts(stack).name}-{job_queue.job_type}",
         job_queue,
+        metrics,
         [
             cloudwatch.GraphWidget(
                 title="Function errors / throttles",
@@ -240,7 +246,7 @@ def bind_lambda_consumer(
             ),
         ],
     )
-    count_resources(Stack.of(scope), RESOURCES_PER_LAMBDA_CONSUMER, job_types=0)
+    count_resources(stack, RESOURCES_PER_LAMBDA_CONSUMER, job_types=0)
     return alarms
 
 

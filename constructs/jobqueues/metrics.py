@@ -6,12 +6,21 @@ Queue metrics come from SQS (``AWS/SQS``); per-message metrics from the EMF line
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 
 from jobqueues.alarms import one_minute
 from sqslease.emf import NAMESPACE as EMF_NAMESPACE
+
+if TYPE_CHECKING:
+    from jobqueues.job_queue import JobQueue
+
+#: Period of a consumer's alarms and dashboard graphs (a p99 over fewer minutes is noise).
+CONSUMER_PERIOD_S = 300
 
 
 def emf_metric(job_type: str, metric_name: str, statistic: str, period: Duration | None = None) -> cloudwatch.Metric:
@@ -46,3 +55,51 @@ def backlog(queue: sqs.IQueue, period: Duration | None = None) -> cloudwatch.Mat
         label="backlog (visible + in flight)",
         period=period,
     )
+
+
+@dataclass(frozen=True)
+class ConsumerMetrics:
+    """The metrics a consumer's alarms and dashboard share, at 5-minute periods.
+
+    Built once per job type: every metric object costs a round-trip to the CDK's Node kernel.
+    """
+
+    visible: cloudwatch.Metric
+    in_flight: cloudwatch.Metric
+    backlog: cloudwatch.MathExpression
+    deleted: cloudwatch.Metric
+    processing_p50: cloudwatch.Metric
+    processing_p99: cloudwatch.Metric
+    extensions: cloudwatch.Metric
+    leases_lost: cloudwatch.Metric
+
+    @classmethod
+    def of(cls, job_queue: JobQueue) -> ConsumerMetrics:
+        period = consumer_period()
+        visible = job_queue.metric_visible(period)
+        in_flight = job_queue.metric_in_flight(period)
+        return cls(
+            visible=visible,
+            in_flight=in_flight,
+            backlog=cloudwatch.MathExpression(
+                expression="visible + inflight",
+                using_metrics={"visible": visible, "inflight": in_flight},
+                label="backlog (visible + in flight)",
+                period=period,
+            ),
+            deleted=job_queue.metric_deleted(period),
+            processing_p50=job_queue.metric_processing_time("p50", period),
+            processing_p99=job_queue.metric_processing_time("p99", period),
+            extensions=job_queue.metric_extensions(period),
+            leases_lost=job_queue.metric_leases_lost(period),
+        )
+
+
+_period: list[Duration] = []
+
+
+def consumer_period() -> Duration:
+    """The shared 5-minute ``Duration`` of consumer metrics."""
+    if not _period:
+        _period.append(Duration.seconds(CONSUMER_PERIOD_S))
+    return _period[0]
