@@ -37,11 +37,11 @@ class JobQueuesStack(Stack):
         alarms = JobQueueAlarmProps(topic=topic)
 
         self.job_queues = {
-            # A container worker; seed guidance: p99 4 min -> VT 8 min.
+            # A container worker; p99 4 min -> VT 8 min.
             "VideoTranscode": JobQueue(
                 self, "VideoTranscode", processing_p99=Duration.minutes(4), max_receive_count=3, alarms=alarms
             ),
-            # Short job; seed guidance: p99 3 s -> VT 10 s (the floor).
+            # Short job: p99 3 s -> VT 10 s (the floor).
             "EmailSend": JobQueue(self, "EmailSend", processing_p99=Duration.seconds(3), alarms=alarms),
             # Lambda job: the function, its event source and the sqslease layer; VT = 6 x 30 s + 5 s = 185 s.
             "Thumbnails": LambdaJob(

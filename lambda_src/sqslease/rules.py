@@ -4,7 +4,7 @@ Pure functions on seconds. This module imports nothing from AWS so that the CDK
 constructs (`jobqueues`), the consumer runtime (`sqslease`) and the Spark job
 (`jobstats`) all derive the same numbers from the same declaration.
 
-Sources: SQS allows a visibility timeout of 0 s to 12 h; the seed guidance is
+Sources: SQS allows a visibility timeout of 0 s to 12 h; the usual guidance is
 "about 2 x the p99 processing time, at least 10 s"; AWS Lambda recommends a
 queue visibility timeout of at least 6 x the function timeout plus the maximum
 batching window.

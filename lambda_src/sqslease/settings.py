@@ -1,4 +1,4 @@
-"""Lease and failure-handling settings, with the defaults of the seeds' message-processing framework.
+"""Lease and failure-handling settings, with the defaults of a common message-processing framework.
 
 Every field can come from an environment variable (``SQSLEASE_<FIELD>``, upper case) or a command-line option
 (``--<field>`` in kebab case; the command line wins), which is how the ``jobqueues`` constructs hand a consumer
