@@ -12,34 +12,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from local_emulator.server import LOCAL_AWS_ENV
+from local_emulator.server import Emulator
 
 
 class DeployedError(RuntimeError):
     """The emulator does not hold what the demo needs (a stack, resource, or a value it cannot compute)."""
-
-
-@dataclass(frozen=True)
-class Emulator:
-    """The emulator at ``endpoint`` (a :class:`~local_emulator.server.LocalServer` works the same way)."""
-
-    endpoint: str
-
-    def client(self, service: str) -> Any:
-        """A boto3 client for ``service`` with the emulator's credentials and region."""
-        import boto3
-
-        return boto3.client(
-            service,
-            endpoint_url=self.endpoint,
-            region_name=LOCAL_AWS_ENV["AWS_DEFAULT_REGION"],
-            aws_access_key_id=LOCAL_AWS_ENV["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=LOCAL_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
-        )
-
-    def env(self) -> dict[str, str]:
-        """Environment variables that point a process's AWS SDK at the emulator."""
-        return {**LOCAL_AWS_ENV, "AWS_ENDPOINT_URL": self.endpoint}
 
 
 @dataclass

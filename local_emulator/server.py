@@ -31,14 +31,13 @@ LOCAL_AWS_ENV = {
 
 
 @dataclass(frozen=True)
-class LocalServer:
-    """A running emulator: its endpoint and process."""
+class Emulator:
+    """An emulator at ``endpoint``: boto3 clients and SDK environment for it."""
 
     endpoint: str
-    process: subprocess.Popen[bytes]
 
     def client(self, service: str) -> Any:
-        """A boto3 client for ``service`` on this server (test credentials, us-east-1)."""
+        """A boto3 client for ``service`` on this emulator (test credentials, us-east-1)."""
         import boto3
 
         return boto3.client(
@@ -50,8 +49,15 @@ class LocalServer:
         )
 
     def env(self) -> dict[str, str]:
-        """Environment variables that point the AWS SDKs and the ``cdk`` CLI at this server."""
+        """Environment variables that point the AWS SDKs and the ``cdk`` CLI at this emulator."""
         return {**LOCAL_AWS_ENV, "AWS_ENDPOINT_URL": self.endpoint}
+
+
+@dataclass(frozen=True)
+class LocalServer(Emulator):
+    """A running emulator this process started: its endpoint and process."""
+
+    process: subprocess.Popen[bytes]
 
 
 def free_port() -> int:

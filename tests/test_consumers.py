@@ -365,17 +365,21 @@ def test_more_handlers_than_the_in_flight_quota_is_a_warning() -> None:
 
 
 # --- bring your own ----------------------------------------------------------------------------------------------
-def test_add_lambda_consumer_checks_the_function_timeout_against_the_declared_vt() -> None:
-    _, stack = consumer_app()
-    queue = JobQueue(stack, "Email", processing_p99=Duration.seconds(3))  # VT 10 s
-    function = lambda_.Function(
+def inline_function(stack: cdk.Stack, timeout: Duration) -> lambda_.Function:
+    return lambda_.Function(
         stack,
         "Fn",
         runtime=lambda_.Runtime.PYTHON_3_14,
         handler="app.handler",
         code=lambda_.Code.from_inline("def handler(e, c): pass"),
-        timeout=Duration.seconds(60),
+        timeout=timeout,
     )
+
+
+def test_add_lambda_consumer_checks_the_function_timeout_against_the_declared_vt() -> None:
+    _, stack = consumer_app()
+    queue = JobQueue(stack, "Email", processing_p99=Duration.seconds(3))  # VT 10 s
+    function = inline_function(stack, Duration.seconds(60))
     with pytest.raises(JobQueueError, match=r"needs a visibility timeout of at least 6 min .* declare lambda_timeout"):
         queue.add_lambda_consumer(function)
 
@@ -383,14 +387,7 @@ def test_add_lambda_consumer_checks_the_function_timeout_against_the_declared_vt
 def test_add_lambda_consumer_binds_an_existing_function() -> None:
     _, stack = consumer_app()
     queue = JobQueue(stack, "Email", lambda_timeout=Duration.seconds(60))
-    function = lambda_.Function(
-        stack,
-        "Fn",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        handler="app.handler",
-        code=lambda_.Code.from_inline("def handler(e, c): pass"),
-        timeout=Duration.seconds(60),
-    )
+    function = inline_function(stack, Duration.seconds(60))
     alarms = queue.add_lambda_consumer(function, batch_size=5)
     template = Template.from_stack(stack)
     template.has_resource_properties(

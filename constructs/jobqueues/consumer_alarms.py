@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
+
+if TYPE_CHECKING:
+    from jobqueues.job_queue import JobQueue
 
 from jobqueues.alarms import alarm
 from jobqueues.metrics import CONSUMER_PERIOD_S as PERIOD_S
@@ -64,15 +68,13 @@ def lease_leak_periods(visibility_timeout_s: float, lease_extension: bool, max_p
 
 
 def create_consumer_alarms(
-    scope: Construct,
-    job_type: str,
-    metrics: ConsumerMetrics,
-    *,
-    visibility_timeout_s: float,
-    lease_extension: bool,
-    max_processing_time_s: float | None,
+    scope: Construct, job_queue: JobQueue, metrics: ConsumerMetrics
 ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm, cloudwatch.Alarm]:
-    """The lease-leak, lease-lost and p99-drift alarms."""
+    """The lease-leak, lease-lost and p99-drift alarms, from the job queue's declaration."""
+    job_type = job_queue.job_type
+    visibility_timeout_s = job_queue.visibility_timeout_seconds or 0
+    lease_extension = job_queue.lease_extension
+    max_processing_time_s = job_queue.max_processing_time_seconds
     period = consumer_period()
     periods = lease_leak_periods(visibility_timeout_s, lease_extension, max_processing_time_s)
     leak = alarm(

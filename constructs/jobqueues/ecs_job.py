@@ -196,14 +196,7 @@ def bind_ecs_consumer(
         target_backlog_per_task=target_backlog_per_task,
     )
     metrics = ConsumerMetrics.of(job_queue)
-    leak, lost, drift = create_consumer_alarms(
-        scope,
-        job_queue.job_type,
-        metrics,
-        visibility_timeout_s=job_queue.visibility_timeout_seconds or 0,
-        lease_extension=job_queue.lease_extension,
-        max_processing_time_s=job_queue.max_processing_time_seconds,
-    )
+    leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics)
     period = consumer_period()
     tasks = running_tasks(cluster_name, service.service_name, period)
     no_task = alarm(

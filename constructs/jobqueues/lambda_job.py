@@ -195,14 +195,7 @@ def bind_lambda_consumer(
         function.add_layers(sqslease_layer(scope))
 
     metrics = ConsumerMetrics.of(job_queue)
-    leak, lost, drift = create_consumer_alarms(
-        scope,
-        job_queue.job_type,
-        metrics,
-        visibility_timeout_s=job_queue.visibility_timeout_seconds or 0,
-        lease_extension=job_queue.lease_extension,
-        max_processing_time_s=job_queue.max_processing_time_seconds,
-    )
+    leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics)
     minute = one_minute()
     errors = alarm(
         scope,
