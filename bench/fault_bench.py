@@ -28,10 +28,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--rate", type=float, default=0.2, help="share of requests faulted")
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--random-state", type=int, default=7)
     args = parser.parse_args()
     config = FleetConfig(
-        jobs=args.jobs, workers=args.workers, fault_rate=args.rate, seed=args.seed, kill_every_s=4, deadline_s=600
+        jobs=args.jobs,
+        workers=args.workers,
+        fault_rate=args.rate,
+        random_state=args.random_state,
+        kill_every_s=4,
+        deadline_s=600,
     )
     baseline = dataclasses.replace(config, jobs=max(args.jobs // 10, 10), heartbeat=False, deadline_s=60)
     with running_server() as server:

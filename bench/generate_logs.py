@@ -1,6 +1,6 @@
 """Realistic sqslease EMF logs: several job types, lognormal durations, failures, redeliveries.
 
-    .venv/bin/python bench/generate_logs.py OUT_DIR --lines 2000000 [--files 8] [--seed 1]
+    .venv/bin/python bench/generate_logs.py OUT_DIR --lines 2000000 [--files 8] [--random-state 1]
 
 Lines are written by the real ``sqslease.emf.EmfLogger``. Prints nothing but a summary.
 """
@@ -40,9 +40,9 @@ JOB_TYPES = (
 START_MS = 1_793_000_000_000  # 2026-10-26
 
 
-def generate(out_dir: Path, lines: int, files: int = 8, seed: int = 1) -> list[Path]:
+def generate(out_dir: Path, lines: int, files: int = 8, random_state: int = 1) -> list[Path]:
     """Write ``lines`` log lines spread over ``files`` files; return the paths."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(random_state)
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = np.array([j.weight for j in JOB_TYPES])
     kinds = rng.choice(len(JOB_TYPES), size=lines, p=weights / weights.sum())
@@ -77,9 +77,9 @@ def main() -> None:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--lines", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--random-state", type=int, default=1)
     args = parser.parse_args()
-    paths = generate(args.out_dir, args.lines, args.files, args.seed)
+    paths = generate(args.out_dir, args.lines, args.files, args.random_state)
     size = sum(p.stat().st_size for p in paths)
     print(f"wrote {args.lines:,} lines in {len(paths)} files, {size / 1e6:.0f} MB, to {args.out_dir}")
 

@@ -49,7 +49,7 @@ class FleetConfig:
     request_timeout: float = 0.8
     max_receive_count: int = 20
     deadline_s: float = 45
-    seed: int = 1
+    random_state: int = 1
 
     def worker_args(self) -> list[str]:
         return [
@@ -110,7 +110,7 @@ class FleetReport:
 
 def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
     """Run the fleet until every job ended and the queue is empty (or ``deadline_s``), then check it."""
-    rng = random.Random(config.seed)
+    rng = random.Random(config.random_state)
     queues = make_queue(server, vt=30, max_receive_count=config.max_receive_count)
     jobs = {
         f"j{i}": rng.uniform(*config.long_s) if rng.random() < config.long_share else rng.uniform(*config.short_s)
@@ -120,7 +120,7 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
     started = time.monotonic()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        FaultProxy(server.endpoint, random_faults(config.fault_rate, config.seed)) as proxy,
+        FaultProxy(server.endpoint, random_faults(config.fault_rate, config.random_state)) as proxy,
     ):
         events = Path(tmp) / "events"
         death: dict[int, float] = {}  # pid -> when it died (kill -9) or was seen gone

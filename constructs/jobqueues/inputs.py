@@ -49,9 +49,17 @@ class PropReader:
     def _wrong(self, prop: str, value: object, expected: str, fix: str) -> None:
         self.errors.append(f"{self._label(prop)}={value!r} is {_a(type(value).__name__)}, not {expected}: pass {fix}")
 
-    def duration_s(self, prop: str, value: object = None) -> float | None:
+    def _given(self, prop: str) -> object:
+        """The prop's value; ``None`` when absent, or an unresolved token (recorded in :attr:`tokens`)."""
+        value = self.props.get(prop)
+        if is_token(value):
+            self.tokens.add(prop)
+            return None
+        return value
+
+    def duration_s(self, prop: str) -> float | None:
         """Seconds of a ``Duration`` prop (fractions kept); ``None`` when absent, wrong or a token."""
-        value = self.props.get(prop) if value is None else value
+        value = self.props.get(prop)
         if value is None:
             return None
         if not isinstance(value, Duration):
@@ -84,26 +92,20 @@ class PropReader:
             return default
         return value
 
-    def integer(self, prop: str, example: int, value: object = None) -> int | None:
+    def integer(self, prop: str, example: int) -> int | None:
         """A whole-number prop (``True`` and ``2.5`` are errors); ``None`` when absent, wrong or a token."""
-        value = self.props.get(prop) if value is None else value
+        value = self._given(prop)
         if value is None:
-            return None
-        if is_token(value):
-            self.tokens.add(prop)
             return None
         if isinstance(value, bool) or not isinstance(value, int):
             self._wrong(prop, value, "a whole number", f"an int, e.g. {example}")
             return None
         return value
 
-    def number(self, prop: str, example: float, value: object = None) -> float | None:
+    def number(self, prop: str, example: float) -> float | None:
         """A real-number prop; ``None`` when absent, wrong or a token."""
-        value = self.props.get(prop) if value is None else value
+        value = self._given(prop)
         if value is None:
-            return None
-        if is_token(value):
-            self.tokens.add(prop)
             return None
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             self._wrong(prop, value, "a finite number", f"a number, e.g. {example}")
