@@ -18,11 +18,15 @@ def _log(event: str, message: Message) -> None:
 
 
 def fleet_job(body: str, message: Message) -> None:
-    """``{"id": ..., "seconds": ...}``: records ``start|end id pid monotonic`` (one atomic append per line)."""
+    """``{"id": ..., "seconds": ...}``: records ``start|end id pid monotonic handle slack`` (one atomic append per
+    line): the receipt handle's first 16 characters (as sqslease logs it) and the lease's slack in seconds."""
     job = json.loads(body)
-    _append(f"start {job['id']} {os.getpid()} {time.monotonic():.4f}\n")
+    lease = message.lease
+    now = time.monotonic()
+    _append(f"start {job['id']} {os.getpid()} {now:.4f} {lease.receipt_handle[:16]} {lease.deadline - now:.3f}\n")
     time.sleep(job["seconds"])
-    _append(f"end {job['id']} {os.getpid()} {time.monotonic():.4f}\n")
+    now = time.monotonic()
+    _append(f"end {job['id']} {os.getpid()} {now:.4f} {lease.receipt_handle[:16]} {lease.deadline - now:.3f}\n")
 
 
 def _append(line: str) -> None:

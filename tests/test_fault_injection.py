@@ -81,6 +81,7 @@ class FleetReport:
     fault_kinds: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     lease_problems: list[str] = field(default_factory=list)  # the workers' own log lines about lost leases
+    details: list[str] = field(default_factory=list)  # per overlapping job: its records and workers' log lines
 
     @property
     def duplicate_budget(self) -> int:
@@ -93,7 +94,7 @@ class FleetReport:
         if self.overlaps:
             problems.append(
                 f"{len(self.overlaps)} messages ran on two live handlers at once: {self.overlaps[:5]}; "
-                f"workers logged: {self.lease_problems[:5]}"
+                f"workers logged: {self.lease_problems[:5]}\n" + "\n".join(self.details)
             )
         if self.duplicates > self.duplicate_budget:
             problems.append(f"{self.duplicates} duplicate runs > kills x concurrency = {self.duplicate_budget}")
@@ -126,8 +127,11 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
         death: dict[int, float] = {}  # pid -> when it died (kill -9) or was seen gone
         kills = sigterms = 0
 
+        logs: dict[int, Path] = {}  # pid -> that worker's log
+
         def launch() -> subprocess.Popen[bytes]:
-            return start_worker_process(
+            log = Path(tmp) / f"worker-{len(logs)}.log"
+            process = start_worker_process(
                 server,
                 queues.url,
                 events,
@@ -136,9 +140,11 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
                 handler="sqs_handlers:fleet_job",
                 concurrency=config.concurrency,
                 args=config.worker_args(),
-                log=Path(tmp) / "workers.log",
+                log=log,
                 SQSLEASE_HEARTBEAT_INTERVAL=str(config.heartbeat_interval),
             )
+            logs[process.pid] = log
+            return process
 
         fleet = [launch() for _ in range(config.workers)]
         stopping: list[subprocess.Popen[bytes]] = []
@@ -174,8 +180,10 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
                 process.wait()
             death.setdefault(process.pid, time.monotonic())
         lines = events.read_text().splitlines() if events.exists() else []
-        log_lines = (Path(tmp) / "workers.log").read_text().splitlines()
-        lease_problems = [line for line in log_lines if "ran out" in line or "CRITICAL" in line]
+        worker_logs = {pid: path.read_text().splitlines() for pid, path in logs.items() if path.exists()}
+        lease_problems = [
+            line for log in worker_logs.values() for line in log if "ran out" in line or "CRITICAL" in line
+        ]
         report_counts = dict(proxy.counts)
     runs = _runs(lines, death)
     ended = {job for job, pid_runs in runs.items() for run in pid_runs if run[2]}
@@ -184,6 +192,7 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
         ordered = sorted(job_runs)
         if any(later[0] < earlier[1] for earlier, later in itertools.pairwise(ordered)):
             overlaps.append(job)
+    details = [_explain(job, lines, death, worker_logs, started) for job in sorted(overlaps)[:3]]
     kinds: dict[str, int] = defaultdict(int)
     for (_, kind), n in report_counts.items():
         kinds[kind] += n
@@ -203,6 +212,7 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> FleetReport:
         fault_kinds={k: n for k, n in sorted(kinds.items()) if k != "ok"},
         seconds=time.monotonic() - started,
         lease_problems=lease_problems,
+        details=details,
     )
 
 
@@ -213,12 +223,28 @@ def _all_ended(events: Path, jobs: dict[str, float]) -> bool:
     return ended >= set(jobs)
 
 
+def _explain(
+    job: str, lines: list[str], death: dict[int, float], worker_logs: dict[int, list[str]], started: float
+) -> str:
+    """One overlapping job: its start/end records (times from the fleet's start), when each process died, and
+    every worker log line that names one of its receipt handles."""
+    records = [line.split() for line in lines if line.split()[1] == job]
+    handles = {record[4] for record in records}
+    pids = {int(record[2]) for record in records}
+    out = [f"{job}:"]
+    out += [f"  {kind} pid {pid} at {float(at) - started:.3f} s, {handle}, lease slack {slack} s"
+            for kind, _, pid, at, handle, slack in records]  # fmt: skip
+    out += [f"  pid {pid} died at {death[pid] - started:.3f} s" for pid in sorted(pids) if pid in death]
+    out += [f"  [{pid}] {line}" for pid, log in worker_logs.items() for line in log if any(h in line for h in handles)]
+    return "\n".join(out)
+
+
 def _runs(lines: list[str], death: dict[int, float]) -> dict[str, list[tuple[float, float, bool]]]:
     """job -> [(start, end, ended normally)]: a run without an end record lasted until its process died."""
     open_runs: dict[tuple[str, int], list[float]] = defaultdict(list)  # one process can run a job twice at once
     runs: dict[str, list[tuple[float, float, bool]]] = defaultdict(list)
     for line in lines:
-        kind, job, pid_text, at_text = line.split()
+        kind, job, pid_text, at_text = line.split()[:4]
         pid, at = int(pid_text), float(at_text)
         if kind == "start":
             open_runs[(job, pid)].append(at)
@@ -234,7 +260,7 @@ def test_fault_injection_fleet_keeps_every_lease(local_aws: LocalServer) -> None
     print(report.summary())
     assert report.violations() == [], report.summary()
     assert report.kills + report.sigterms >= 4, report.summary()  # the faults really happened
-    assert report.faults / report.requests > 0.15, report.summary()
+    assert report.faults / report.requests > 0.1, report.summary()  # 20 % asked; > 4 sigma below it
     assert report.ended == report.jobs
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sqslease.retry import EntryOutcome, backoff_delay, classify_error
+from sqslease.retry import EntryOutcome, backoff_delay, classify_error, may_have_landed
 from sqslease.scheduler import LeaseScheduler, LeaseState
 
 
@@ -125,6 +125,20 @@ def test_stop_extending_keeps_the_lease_but_never_extends_it() -> None:
 )
 def test_error_classification(code: str, message: str, outcome: EntryOutcome) -> None:
     assert classify_error(code, message) is outcome
+
+
+def test_a_request_may_have_landed_unless_sqs_refused_it_or_it_was_never_sent() -> None:
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+    from sqs_helpers import client_error
+
+    url = "http://localhost:1/"
+    assert not may_have_landed(client_error("throttle", "ChangeMessageVisibilityBatch"))  # 400: refused
+    assert not may_have_landed(client_error("access_denied", "ChangeMessageVisibilityBatch"))
+    assert not may_have_landed(ConnectTimeoutError(endpoint_url=url))
+    assert not may_have_landed(EndpointConnectionError(endpoint_url=url))
+    assert may_have_landed(client_error("error500", "ChangeMessageVisibilityBatch"))  # 5xx: may be applied
+    assert may_have_landed(ReadTimeoutError(endpoint_url=url))
+    assert may_have_landed(ConnectionResetError())
 
 
 def test_backoff_grows_with_receive_count_and_is_capped() -> None:

@@ -223,3 +223,37 @@ def test_grace_warning_counts_only_handlers_still_running(local_aws: LocalServer
     assert "still being handled" not in stderr, stderr[-2000:]
     assert [e[0] for e in events_of(events)] == ["start", "end"] and code == 0
     assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0), timeout_s=8)  # deleted, never released
+
+
+def test_a_release_that_may_have_landed_is_never_sent_again(local_aws: LocalServer, tmp_path: Path) -> None:
+    # A release (visibility 0) whose answer is lost may have landed. Another consumer can hold the message by
+    # the time a retry would go out; a repeat would hand it to a third while the second still runs it.
+    # Found by the fault-injection fleet: SIGTERM releases the unstarted message, the answer is held.
+    queues = make_queue(local_aws, vt=600)
+    held: list[bytes] = []
+
+    def hold_first_release(operation: str, body: bytes) -> Fault | None:
+        entries = json.loads(body).get("Entries", [])
+        if operation == "ChangeMessageVisibilityBatch" and entries and entries[0]["VisibilityTimeout"] == 0:
+            if not held:
+                held.append(body)
+                return Fault("hold", 3)  # applied by the server, answered after the client's 0.5 s timeout
+        return None
+
+    events = tmp_path / "events"
+    send(local_aws, queues.url, ["running", "unstarted"])
+    with FaultProxy(local_aws.endpoint, hold_first_release) as proxy:
+        process = start_worker_process(
+            local_aws, queues.url, events, endpoint=proxy.endpoint, SLOW_JOB_SECONDS="3", **LEASE_3S
+        )
+        try:
+            assert wait_for(lambda: events_of(events) and counts(local_aws, queues.url) == (0, 2), timeout_s=20)
+            with Thief(local_aws, queues.url) as thief:
+                code, stderr = stop(process)
+                time.sleep(0.5)
+        finally:
+            process.kill()
+    assert held, "the fault was never injected"
+    releases = [json.loads(body) for body in proxy.bodies("ChangeMessageVisibilityBatch")]
+    assert thief.stolen == ["unstarted"], f"released twice, delivered {thief.stolen}\n{releases}\n{stderr[-3000:]}"
+    assert [e[0] for e in events_of(events)] == ["start", "end"] and code == 0

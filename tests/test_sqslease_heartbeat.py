@@ -69,6 +69,27 @@ def test_throttled_retries_back_off_never_faster_and_stay_within_the_slack(caplo
     assert at_risk < next(i for i, m in enumerate(messages) if "ran out" in m)  # logged before it lapsed
 
 
+def test_a_round_that_starts_after_its_lease_ran_out_sends_nothing_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A round that starts late (a starved process, every request slot busy) must not extend a lease that already
+    # ran out: another consumer may hold the message, and SQS can accept the old receipt handle.
+    clock = FakeClock(0.0)
+    sqs = FakeSQS(clock)
+    scheduler, (late, fine) = table(SLOW, [4.8, 6.0])
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
+    due = scheduler.take_due(1.5)
+    assert due == [late, fine]
+    clock.now = 5.0  # the round only now gets to send
+    with caplog.at_level(logging.ERROR, "sqslease"):
+        stats = heartbeat._round(due)
+    heartbeat.stop()
+    assert [entry["ReceiptHandle"] for _, _, entries in sqs.calls for entry in entries] == ["h1"]
+    assert late.lost and not fine.lost and fine.extensions == 1
+    assert stats.lost == 1 and stats.extended == 1
+    assert any("ran out before its extension" in r.getMessage() for r in caplog.records)
+
+
 def test_transient_errors_and_timeouts_are_retried_within_the_round() -> None:
     clock = FakeClock(0.0)
     sqs = FakeSQS(clock).script("ChangeMessageVisibilityBatch", "error500", "timeout", "ok")

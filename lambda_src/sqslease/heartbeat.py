@@ -204,18 +204,25 @@ class Heartbeat:
 
     def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool]:
         """Send one request for ``batch``; return the leases to retry and whether throttling was seen."""
-        entries: list[dict[str, object]] = []
-        vts: list[int] = []
-        now = self.clock()
-        for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
-            allowed = int(
-                min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))
-            )
-            vts.append(max(allowed, 0))
-            entries.append({"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": vts[-1]})
         with self._requests:
             sent_at = self.clock()
+            batch = self._drop_lapsed(batch, sent_at, stats)
+            if not batch:
+                return [], False
+            entries: list[dict[str, object]] = []
+            vts: list[int] = []
+            for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
+                allowed = int(
+                    min(self.settings.visibility_timeout, self.settings.max_total_lease - (sent_at - lease.received_at))
+                )
+                vts.append(max(allowed, 0))
+                entries.append({"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": vts[-1]})
             stats.requests += 1
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "extending %s",
+                    ", ".join(f"{lease.receipt_handle[:16]} slack {lease.deadline - sent_at:.3f}" for lease in batch),
+                )
             try:
                 response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
             except Exception as error:  # the whole request failed: classify once for every entry
@@ -262,6 +269,22 @@ class Heartbeat:
         retry += [lease for index, lease in enumerate(batch) if index not in answered]  # missing: transient
         stats.throttled += throttled
         return retry, throttled
+
+    def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
+        """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the
+        message may be with another consumer, and SQS can accept this receipt handle all the same."""
+        live = [lease for lease in batch if lease.deadline > now]
+        if len(live) < len(batch):
+            for lease in batch:
+                if lease.deadline <= now and self.scheduler.lapsed(lease):
+                    stats.lost += 1
+                    logger.error(
+                        "lease %s ran out before its extension could be sent (%.2f s late); the message may be "
+                        "delivered to another consumer while its handler still runs",
+                        lease.receipt_handle[:16],
+                        now - lease.deadline,
+                    )
+        return live
 
     def _apply_failure(self, lease: Lease, outcome: EntryOutcome, stats: TickStats) -> None:
         if outcome is EntryOutcome.LOST:

@@ -114,6 +114,23 @@ def classify_exception(error: BaseException) -> tuple[EntryOutcome, str, str]:
     return outcome, code, message
 
 
+#: Exceptions raised before a request went out (botocore's names): it cannot have been applied.
+NOT_SENT_ERRORS = frozenset({"ConnectTimeoutError", "EndpointConnectionError"})
+
+
+def may_have_landed(error: BaseException) -> bool:
+    """Whether SQS may have applied a request that raised ``error``.
+
+    A 4xx answer (throttling, a bad request) means SQS refused it, and a connection never made means it was
+    never sent. A read timeout, a dropped connection or a 5xx answer can come after SQS applied it.
+    """
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return not (isinstance(status, int) and 400 <= status < 500)
+    return type(error).__name__ not in NOT_SENT_ERRORS
+
+
 def is_throttling(code: str) -> bool:
     return code in THROTTLING_CODES or "throttl" in code.lower()
 

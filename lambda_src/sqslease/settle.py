@@ -9,7 +9,10 @@ A lease is held until SQS confirms its delete or release:
 - A visibility change first takes the lease from the heartbeat (no late extension can overwrite a release or a
   backoff delay). If an extension is in flight it waits for it on the sender thread, never in a handler.
   Until the change is confirmed the lease keeps its last deadline; if that passes, the message is visible
-  anyway, which is what a release wants.
+  anyway, which is what a release wants. A change is sent again only after SQS refused it (throttling, an
+  entry's failure): once an attempt may have landed (a timeout, a dropped connection, a 5xx), another
+  consumer may hold the message, and a repeat with this receipt handle would make it visible (or hide it)
+  under that consumer. The message then reappears when this lease ends, at the latest.
 
 Nothing here waits without a bound: requests have timeouts (the lease client), and :meth:`Settler.close` has one.
 """
@@ -26,7 +29,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception
+from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, may_have_landed
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
 
@@ -245,6 +248,10 @@ class Settler:
                 response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
         except Exception as error:
             outcome, code, message = classify_exception(error)
+            if operation != "DeleteMessageBatch" and outcome is EntryOutcome.RETRY and may_have_landed(error):
+                for item in batch:
+                    self._unconfirmed(item, code)
+                return []
             return [item for item in batch if self._failed(item, operation, outcome, code, message)]
         retry = []
         answered: set[int] = set()
@@ -262,9 +269,25 @@ class Settler:
             if self._failed(item, operation, classify_error(code, message), code, message):
                 retry.append(item)
         for index, item in enumerate(batch):
-            if index not in answered and self._failed(item, operation, EntryOutcome.RETRY, "missing", "no answer"):
+            if index in answered:
+                continue
+            if operation != "DeleteMessageBatch":
+                self._unconfirmed(item, "no answer for the entry")
+            elif self._failed(item, operation, EntryOutcome.RETRY, "missing", "no answer"):
                 retry.append(item)
         return retry
+
+    def _unconfirmed(self, item: _Item, reason: str) -> None:
+        """A visibility change that may have landed: never repeat it (see the module docstring)."""
+        logger.warning(
+            "visibility change of %s to %d s unconfirmed (%s); not sent again, as a repeat could land after another "
+            "consumer received the message: it is visible again when its lease ends, at the latest",
+            item.lease.receipt_handle[:16],
+            item.visibility_timeout,
+            reason,
+        )
+        self.scheduler.abort_settle(item.lease)
+        item.future.set_result(False)
 
     def _failed(self, item: _Item, operation: str, outcome: EntryOutcome, code: str, message: str) -> bool:
         """Handle one failed entry; True if it should be retried."""

@@ -10,9 +10,9 @@ holds leases.
 
 Shutdown (SIGTERM/SIGINT): stop receiving at once, release messages not yet started (visibility 0,
 batched), keep extending running handlers until they finish or ``shutdown_grace`` ends, then release the
-rest; deletes and releases are confirmed (or retried) before the heartbeat stops. A long poll in flight is
-abandoned, so an idle worker exits at once; a message it might still receive is hidden for at most
-``receive_visibility_timeout``.
+rest; deletes are confirmed (or retried) and releases confirmed (or, once one may have landed, left to their
+lease) before the heartbeat stops. A long poll in flight is abandoned, so an idle worker exits at once; a
+message it might still receive is hidden for at most ``receive_visibility_timeout``.
 
 Exit status: 0 after a shutdown, 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
 logged on one line, so that ECS restarts the task and alarms fire.
@@ -225,6 +225,12 @@ class Worker:
                 Message.from_sqs(raw, self.queue_url, self.scheduler.add(raw["ReceiptHandle"], sent_at, first_lease))
                 for raw in response.get("Messages", [])
             ]
+            if messages and logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "received %s after %.3f s",
+                    ", ".join(m.receipt_handle[:16] for m in messages),
+                    self.clock() - sent_at,
+                )
             if messages and self.clock() >= sent_at + first_lease:
                 # The answer came after the lease it asked for ran out: another consumer may hold them now.
                 logger.warning(
