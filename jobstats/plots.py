@@ -4,7 +4,10 @@ what-if curves (share of messages overrunning each candidate VT, and the crash-r
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+import warnings
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +15,52 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
+from matplotlib import font_manager
 from matplotlib.ticker import NullFormatter
+
+logger = logging.getLogger("jobstats")
+
+#: Fonts tried, in order, for characters DejaVu Sans lacks (job type names in any script), where installed.
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans", "Droid Sans Fallback", "Arial Unicode MS")
 
 
 def plot_job_type(
     job_type: str, entry: dict[str, Any], histogram: list[tuple[int, int]], bins_per_decade: int, out_dir: Path
 ) -> Path:
-    """Write ``<out_dir>/<plot_file_name(job_type)>`` and return its path."""
+    """Write ``<out_dir>/<plot_file_name(job_type)>`` and return its path.
+
+    Titles use DejaVu Sans, then any installed :data:`FALLBACK_FONTS`. Characters no installed font can draw
+    show as boxes, and one warning names the job type (instead of matplotlib's warning per glyph).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
+    with plt.rc_context({"font.family": font_families()}), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = _draw(job_type, entry, histogram, bins_per_decade, out_dir)
+    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
+    for other in caught:
+        if "missing from font" not in str(other.message):
+            warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    if missing:
+        logger.warning(
+            "plot of %r: no installed font draws %d of its characters, shown as boxes; install one that does "
+            "(e.g. Noto Sans CJK for Chinese, Japanese or Korean names). The file name is unaffected: %s",
+            job_type,
+            len({message.split()[1] for message in missing}),  # "Glyph 26085 (...) missing from font(s) ..."
+            path.name,
+        )
+    return path
+
+
+@cache
+def font_families() -> list[str]:
+    """DejaVu Sans (matplotlib's own), then the installed :data:`FALLBACK_FONTS`."""
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)]
+
+
+def _draw(
+    job_type: str, entry: dict[str, Any], histogram: list[tuple[int, int]], bins_per_decade: int, out_dir: Path
+) -> Path:
     fig, (dist, curve) = plt.subplots(1, 2, figsize=(13, 4.8))
     window = entry["window"]
     fig.suptitle(f"{job_type}: {entry['count']:,} messages, {_short(window['from'])} to {_short(window['to'])}")

@@ -13,7 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from jobstats.__main__ import main
+from jobstats.plots import font_families
 from sqslease.emf import EmfLogger
 
 START_MS = 1_793_000_000_000  # 2026-10-26T07:33:20Z
@@ -124,7 +127,9 @@ def test_a_cloudwatch_logs_export_prefix_is_read_recursively(spark, tmp_path: Pa
     assert report["files"] == 3 and report["malformed_lines"] == 0 and report["files_without_records"] == []
 
 
-def test_plots_of_unicode_and_clashing_names_are_distinct_and_stable(spark, tmp_path: Path) -> None:
+def test_plots_of_unicode_and_clashing_names_are_distinct_and_stable(
+    spark, tmp_path: Path, recwarn: pytest.WarningsRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
     names = ["日本語 ジョブ", "Ωμέγα δ", "A B", "A/B", "Email", "email"]
     lines = [line for name in names for line in emf_lines(name, [10.0, 20.0, 30.0])]
     (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
@@ -136,6 +141,12 @@ def test_plots_of_unicode_and_clashing_names_are_distinct_and_stable(spark, tmp_
         pngs.append(sorted(p.name for p in (tmp_path / run_dir).glob("*.png")))
     assert len(pngs[0]) == len(names) and len({name.lower() for name in pngs[0]}) == len(names)
     assert pngs[0] == pngs[1]
+    # Glyphs no installed font has: one log line per plot that names the job type, no warning per glyph.
+    assert not [w for w in recwarn if "missing from font" in str(w.message)]
+    cjk_font = any("CJK" in family or "Fallback" in family for family in font_families())
+    logged = [r.getMessage() for r in caplog.records if "no installed font draws" in r.getMessage()]
+    expected = "plot of '日本語 ジョブ': no installed font draws 6 of its characters"  # Greek is in DejaVu Sans
+    assert [m.startswith(expected) for m in logged] == ([] if cjk_font else [True, True])  # one per run
 
 
 def test_whitespace_only_lines_are_blank_lines_not_malformed_ones(spark, tmp_path: Path) -> None:
