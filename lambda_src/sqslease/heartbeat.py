@@ -273,17 +273,18 @@ class Heartbeat:
     def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
         """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the
         message may be with another consumer, and SQS can accept this receipt handle all the same."""
-        live = [lease for lease in batch if lease.deadline > now]
-        if len(live) < len(batch):
-            for lease in batch:
-                if lease.deadline <= now and self.scheduler.lapsed(lease):
-                    stats.lost += 1
-                    logger.error(
-                        "lease %s ran out before its extension could be sent (%.2f s late); the message may be "
-                        "delivered to another consumer while its handler still runs",
-                        lease.receipt_handle[:16],
-                        now - lease.deadline,
-                    )
+        live = []
+        for lease in batch:
+            if lease.deadline > now:
+                live.append(lease)
+            elif self.scheduler.lapsed(lease):
+                stats.lost += 1
+                logger.error(
+                    "lease %s ran out before its extension could be sent (%.2f s late); the message may be "
+                    "delivered to another consumer while its handler still runs",
+                    lease.receipt_handle[:16],
+                    now - lease.deadline,
+                )
         return live
 
     def _apply_failure(self, lease: Lease, outcome: EntryOutcome, stats: TickStats) -> None:
