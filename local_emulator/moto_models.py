@@ -15,6 +15,8 @@ The ``keep_*``/``make_*``/``harden_*`` functions patch moto's classes in the ser
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any, ClassVar, Self
 
 from moto.applicationautoscaling.models import applicationautoscaling_backends
@@ -30,7 +32,7 @@ from moto.ecs.models import ecs_backends
 from moto.iam.models import Role, iam_backends
 from moto.s3.models import s3_backends
 from moto.sns.models import sns_backends
-from moto.sqs.models import Queue, sqs_backends
+from moto.sqs.models import Queue, SQSBackend, sqs_backends
 
 #: Types whose resources moto would report created while the Lambda behind them never ran.
 CUSTOM_RESOURCE_HINTS = {
@@ -598,6 +600,43 @@ def make_sqs_event_source_mappings_inert() -> None:
     LambdaBackend.create_event_source_mapping = create_event_source_mapping  # type: ignore[method-assign]
 
 
+#: Long polls look for messages again at least this often, and never more often.
+RECEIVE_POLL_S = (0.02, 1.0)
+
+
+def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
+    """Hand each visible message to one ReceiveMessage only, as SQS does within a visibility timeout.
+
+    moto checks that a message is visible, then marks it received, with no lock between, and moto_server
+    serves requests on threads: two concurrent receives could both take one message (the fault fleet saw it).
+    Here each pass over the queue holds one lock; a long poll waits for new messages outside it.
+    """
+    original = backend.receive_message
+    lock = threading.Lock()
+
+    def receive_message(
+        self: SQSBackend,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> Any:
+        deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        while True:
+            with lock:
+                result = original(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+            remaining = deadline - time.monotonic()
+            if result or remaining <= 0:
+                return result
+            waited = time.monotonic()
+            self.get_queue(queue_name).wait_for_messages(min(RECEIVE_POLL_S[1], remaining))  # type: ignore[arg-type]
+            # Visible messages none can take (a FIFO group in flight) end the wait at once: do not spin.
+            time.sleep(max(0.0, RECEIVE_POLL_S[0] - (time.monotonic() - waited)))
+
+    backend.receive_message = receive_message  # type: ignore[method-assign]
+
+
 def harden_change_set_execution() -> None:
     """Make ``ExecuteChangeSet`` (how ``cdk deploy`` creates stacks) fail loudly and publish Outputs.
 
@@ -713,6 +752,7 @@ def install() -> None:
     keep_lambda_layers()
     attach_managed_policies()
     make_sqs_event_source_mappings_inert()
+    make_sqs_receives_atomic()
     # The model map keeps the last class defined for a type; these classes come after moto's.
     model_map = parsing.get_model_map()
     wrong = [h.cfn_type for h in HANDLERS if model_map.get(h.cfn_type) is not h]

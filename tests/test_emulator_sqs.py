@@ -1,0 +1,78 @@
+"""The emulator's SQS: a received message is hidden from every other receive, as in SQS.
+
+moto checks that a message is visible, then marks it received, with no lock between; moto_server serves
+requests on threads, so two concurrent ReceiveMessage calls could both take one message. The fault fleet hit
+this once (two workers started one job 11 ms apart, each with a fresh lease). These tests drive moto's SQS
+backend in-process with the window between check and mark widened, without and with the emulator's patch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from moto.sqs.models import Message, SQSBackend
+
+from local_emulator.moto_models import make_sqs_receives_atomic
+
+
+@pytest.fixture
+def slow_marks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    original = Message.mark_received
+
+    def mark_received(self: Message, visibility_timeout: int | None = None) -> None:
+        time.sleep(0.05)  # the window between moto's visibility check and its mark, widened
+        original(self, visibility_timeout)
+
+    monkeypatch.setattr(Message, "mark_received", mark_received)
+    yield
+
+
+def receive_at_once(backend: SQSBackend, receivers: int = 4) -> list[str]:
+    backend.create_queue("q")
+    backend.send_message("q", "only")
+    bodies: list[str] = []
+    start = threading.Barrier(receivers)
+
+    def receive() -> None:
+        start.wait()
+        bodies.extend(m.body for m in backend.receive_message("q", 10, 0, 60))
+
+    threads = [threading.Thread(target=receive) for _ in range(receivers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return bodies
+
+
+def test_moto_alone_hands_one_message_to_concurrent_receives(slow_marks: None) -> None:
+    class Plain(SQSBackend):
+        pass
+
+    assert receive_at_once(Plain("us-east-1", "123456789012")).count("only") > 1  # the race this guards against
+
+
+def test_the_emulator_hands_a_message_to_one_receive_only(slow_marks: None) -> None:
+    class Atomic(SQSBackend):
+        pass
+
+    make_sqs_receives_atomic(Atomic)
+    assert receive_at_once(Atomic("us-east-1", "123456789012")) == ["only"]
+
+
+def test_a_long_poll_still_waits_for_a_message_sent_meanwhile() -> None:
+    class Atomic(SQSBackend):
+        pass
+
+    make_sqs_receives_atomic(Atomic)
+    backend = Atomic("us-east-1", "123456789012")
+    backend.create_queue("q")
+    threading.Timer(0.5, lambda: backend.send_message("q", "late")).start()
+    started = time.monotonic()
+    bodies = [m.body for m in backend.receive_message("q", 10, 5, 60)]
+    assert bodies == ["late"] and 0.4 < time.monotonic() - started < 2
+    started = time.monotonic()
+    assert backend.receive_message("q", 10, 1, 60) == [] and time.monotonic() - started >= 0.95  # waits it out
