@@ -337,10 +337,10 @@ class FaultProxy:
         request.wfile.flush()
 
 
-def random_faults(rate: float, seed: int, hold_s: float = 1.5, max_delay_s: float = 0.3) -> Rule:
+def random_faults(rate: float, random_state: int, hold_s: float = 1.5, max_delay_s: float = 0.3) -> Rule:
     """A rule that answers ``rate`` of all requests with a fault: 35 % of them throttling (RequestThrottled and
     ThrottlingException), 25 % 500s, 25 % delays of up to ``max_delay_s``, 15 % answers held ``hold_s``."""
-    rng = random.Random(seed)
+    rng = random.Random(random_state)
     lock = threading.Lock()
 
     def rule(operation: str, body: bytes) -> Fault | None:

@@ -1,4 +1,4 @@
-"""The visibility-timeout rules, table-driven from the seed numbers."""
+"""The visibility-timeout rules, table-driven from the reference numbers."""
 
 import pytest
 
@@ -15,8 +15,8 @@ from sqslease.rules import (
 @pytest.mark.parametrize(
     ("p99_s", "expected_vt_s"),
     [
-        (240, 480),  # seed: video transcoding p99 4 min -> VT 8 min
-        (3, 10),  # seed: email p99 3 s -> VT 10 s (comfortable buffer)
+        (240, 480),  # reference: video transcoding p99 4 min -> VT 8 min
+        (3, 10),  # reference: email p99 3 s -> VT 10 s (comfortable buffer)
         (5, 10),  # 2 x 5 s = 10 s exactly
         (5.2, 11),  # whole seconds, rounded up
         (0.1, 10),  # the 10 s floor
@@ -30,7 +30,7 @@ def test_vt_from_p99(p99_s: float, expected_vt_s: int) -> None:
 @pytest.mark.parametrize(
     ("timeout_s", "window_s", "expected_vt_s"),
     [
-        (30, 5, 185),  # seed example: 6 x 30 + 5
+        (30, 5, 185),  # reference example: 6 x 30 + 5
         (30, 0, 180),
         (900, 300, 5_700),  # Lambda maxima
         (2.5, 0, 15),
