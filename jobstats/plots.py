@@ -36,16 +36,21 @@ def plot_job_type(
     with plt.rc_context({"font.family": font_families()}), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         path = _draw(job_type, entry, histogram, bins_per_decade, out_dir)
-    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
-    for other in caught:
-        if "missing from font" not in str(other.message):
-            warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    missing: set[str] = set()
+    for caught_warning in caught:
+        text = str(caught_warning.message)
+        if "missing from font" in text:
+            missing.add(text.split()[1])  # "Glyph 26085 (...) missing from font(s) DejaVu Sans."
+        else:
+            warnings.warn_explicit(
+                caught_warning.message, caught_warning.category, caught_warning.filename, caught_warning.lineno
+            )
     if missing:
         logger.warning(
             "plot of %r: no installed font draws %d of its characters, shown as boxes; install one that does "
             "(e.g. Noto Sans CJK for Chinese, Japanese or Korean names). The file name is unaffected: %s",
             job_type,
-            len({message.split()[1] for message in missing}),  # "Glyph 26085 (...) missing from font(s) ..."
+            len(missing),
             path.name,
         )
     return path

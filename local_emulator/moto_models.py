@@ -600,8 +600,9 @@ def make_sqs_event_source_mappings_inert() -> None:
     LambdaBackend.create_event_source_mapping = create_event_source_mapping  # type: ignore[method-assign]
 
 
-#: Long polls look for messages again at least this often, and never more often.
-RECEIVE_POLL_S = (0.02, 1.0)
+#: A long poll looks for messages again at least every RECEIVE_RECHECK_MAX_S, and never within RECEIVE_RECHECK_MIN_S.
+RECEIVE_RECHECK_MIN_S = 0.02
+RECEIVE_RECHECK_MAX_S = 1.0
 
 
 def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
@@ -609,7 +610,8 @@ def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
 
     moto checks that a message is visible, then marks it received, with no lock between, and moto_server
     serves requests on threads: two concurrent receives could both take one message (the fault fleet saw it).
-    Here each pass over the queue holds one lock; a long poll waits for new messages outside it.
+    Here each pass over a queue holds one lock (shared by all queues: passes are short); a long poll waits for
+    new messages outside it.
     """
     original = backend.receive_message
     lock = threading.Lock()
@@ -630,9 +632,9 @@ def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
             if result or remaining <= 0:
                 return result
             waited = time.monotonic()
-            self.get_queue(queue_name).wait_for_messages(min(RECEIVE_POLL_S[1], remaining))  # type: ignore[arg-type]
+            self.get_queue(queue_name).wait_for_messages(min(RECEIVE_RECHECK_MAX_S, remaining))  # type: ignore[arg-type]
             # Visible messages none can take (a FIFO group in flight) end the wait at once: do not spin.
-            time.sleep(max(0.0, RECEIVE_POLL_S[0] - (time.monotonic() - waited)))
+            time.sleep(max(0.0, RECEIVE_RECHECK_MIN_S - (time.monotonic() - waited)))
 
     backend.receive_message = receive_message  # type: ignore[method-assign]
 

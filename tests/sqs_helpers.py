@@ -253,7 +253,6 @@ class FaultProxy:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.rule: Rule = rule or (lambda operation, body: None)
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
-        self.requests_seen: list[tuple[str, bytes]] = []  # (operation, body) of every request, in order
         self._lock = threading.Lock()
         proxy = self
 
@@ -286,18 +285,12 @@ class FaultProxy:
         with self._lock:
             return sum(self.counts.values())
 
-    def bodies(self, operation: str) -> list[bytes]:
-        """The bodies of every ``operation`` request seen, in order."""
-        with self._lock:
-            return [body for seen, body in self.requests_seen if seen == operation]
-
     def _serve(self, request: BaseHTTPRequestHandler) -> None:
         body = request.rfile.read(int(request.headers.get("Content-Length", 0)))
         operation = request.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
         fault = self.rule(operation, body)
         with self._lock:
             self.counts[(operation, fault.kind if fault else "ok")] += 1
-            self.requests_seen.append((operation, body))
         try:
             if fault is not None and fault.kind in SQS_ERRORS:
                 status, error_type, query_error, message = SQS_ERRORS[fault.kind]

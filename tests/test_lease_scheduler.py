@@ -7,6 +7,8 @@ import threading
 import time
 
 import pytest
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+from sqs_helpers import client_error
 
 from sqslease.retry import EntryOutcome, backoff_delay, classify_error, may_have_landed
 from sqslease.scheduler import LeaseScheduler, LeaseState
@@ -128,9 +130,6 @@ def test_error_classification(code: str, message: str, outcome: EntryOutcome) ->
 
 
 def test_a_request_may_have_landed_unless_sqs_refused_it_or_it_was_never_sent() -> None:
-    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
-    from sqs_helpers import client_error
-
     url = "http://localhost:1/"
     assert not may_have_landed(client_error("throttle", "ChangeMessageVisibilityBatch"))  # 400: refused
     assert not may_have_landed(client_error("access_denied", "ChangeMessageVisibilityBatch"))
