@@ -6,10 +6,14 @@ and ``<task-id>/<log-stream>/000000.gz`` files, where a Lambda stream name has s
 (``2026/11/22/[$LATEST]abc``): the probe is skipped, and paths are escaped so Spark does not read brackets
 as a glob. Hidden names (``_SUCCESS``, ``.crc``, ``_temporary/``), which Spark skips too, are skipped inside
 directories.
+
+A file has one name, :func:`file_uri`, whichever way the inputs spell it (path, glob, ``file:`` URI, relative
+path): the name Spark's ``input_file_name()`` gives it, so that every row Spark reads finds its file.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -19,6 +23,8 @@ from pyspark.sql import SparkSession
 #: The object a CloudWatch Logs export task writes first, to check it may write to the bucket.
 EXPORT_WRITE_TEST = "aws-logs-write-test"
 _GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
+# A scheme followed by a path with no authority: Hadoop's ``file:/x`` for a globbed local file.
+_NO_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)")
 
 
 class InputError(ValueError):
@@ -52,13 +58,16 @@ def list_files(spark: SparkSession, inputs: list[str]) -> dict[str, LogFile]:
         try:
             path = jvm.org.apache.hadoop.fs.Path(pattern)
             fs = path.getFileSystem(conf)
+            if path.toUri().getScheme() is None and not path.isAbsolute() and fs.getScheme() == "file":
+                # Relative to this process's directory, not the JVM's (fixed when the session started).
+                path = jvm.org.apache.hadoop.fs.Path(_GLOB_CHARS.sub(r"\\\1", os.getcwd()) + "/" + pattern)
             matches = fs.globStatus(path)  # None for a missing plain path, [] for a glob matching nothing
             if not matches:
                 raise InputError(f"cannot read {pattern}: no such file or directory")
             for match in matches:
                 for status in _walk(fs, match):
                     log = LogFile(
-                        uri=status.getPath().toUri().toString(),
+                        uri=file_uri(status.getPath().toUri().toString()),
                         path=_GLOB_CHARS.sub(r"\\\1", status.getPath().toString()),
                         size=int(status.getLen()),
                         mtime=int(status.getModificationTime()),
@@ -67,6 +76,15 @@ def list_files(spark: SparkSession, inputs: list[str]) -> dict[str, LogFile]:
         except Py4JJavaError as error:
             raise InputError(f"cannot read {pattern}: {error.java_exception}") from error
     return dict(sorted(found.items()))
+
+
+def file_uri(name: str) -> str:
+    """A file's one name: ``file:/x/a.log`` (Hadoop's, for a globbed local file) -> ``file:///x/a.log``.
+
+    Both are the same URI, with an empty authority; Spark's ``input_file_name()`` spells it with ``//``.
+    Names with an authority (``s3a://bucket/key``) are unchanged.
+    """
+    return _NO_AUTHORITY.sub(r"\1:///", name)
 
 
 def _walk(fs, status):  # type: ignore[no-untyped-def]  # Hadoop FileSystem, FileStatus (py4j proxies)

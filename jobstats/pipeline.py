@@ -11,7 +11,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobstats.cache import PartialsCache
-from jobstats.files import InputError, LogFile, list_files
+from jobstats.files import InputError, LogFile, file_uri, list_files
 from jobstats.histogram import coarse_histogram
 from jobstats.parse import MALFORMED_REASONS, InputReport, malformed_lines, read_json, records
 from jobstats.profiles import build_document, profile_entry
@@ -57,9 +57,10 @@ def profile(
     if to_read:
         size_input_partitions(spark, sum(files[uri].size for uri in to_read))
         for row in partial_aggregate(records(read_json(spark, [files[uri] for uri in to_read]))).collect():
-            if row["file"] not in rows_by_file:  # a naming mismatch would silently misreport every file
+            entry = {**row.asDict(), "file": file_uri(row["file"])}
+            if entry["file"] not in rows_by_file:  # a naming mismatch would silently misreport every file
                 raise RuntimeError(f"Spark read {row['file']!r}, which is not among the listed files")
-            rows_by_file[row["file"]].append(row.asDict())
+            rows_by_file[entry["file"]].append(entry)
         malformed = [files[uri] for uri in to_read if any(r["reason"] is not None for r in rows_by_file[uri])]
         if malformed:
             samples = malformed_samples(spark, malformed)
@@ -123,8 +124,8 @@ def malformed_samples(spark: SparkSession, files: list[LogFile]) -> dict[str, li
     lines = malformed_lines(read_json(spark, files, SAMPLE_SCHEMA))
     samples: dict[str, list[str]] = defaultdict(list)
     for row in lines.select("file", "line").limit(SAMPLE_SIZE * len(files)).collect():
-        if len(samples[row["file"]]) < SAMPLE_SIZE:
-            samples[row["file"]].append(row["line"][:SAMPLE_CHARS])
+        if len(sample := samples[file_uri(row["file"])]) < SAMPLE_SIZE:
+            sample.append(row["line"][:SAMPLE_CHARS])
     return dict(samples)
 
 

@@ -20,7 +20,9 @@ def spark_session(master: str | None = None, app_name: str = "jobstats") -> Spar
     ``master`` wins when given; under ``spark-submit`` (which sets ``spark.master``) the cluster's master and
     settings are kept; otherwise ``local[*]``. Locally, shuffle partitions are the number of cores (Spark's 200
     is tuned for clusters; the partials shuffled are a few thousand rows) and adaptive query execution stays on
-    to coalesce them further. ``JOBSTATS_DRIVER_MEMORY`` sets the local driver's memory (default 4g).
+    to coalesce them further. ``JOBSTATS_DRIVER_MEMORY`` sets the local driver's memory (default 4g). A local
+    driver listens on loopback (``127.0.0.1``, or ``SPARK_LOCAL_IP`` when set): Spark would otherwise pick the
+    first non-loopback interface when the host name resolves to loopback, and talk to itself over it.
     """
     builder = SparkSession.builder.appName(app_name)
     submitted = "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or os.environ.get("SPARK_ENV_LOADED")
@@ -36,6 +38,8 @@ def spark_session(master: str | None = None, app_name: str = "jobstats") -> Spar
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", os.environ.get("JOBSTATS_DRIVER_MEMORY", "4g"))
         )
+        loopback = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.bindAddress", loopback).config("spark.driver.host", loopback)
     return builder.config("spark.ui.showConsoleProgress", "true").getOrCreate()
 
 

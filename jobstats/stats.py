@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from jobstats.histogram import BUCKETS_PER_DECADE, MIN_MS, RECEIVE_COUNT_CAP, RECEIVES_PER_CELL, Summary
 from jobstats.schema import FAILURE_OUTCOMES
+from sqslease.emf import UNRUN_OUTCOME
 
 PERCENTILES = (0.5, 0.9, 0.99, 0.999)
 DAY_MS = 86_400_000
@@ -36,8 +37,11 @@ PARTIAL_KEYS = ("file", "reason", "day", "job_type", "queue")
 def partial_aggregate(records: DataFrame) -> DataFrame:
     """:func:`jobstats.parse.records` -> one row per :data:`PARTIAL_KEYS` with counts, sums and ``cells``.
 
-    A malformed line has null record columns: it only counts in its (file, reason) row.
+    A malformed line has null record columns: it only counts in its (file, reason) row. A ``released`` line
+    (a message let go unstarted, 0 ms) is no run of the handler: it is left out, so it neither pulls the
+    percentiles down nor counts as a redelivery.
     """
+    records = records.where(F.col("outcome").isNull() | (F.col("outcome") != UNRUN_OUTCOME))
     ms = F.col("processing_ms")
     bucket = F.floor(F.log10(F.greatest(ms, F.lit(MIN_MS))) * BUCKETS_PER_DECADE)
     receives = F.when(F.col("outcome") == "success", F.least(F.col("receive_count"), F.lit(RECEIVE_COUNT_CAP)))

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with running_server(args.port) as server:
         print(f"local AWS emulator (moto_server) at {server.endpoint}", flush=True)
-        print("cdk bootstrap + cdk deploy --all ...", flush=True)
+        print("cdk bootstrap + cdk deploy '**' ...", flush=True)
         started = time.monotonic()
         try:
             report = deploy(server)

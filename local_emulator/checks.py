@@ -3,8 +3,9 @@
 :func:`check_resource` reads a resource back with boto3 and returns one line per property whose
 value differs from the template's. Template values with intrinsics are resolved against the
 stack's physical ids (``Ref``, ``Fn::Join``, pseudo parameters); a value that cannot be resolved
-locally (``Fn::GetAtt``, ...) is not compared. :data:`NOT_VERIFIABLE` says, per type, what the
-emulator cannot show: properties moto drops and behaviour it does not emulate.
+locally (``Fn::GetAtt``, ...) is not compared, except a queue's ``KmsMasterKeyId`` (a key's ARN,
+compared by the key's physical id). :data:`NOT_VERIFIABLE` says, per type, what the emulator cannot
+show: properties moto drops and behaviour it does not emulate.
 """
 
 from __future__ import annotations
@@ -134,11 +135,38 @@ def _sqs_queue(server: LocalServer, physical_id: str, c: Comparison) -> None:
     c.expect("MaximumMessageSize", a.get("MaximumMessageSize"))
     c.expect("FifoQueue", a.get("FifoQueue", "false"), default=False)
     c.expect("ContentBasedDeduplication", a.get("ContentBasedDeduplication"))
+    # One kind of encryption: SSE-KMS with the template's key, else SSE-SQS (on unless the template turns it off).
+    c.expect(
+        "SqsManagedSseEnabled", a.get("SqsManagedSseEnabled", "false"), default="KmsMasterKeyId" not in c.properties
+    )
+    c.expect_value(
+        "KmsMasterKeyId", _kms_key(c.properties.get("KmsMasterKeyId"), c.ctx), _kms_key(a.get("KmsMasterKeyId"))
+    )
+    c.expect("KmsDataKeyReusePeriodSeconds", a.get("KmsDataKeyReusePeriodSeconds"))
     # deadLetterTargetArn is an Fn::GetAtt, which cannot be resolved here; the receive count can.
     redrive = c.properties.get("RedrivePolicy")
     if redrive:
         actual = json.loads(a.get("RedrivePolicy", "{}"))
         c.expect_value("RedrivePolicy.maxReceiveCount", redrive.get("maxReceiveCount"), actual.get("maxReceiveCount"))
+
+
+def _kms_key(value: Any, ctx: StackContext | None = None) -> Any:
+    """A queue's KMS key as the key id or alias, from a template value or an attribute; "none" when absent.
+
+    The template's ``Fn::GetAtt [Key, Arn]`` resolves to the key's physical id (its key id); the queue
+    reports what CloudFormation passed it (the ARN), compared by its key id.
+    """
+    if value is None or value == "":
+        return "none"
+    if isinstance(value, dict) and "Fn::GetAtt" in value and ctx is not None:
+        target = value["Fn::GetAtt"]
+        logical_id, attribute = target.split(".", 1) if isinstance(target, str) else target
+        return ctx.physical_ids.get(logical_id, UNRESOLVED) if attribute == "Arn" else UNRESOLVED
+    if ctx is not None:
+        value = resolve(value, ctx)
+    if isinstance(value, str) and ":key/" in value:
+        return value.rsplit("/", 1)[-1]
+    return value
 
 
 def _lambda_function(server: LocalServer, physical_id: str, c: Comparison) -> None:

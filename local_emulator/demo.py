@@ -593,20 +593,29 @@ class Demo:
         self.say(f"sent {len(bodies)} jobs of 4 s to {job.job_type} for the SIGTERM drain")
         self.wait_until("drain jobs running", lambda: sum(bool(self.runs_of(i)) for i in ids) >= 6, 30)
         started_before = {i for i in ids if self.runs_of(i)}
-        term_at = time.monotonic()
+        term_at, term_wall = time.monotonic(), time.time()
         codes = self.stop_workers(live)
         took = time.monotonic() - term_at
         visible = self.visible(queue)
         released = sum(self.released_unstarted(w) for w in live)
         finished = sum(any(r.outcome == "success" for r in self.runs_of(i)) for i in started_before)
+        # Received before SIGTERM, started after it on a handler that came free: their receive was not wasted.
+        stopping = {w.process.pid for w in live}
+        ran_received = sum(
+            any(r.pid in stopping and r.start >= term_wall for r in self.runs_of(i))
+            for i in ids
+            if i not in started_before
+        )
         self.say(
             f"SIGTERM to {len(live)} workers with {len(started_before)} jobs running: exited in {took:.1f} s "
             f"(exit codes {sorted(codes.values())}); {finished}/{len(started_before)} running jobs finished, "
-            f"{released} received but unstarted released at once ({visible} visible right after exit)"
+            f"{ran_received} received ones ran on handlers that came free, {released} unstarted released "
+            f"({visible} visible right after exit)"
         )
         result.drain = {
             "running_at_sigterm": len(started_before),
             "finished": finished,
+            "ran_after_sigterm": ran_received,
             "released": released,
             "visible_after_exit": visible,
             "exit_codes": sorted(codes.values()),
@@ -614,8 +623,8 @@ class Demo:
         }
         fresh = [self.start_worker(job), self.start_worker(job)]
         self.say(f"started {', '.join(w.name for w in fresh)} (a new deployment) for the rest")
-        # A long poll the stopped workers abandoned can still take a released message: it then reappears
-        # after the receive lease (sqslease.worker's docstring), hence the generous limit.
+        # A long poll that did not answer in time is abandoned (sqslease.worker's docstring): a message it took
+        # reappears after the receive lease, hence the generous limit.
         self.wait_until("the drained jobs", lambda: self.completed(ids), 90)
         self.say(f"all {len(ids)} drain jobs done")
 

@@ -1,10 +1,10 @@
 """Deploy the example app with the real ``cdk`` CLI to the local emulator and report what exists.
 
 ``python -m local_emulator deploy`` starts the emulator, runs ``cdk bootstrap`` and
-``cdk deploy --all`` against it, checks that every resource of every synthesized template was
-created and that the properties moto keeps match the template (:mod:`local_emulator.checks`), and
-prints each queue with its visibility timeout, redrive policy and alarms, then what could not be
-verified locally.
+``cdk deploy '**'`` (every stack, those inside ``Stage`` s too) against it, checks that every resource of
+every synthesized template, nested assemblies included, was created and that the properties moto keeps
+match the template (:mod:`local_emulator.checks`), and prints each queue with its visibility timeout,
+redrive policy and alarms, then what could not be verified locally.
 """
 
 from __future__ import annotations
@@ -86,32 +86,79 @@ def run_cdk(server: LocalServer, *args: str, output_dir: Path | None = None, app
         )
 
 
-def deploy(server: LocalServer, output_dir: Path | None = None, app: Path = EXAMPLE_APP) -> DeployReport:
+def deploy(
+    server: LocalServer, output_dir: Path | None = None, app: Path = EXAMPLE_APP, concurrency: int = 1
+) -> DeployReport:
     """Bootstrap, deploy every stack of ``app`` (a CDK app script), and verify that nothing was skipped.
 
-    ``cdk`` runs in the project directory whatever the app, so ``cdk.json``'s context flags apply to it.
+    Every stack means those inside ``Stage`` s too: ``cdk deploy '**'`` (``--all`` selects the top-level
+    assembly's stacks only, and fails when there are none). ``concurrency``: stacks deployed at once,
+    dependencies respected. Default: 1. ``cdk`` runs in the project directory whatever the app, so
+    ``cdk.json``'s context flags apply to it.
     """
     output_dir = output_dir or PROJECT_DIR / "cdk.out"
     run_cdk(server, "bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", output_dir=output_dir, app=app)
-    run_cdk(server, "deploy", "--all", "--require-approval", "never", output_dir=output_dir, app=app)
+    run_cdk(
+        server,
+        "deploy",
+        "**",
+        "--require-approval",
+        "never",
+        "--concurrency",
+        str(concurrency),
+        output_dir=output_dir,
+        app=app,
+    )
     return verify(server, output_dir)
 
 
-def verify(server: LocalServer, assembly_dir: Path) -> DeployReport:
-    """Compare every synthesized template with what the emulator's CloudFormation created.
+@dataclass(frozen=True)
+class StackArtifact:
+    """One stack of a cloud assembly: its CloudFormation name and its synthesized template."""
 
-    Fails if a resource is missing or a property moto keeps differs from the template.
+    name: str
+    template_file: Path
+
+
+def stack_artifacts(assembly_dir: Path) -> list[StackArtifact]:
+    """Every stack of the cloud assembly at ``assembly_dir``, those of nested assemblies (``Stage`` s) included."""
+    manifest = json.loads((assembly_dir / "manifest.json").read_text())
+    stacks: list[StackArtifact] = []
+    for artifact in manifest["artifacts"].values():
+        properties = artifact.get("properties", {})
+        if artifact["type"] == "cdk:cloud-assembly":
+            stacks += stack_artifacts(assembly_dir / properties["directoryName"])
+        elif artifact["type"] == "aws:cloudformation:stack":
+            name = properties.get("stackName") or artifact["displayName"]
+            stacks.append(StackArtifact(name, assembly_dir / properties["templateFile"]))
+    return stacks
+
+
+#: Stack states in which every resource of the last deploy exists.
+DEPLOYED_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE"})
+
+
+def verify(server: LocalServer, assembly_dir: Path) -> DeployReport:
+    """Compare every synthesized template, in every nested assembly, with what the emulator's CloudFormation created.
+
+    Fails if a stack is missing or not in a deployed state, a resource is missing, or a property moto keeps
+    differs from the template.
     """
     cloudformation = server.client("cloudformation")
-    manifest = json.loads((assembly_dir / "manifest.json").read_text())
     stacks: dict[str, dict[str, str]] = {}
     problems: list[str] = []
     compared = 0
-    for artifact in manifest["artifacts"].values():
-        if artifact["type"] != "aws:cloudformation:stack":
+    for artifact in stack_artifacts(assembly_dir):
+        stack_name = artifact.name
+        try:
+            [described] = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+        except cloudformation.exceptions.ClientError as error:
+            problems.append(f"{stack_name}: not deployed ({error})")
             continue
-        stack_name = artifact["properties"].get("stackName") or artifact["displayName"]
-        template = json.loads((assembly_dir / artifact["properties"]["templateFile"]).read_text())
+        if described["StackStatus"] not in DEPLOYED_STATES:
+            problems.append(f"{stack_name}: {described['StackStatus']}, not deployed")
+            continue
+        template = json.loads(artifact.template_file.read_text())
         created = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
         stacks[stack_name] = {r["LogicalResourceId"]: r["ResourceType"] for r in created}
         ctx = StackContext(

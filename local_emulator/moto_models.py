@@ -8,8 +8,8 @@ boto3 (``describe_alarms``, ``describe_scalable_targets``, ``describe_services``
 
 Handlers replace moto's own for the ECS types, whose moto versions drop most properties
 (``ClusterSettings``, ``Cpu``, ``NetworkMode``, roles, ``LaunchType``, ``NetworkConfiguration``).
-The ``keep_*``/``make_*``/``harden_*`` functions patch moto's classes in the server process; see
-:func:`install`, which the server calls before serving.
+The functions after the handlers (``keep_*``, ``make_*``, ``harden_*``, ...) patch moto's classes in the
+server process; see :func:`install`, which the server calls before serving.
 """
 
 from __future__ import annotations
@@ -22,10 +22,16 @@ from typing import Any, ClassVar, Self
 from moto.applicationautoscaling.models import applicationautoscaling_backends
 from moto.awslambda.models import LambdaBackend, LambdaFunction, LayerVersion
 from moto.cloudformation import parsing
-from moto.cloudformation.exceptions import UnformattedGetAttTemplateException, ValidationError
-from moto.cloudformation.models import CloudFormationBackend
+from moto.cloudformation.exceptions import (
+    CloudFormationError,
+    UnformattedGetAttTemplateException,
+    ValidationError,
+)
+from moto.cloudformation.models import ChangeSet, CloudFormationBackend
+from moto.cloudformation.responses import CloudFormationResponse
 from moto.cloudwatch.models import Dimension, Metric, MetricDataQuery, MetricStat, cloudwatch_backends
 from moto.core.common_models import CloudFormationModel
+from moto.core.responses import ActionResult, EmptyResult
 from moto.core.utils import pascal_to_camelcase, remap_nested_keys
 from moto.ec2.models import ec2_backends
 from moto.ecs.models import ecs_backends
@@ -605,6 +611,33 @@ RECEIVE_RECHECK_MIN_S = 0.02
 RECEIVE_RECHECK_MAX_S = 1.0
 
 
+def make_fifo_redelivery_ordered(backend: type[SQSBackend] = SQSBackend) -> None:
+    """Redeliver a FIFO message group from its first message when several of its leases run out, as SQS does.
+
+    moto takes a message out of its pending set only when its scan reaches it visible again, and then recomputes
+    the groups still pending. A consumer that crashed holding a group's #0..#2 left all three pending: the scan
+    finds the group still pending at #0 and #1 (skipped), no longer at #2, and delivers #2 first. Here every
+    message whose lease ran out leaves the pending set before the scan, so the group is free from its first
+    message. Apply it before :func:`make_sqs_receives_atomic`, whose lock then covers it and whose passes do not
+    wait (a lease that ran out during one of moto's own long polls, or within one pass, would go unseen here).
+    """
+    original = backend.receive_message
+
+    def receive_message(
+        self: SQSBackend,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> Any:
+        pending = self.get_queue(queue_name).pending_messages
+        pending.difference_update([message for message in pending if message.visible])
+        return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
+
+    backend.receive_message = receive_message  # type: ignore[method-assign]
+
+
 def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
     """Hand each visible message to one ReceiveMessage only, as SQS does within a visibility timeout.
 
@@ -639,6 +672,65 @@ def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
     backend.receive_message = receive_message  # type: ignore[method-assign]
 
 
+class ChangeSetNotFound(CloudFormationError):
+    """CloudFormation's answer to a change set that does not exist (cdk waits for it after a delete)."""
+
+    code = "ChangeSetNotFoundException"
+
+
+def find_change_set(
+    backend: CloudFormationBackend, change_set_name: str, stack_name: str | None = None
+) -> ChangeSet | None:
+    """The change set with this ARN, else the newest one of this name for ``stack_name`` (a name or ARN), if any.
+
+    cdk names every stack's change set "cdk-deploy-change-set"; moto's own lookups ignore the stack, so with
+    ``cdk deploy --concurrency N`` a stack could be answered, or executed, with another stack's change set.
+    """
+    if change_set_name in backend.change_sets:
+        return backend.change_sets[change_set_name]
+    named = [
+        cs
+        for cs in backend.change_sets.values()
+        if cs.change_set_name == change_set_name and stack_name in (None, cs.stack_name, cs.stack_id)
+    ]
+    return named[-1] if named else None
+
+
+def tell_change_sets_apart_by_stack() -> None:
+    """Make ``DescribeChangeSet`` and ``DeleteChangeSet`` find the change set of the stack they name.
+
+    A describe that answered another stack's same-named change set made cdk execute that one and leave its own
+    stack in ``REVIEW_IN_PROGRESS`` while reporting success. Deleting a change set that does not exist succeeds,
+    as CloudFormation's does for an existing stack (cdk deletes its old change set before each update).
+    """
+
+    def describe_change_set(
+        self: CloudFormationBackend, change_set_name: str, stack_name: str | None = None
+    ) -> ChangeSet:
+        change_set = find_change_set(self, change_set_name, stack_name)
+        if change_set is None:
+            raise ChangeSetNotFound(f"ChangeSet [{change_set_name}] does not exist")
+        return change_set
+
+    def delete_change_set(self: CloudFormationBackend, change_set_name: str, stack_name: str | None = None) -> None:
+        change_set = find_change_set(self, change_set_name, stack_name)
+        if change_set is not None:
+            del self.change_sets[change_set.change_set_id]
+
+    def describe_change_set_response(self: CloudFormationResponse) -> ActionResult:
+        name, stack = self._get_param("ChangeSetName"), self._get_param("StackName")
+        return ActionResult(describe_change_set(self.cloudformation_backend, name, stack))
+
+    def delete_change_set_response(self: CloudFormationResponse) -> EmptyResult:
+        delete_change_set(self.cloudformation_backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+        return EmptyResult()
+
+    CloudFormationBackend.describe_change_set = describe_change_set  # type: ignore[method-assign]
+    CloudFormationBackend.delete_change_set = delete_change_set  # type: ignore[method-assign]
+    CloudFormationResponse.describe_change_set = describe_change_set_response  # type: ignore[method-assign]
+    CloudFormationResponse.delete_change_set = delete_change_set_response  # type: ignore[method-assign]
+
+
 def harden_change_set_execution() -> None:
     """Make ``ExecuteChangeSet`` (how ``cdk deploy`` creates stacks) fail loudly and publish Outputs.
 
@@ -651,14 +743,7 @@ def harden_change_set_execution() -> None:
     original = CloudFormationBackend.execute_change_set
 
     def execute_change_set(self: CloudFormationBackend, change_set_name: str, stack_name: str | None = None) -> None:
-        # By ARN, else the newest one of that name for that stack: cdk names every stack's change set
-        # "cdk-deploy-change-set", and moto's own lookup ignores the stack.
-        named = [
-            cs
-            for cs in self.change_sets.values()
-            if cs.change_set_name == change_set_name and stack_name in (None, cs.stack_name, cs.stack_id)
-        ]
-        change_set = self.change_sets.get(change_set_name) or (named[-1] if named else None)
+        change_set = find_change_set(self, change_set_name, stack_name)
         if change_set is not None and change_set.execution_status == "EXECUTE_FAILED":
             raise ValidationError(message=f"change set {change_set_name} already failed; create a new one")
         try:
@@ -692,6 +777,25 @@ def report_redrive_allow_policy() -> None:
         return result
 
     Queue.attributes = property(attributes)  # type: ignore[method-assign,assignment]
+
+
+def keep_one_queue_encryption() -> None:
+    """Give a queue one kind of server-side encryption, as SQS does: SSE-KMS or SSE-SQS.
+
+    moto enables SSE-SQS on every queue, so a queue with a ``KmsMasterKeyId`` read back with
+    ``SqsManagedSseEnabled`` "true" as well, and a template's wrong encryption could not be told. Here a KMS key
+    turns SSE-SQS off, and turning SSE-SQS on drops the KMS key.
+    """
+    original = Queue._set_attributes
+
+    def _set_attributes(self: Queue, attributes: dict[str, Any], now: float | None = None) -> None:
+        original(self, attributes, now)
+        if attributes.get("KmsMasterKeyId"):
+            self.sqs_managed_sse_enabled = False  # type: ignore[attr-defined]
+        elif str(attributes.get("SqsManagedSseEnabled", "")).lower() == "true":
+            self.kms_master_key_id = None  # type: ignore[attr-defined]
+
+    Queue._set_attributes = _set_attributes  # type: ignore[method-assign]
 
 
 def custom_resource_error(resource_type: str) -> str | None:
@@ -750,10 +854,13 @@ def install() -> None:
     """Apply every patch and check that moto will use this module's handlers, not its own."""
     make_unsupported_types_fatal()
     harden_change_set_execution()
+    tell_change_sets_apart_by_stack()
     report_redrive_allow_policy()
+    keep_one_queue_encryption()
     keep_lambda_layers()
     attach_managed_policies()
     make_sqs_event_source_mappings_inert()
+    make_fifo_redelivery_ordered()
     make_sqs_receives_atomic()
     # The model map keeps the last class defined for a type; these classes come after moto's.
     model_map = parsing.get_model_map()

@@ -13,6 +13,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from jobqueues import EcsJob, JobQueue, JobQueueAlarmProps, LambdaJob
+from jobqueues.ecs_job import deploy_time_availability_zones
 
 HANDLERS = Path(__file__).resolve().parent.parent / "lambda_src" / "handlers"
 
@@ -87,3 +88,9 @@ class JobQueuesStack(Stack):
                 alarms=alarms,
             ),
         }
+
+    @property
+    def availability_zones(self) -> list[str]:
+        """The zones CloudFormation picks at deploy time: with a concrete account (``CDK_DEFAULT_ACCOUNT``, as
+        ``cdk`` sets it) the VPC would otherwise make synth look the account's zones up."""
+        return deploy_time_availability_zones()

@@ -7,6 +7,7 @@ import datetime as dt
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Token
+from aws_cdk.assertions import Annotations, Match
 from cdk_helpers import new_stack
 
 from jobqueues import JobQueue, JobQueueAlarmProps, JobQueueError, QueueDeclaration, check_declaration
@@ -33,6 +34,17 @@ BAD_DECLARATIONS = [
         "below lambda_timeout 1 min",
     ),
     ("lambda timeout over 15 min", {"lambda_timeout": Duration.minutes(16)}, "lambda_timeout must be between"),
+    ("lambda timeout too short", {"lambda_timeout": Duration.seconds(1)}, "lambda_timeout 1 s is too short"),
+    (
+        "p99 above lambda timeout",
+        {"lambda_timeout": Duration.seconds(10), "processing_p99": Duration.seconds(40)},
+        "processing_p99 40 s is not below lambda_timeout 10 s",
+    ),
+    (
+        "VT below the lease-extension minimum of a Lambda consumer",
+        {"lambda_timeout": Duration.seconds(30), "visibility_timeout": Duration.seconds(35), "lease_extension": True},
+        "visibility_timeout 35 s is below the 40 s",
+    ),
     (
         "batching window over 5 min",
         {"lambda_timeout": Duration.seconds(30), "max_batching_window": Duration.minutes(6)},
@@ -334,3 +346,40 @@ def test_pure_checker_reports_without_synth() -> None:
     assert result.errors == [] and result.visibility_timeout is not None
     assert result.visibility_timeout.seconds == 480
     assert len(BAD_DECLARATIONS) >= 15
+
+
+# --- warnings: each kind has its own id, acknowledged on its own ---------------------------------------------------
+def test_a_single_receive_is_a_warning_of_its_own() -> None:
+    stack = new_stack()
+    JobQueue(stack, "Once", **P99, max_receive_count=1)
+    warnings = Annotations.from_stack(stack).find_warning("/Test/Once", Match.any_value())
+    (message,) = [w.entry.data for w in warnings]
+    assert "max_receive_count 1" in message and "[ack: jobqueues:maxReceiveCountBelowTwo]" in message
+    quiet = new_stack()
+    JobQueue(quiet, "Twice", **P99, max_receive_count=2)
+    Annotations.from_stack(quiet).has_no_warning("*", Match.any_value())
+
+
+def test_acknowledging_one_warning_kind_leaves_the_others() -> None:
+    stack = new_stack()
+    # Two kinds: a single receive, and 1 receive x VT 2 min outliving a 1-min retention.
+    JobQueue(
+        stack,
+        "Job",
+        processing_p99=Duration.minutes(1),
+        max_receive_count=1,
+        retention_period=Duration.minutes(1),
+    )
+    cdk.Annotations.of(stack).acknowledge_warning("jobqueues:maxReceiveCountBelowTwo", "a drain may cost one run")
+    (message,) = [w.entry.data for w in Annotations.from_stack(stack).find_warning("*", Match.any_value())]
+    assert "[ack: jobqueues:maxReceiveTimesVtExceedsRetention]" in message
+
+
+def test_a_vt_no_consumer_could_hold_is_rejected_even_with_a_token_p99() -> None:
+    # With the p99 unknown at synth, nothing else refuses a VT of 0 s, which LeaseSettings refuses at start.
+    stack = new_stack()
+    p99 = Duration.seconds(cdk.CfnParameter(stack, "P99", type="Number").value_as_number)
+    with pytest.raises(JobQueueError) as raised:
+        JobQueue(stack, "Job", processing_p99=p99, visibility_timeout=Duration.seconds(0))
+    assert "a lease of visibility_timeout 0 s cannot be kept by sqslease" in str(raised.value)
+    assert "raise visibility_timeout to at least 1 s" in str(raised.value)

@@ -105,6 +105,18 @@ def test_lambda_job_function_runs_sqslease_on_the_latest_runtime_with_the_full_e
     assert not resources(synthesized["json"], "Custom::LogRetention")
 
 
+def test_lambda_job_function_waits_for_its_role_policy_without_a_redundant_role_dependency(synthesized: dict) -> None:
+    # The Role GetAtt orders the function after its role already (cfn-lint W3005); the policy must still come first.
+    for function in resources(synthesized["json"], "AWS::Lambda::Function").values():
+        role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        (policy_id,) = [
+            policy_id
+            for policy_id, policy in resources(synthesized["json"], "AWS::IAM::Policy").items()
+            if policy["Properties"]["Roles"] == [{"Ref": role_id}]
+        ]
+        assert function["DependsOn"] == [policy_id]
+
+
 def test_lambda_job_event_source_reports_batch_item_failures(synthesized: dict) -> None:
     synthesized["template"].has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
@@ -201,7 +213,10 @@ def test_ecs_job_cluster_has_container_insights_and_a_vpc_with_flow_logs(synthes
     )
     template.resource_count_is("AWS::EC2::FlowLog", 1)
     subnets = resources(synthesized["json"], "AWS::EC2::Subnet").values()
-    assert {s["Properties"]["AvailabilityZone"] for s in subnets} == {"us-east-1a", "us-east-1b"}
+    # The region's first two zones, chosen by CloudFormation: no zone name in the template (cfn-lint W3010).
+    assert {json.dumps(s["Properties"]["AvailabilityZone"]) for s in subnets} == {
+        json.dumps({"Fn::Select": [i, {"Fn::GetAZs": ""}]}) for i in (0, 1)
+    }
     assert not [t for t in (r["Type"] for r in synthesized["json"]["Resources"].values()) if t.startswith("Custom::")]
 
 
@@ -268,14 +283,15 @@ def test_consumer_alarms_come_from_the_declaration(synthesized: dict) -> None:
     template: Template = synthesized["template"]
     stack, jobs = synthesized["stack"], synthesized["jobs"]
     alarms = synthesized["json"]["Resources"]
-    # Thumbnails: no lease extension, VT 185 s -> p99 drift above half the VT.
+    # Thumbnails: a 30 s function without a declared p99 -> p99 drift above half the function timeout.
     drift = alarms[logical_id(stack, jobs["Thumbnails"].alarms.p99_drift)]["Properties"]
     assert (
-        drift["Threshold"] == 92_500 and drift["MetricName"] == "ProcessingTime" and drift["ExtendedStatistic"] == "p99"
+        drift["Threshold"] == 15_000 and drift["MetricName"] == "ProcessingTime" and drift["ExtendedStatistic"] == "p99"
     )
-    # VideoTranscode: leases extended up to 3 h -> drift above max_processing_time.
+    # VideoTranscode: a declared p99 of 4 min with leases extended up to 3 h -> drift above the declared p99
+    # (not above max_processing_time, which a 4-minute job would never reach).
     drift = alarms[logical_id(stack, jobs["VideoTranscode"].alarms.p99_drift)]["Properties"]
-    assert drift["Threshold"] == 3 * 3600 * 1000
+    assert drift["Threshold"] == 4 * 60 * 1000
     lost = alarms[logical_id(stack, jobs["VideoTranscode"].alarms.lease_lost)]["Properties"]
     assert lost["MetricName"] == "LeaseLost" and lost["Threshold"] == 1
     leak = alarms[logical_id(stack, jobs["VideoTranscode"].alarms.lease_leak)]["Properties"]
@@ -336,6 +352,12 @@ BAD_CONSUMERS = [
     ("lambda", {"max_concurrency": 1}, "max_concurrency must be between 2 and 1000"),
     ("lambda", {"max_concurrency": 1001}, "max_concurrency must be between 2 and 1000"),
     ("lambda", {"timeot": Duration.seconds(3)}, "unknown prop timeot: did you mean timeout?"),
+    ("lambda", {"timeout": Duration.seconds(1)}, "timeout 1 s is too short for sqslease"),
+    (
+        "lambda",
+        {"timeout": Duration.seconds(10), "processing_p99": Duration.seconds(40)},
+        "processing_p99 40 s is not below timeout 10 s",
+    ),
     ("ecs", {"processing_p99": Duration.hours(7), "lease_extension": False}, "gives a visibility timeout of 14 h"),
     ("ecs", {"max_processing_time": Duration.hours(13)}, "max_processing_time 13 h exceeds 12 h"),
     (
@@ -348,6 +370,11 @@ BAD_CONSUMERS = [
     ("ecs", {"concurrency": 0}, "concurrency must be between 1 and 1000"),
     ("ecs", {"min_tasks": 3, "max_tasks": 2}, "min_tasks 3 is above max_tasks 2"),
     ("ecs", {"cluster": "my-cluster"}, "cluster='my-cluster' is a str"),
+    (
+        "ecs",
+        {"image": ecs.ContainerImage.from_registry(REGISTRY_IMAGE), "image_directory": "worker"},
+        "image_directory='worker' builds the default image, which image replaces",
+    ),
 ]
 
 
@@ -357,6 +384,26 @@ def test_bad_consumer_declarations_fail_at_synth_with_the_fix(kind: str, props: 
         (lambda_job if kind == "lambda" else ecs_job)(**props)
     assert message in str(raised.value)
     assert str(raised.value).startswith(f"{'LambdaJob' if kind == 'lambda' else 'EcsJob'} Jobs/Job cannot be deployed")
+
+
+@pytest.mark.parametrize("image_directory", [None, "worker"])
+def test_a_default_image_without_its_dockerfile_fails_at_synth_with_the_fix(
+    image_directory: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default image is built from a directory relative to the current one: an app's own directory has
+    no ``lambda_src``, and a directory without a ``Dockerfile`` builds nothing."""
+    (tmp_path / "worker").mkdir()  # no Dockerfile
+    monkeypatch.chdir(tmp_path)
+    stack = cdk.Stack(cdk.App(), "Jobs", env=ENV)  # no jobqueues:image context: the image is built
+    props: dict[str, Any] = {} if image_directory is None else {"image_directory": image_directory}
+    with pytest.raises(JobQueueError) as raised:
+        EcsJob(stack, "Job", handler="media.transcode:handle", processing_p99=Duration.seconds(5), **props)
+    message = str(raised.value)
+    path = tmp_path / (image_directory or "lambda_src")
+    assert message.startswith("EcsJob Jobs/Job cannot be deployed")
+    assert f"image_directory='{image_directory or 'lambda_src'}'" in message
+    assert f"{path / 'Dockerfile'} does not exist" in message
+    assert all(fix in message for fix in ("image=", "image_directory=", "jobqueues:image"))
 
 
 def test_more_handlers_than_the_in_flight_quota_is_a_warning() -> None:
@@ -444,3 +491,123 @@ def test_an_ecs_job_with_its_own_asset_image_passes_cdk_nag(tmp_path: Path) -> N
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises ValidationFailed on any unacknowledged finding
+
+
+def test_the_p99_drift_alarm_of_a_lambda_job_is_below_its_function_timeout() -> None:
+    app, stack = consumer_app()
+    code = lambda_.Code.from_asset(HANDLERS)
+    declared = LambdaJob(
+        stack,
+        "Declared",
+        code=code,
+        handler="thumbs.handle",
+        timeout=Duration.seconds(10),
+        processing_p99=Duration.seconds(2),
+    )
+    undeclared = LambdaJob(
+        stack, "Undeclared", code=code, handler="thumbs.handle", timeout=Duration.seconds(10), lease_extension=True
+    )
+    alarms = app.synth().get_stack_by_name("Jobs").template["Resources"]
+    threshold = {
+        name: alarms[logical_id(stack, job.alarms.p99_drift)]["Properties"]["Threshold"]
+        for name, job in (("declared", declared), ("undeclared", undeclared))
+    }
+    assert threshold == {"declared": 2_000, "undeclared": 5_000}  # the declared p99; else half the timeout
+    assert max(threshold.values()) < 10_000
+
+
+def test_add_lambda_consumer_accepts_the_visibility_timeout_its_queue_accepted() -> None:
+    _, stack = consumer_app()
+    queue = JobQueue(
+        stack,
+        "Resize",
+        lambda_timeout=Duration.seconds(30),
+        lease_extension=True,
+        visibility_timeout=Duration.seconds(60),
+    )
+    queue.add_lambda_consumer(inline_function(stack, Duration.seconds(30)))
+    Template.from_stack(stack).has_resource_properties("AWS::SQS::Queue", {"VisibilityTimeout": 60})
+
+
+def test_the_queue_and_its_lambda_consumer_apply_one_visibility_timeout_rule() -> None:
+    # With lease extension: at least timeout + max_batching_window + 10 s, on the queue and on the consumer.
+    _, stack = consumer_app()
+    with pytest.raises(JobQueueError, match=r"visibility_timeout 35 s is below the 40 s"):
+        JobQueue(
+            stack,
+            "Queue",
+            lambda_timeout=Duration.seconds(30),
+            lease_extension=True,
+            visibility_timeout=Duration.seconds(35),
+        )
+    queue = JobQueue(
+        stack,
+        "Render",
+        processing_p99=Duration.seconds(5),
+        lease_extension=True,
+        visibility_timeout=Duration.seconds(35),
+    )
+    with pytest.raises(JobQueueError, match=r"needs a visibility timeout of at least 40 s .* the queue has 35 s"):
+        queue.add_lambda_consumer(inline_function(stack, Duration.seconds(30)))
+
+
+def test_add_lambda_consumer_refuses_a_function_sqslease_cannot_serve() -> None:
+    _, stack = consumer_app()
+    short = JobQueue(stack, "Short", lambda_timeout=Duration.seconds(3))
+    with pytest.raises(JobQueueError, match=r"function timeout 1 s is too short for sqslease"):
+        short.add_lambda_consumer(inline_function(stack, Duration.seconds(1)))
+    _, stack = consumer_app()
+    slow = JobQueue(stack, "Slow", processing_p99=Duration.seconds(40))  # VT 80 s: enough for a 10 s function
+    with pytest.raises(JobQueueError, match=r"processing_p99 40 s is not below the function timeout 10 s"):
+        slow.add_lambda_consumer(inline_function(stack, Duration.seconds(10)))
+
+
+def test_consumers_and_producers_of_a_kms_queue_get_only_the_key_actions_they_use_and_pass_cdk_nag() -> None:
+    from aws_cdk import Validations
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_kms as kms
+    from cdk_nag import AwsSolutionsChecks
+
+    app, stack = consumer_app()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    thumbs = LambdaJob(
+        stack,
+        "Thumbnails",
+        code=lambda_.Code.from_asset(HANDLERS),
+        handler="thumbs.handle",
+        timeout=Duration.seconds(30),
+        encryption_key=key,
+    )
+    render = EcsJob(stack, "Render", handler="render:handle", processing_p99=Duration.seconds(5), encryption_key=key)
+    producer = iam.Role(stack, "Producer", assumed_by=iam.AccountRootPrincipal())
+    thumbs.job_queue.grant_send_messages(producer)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    template = app.synth().get_stack_by_name("Jobs").template  # raises on any unacknowledged finding
+    key_arn = {"Fn::GetAtt": [logical_id(stack, key), "Arn"]}
+    roles = {
+        "Thumbnails": template["Resources"][logical_id(stack, thumbs.function)]["Properties"]["Role"]["Fn::GetAtt"][0],
+        "Render": logical_id(stack, render.task_definition.task_role),
+        "producer": logical_id(stack, producer),
+    }
+    for who, role_id in roles.items():
+        kms_statements = [
+            statement
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if any(action.startswith("kms:") for action in _arns(statement["Action"]))
+        ]
+        actions = {action for statement in kms_statements for action in _arns(statement["Action"])}
+        assert actions == {"kms:Decrypt", "kms:GenerateDataKey"}, (who, kms_statements)
+        assert all(_arns(statement["Resource"]) == [key_arn] for statement in kms_statements), who
+
+
+def test_the_p99_drift_bound_with_lease_extension_is_the_declared_p99_else_the_processing_cap() -> None:
+    from jobqueues.consumer_alarms import p99_drift_threshold_ms
+
+    # GIVEN lease extension WHEN a p99 is declared THEN it is the bound; without one, max_processing_time or 12 h.
+    assert p99_drift_threshold_ms(60, True, 3 * 3600, processing_p99_s=240) == 240_000
+    assert p99_drift_threshold_ms(60, True, 3 * 3600) == 3 * 3600 * 1000
+    assert p99_drift_threshold_ms(60, True, None) == 12 * 3600 * 1000
+    # Without lease extension the VT is 2 x p99: half the VT.
+    assert p99_drift_threshold_ms(60, False, None, processing_p99_s=30) == 30_000

@@ -1,9 +1,11 @@
-"""The emulator's SQS: a received message is hidden from every other receive, as in SQS.
+"""The emulator's SQS: a received message is hidden from every other receive, and a FIFO group comes back in order.
 
 moto checks that a message is visible, then marks it received, with no lock between; moto_server serves
 requests on threads, so two concurrent ReceiveMessage calls could both take one message. The fault fleet hit
 this once (two workers started one job 11 ms apart, each with a fresh lease). These tests drive moto's SQS
 backend in-process with the window between check and mark widened, without and with the emulator's patch.
+A FIFO group whose leases all ran out must come back from its first message, as in SQS; moto alone starts
+from its last.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from moto.sqs.models import Message, SQSBackend
 
-from local_emulator.moto_models import make_sqs_receives_atomic
+from local_emulator.moto_models import make_fifo_redelivery_ordered, make_sqs_receives_atomic
 
 
 @pytest.fixture
@@ -76,3 +78,29 @@ def test_a_long_poll_still_waits_for_a_message_sent_meanwhile() -> None:
     assert bodies == ["late"] and 0.4 < time.monotonic() - started < 2
     started = time.monotonic()
     assert backend.receive_message("q", 10, 1, 60) == [] and time.monotonic() - started >= 0.95  # waits it out
+
+
+def crash_holding_a_group(backend: SQSBackend) -> list[str]:
+    """A consumer receives a group's #0..#2 and crashes; once their leases run out together, what comes first."""
+    backend.create_queue("q.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    for i in range(3):
+        backend.send_message("q.fifo", f"#{i}", group_id="g")
+    assert [m.body for m in backend.receive_message("q.fifo", 10, 0, 1)] == ["#0", "#1", "#2"]
+    time.sleep(1.2)  # the 1 s leases run out, none deleted
+    return [m.body for m in backend.receive_message("q.fifo", 10, 0, 30)]
+
+
+def test_moto_alone_redelivers_a_fifo_group_out_of_order() -> None:
+    class Plain(SQSBackend):
+        pass
+
+    assert crash_holding_a_group(Plain("us-east-1", "123456789012"))[0] == "#2"  # what this guards against
+
+
+def test_the_emulator_redelivers_a_fifo_group_in_order() -> None:
+    class Emulated(SQSBackend):
+        pass
+
+    make_fifo_redelivery_ordered(Emulated)
+    make_sqs_receives_atomic(Emulated)
+    assert crash_holding_a_group(Emulated("us-east-1", "123456789012")) == ["#0", "#1", "#2"]

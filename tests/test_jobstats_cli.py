@@ -118,6 +118,31 @@ def test_since_keeps_only_later_records(spark, tmp_path: Path) -> None:
     assert json.loads(out.read_text())["job_types"]["Email"]["count"] == 750
 
 
+INPUT_SPELLINGS = {
+    # The same four files of write_logs, named as users name them: each file is read once, by one name.
+    "glob": ["{logs}/*"],
+    "file: URIs": ["file:{logs}/*.log*", "file:{logs}/export.txt", "file://{logs}/notes.txt"],
+    "relative": ["logs/*.log", "logs/consumer-b.log.gz", "./logs/../logs", "logs/notes.txt"],
+}
+
+
+@pytest.mark.parametrize("spelling", INPUT_SPELLINGS)
+def test_globs_uris_and_relative_paths_name_files_as_spark_does(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """Hadoop names a globbed local file ``file:/x``, Spark ``file:///x``; a relative path is the caller's."""
+    logs = tmp_path / "logs"
+    write_logs(logs)
+    monkeypatch.chdir(tmp_path)  # not the JVM's working directory: relative paths must still mean this one
+    inputs = [pattern.format(logs=logs) for pattern in INPUT_SPELLINGS[spelling]]
+    out = tmp_path / "p.json"
+    assert main(["profile", *inputs, "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["job_types"]["Email"]["count"] == 1_500
+    report = document["input_report"]
+    assert report["files"] == 4 and report["files_without_records"] == [f"file://{logs / 'notes.txt'}"]
+
+
 def test_empty_input_is_an_error(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty.log").write_text("")
     assert main(["profile", str(tmp_path / "empty.log"), "--out", str(tmp_path / "p.json")]) == 2

@@ -169,3 +169,32 @@ def test_a_job_type_must_be_a_json_string(spark, tmp_path: Path) -> None:
     report = document["input_report"]
     assert (report["total_lines"], report["malformed_lines"]) == (1_002, 2)
     assert [json.loads(line)["JobType"] for line in report["malformed_sample"]] == [7, {"name": "Email"}]
+
+
+def test_released_lines_are_not_runs_and_leave_the_statistics_alone(spark, tmp_path: Path) -> None:
+    # GIVEN 1,000 runs and 300 lines of messages a drain or a FIFO failure released unstarted (0 ms, receive 2)
+    out = io.StringIO()
+    for i in range(300):
+        EmfLogger(out).record(
+            job_type="Email",
+            queue="q-Email",
+            message_id=f"r{i}",
+            processing_ms=0,
+            outcome="released",
+            receive_count=2,
+            extensions=0,
+            lease_lost=False,
+            timestamp_ms=START_MS + i * 1000,
+        )
+    (tmp_path / "a.log").write_text("\n".join(GOOD + out.getvalue().splitlines()) + "\n")
+    # WHEN jobstats profiles them THEN only the runs count: no 0 ms pulls the percentiles down, no redelivery
+    email = run(tmp_path, tmp_path / "a.log")["job_types"]["Email"]
+    (tmp_path / "alone").mkdir()
+    alone = run(tmp_path / "alone", _write(tmp_path / "alone.log", GOOD))["job_types"]["Email"]
+    assert email["count"] == 1_000 and email["redelivery_rate"] == 0
+    assert (email["p50_ms"], email["p99_ms"], email["mean_ms"]) == (alone["p50_ms"], alone["p99_ms"], alone["mean_ms"])
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -212,3 +212,10 @@ def test_a_job_that_takes_no_time_gets_the_floor_vt_and_a_note() -> None:
     assert rec["recommended_processing_p99_s"] == 0.001 and rec["recommended_visibility_timeout_s"] == 10
     assert rec["refused"] is None and "p99 is 0 ms" in rec["note"]
     assert "note" not in recommend(summary_of([1.0] * 1_000))
+
+
+def test_a_local_session_binds_its_driver_to_loopback(spark) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN a local session WHEN Spark would pick a non-loopback interface (a host name resolving to 127.0.x.x)
+    # THEN the driver still listens and is reached on loopback: nothing of a local run leaves the machine.
+    assert spark.conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert spark.conf.get("spark.driver.host") == "127.0.0.1"

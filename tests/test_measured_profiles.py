@@ -126,3 +126,50 @@ def test_a_real_jobstats_profile_with_millisecond_p99s_drives_job_queues(spark: 
     template.has_resource_properties(
         "AWS::SQS::Queue", {"QueueName": "Test-Resize", "VisibilityTimeout": vts["Resize"]}
     )
+
+
+MALFORMED_ENTRIES = [
+    ("p99 as a string", {"recommended_processing_p99_s": "1.5"}, "recommended_processing_p99_s='1.5' is a str"),
+    ("negative p99", {"recommended_processing_p99_s": -2.0}, "recommended_processing_p99_s=-2.0 is not positive"),
+    ("NaN p99", {"recommended_processing_p99_s": math.nan}, "recommended_processing_p99_s=nan is not positive"),
+    ("bool p99", {"recommended_processing_p99_s": True}, "recommended_processing_p99_s=True is a bool"),
+    ("bad date", {"window": {"from": "x", "to": "yesterday"}}, "window.to='yesterday' is not an ISO 8601 time"),
+    ("numeric date", {"window": {"to": 1700000000}}, "window.to=1700000000 is an int, not an ISO 8601 time"),
+    ("window not an object", {"window": "last week"}, "window='last week' is a str, not an object"),
+    ("refusal not text", {"recommended_processing_p99_s": None, "refused": 12}, "refused=12 is an int"),
+    ("missing p99", {"recommended_processing_p99_s": ...}, "has no recommended_processing_p99_s"),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "message"), MALFORMED_ENTRIES, ids=[c[0] for c in MALFORMED_ENTRIES])
+def test_a_malformed_profile_is_a_synth_error_naming_file_job_type_field_and_fix(
+    tmp_path: Path, case: str, change: dict, message: str
+) -> None:
+    profile = {**entry(1.5), **change}
+    profile = {k: v for k, v in profile.items() if v is not ...}
+    path = tmp_path / "profiles.json"
+    path.write_text(json.dumps(document(EmailSend=profile)))
+    with pytest.raises(JobQueueError) as raised:
+        MeasuredProfiles.load(path, now=NOW).processing_p99(new_stack(), "EmailSend")
+    text = str(raised.value)
+    assert str(path) in text and "'EmailSend'" in text and message in text, text
+    assert "regenerate it with `python -m jobstats profile`" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "is a list, not a jobstats profiles document"),
+        ('"profiles"', "is a str, not a jobstats profiles document"),
+        ('{"schema_version": 1, "job_types": {"EmailSend": [1.5]}}', "job type 'EmailSend' is a list, not an object"),
+        ('{"schema_version": 1}', "has no job_types object (missing), so it is not a jobstats profiles document"),
+        ('{"schema_version": 2, "job_types": {}}', "of a supported version (schema_version 2, expected 1)"),
+        ('{"schema_version": 1, "generated_at": "soon", "job_types": {}}', "generated_at='soon' is not an ISO 8601"),
+    ],
+)
+def test_a_malformed_document_is_a_synth_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "profiles.json"
+    path.write_text(content)
+    with pytest.raises(JobQueueError) as raised:
+        MeasuredProfiles.load(path, now=NOW).processing_p99(new_stack(), "EmailSend")
+    assert str(path) in str(raised.value) and message in str(raised.value), str(raised.value)

@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Duration, Validations
+from aws_cdk import Duration, Validations, cx_api
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
+from emulator_apps import consumers_app, stages_app
 
 from app import build_app
 from jobqueues import JobQueue
+from local_emulator.deploy import stack_artifacts
 
 
-def test_example_app_is_nag_clean_and_declares_the_seed_job_types() -> None:
-    app = build_app(cdk.App())
-    assembly = app.synth()  # raises ValidationFailed on any unacknowledged finding
+@pytest.fixture(scope="module")
+def example_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[cdk.App, cx_api.CloudAssembly]:
+    """The example app synthesized as `cdk` runs it with credentials: with a concrete account."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CDK_DEFAULT_ACCOUNT", "123456789012")
+        app = build_app(cdk.App(outdir=str(tmp_path_factory.mktemp("example.out"))))
+        return app, app.synth()  # raises ValidationFailed on any unacknowledged finding
+
+
+def test_example_app_is_nag_clean_and_declares_the_seed_job_types(
+    example_app: tuple[cdk.App, cx_api.CloudAssembly],
+) -> None:
+    app, assembly = example_app
     (stack,) = [s for s in app.node.children if isinstance(s, cdk.Stack)]
     vts = {
         queue["Properties"]["QueueName"]: queue["Properties"].get("VisibilityTimeout")
@@ -37,3 +52,25 @@ def test_nag_is_live_and_job_queues_pass_it() -> None:
     with pytest.raises(Exception, match=r"AwsSolutions-SQS3[\s\S]*AwsSolutions-SQS4|Nag/Bare") as raised:
         app.synth()
     assert "Nag/Job" not in str(raised.value)
+
+
+def test_cfn_lint_passes_on_every_template_of_the_example_and_emulator_apps_with_no_lookup(
+    example_app: tuple[cdk.App, cx_api.CloudAssembly], tmp_path: Path
+) -> None:
+    from cfnlint.api import ManualArgs, lint_file
+
+    consumers = consumers_app.build_app(cdk.App(outdir=str(tmp_path / "consumers.out"))).synth()
+    stages = stages_app.build_app(cdk.App(outdir=str(tmp_path / "stages.out"))).synth()
+    templates = []
+    for assembly in (example_app[1], consumers, stages):
+        for directory in [Path(assembly.directory), *(Path(a.full_path) for a in assembly.nested_assemblies)]:
+            manifest = json.loads((directory / "manifest.json").read_text())
+            assert not manifest.get("missing"), manifest["missing"]  # synth looked nothing up in the account
+        templates += [stack.template_file for stack in stack_artifacts(Path(assembly.directory))]
+    assert len(templates) == 5  # the example, the consumers app, and the Stages app's top-level stack + 2 Stages
+    findings = [
+        f"{template.name}: {match.rule.id} {match.message}"
+        for template in templates
+        for match in lint_file(template, config=ManualArgs(regions=["us-east-1"]))
+    ]
+    assert findings == []  # errors and warnings

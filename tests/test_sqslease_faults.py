@@ -243,8 +243,9 @@ def test_a_release_that_may_have_landed_is_never_sent_again(local_aws: LocalServ
     events = tmp_path / "events"
     send(local_aws, queues.url, ["running", "unstarted"])
     with FaultProxy(local_aws.endpoint, hold_first_release) as proxy:
+        # 5 s: still running when the drain releases the unstarted message (after the 1 s poll wait + 1 s)
         process = start_worker_process(
-            local_aws, queues.url, events, endpoint=proxy.endpoint, SLOW_JOB_SECONDS="3", **LEASE_3S
+            local_aws, queues.url, events, endpoint=proxy.endpoint, SLOW_JOB_SECONDS="5", **LEASE_3S
         )
         try:
             assert wait_for(lambda: events_of(events) and counts(local_aws, queues.url) == (0, 2), timeout_s=20)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import pytest
 from sqs_helpers import counts, make_queue, receive_all, wait_for
@@ -30,6 +32,23 @@ def send_groups(server: LocalServer, url: str, groups: str, per_group: int) -> l
     return bodies
 
 
+def start_fifo_worker(
+    server: LocalServer, url: str, handler: Callable[[str, Message], None], concurrency: int, wait_time: float
+) -> tuple[Worker, threading.Thread]:
+    """An in-process worker on a 5 s lease (extended 2 s before expiry) that makes a failure visible at once."""
+    settings = LeaseSettings(
+        visibility_timeout=5,
+        extension_threshold=2,
+        heartbeat_interval=0.2,
+        wait_time=wait_time,
+        failure_policy=FailurePolicy.VISIBLE_NOW,
+    )
+    worker = Worker(server.client("sqs"), url, handler, settings, concurrency, EmfLogger(io.StringIO()))
+    thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False}, daemon=True)
+    thread.start()
+    return worker, thread
+
+
 def test_worker_runs_one_message_per_group_in_order_and_a_failure_holds_the_group(local_aws: LocalServer) -> None:
     queues = make_queue(local_aws, vt=30, fifo=True)
     bodies = send_groups(local_aws, queues.url, "ABC", 5)
@@ -45,16 +64,7 @@ def test_worker_runs_one_message_per_group_in_order_and_a_failure_holds_the_grou
         if failed:
             raise RuntimeError("A1 fails on its first delivery")
 
-    settings = LeaseSettings(
-        visibility_timeout=5,
-        extension_threshold=2,
-        heartbeat_interval=0.2,
-        wait_time=1,
-        failure_policy=FailurePolicy.VISIBLE_NOW,
-    )
-    worker = Worker(local_aws.client("sqs"), queues.url, handler, settings, 4, EmfLogger(io.StringIO()))
-    thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False}, daemon=True)
-    thread.start()
+    worker, thread = start_fifo_worker(local_aws, queues.url, handler, concurrency=4, wait_time=1)
     try:
         assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0) and len(runs) >= len(bodies), timeout_s=40)
     finally:
@@ -112,3 +122,61 @@ def test_lambda_adapter_stops_at_the_first_failure_of_a_fifo_batch(
             sqs.delete_message(QueueUrl=queues.url, ReceiptHandle=record["receiptHandle"])
     again = [m["Body"] for m in receive_all(local_aws, queues.url)]
     assert [b for b in again if b[0] == "A"] == ["A1", "A2"]
+
+
+def test_a_drain_holds_a_failed_groups_later_messages_until_it_releases_the_unstarted(local_aws: LocalServer) -> None:
+    # Released at once, they could meet the long poll of another worker drained at the same moment, which might
+    # have no handler for them: a second receive for messages that never ran.
+    queues = make_queue(local_aws, vt=30, fifo=True)
+    send_groups(local_aws, queues.url, "A", 3)
+    started = threading.Event()
+
+    def handler(body: str, message: Message) -> None:
+        started.set()
+        time.sleep(0.5)
+        raise RuntimeError(f"{body} fails")
+
+    worker, thread = start_fifo_worker(local_aws, queues.url, handler, concurrency=2, wait_time=2)
+    try:
+        assert wait_for(lambda: started.is_set() and counts(local_aws, queues.url) == (0, 3), timeout_s=15)
+        worker.shutdown()  # A0 running, A1 and A2 received
+        signalled = time.monotonic()
+        assert wait_for(lambda: counts(local_aws, queues.url)[0] >= 2, timeout_s=15)
+        released_after = time.monotonic() - signalled
+    finally:
+        worker.shutdown()
+        thread.join(timeout=30)
+    assert released_after >= worker.settings.poll_wait, released_after  # not at A0's failure, 0.5 s in
+    assert counts(local_aws, queues.url) == (3, 0)
+
+
+def test_a_failing_head_spends_a_receive_of_each_later_message_received_with_it(local_aws: LocalServer) -> None:
+    # SQS hands out none of a group's messages while one is in flight: for the failed head to be retried, the
+    # later messages received with it are released unrun, each having spent that receive. A head that fails
+    # until the DLQ takes them there with it, never run (the README's FIFO guarantee).
+    max_receives = 3
+    queues = make_queue(local_aws, vt=30, max_receive_count=max_receives, fifo=True)
+    send_groups(local_aws, queues.url, "A", 3)  # A0 fails every time; A1, A2 wait behind it
+    ran: list[tuple[str, int]] = []
+
+    def handler(body: str, message: Message) -> None:
+        ran.append((body, message.receive_count))
+        if body == "A0":
+            raise RuntimeError("A0 fails every time")
+
+    worker, thread = start_fifo_worker(local_aws, queues.url, handler, concurrency=4, wait_time=1)
+    try:
+        assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0) and len(ran) >= max_receives, timeout_s=30)
+    finally:
+        worker.shutdown()
+        thread.join(timeout=30)
+    assert ran == [("A0", k) for k in range(1, max_receives + 1)]  # A1, A2 never ran
+    assert queues.dlq_url is not None
+    dead = {m["Body"]: int(m["Attributes"]["ApproximateReceiveCount"]) for m in receive_all(local_aws, queues.dlq_url)}
+    assert sorted(dead) == ["A0", "A1", "A2"] and dead["A1"] == dead["A2"] == dead["A0"], dead  # spent alike
+    emf = [json.loads(line) for line in worker.processor.emf.stream.getvalue().splitlines()]  # type: ignore[attr-defined]
+    released = [(r["MessageId"], r["ReceiveCount"]) for r in emf if r["Outcome"] == "released"]
+    ids = {r["MessageId"] for r in emf if r["Outcome"] == "released"}
+    assert len(ids) == 2  # A1 and A2: one released line per failure of A0, receive counts 1..max_receives
+    for message_id in ids:
+        assert [c for i, c in released if i == message_id] == list(range(1, max_receives + 1)), released

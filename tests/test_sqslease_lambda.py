@@ -9,10 +9,13 @@ from __future__ import annotations
 import io
 import json
 import time
+from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
-from sqs_helpers import Fault, FaultProxy, counts, make_queue, receive_all, send
+from aws_cdk import Duration
+from sqs_helpers import CallRecorder, FakeSQS, Fault, FaultProxy, counts, make_queue, receive_all, send
 
 from local_emulator.server import LocalServer
 from sqslease.emf import EmfLogger
@@ -96,14 +99,23 @@ def test_deadline_guard_releases_unstarted_records_and_reports_them(local_aws: L
     done: list[str] = []
 
     def handler(body: str, message: Message) -> None:
-        time.sleep(1)
+        time.sleep(0.6)
         done.append(body)
 
-    response = process_event(event, FakeContext(7.2), handler, settings, local_aws.client("sqs"), queues.url)
-    assert len(done) == 2  # 7.2 s, then 6.2 s left: started; 5.2 s < 5.5 s margin: stop
+    emf = io.StringIO()
+    response = process_event(
+        event, FakeContext(2.0), handler, settings, local_aws.client("sqs"), queues.url, EmfLogger(emf)
+    )
+    # The margin is min(5.5 s, a quarter of the 2 s the invocation started with) = 0.5 s: records start with
+    # 2.0, 1.4 and 0.8 s left; with 0.2 s left the fourth does not.
+    assert len(done) == 3
     unstarted = [r["messageId"] for r in event["Records"] if r["body"] not in done]
     assert response["batchItemFailures"] == [{"itemIdentifier": i} for i in unstarted]
-    assert counts(local_aws, queues.url)[0] == 2  # released at once, not after the 30 s lease
+    lines = [json.loads(line) for line in emf.getvalue().splitlines()]
+    assert [(r["MessageId"], r["Outcome"]) for r in lines if r["Outcome"] != "success"] == [
+        (i, "released") for i in unstarted
+    ]
+    assert counts(local_aws, queues.url)[0] == 1  # released at once, not after the 30 s lease
 
 
 def test_leases_held_wraps_other_batch_processing(local_aws: LocalServer) -> None:
@@ -196,3 +208,126 @@ def test_a_fatal_sqs_error_is_raised_from_the_invocation(local_aws: LocalServer)
         )
         with pytest.raises(Exception, match="AccessDenied"):
             process_event(event, FakeContext(60), fail_a, settings, sqs, queues.url)
+
+
+# -- short functions and lease extension: the consumer a LambdaJob declares -----------------------------------
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/quick"
+
+
+def fake_event(bodies: list[str]) -> dict:
+    """Lambda's SQS event for ``bodies``, without a queue behind it (for :class:`FakeSQS`)."""
+    return {
+        "Records": [
+            {
+                "messageId": f"m{i}",
+                "receiptHandle": f"rh-{i}",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:quick",
+            }
+            for i, body in enumerate(bodies)
+        ]
+    }
+
+
+def lambda_job_settings(**props: Any) -> LeaseSettings:
+    """The settings the function of ``LambdaJob(**props)`` runs with, read from its synthesized environment."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk.assertions import Template
+    from cdk_helpers import ENV
+
+    from jobqueues import LambdaJob
+
+    stack = cdk.Stack(cdk.App(), "Jobs", env=ENV)
+    code = lambda_.Code.from_asset(str(Path(__file__).parent.parent / "lambda_src" / "handlers"))
+    LambdaJob(stack, "Job", code=code, handler="thumbs.handle", **props)
+    (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+    env = function["Properties"]["Environment"]["Variables"]
+    return LeaseSettings.from_env({k: v for k, v in env.items() if isinstance(v, str)})
+
+
+def test_a_3_s_invocation_processes_its_records() -> None:
+    # Lambda's default timeout: the deadline margin (5 s by default) shrinks to a quarter of the 3 s.
+    done: list[str] = []
+    settings = LeaseSettings(visibility_timeout=18, heartbeat=False)
+    response = process_event(
+        fake_event(["a", "b", "c"]), FakeContext(3), lambda b, m: done.append(b), settings, FakeSQS(), QUEUE_URL
+    )
+    assert response == {"batchItemFailures": []} and done == ["a", "b", "c"]
+
+
+def test_a_3_s_lambda_job_synthesizes_and_its_function_processes_records() -> None:
+    settings = lambda_job_settings(timeout=Duration.seconds(3))
+    done: list[str] = []
+    sqs = FakeSQS()
+    response = process_event(
+        fake_event(["a", "b"]), FakeContext(3), lambda b, m: done.append(b), settings, sqs, QUEUE_URL
+    )
+    assert response == {"batchItemFailures": []} and done == ["a", "b"]
+    assert not sqs.calls  # no lease extension declared: nothing to renew, nothing released
+
+
+def test_lease_extension_renews_every_record_as_the_invocation_starts(local_aws: LocalServer) -> None:
+    # A 10 s function, 12 records a batch: its lease (timeout + window + 10 s = 21 s) is renewed at the start
+    # with ceil(12 / 10) = 2 requests; the records run well within it, so the heartbeat sends nothing more.
+    settings = lambda_job_settings(
+        timeout=Duration.seconds(10), lease_extension=True, batch_size=12, max_batching_window=Duration.seconds(1)
+    )
+    assert settings.heartbeat and settings.visibility_timeout == 21
+    queues = make_queue(local_aws, vt=21)
+    send(local_aws, queues.url, [f"r{i}" for i in range(12)])
+    event = lambda_event(local_aws, queues.url, vt=21)
+    assert len(event["Records"]) == 12
+    recorder = CallRecorder()
+    sqs = recorder.attach(local_aws.client("sqs"))
+    emf = io.StringIO()
+    response = process_event(event, FakeContext(10), lambda b, m: None, settings, sqs, queues.url, EmfLogger(emf))
+    assert response == {"batchItemFailures": []}
+    renewals = recorder.of("ChangeMessageVisibilityBatch")
+    assert [len(call.params["Entries"]) for call in renewals] == [10, 2]
+    assert {entry["VisibilityTimeout"] for call in renewals for entry in call.params["Entries"]} == {21}
+    extensions = [json.loads(line)["Extensions"] for line in emf.getvalue().splitlines()]
+    assert extensions == [1] * 12
+
+
+class StaleFirstHandleSQS(FakeSQS):
+    """SQS that no longer honours the first receipt handle of each request (its message was received again)."""
+
+    def change_message_visibility_batch(self, QueueUrl: str, Entries: list[dict]) -> dict:
+        super().change_message_visibility_batch(QueueUrl, Entries)
+        stale = {"Id": Entries[0]["Id"], "Code": "ReceiptHandleIsInvalid", "Message": "stale", "SenderFault": True}
+        return {"Successful": [{"Id": e["Id"]} for e in Entries[1:]], "Failed": [stale]}
+
+
+def test_a_record_whose_lease_cannot_be_renewed_is_not_started() -> None:
+    settings = LeaseSettings(visibility_timeout=21, heartbeat=True)
+    done: list[str] = []
+    response = process_event(
+        fake_event(["stale", "fresh"]),
+        FakeContext(10),
+        lambda b, m: done.append(b),
+        settings,
+        StaleFirstHandleSQS(),
+        QUEUE_URL,
+    )
+    assert done == ["fresh"] and response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+
+
+def test_with_only_aws_region_set_the_default_client_has_a_region(local_aws: LocalServer, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Lambda sets AWS_REGION, not AWS_DEFAULT_REGION; botocore reads only the latter.
+    import sqslease.lambda_adapter as adapter
+
+    for name, value in local_aws.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")  # no profile's region either
+    monkeypatch.setattr(adapter, "_client", None, raising=False)
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["a"])
+    event = lambda_event(local_aws, queues.url, vt=30)
+    settings = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2)
+    assert process_event(event, FakeContext(60), lambda b, m: None, settings) == {"batchItemFailures": []}

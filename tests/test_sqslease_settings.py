@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import subprocess
 import sys
 
@@ -54,3 +56,15 @@ def test_the_worker_reads_lease_settings_from_its_command_line() -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 2 and "extension_threshold (5 s) must be below visibility_timeout" in result.stderr
+
+
+def test_the_worker_help_names_each_option_s_values() -> None:
+    from sqslease.worker_cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    text = out.getvalue()
+    assert "TUPLE[" not in text and "--non-retryable PATH[,PATH...]" in text, text
+    assert "{lapse,visible_now,backoff}" in text, text

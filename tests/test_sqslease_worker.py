@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
 import signal
 import subprocess
@@ -14,8 +15,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 from sqs_helpers import (
+    SQSLEASE_SRC,
     CallRecorder,
     counts,
     make_queue,
@@ -33,6 +36,8 @@ from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.worker import Worker
 
 ROOT = Path(__file__).resolve().parent.parent
+LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+LOCAL_CREDENTIALS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 FAST = {"visibility_timeout": 2, "extension_threshold": 1, "heartbeat_interval": 0.2, "wait_time": 1}
 
 
@@ -276,31 +281,26 @@ def test_kill_9_mid_job_the_message_reappears_within_the_lease(local_aws: LocalS
     assert again["Body"] == "job" and again["Attributes"]["ApproximateReceiveCount"] == "2"
 
 
-def test_sigterm_releases_unstarted_messages_at_once_and_finishes_the_running_one(
+def test_sigterm_finishes_the_running_message_and_runs_the_received_one_on_the_free_handler(
     local_aws: LocalServer, tmp_path: Path
 ) -> None:
+    # The received message's receive is spent: releasing it would cost it one for nothing.
     queues = make_queue(local_aws, vt=600)
     send(local_aws, queues.url, ["a", "b", "c"])
     events = tmp_path / "events"
     process = start_worker_process(
-        local_aws, queues.url, events, SQSLEASE_VISIBILITY_TIMEOUT="30", SLOW_JOB_SECONDS="3"
+        local_aws, queues.url, events, SQSLEASE_VISIBILITY_TIMEOUT="30", SLOW_JOB_SECONDS="1.5"
     )
     try:
         assert wait_for(lambda: started(events) and counts(local_aws, queues.url)[1] >= 2, timeout_s=20)
-        process.send_signal(signal.SIGTERM)
-        signalled = time.monotonic()
-        # The prefetched, unstarted message comes back at once (the lease is 30 s, the queue VT 10 min).
-        assert wait_for(lambda: counts(local_aws, queues.url)[0] == 2, timeout_s=2.5)
-        released_after = time.monotonic() - signalled
+        process.send_signal(signal.SIGTERM)  # 1 handler: one message running, one received
         assert process.wait(timeout=20) == 0
     finally:
         process.kill()
-    assert released_after < 2.5
-    lines = events.read_text().splitlines()
-    assert [line.split()[0] for line in lines] == ["start", "end"]  # the running job finished
-    assert counts(local_aws, queues.url) == (2, 0)  # it was deleted; the other two wait for a worker
+    assert [line.split()[0] for line in events.read_text().splitlines()] == ["start", "end", "start", "end"]
+    assert counts(local_aws, queues.url) == (1, 0)  # both deleted; the third was never received
     emf = [json.loads(line) for line in process.stdout.read().decode().splitlines() if line.startswith("{")]
-    assert [r["Outcome"] for r in emf] == ["success"]
+    assert [r["Outcome"] for r in emf] == ["success", "success"]
 
 
 def test_grace_period_end_releases_still_running_messages(local_aws: LocalServer, tmp_path: Path) -> None:
@@ -332,6 +332,97 @@ def test_worker_cli_reports_bad_arguments() -> None:
         text=True,
     )
     assert result.returncode == 2 and "cannot import 'no.such.module'" in result.stderr
+
+
+#: An AWS queue URL names its region; botocore alone would not take it from there.
+AWS_QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/{name}"
+
+
+def worker_environment(**env: str) -> dict[str, str]:
+    """The test process's environment without any AWS or sqslease setting (no region anywhere), plus ``env``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SQSLEASE_"))}
+    return {
+        **base,
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(SQSLEASE_SRC)]),
+        **env,
+    }
+
+
+WORKER_CLI = [sys.executable, "-m", "sqslease.worker"]
+
+
+def run_worker_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*WORKER_CLI, *args], env=env, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--concurrency", "0"], {}, "--concurrency"),
+        (["--concurrency", "two"], {}, "--concurrency"),
+        ([], {"SQSLEASE_CONCURRENCY": "0"}, "SQSLEASE_CONCURRENCY"),
+        (["--visibility-timeout", "abc"], {}, "--visibility-timeout"),
+        (["--extension-threshold", "40"], {}, "--extension-threshold"),
+        (["--wait-time", "30"], {}, "--wait-time"),
+        (["--failure-policy", "sometimes"], {}, "lapse, visible_now, backoff"),
+        ([], {"SQSLEASE_MAX_REQUESTS_IN_FLIGHT": "0"}, "SQSLEASE_MAX_REQUESTS_IN_FLIGHT"),
+        (["--task-protection-minutes", "0"], {}, "--task-protection-minutes"),
+        (["--non-retryable", "no.such.module:Error"], {}, "--non-retryable"),
+        (["--log-level", "loud"], {}, "--log-level"),
+        (["--handler", "sqs_handlers:no_such_handler"], {}, "--handler"),
+        ([], {"AWS_PROFILE": "no-such-profile"}, "AWS_PROFILE"),
+    ],
+)
+def test_bad_worker_settings_give_one_line_naming_the_option_and_status_2(
+    args: list[str], env: dict[str, str], named: str
+) -> None:
+    command = ["--queue-url", AWS_QUEUE_URL.format(name="q"), "--handler", "sqs_handlers:slow_job", *args]
+    result = run_worker_cli(command, worker_environment(AWS_DEFAULT_REGION="eu-west-1", **env))
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert named in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "region"),
+    [
+        ("https://sqs.eu-west-1.amazonaws.com/123456789012/orders", "eu-west-1"),
+        ("https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders.fifo", "cn-north-1"),
+        ("https://sqs-fips.us-gov-west-1.amazonaws.com/123456789012/orders", "us-gov-west-1"),
+        ("https://ap-southeast-2.queue.amazonaws.com/123456789012/orders", "ap-southeast-2"),
+        ("http://localhost:4566/000000000000/orders", None),
+        ("https://sqs.example.com/us-east-1/orders", None),
+    ],
+)
+def test_the_region_a_queue_url_names(url: str, region: str | None) -> None:
+    from sqslease.clients import queue_region  # here: the rest of the module runs on earlier sqslease too
+
+    assert queue_region(url) == region
+
+
+def test_without_a_region_the_worker_takes_it_from_the_queue_url(local_aws: LocalServer, tmp_path: Path) -> None:
+    sqs = boto3.client("sqs", region_name="eu-west-1", endpoint_url=local_aws.endpoint, **LOCAL_CREDENTIALS)
+    name = f"regional-{time.time_ns() % 10**9}"
+    sqs.send_message(QueueUrl=sqs.create_queue(QueueName=name)["QueueUrl"], MessageBody="hello")
+    events = tmp_path / "events"
+    env = worker_environment(
+        AWS_ENDPOINT_URL=local_aws.endpoint, TEST_EVENTS_FILE=str(events), SLOW_JOB_SECONDS="0", **LOCAL_CREDENTIALS_ENV
+    )
+    command = ["--queue-url", AWS_QUEUE_URL.format(name=name), "--handler", "sqs_handlers:slow_job", "--wait-time", "1"]
+    process = subprocess.Popen([*WORKER_CLI, *command], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: started(events) or process.poll() is not None, timeout_s=20)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        process.kill()
+    assert started(events), process.stderr.read().decode()[-2000:]
+
+    # No region configured and none in the URL: one line, status 2.
+    result = run_worker_cli(["--queue-url", f"{local_aws.endpoint}/123456789012/{name}", *command[2:]], env)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "region" in result.stderr
 
 
 @pytest.mark.parametrize("value", ["abc", "-"])
@@ -373,3 +464,20 @@ def test_a_message_arriving_late_in_a_long_poll_is_run(local_aws: LocalServer) -
         time.sleep(8)  # well into a 20 s poll
         send(local_aws, queues.url, ["late"])
         assert wait_for(lambda: ran == ["late"], timeout_s=15), ran
+
+
+def test_a_message_a_drain_releases_unstarted_logs_an_emf_line_released(local_aws: LocalServer) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["a", "b"])
+    started = threading.Event()
+
+    def handler(body: str, message: Message) -> None:
+        started.set()
+        time.sleep(4)  # past the drain's release (poll_wait + 1 s = 2 s after the shutdown), with room under load
+
+    with running_worker(local_aws, queues.url, handler, concurrency=1) as worker:
+        assert wait_for(lambda: started.is_set() and counts(local_aws, queues.url) == (0, 2), timeout_s=15)
+    outcomes = {r["Outcome"]: r for r in emf_records(worker)}
+    assert sorted(outcomes) == ["released", "success"], emf_records(worker)
+    assert outcomes["released"]["ReceiveCount"] == 1 and outcomes["released"]["ProcessingTime"] == 0
+    assert counts(local_aws, queues.url) == (1, 0)

@@ -120,3 +120,36 @@ def test_stack_resource_limit_zero_turns_the_check_off() -> None:
     for i in range(72):
         JobQueue(stack, f"Job{i}", processing_p99=Duration.seconds(3))
     app.synth()
+
+
+def test_a_lambda_consumer_with_lease_extension_gets_a_shorter_lease() -> None:
+    # timeout + max_batching_window + 10 s instead of 6 x timeout + window; the heartbeat keeps it.
+    job_queue, template = synth_job_queue(
+        lambda_timeout=Duration.seconds(30), max_batching_window=Duration.seconds(5), lease_extension=True
+    )
+    assert queue_props(template, "Test-Job")["VisibilityTimeout"] == 45
+    assert job_queue.consumer_settings()["heartbeat"] == "true"
+    assert "lease extension" in job_queue.visibility_timeout_rule
+
+
+def test_the_shortest_lambda_timeout_and_a_p99_just_below_it_synthesize() -> None:
+    synth_job_queue(lambda_timeout=Duration.seconds(2))
+    synth_job_queue(lambda_timeout=Duration.seconds(10), processing_p99=Duration.millis(9_999))
+
+
+@pytest.mark.parametrize("vt", [1, 2, 3, 5, 6, 7, 10])
+def test_settings_of_a_short_explicit_vt_with_a_token_p99_are_ones_sqslease_accepts(vt: int) -> None:
+    # The p99 is unknown at synth, so nothing relates it to the VT; the consumer must still accept its settings.
+    stack = new_stack()
+    p99 = Duration.seconds(cdk.CfnParameter(stack, "P99", type="Number").value_as_number)
+    job_queue = JobQueue(stack, "Job", processing_p99=p99, visibility_timeout=Duration.seconds(vt))
+    environ = {k: v for k, v in job_queue.consumer_environment().items() if "URL" not in k}
+    settings = LeaseSettings.from_env(environ)
+    assert settings.visibility_timeout == vt and not settings.heartbeat
+    args = [
+        part
+        for name, value in job_queue.consumer_settings().items()
+        if "url" not in name
+        for part in (f"--{name.replace('_', '-')}", value)
+    ]
+    assert LeaseSettings.from_args(args, environ={}) == settings

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from jobqueues.alarms import JobQueueAlarmProps, JobQueueAlarms
     from jobqueues.consumer_alarms import ConsumerAlarms
     from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
-    from jobqueues.ecs_job import EcsJob
+    from jobqueues.ecs_job import EcsJob, deploy_time_availability_zones
     from jobqueues.errors import JobQueueError
     from jobqueues.job_queue import JobQueue
     from jobqueues.lambda_job import LambdaJob
@@ -43,6 +43,7 @@ _EXPORTS = {
     "QueueDeclaration": "declaration",
     "QueueOptions": "props",
     "check_declaration": "declaration",
+    "deploy_time_availability_zones": "ecs_job",
 }
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "QueueDeclaration",
     "QueueOptions",
     "check_declaration",
+    "deploy_time_availability_zones",
 ]
 
 

@@ -24,6 +24,8 @@ from sqslease.rules import SQS_MAX_VISIBILITY_TIMEOUT_S, format_duration
 MAX_EVALUATION_S = 86_400
 #: A lease leak shows after at least this long without a deletion.
 MIN_LEAK_WINDOW_S = 900
+#: A Lambda job without a declared p99 drifts when its p99 is above this share of the function timeout.
+LAMBDA_DRIFT_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,26 @@ class ConsumerAlarms:
 
 
 def p99_drift_threshold_ms(
-    visibility_timeout_s: float, lease_extension: bool, max_processing_time_s: float | None
+    visibility_timeout_s: float,
+    lease_extension: bool,
+    max_processing_time_s: float | None,
+    processing_p99_s: float | None = None,
 ) -> int:
     """Above this p99 (milliseconds) the declared p99 no longer holds.
 
     Without lease extension the VT is ``2 x p99``, so a p99 above half the VT eats the safety margin. With it,
-    the bound is ``max_processing_time`` (or SQS's 12 h when none is declared).
+    the lease follows the job, so the bound is the declared ``processing_p99`` itself; with no p99 declared,
+    ``max_processing_time`` (or SQS's 12 h), past which leases are no longer extended.
     """
     if lease_extension:
-        return int((max_processing_time_s or SQS_MAX_VISIBILITY_TIMEOUT_S) * 1000)
+        return int((processing_p99_s or max_processing_time_s or SQS_MAX_VISIBILITY_TIMEOUT_S) * 1000)
     return int(visibility_timeout_s * 1000 / 2)
+
+
+def lambda_p99_drift_threshold_ms(function_timeout_s: float, processing_p99_s: float | None) -> int:
+    """Above this p99 (milliseconds) a Lambda job's declared p99 no longer holds: the declared p99 (below the
+    timeout, checked at synth), or half the function timeout when none is declared."""
+    return int((processing_p99_s or function_timeout_s * LAMBDA_DRIFT_FRACTION) * 1000)
 
 
 def lease_leak_periods(visibility_timeout_s: float, lease_extension: bool, max_processing_time_s: float | None) -> int:
@@ -68,9 +80,13 @@ def lease_leak_periods(visibility_timeout_s: float, lease_extension: bool, max_p
 
 
 def create_consumer_alarms(
-    scope: Construct, job_queue: JobQueue, metrics: ConsumerMetrics
+    scope: Construct, job_queue: JobQueue, metrics: ConsumerMetrics, *, function_timeout_s: float | None = None
 ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm, cloudwatch.Alarm]:
-    """The lease-leak, lease-lost and p99-drift alarms, from the job queue's declaration."""
+    """The lease-leak, lease-lost and p99-drift alarms, from the job queue's declaration.
+
+    :param function_timeout_s: a Lambda consumer's function timeout, in seconds: the p99 drift is then measured
+        against the declared p99 or the timeout. Default: none (an ECS consumer).
+    """
     job_type = job_queue.job_type
     visibility_timeout_s = job_queue.visibility_timeout_seconds or 0
     lease_extension = job_queue.lease_extension
@@ -105,12 +121,22 @@ def create_consumer_alarms(
             "Look for throttled or failing ChangeMessageVisibility calls, or a stalled process."
         ),
     )
-    threshold_ms = p99_drift_threshold_ms(visibility_timeout_s, lease_extension, max_processing_time_s)
-    bound = (
-        f"max_processing_time {format_duration(threshold_ms / 1000)}"
-        if lease_extension
-        else f"half the visibility timeout ({format_duration(threshold_ms / 1000)})"
-    )
+    p99_s = job_queue.processing_p99_seconds
+    if function_timeout_s is not None:
+        threshold_ms = lambda_p99_drift_threshold_ms(function_timeout_s, p99_s)
+        bound = (
+            f"the declared processing_p99 ({format_duration(threshold_ms / 1000)})"
+            if p99_s
+            else f"half the function timeout ({format_duration(threshold_ms / 1000)})"
+        )
+    else:
+        threshold_ms = p99_drift_threshold_ms(visibility_timeout_s, lease_extension, max_processing_time_s, p99_s)
+        if not lease_extension:
+            bound = f"half the visibility timeout ({format_duration(threshold_ms / 1000)})"
+        elif p99_s:
+            bound = f"the declared processing_p99 ({format_duration(threshold_ms / 1000)})"
+        else:
+            bound = f"max_processing_time {format_duration(threshold_ms / 1000)}"
     drift = alarm(
         scope,
         "P99DriftAlarm",

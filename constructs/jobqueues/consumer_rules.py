@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqslease.rules import SQS_IN_FLIGHT_QUOTA, format_duration
+from jobqueues.declaration_warnings import HANDLERS_EXCEED_IN_FLIGHT_QUOTA, DeclarationWarning
+from sqslease.rules import (
+    LAMBDA_DEADLINE_MARGIN_FRACTION,
+    MIN_LAMBDA_DEADLINE_MARGIN_S,
+    SQS_IN_FLIGHT_QUOTA,
+    format_duration,
+    lambda_deadline_margin,
+    lambda_timeout_for_p99,
+    shortest_lambda_timeout_s,
+)
 
 #: Fargate's maximum ``stopTimeout``; the CDK does not check it.
 FARGATE_MAX_STOP_TIMEOUT_S = 120
@@ -26,7 +35,7 @@ class ConsumerCheck:
     """Errors and warnings of a consumer declaration."""
 
     errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[DeclarationWarning] = field(default_factory=list)
 
 
 def check_lambda_consumer(
@@ -52,6 +61,44 @@ def check_lambda_consumer(
             "invocations the event source makes; leave it out for no cap"
         )
     return check
+
+
+def check_lambda_timing(
+    timeout_s: float,
+    *,
+    processing_p99_s: float | None,
+    timeout_name: str = "lambda_timeout",
+    p99_name: str = "processing_p99",
+) -> list[str]:
+    """What a function of ``timeout_s`` seconds cannot serve, one rule for a declared queue and a function bound
+    to it: a timeout too short for the adapter's deadline margin, and a declared p99 not below the timeout.
+
+    :param timeout_name: how the message names the timeout (``timeout`` on a ``LambdaJob``).
+    :param p99_name: how the message names the p99.
+    """
+    problems = []
+    shortest = shortest_lambda_timeout_s()
+    if timeout_s < shortest:
+        problems.append(
+            f"{timeout_name} {format_duration(timeout_s)} is too short for sqslease: it stops starting records "
+            f"when {LAMBDA_DEADLINE_MARGIN_FRACTION:.0%} of the invocation is left "
+            f"({format_duration(lambda_deadline_margin(timeout_s))} here) and needs at least "
+            f"{format_duration(MIN_LAMBDA_DEADLINE_MARGIN_S)} to release the unstarted records and answer; raise "
+            f"{timeout_name} to at least {format_duration(shortest)}"
+        )
+    if processing_p99_s is not None and processing_p99_s >= timeout_s:
+        needed = lambda_timeout_for_p99(processing_p99_s)
+        fix = (
+            f"raise {timeout_name} to at least {format_duration(needed)} (the p99 and the deadline margin)"
+            if needed is not None
+            else "run the job on an EcsJob (a Lambda function runs at most 15 min)"
+        )
+        problems.append(
+            f"{p99_name} {format_duration(processing_p99_s)} is not below {timeout_name} "
+            f"{format_duration(timeout_s)}: a message that takes its p99 cannot finish in one invocation; {fix}, "
+            f"or lower {p99_name} to the measured value"
+        )
+    return problems
 
 
 def stop_timeout_s(shutdown_grace_s: float) -> int:
@@ -90,8 +137,11 @@ def check_ecs_consumer(
             )
     if concurrency and max_tasks and concurrency * max_tasks > in_flight_quota:
         check.warnings.append(
-            f"max_tasks {max_tasks} x concurrency {concurrency} = {max_tasks * concurrency:,} handlers can hold more "
-            f"messages than the {in_flight_quota:,} in-flight quota: receivers stop getting messages at the quota "
-            "without an error; lower max_tasks or concurrency, or shard the job type"
+            DeclarationWarning(
+                HANDLERS_EXCEED_IN_FLIGHT_QUOTA,
+                f"max_tasks {max_tasks} x concurrency {concurrency} = {max_tasks * concurrency:,} handlers can hold "
+                f"more messages than the {in_flight_quota:,} in-flight quota: receivers stop getting messages at the "
+                "quota without an error; lower max_tasks or concurrency, or shard the job type",
+            )
         )
     return check

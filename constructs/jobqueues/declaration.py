@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from jobqueues import defaults
+from jobqueues.consumer_rules import check_lambda_timing
+from jobqueues.declaration_warnings import RETRIES_OUTLIVE_RETENTION, SINGLE_RECEIVE, DeclarationWarning
 from sqslease.rules import (
-    DEFAULT_EXTENSION_THRESHOLD_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
     LAMBDA_MAX_BATCHING_WINDOW_S,
     LAMBDA_MAX_TIMEOUT_S,
@@ -26,8 +27,10 @@ from sqslease.rules import (
     SQS_MAX_VISIBILITY_TIMEOUT_S,
     SQS_MIN_RETENTION_S,
     DerivedVisibilityTimeout,
+    consumer_extension_threshold,
     derive_visibility_timeout,
     format_duration,
+    lambda_visibility_timeout,
     lease_timing_problems,
 )
 
@@ -93,7 +96,7 @@ class CheckResult:
     dlq_retention_s: float = defaults.DLQ_RETENTION_S
     max_receive_count: int = defaults.MAX_RECEIVE_COUNT
     errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[DeclarationWarning] = field(default_factory=list)
 
 
 @dataclass
@@ -113,8 +116,8 @@ class _Context:
     def error(self, message: str) -> None:
         self.result.errors.append(message)
 
-    def warn(self, message: str) -> None:
-        self.result.warnings.append(message)
+    def warn(self, warning_id: str, message: str) -> None:
+        self.result.warnings.append(DeclarationWarning(warning_id, message))
 
 
 def check_declaration(d: QueueDeclaration) -> CheckResult:
@@ -176,7 +179,10 @@ def _derived_visibility_timeout(c: _Context) -> None:
     leased_vt = d.lease_extension and (d.visibility_timeout_s is not None or "visibility_timeout_s" in d.tokens)
     if c.p99 is not None or c.timeout is not None:
         derived = derive_visibility_timeout(
-            processing_p99_s=c.p99, lambda_timeout_s=c.timeout, max_batching_window_s=c.window or 0
+            processing_p99_s=c.p99,
+            lambda_timeout_s=c.timeout,
+            max_batching_window_s=c.window or 0,
+            lease_extension=d.lease_extension,
         )
         c.result.visibility_timeout = derived
         # With lease extension and an explicit VT, the derived VT is no queue setting: the 12 h limit is then
@@ -227,23 +233,42 @@ def _explicit_visibility_timeout(c: _Context) -> None:
             f"visibility_timeout {fmt(vt)} is below {n('lambda_timeout')} {fmt(c.timeout)}: Lambda rejects "
             "such an event source mapping; raise visibility_timeout to at least the function timeout"
         )
+    elif c.timeout is not None and d.lease_extension:
+        # The rule add_lambda_consumer applies to the function too.
+        least = lambda_visibility_timeout(c.timeout, c.window or 0, lease_extension=True)
+        if vt < least.seconds:
+            c.error(
+                f"visibility_timeout {fmt(vt)} is below the {fmt(least.seconds)} a Lambda consumer needs "
+                f"({least.rule}): raise visibility_timeout to at least {fmt(least.seconds)}"
+            )
 
 
-def _lease_extension(c: _Context) -> None:
-    if not c.d.lease_extension or c.vt is None:
+def _lambda_timing(c: _Context) -> None:
+    if c.timeout is not None:
+        for problem in check_lambda_timing(
+            c.timeout, processing_p99_s=c.p99, timeout_name=c.name("lambda_timeout"), p99_name=c.name("processing_p99")
+        ):
+            c.error(problem)
+
+
+def _consumer_lease(c: _Context) -> None:
+    if c.vt is None:
         return
-    # The settings a consumer gets (consumer_environment) must be ones sqslease accepts: one rule for both.
-    problems = _lease_problems(c.vt)
+    # The settings a consumer gets (consumer_settings) must be ones sqslease accepts: one rule for both.
+    heartbeat = c.d.lease_extension
+    problems = consumer_lease_problems(c.vt, heartbeat=heartbeat)
     if problems:
-        shortest = next(s for s in range(1, 61) if not _lease_problems(s))
+        shortest = next(s for s in range(1, 61) if not consumer_lease_problems(s, heartbeat=heartbeat))
         c.error(
             f"a lease of visibility_timeout {fmt(c.vt)} cannot be kept by sqslease ({problems[0]}): raise "
-            f"visibility_timeout to at least {fmt(shortest)}, or set lease_extension=False"
+            f"visibility_timeout to at least {fmt(shortest)}" + (", or set lease_extension=False" if heartbeat else "")
         )
 
 
-def _lease_problems(vt_s: float) -> list[str]:
-    return lease_timing_problems(vt_s, DEFAULT_EXTENSION_THRESHOLD_S, DEFAULT_HEARTBEAT_INTERVAL_S)
+def consumer_lease_problems(vt_s: float, *, heartbeat: bool) -> list[str]:
+    """Why ``sqslease`` would refuse the lease settings a consumer of a ``vt_s`` queue gets; empty when none."""
+    threshold = consumer_extension_threshold(vt_s, heartbeat=heartbeat)
+    return lease_timing_problems(vt_s, threshold, DEFAULT_HEARTBEAT_INTERVAL_S, heartbeat=heartbeat)
 
 
 def _max_processing_time(c: _Context) -> None:
@@ -300,11 +325,19 @@ def _retries_and_retention(c: _Context) -> None:
                 f"dlq_retention_period {fmt(r.dlq_retention_s)} must be longer than retention_period "
                 f"{fmt(r.retention_s)} ({why}): raise dlq_retention_period or lower retention_period"
             )
+    if "max_receive_count" not in d.tokens and r.max_receive_count < 2:
+        c.warn(
+            SINGLE_RECEIVE,
+            f"max_receive_count {r.max_receive_count}: a message that a stopping consumer (a deployment, a "
+            "scale-in) received but did not start has used its only receive and moves to the DLQ without "
+            "having run; raise max_receive_count to at least 2",
+        )
     if "max_receive_count" not in d.tokens and c.vt is not None and r.max_receive_count * c.vt > r.retention_s:
         c.warn(
+            RETRIES_OUTLIVE_RETENTION,
             f"max_receive_count {r.max_receive_count} x visibility_timeout {fmt(c.vt)} = "
             f"{fmt(r.max_receive_count * c.vt)} exceeds retention_period {fmt(r.retention_s)}: messages can "
-            "expire before reaching the DLQ; lower max_receive_count or raise retention_period"
+            "expire before reaching the DLQ; lower max_receive_count or raise retention_period",
         )
 
 
@@ -403,9 +436,10 @@ def in_flight_threshold(quota: int, fraction: float) -> int:
 
 RULES: tuple[Callable[[_Context], None], ...] = (
     _derivation_inputs,
+    _lambda_timing,
     _derived_visibility_timeout,
     _explicit_visibility_timeout,
-    _lease_extension,
+    _consumer_lease,
     _max_processing_time,
     _retries_and_retention,
     _fifo_and_names,

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any, Unpack
 
-from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Token, Validations
+from aws_cdk import Acknowledgment, ArnFormat, Duration, Fn, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -73,7 +74,13 @@ class EcsJob(Construct):
         grace_s = read.duration_s("shutdown_grace")
         cluster = read.having("cluster", "cluster_name", "an ecs.ICluster, e.g. ecs.Cluster(self, 'Cluster')")
         image = read.instance("image", ecs.ContainerImage, "an ecs.ContainerImage")
-        image_directory = read.string("image_directory") or DEFAULT_IMAGE_DIRECTORY
+        image_directory = read.string("image_directory")
+        if image is not None and image_directory is not None:
+            read.errors.append(
+                f"image_directory={image_directory!r} builds the default image, which image replaces: pass one of them"
+            )
+        elif image is None and not _registry_image(self):
+            read.errors += missing_dockerfile(image_directory or DEFAULT_IMAGE_DIRECTORY)
         check = check_ecs_consumer(
             concurrency=concurrency, min_tasks=min_tasks, max_tasks=max_tasks, shutdown_grace_s=grace_s
         )
@@ -88,7 +95,7 @@ class EcsJob(Construct):
         #: The task definition (Fargate).
         self.task_definition = ecs.FargateTaskDefinition(self, "Task", cpu=cpu, memory_limit_mib=memory)
         grace = DEFAULT_SHUTDOWN_GRACE_S if grace_s is None else grace_s
-        worker_image = image or _default_image(self, image_directory)
+        worker_image = image or _default_image(self, image_directory or DEFAULT_IMAGE_DIRECTORY)
         #: The worker container: ``python -m sqslease.worker`` with the declaration's settings as arguments.
         self.container = self.task_definition.add_container(
             "Worker",
@@ -228,23 +235,33 @@ def bind_ecs_consumer(
     return alarms
 
 
+def deploy_time_availability_zones(count: int = 2) -> list[str]:
+    """The region's first ``count`` availability zones as CloudFormation resolves them at deploy time
+    (``Fn::Select`` of ``Fn::GetAZs``): no zone name hard-coded in the template (cfn-lint W3010), none looked up.
+
+    A stack with a concrete account can return these from its ``availability_zones`` property, so that no
+    ``ec2.Vpc`` in it makes synth look up the account's zones (the example app's stack does).
+    """
+    return [Fn.select(i, Fn.get_azs()) for i in range(count)]
+
+
 def shared_cluster(scope: Construct) -> ecs.ICluster:
     """The stack's cluster for ECS jobs that bring none: Container Insights on, in a new VPC with flow logs.
 
-    Two availability zones named explicitly (``<region>a``, ``<region>b``), so synth needs no account lookup.
+    Two availability zones, the region's first two as CloudFormation resolves them at deploy time
+    (:func:`deploy_time_availability_zones`). CDK's ``ec2.Vpc`` still reads the stack's
+    ``availability_zones`` (whatever zones it is given), a context lookup when the stack's account is concrete:
+    such a stack returns :func:`deploy_time_availability_zones` from that property to synthesize without one.
     """
     stack = Stack.of(scope)
     existing = stack.node.try_find_child(CLUSTER_ID)
     if existing is not None:
         return existing  # type: ignore[return-value]
-    region = stack.region
-    zones = None if Token.is_unresolved(region) else [f"{region}a", f"{region}b"]
     flow_log_group = logs.LogGroup(stack, "JobQueuesVpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH)
     vpc = ec2.Vpc(
         stack,
         "JobQueuesVpc",
-        availability_zones=zones,
-        max_azs=None if zones else 2,
+        availability_zones=deploy_time_availability_zones(),
         nat_gateways=1,
         subnet_configuration=[
             ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
@@ -257,14 +274,33 @@ def shared_cluster(scope: Construct) -> ecs.ICluster:
     return ecs.Cluster(stack, CLUSTER_ID, vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
 
 
+def missing_dockerfile(image_directory: str) -> list[str]:
+    """The error, if any, of building the default image from ``image_directory`` (relative to the current
+    directory): checked here, as CDK's own error names neither the prop nor the fix."""
+    dockerfile = os.path.join(os.path.abspath(image_directory), "Dockerfile")
+    if os.path.isfile(dockerfile):
+        return []
+    return [
+        f"image_directory={image_directory!r}: {dockerfile} does not exist (the default worker image is built "
+        f"from the Dockerfile in image_directory, relative to the current directory {os.getcwd()}); pass "
+        "image= your own image, or image_directory= a directory whose Dockerfile installs sqslease and your "
+        f"handlers, or the registry image in context {IMAGE_CONTEXT}"
+    ]
+
+
 def _default_image(scope: Construct, directory: str) -> ecs.ContainerImage:
+    registry_image = _registry_image(scope)
+    if registry_image:
+        return ecs.ContainerImage.from_registry(str(registry_image))
+    # Absolute, as checked: the CDK kernel would resolve a relative path against its own start directory.
+    return ecs.ContainerImage.from_asset(os.path.abspath(directory))
+
+
+def _registry_image(scope: Construct) -> Any:
     stack = Stack.of(scope)
     if stack not in _registry_images:  # context is read once per stack: each read is a round-trip to jsii
         _registry_images[stack] = stack.node.try_get_context(IMAGE_CONTEXT)
-    registry_image = _registry_images[stack]
-    if registry_image:
-        return ecs.ContainerImage.from_registry(str(registry_image))
-    return ecs.ContainerImage.from_asset(directory)
+    return _registry_images[stack]
 
 
 _registry_images: weakref.WeakKeyDictionary[Stack, Any] = weakref.WeakKeyDictionary()

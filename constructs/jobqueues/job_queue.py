@@ -23,7 +23,7 @@ from jobqueues.inputs import PropReader, whole_seconds_duration
 from jobqueues.names import name_conflicts, register_names, stack_facts
 from jobqueues.props import JobQueueProps
 from jobqueues.stack_limits import RESOURCES_PER_JOB_QUEUE, count_resources
-from sqslease.rules import DEFAULT_EXTENSION_THRESHOLD_S, DEFAULT_HEARTBEAT_INTERVAL_S
+from sqslease.rules import DEFAULT_EXTENSION_THRESHOLD_S, DEFAULT_HEARTBEAT_INTERVAL_S, consumer_extension_threshold
 
 _ALARM_FIELDS = ("in_flight_quota", "in_flight_fraction", "oldest_message_age", "dlq_depth", "topic", "enabled")
 _LAMBDA_WHOLE_SECONDS = "a Lambda function timeout"
@@ -34,7 +34,8 @@ class JobQueue(Construct):
     """An SQS queue and its dead-letter queue for one job type.
 
     The visibility timeout is derived, never guessed: ``max(2 x processing_p99, 10 s)``, or for a Lambda
-    consumer ``6 x lambda_timeout + max_batching_window``; with both, the larger. Every declaration is
+    consumer ``6 x lambda_timeout + max_batching_window`` (``lambda_timeout + max_batching_window + 10 s`` with
+    ``lease_extension=True``); with both, the larger. Every declaration is
     validated at synth; one ``JobQueueError`` lists all problems with their fix. The props are
     :class:`jobqueues.props.JobQueueProps` (each documented there with its default).
 
@@ -124,7 +125,7 @@ class JobQueue(Construct):
             self._fail(owner, errors)
         register_names(facts, owner[1], job_type, names)
         for warning in result.warnings + consumer.warnings:
-            Annotations.of(self).add_warning_v2("jobqueues:Declaration", warning)
+            Annotations.of(self).add_warning_v2(warning.id, warning.message)
 
         explicit_vt = props.get("visibility_timeout")
         vt_s = result.visibility_timeout_s
@@ -148,6 +149,8 @@ class JobQueue(Construct):
         self.max_processing_time_seconds: float | None = declaration.max_processing_time_s
         #: The declared p99 handler time, in seconds; ``None`` when not declared.
         self.processing_p99_seconds: float | None = declaration.processing_p99_s
+        #: The declared Lambda function timeout, in seconds; ``None`` when not declared.
+        self.lambda_timeout_seconds: float | None = declaration.lambda_timeout_s
         #: The event source's batching window, in seconds (Lambda consumers).
         self.max_batching_window_seconds: float = declaration.max_batching_window_s or 0
         #: Whether both queues are FIFO.
@@ -225,18 +228,30 @@ class JobQueue(Construct):
 
     # --- grants ------------------------------------------------------------------------------------------------
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let a producer send messages to the job queue (and use its KMS key)."""
-        return self.queue.grant_send_messages(grantee)
+        """Let a producer send messages to the job queue, and with a KMS key ``kms:GenerateDataKey`` and
+        ``kms:Decrypt`` on it (what SQS needs to encrypt a message), nothing more."""
+        grant = self.queue.grant(grantee, *_SEND_ACTIONS)
+        self._grant_key(grantee, "kms:GenerateDataKey", "kms:Decrypt")
+        return grant
 
     def grant_consume_messages(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let a consumer receive, extend (ChangeMessageVisibility), delete, and dead-letter messages.
 
         The consumer also gets ``sqs:SendMessage`` on the DLQ so that ``sqslease`` can move a message that
-        failed with a non-retryable error straight to the DLQ.
+        failed with a non-retryable error straight to the DLQ. With a KMS key: ``kms:Decrypt`` (receive) and
+        ``kms:GenerateDataKey`` (send to the DLQ), nothing more.
         """
-        grant = self.queue.grant_consume_messages(grantee)
-        self.dead_letter_queue.grant_send_messages(grantee)
+        grant = self.queue.grant_consume_messages(grantee)  # with a key: kms:Decrypt
+        self.dead_letter_queue.grant(grantee, *_SEND_ACTIONS)
+        self._grant_key(grantee, "kms:GenerateDataKey")
         return grant
+
+    def _grant_key(self, grantee: iam.IGrantable, *actions: str) -> None:
+        # Not the key's grant_encrypt_decrypt (what sqs.Queue's grants use): it adds kms:ReEncrypt* and
+        # kms:GenerateDataKey*, wildcards SQS never uses.
+        key = self.queue.encryption_master_key
+        if key is not None:
+            key.grant(grantee, *actions)
 
     # --- bring your own consumer ---------------------------------------------------------------------------------
     def add_lambda_consumer(
@@ -250,8 +265,10 @@ class JobQueue(Construct):
     ) -> ConsumerAlarms:
         """Bind an existing function as this job type's consumer.
 
-        Checks the function's timeout against the declared VT rule (the queue's visibility timeout must be at
-        least ``6 x timeout + max_batching_window``), adds the SQS event source with partial batch failures,
+        Checks the function's timeout with the rule the queue was declared with (the queue's visibility timeout
+        must be at least ``6 x timeout + max_batching_window``, or ``timeout + max_batching_window + 10 s`` with
+        lease extension; a timeout of at least 2 s, above a declared ``processing_p99``), adds the SQS event
+        source with partial batch failures,
         grants consumption, the consumer environment and the ``sqslease`` layer, alarms and a dashboard. The
         function's handler should use ``sqslease.lambda_adapter.sqs_batch_handler``.
 
@@ -323,7 +340,11 @@ class JobQueue(Construct):
             "visibility_timeout": _number(self.visibility_timeout_seconds)
             if self.visibility_timeout_seconds is not None
             else str(self.visibility_timeout.to_seconds()),
-            "extension_threshold": _number(DEFAULT_EXTENSION_THRESHOLD_S),
+            "extension_threshold": _number(
+                consumer_extension_threshold(self.visibility_timeout_seconds, heartbeat=self.lease_extension)
+                if self.visibility_timeout_seconds is not None
+                else DEFAULT_EXTENSION_THRESHOLD_S
+            ),
             "heartbeat_interval": _number(DEFAULT_HEARTBEAT_INTERVAL_S),
         }
         if self.max_batching_window_seconds:
@@ -373,6 +394,9 @@ class JobQueue(Construct):
         """Leases lost while the handler ran (Sum): the message may run twice. Default period: 1 minute."""
         return metrics.emf_metric(self.job_type, "LeaseLost", "Sum", period)
 
+
+# What sqs.Queue.grant_send_messages grants on the queue itself.
+_SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 
 # Prop name -> QueueDeclaration field, for the props whose names differ.
 _DECLARATION_FIELDS = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-from aws_cdk import Duration, Stack
+import jsii
+from aws_cdk import CfnResource, Duration, IAnyProducer, IResolveContext, Lazy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -15,7 +16,7 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm, notify, one_minute
 from jobqueues.consumer_alarms import ConsumerAlarms, create_consumer_alarms
-from jobqueues.consumer_rules import ConsumerCheck, check_lambda_consumer
+from jobqueues.consumer_rules import ConsumerCheck, check_lambda_consumer, check_lambda_timing
 from jobqueues.dashboard import job_dashboard
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader
@@ -25,7 +26,7 @@ from jobqueues.metrics import ConsumerMetrics
 from jobqueues.names import stack_facts
 from jobqueues.props import JobQueueProps, LambdaJobProps, LeaseOptions, QueueOptions
 from jobqueues.stack_limits import count_resources
-from sqslease.rules import format_duration, visibility_timeout_for_lambda
+from sqslease.rules import LAMBDA_DEFAULT_TIMEOUT_S, format_duration, lambda_visibility_timeout
 
 #: The function's Lambda handler: runs the batch through sqslease and calls ``SQSLEASE_HANDLER`` per record.
 ENTRY_POINT = "sqslease.lambda_entry.handler"
@@ -47,8 +48,15 @@ class LambdaJob(Construct):
     """A job type consumed by a Lambda function: queue + DLQ, function, event source, layer, IAM, alarms and
     a dashboard, all from one declaration. The props are :class:`jobqueues.props.LambdaJobProps`.
 
-    The visibility timeout is derived from the function's own timeout (``6 x timeout + max_batching_window``),
-    so the timeout is declared once. Example::
+    The visibility timeout is derived from the function's own timeout (``6 x timeout + max_batching_window``,
+    or ``timeout + max_batching_window + 10 s`` with ``lease_extension=True``), so the timeout is declared once.
+
+    ``lease_extension=True`` trades AWS's margin for throttling for a faster retry: the function renews every
+    record's lease as it starts and heartbeats it, so the records of a crashed or timed-out invocation return
+    after the shorter visibility timeout; but a batch the event source holds longer than that (while it retries
+    throttled invocations) becomes visible again before the function runs, at the cost of a receive (and possibly
+    a second run), and sustained throttling can then reach ``max_receive_count``: size reserved concurrency and
+    ``max_concurrency`` so that invocations are not throttled. Example::
 
         LambdaJob(self, "Thumbnails", code=Code.from_asset("lambda_src/handlers"), handler="thumbs.handle",
                   timeout=Duration.seconds(30), batch_size=10, max_batching_window=Duration.seconds(5))  # VT 185 s
@@ -104,6 +112,7 @@ class LambdaJob(Construct):
             description=f"{job_type} consumer (sqslease)",
         )
         log_group.grant_write(role)
+        _without_redundant_role_dependency(self.function, role)
         #: The consumer alarms.
         self.alarms = bind_lambda_consumer(
             self,
@@ -115,6 +124,28 @@ class LambdaJob(Construct):
             checked=True,
             add_environment=False,
         )
+
+
+def _without_redundant_role_dependency(function: lambda_.Function, role: iam.Role) -> None:
+    """Drop the function's ``DependsOn`` on its role, which its ``Role: Fn::GetAtt`` already orders (cfn-lint
+    W3005), and keep the rest: the role's policies, which the event source needs before it is created."""
+    resource: CfnResource = function.node.default_child  # type: ignore[assignment]
+    role_resource: CfnResource = role.node.default_child  # type: ignore[assignment]
+    resource.add_override("DependsOn", Lazy.uncached_any(_DependenciesBut(resource, role_resource)))
+
+
+@jsii.implements(IAnyProducer)
+class _DependenciesBut:
+    """Produces the logical ids ``resource`` depends on once the app has resolved them, all but ``redundant``."""
+
+    def __init__(self, resource: CfnResource, redundant: CfnResource) -> None:
+        self.resource, self.redundant = resource, redundant
+
+    def produce(self, context: IResolveContext) -> list[str] | None:
+        stack = Stack.of(self.resource)
+        ids = {stack.get_logical_id(d) for d in self.resource.obtain_dependencies() if isinstance(d, CfnResource)}
+        ids.discard(stack.get_logical_id(self.redundant))
+        return sorted(ids) or None
 
 
 class _ConsumerQueue(JobQueue):
@@ -195,7 +226,7 @@ def bind_lambda_consumer(
         function.add_layers(sqslease_layer(scope))
 
     metrics = ConsumerMetrics.of(job_queue)
-    leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics)
+    leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics, function_timeout_s=_timeout_s(function))
     minute = one_minute()
     errors = alarm(
         scope,
@@ -265,20 +296,49 @@ def _check_function(
     errors = read.errors + check.errors
     if job_queue.fifo and window_s:
         errors.append(f"max_batching_window {format_duration(window_s)} is not supported for FIFO queues: remove it")
-    timeout = function.timeout
+    timeout_s = _timeout_s(function)
+    if timeout_s is not None:
+        errors += check_lambda_timing(
+            timeout_s,
+            processing_p99_s=job_queue.processing_p99_seconds,
+            timeout_name="the function timeout",
+            p99_name="the queue's processing_p99",
+        )
     vt_s = job_queue.visibility_timeout_seconds
-    if timeout is not None and vt_s is not None:
-        timeout_s = timeout.to_seconds()
-        needed = visibility_timeout_for_lambda(timeout_s, window_s or 0)
-        if vt_s < needed:
+    if timeout_s is not None and vt_s is not None:
+        # The rule the queue's own declaration was checked with (jobqueues.declaration).
+        least = lambda_visibility_timeout(timeout_s, window_s or 0, lease_extension=job_queue.lease_extension)
+        if vt_s < least.seconds:
             errors.append(
                 f"the function's timeout {format_duration(timeout_s)} needs a visibility timeout of at least "
-                f"{format_duration(needed)} (6 x timeout + max_batching_window); the queue has {format_duration(vt_s)}"
-                f": declare lambda_timeout=Duration.seconds({int(timeout_s)}) on job type {job_queue.job_type!r}, "
-                "or shorten the function timeout"
+                f"{format_duration(least.seconds)} ({least.rule}); the queue has {format_duration(vt_s)}: "
+                + _vt_fix(job_queue, timeout_s, window_s or 0, least.seconds)
             )
     if errors:
         raise JobQueueError(
             f"add_lambda_consumer on {job_queue.node.path} cannot be deployed:\n"
             + "\n".join(f"  - {e}" for e in errors)
         )
+
+
+def _timeout_s(function: lambda_.Function) -> float | None:
+    """The function's timeout in seconds (Lambda's 3 s when it sets none); ``None`` for an unresolved token."""
+    if function.timeout is None:
+        return LAMBDA_DEFAULT_TIMEOUT_S
+    return None if Token.is_unresolved(function.timeout.to_string()) else function.timeout.to_seconds()
+
+
+def _vt_fix(job_queue: JobQueue, timeout_s: float, window_s: float, least_s: int) -> str:
+    """How to make the queue's declaration fit the function: only what it does not declare already."""
+    job_type = job_queue.job_type
+    fixes = []
+    if job_queue.lease_extension:
+        fixes.append(f"raise visibility_timeout to at least {format_duration(least_s)} on job type {job_type!r}")
+    else:
+        if job_queue.lambda_timeout_seconds != timeout_s:
+            fixes.append(f"declare lambda_timeout=Duration.seconds({int(timeout_s)}) on job type {job_type!r}")
+        if job_queue.max_batching_window_seconds != window_s:
+            fixes.append(f"declare max_batching_window=Duration.seconds({int(window_s)}) on it")
+        leased = lambda_visibility_timeout(timeout_s, window_s, lease_extension=True).seconds
+        fixes.append(f"declare lease_extension=True on it (then at least {format_duration(leased)})")
+    return ", or ".join([*fixes, "shorten the function timeout"])

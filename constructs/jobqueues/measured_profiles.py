@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import Annotations, Duration
 from constructs import Construct
 
+from jobqueues.declaration_warnings import PROFILE_TOO_SMALL, STALE_PROFILE
 from jobqueues.errors import JobQueueError
 
 SUPPORTED_SCHEMA_VERSION = 1
@@ -40,14 +43,26 @@ class MeasuredProfiles:
         max_age: Duration | None = None,
         now: dt.datetime | None = None,
     ) -> None:
-        version = document.get("schema_version")
-        if version != SUPPORTED_SCHEMA_VERSION or not isinstance(document.get("job_types"), dict):
+        if not isinstance(document, dict):
             raise JobQueueError(
-                f"{source} is not a jobstats profiles document (schema_version {version!r}, expected "
-                f"{SUPPORTED_SCHEMA_VERSION}): regenerate it with `python -m jobstats profile`"
+                f"{source} is {_kind(document)}, not a jobstats profiles document (a JSON object): {_REGENERATE}"
+            )
+        version = document.get("schema_version")
+        if version != SUPPORTED_SCHEMA_VERSION:
+            raise JobQueueError(
+                f"{source} is not a jobstats profiles document of a supported version (schema_version {version!r}, "
+                f"expected {SUPPORTED_SCHEMA_VERSION}): {_REGENERATE}"
+            )
+        job_types = document.get("job_types")
+        if not isinstance(job_types, dict):
+            found = "missing" if job_types is None else _kind(job_types)
+            raise JobQueueError(
+                f"{source} has no job_types object ({found}), so it is not a jobstats profiles document: {_REGENERATE}"
             )
         self.document = document
         self.source = source
+        #: When the measurements of the whole document end, if it says; a job type's own window comes first.
+        self.generated_at = _time(document, "generated_at", lambda problem: self._malformed(None, problem))
         self.max_age_s = (max_age or Duration.days(30)).to_seconds()
         self.now = now or dt.datetime.now(dt.UTC)
 
@@ -74,13 +89,19 @@ class MeasuredProfiles:
 
     def entry(self, job_type: str) -> dict[str, Any]:
         """The raw profile of a job type; a missing one is a synth-time error."""
-        entry: dict[str, Any] | None = self.document["job_types"].get(job_type)
+        entry: Any = self.document["job_types"].get(job_type)
         if entry is None:
             raise JobQueueError(
                 f"job type {job_type!r} is not in {self.source} (it has: {', '.join(self.job_types) or 'none'}): "
                 "run jobstats on logs that include it, or declare processing_p99 explicitly"
             )
+        if not isinstance(entry, dict):
+            raise JobQueueError(f"{self.source}: job type {job_type!r} is {_kind(entry)}, not an object: {_REGENERATE}")
         return entry
+
+    def _malformed(self, job_type: str | None, problem: str) -> JobQueueError:
+        where = self.source if job_type is None else f"{self.source}, job type {job_type!r}"
+        return JobQueueError(f"{where}: {problem}: {_REGENERATE}, or correct the field")
 
     def processing_p99(self, scope: Construct, job_type: str, *, fallback: Duration | None = None) -> Duration:
         """The measured p99 of ``job_type`` as a ``Duration`` (whole milliseconds, rounded up by jobstats).
@@ -90,29 +111,75 @@ class MeasuredProfiles:
         """
         entry = self.entry(job_type)
         self._warn_if_stale(scope, job_type, entry)
-        p99_s = entry.get("recommended_processing_p99_s")
+        p99_s = self._p99_s(job_type, entry)
         if p99_s is None:
-            reason = entry.get("refused") or "no recommendation"
+            reason = entry.get("refused")
+            if reason is not None and not isinstance(reason, str):
+                raise self._malformed(job_type, f"refused={reason!r} is {_kind(reason)}, not a text")
+            reason = reason or "no recommendation"
             if fallback is None:
                 raise JobQueueError(
                     f"{self.source} has no usable p99 for {job_type!r}: {reason}; "
                     "or pass fallback=Duration... to use a declared value meanwhile"
                 )
             Annotations.of(scope).add_warning_v2(
-                "jobqueues:ProfileTooSmall",
+                PROFILE_TOO_SMALL,
                 f"{job_type}: {reason}; using the fallback processing_p99 of {fallback.to_human_string()}",
             )
             return fallback
         return Duration.millis(round(p99_s * 1000))
 
+    def _p99_s(self, job_type: str, entry: dict[str, Any]) -> float | None:
+        """The recommended p99 in seconds, ``None`` when refused; anything else is an error naming the field."""
+        field = "recommended_processing_p99_s"
+        if field not in entry:
+            raise self._malformed(job_type, f"has no {field} (a number of seconds, or null when refused)")
+        p99_s = entry[field]
+        if p99_s is None:
+            return None
+        if isinstance(p99_s, bool) or not isinstance(p99_s, int | float):
+            raise self._malformed(job_type, f"{field}={p99_s!r} is {_kind(p99_s)}, not a number of seconds, e.g. 1.5")
+        if not 0 < p99_s < math.inf:
+            raise self._malformed(job_type, f"{field}={p99_s!r} is not positive: a p99 is a positive number of seconds")
+        return float(p99_s)
+
     def _warn_if_stale(self, scope: Construct, job_type: str, entry: dict[str, Any]) -> None:
-        ended = (entry.get("window") or {}).get("to") or self.document.get("generated_at")
-        if not ended:
+        window = entry.get("window")
+        if window is not None and not isinstance(window, dict):
+            raise self._malformed(job_type, f"window={window!r} is {_kind(window)}, not an object")
+        ended = _time(window or {}, "window.to", lambda problem: self._malformed(job_type, problem)) or (
+            self.generated_at
+        )
+        if ended is None:
             return
-        age_s = (self.now - dt.datetime.fromisoformat(ended.replace("Z", "+00:00"))).total_seconds()
+        age_s = (self.now - ended).total_seconds()
         if age_s > self.max_age_s:
             Annotations.of(scope).add_warning_v2(
-                "jobqueues:StaleProfile",
+                STALE_PROFILE,
                 f"{job_type}: the measurements in {self.source} end {age_s / 86_400:.0f} days ago (max_age "
                 f"{self.max_age_s / 86_400:g} days): re-run jobstats on recent logs",
             )
+
+
+_REGENERATE = "regenerate it with `python -m jobstats profile`"
+
+
+def _time(holder: dict[str, Any], field: str, malformed: Callable[[str], JobQueueError]) -> dt.datetime | None:
+    """The ISO 8601 time at ``field`` (a dotted name: its last part is the key in ``holder``); ``None`` if absent."""
+    value = holder.get(field.rpartition(".")[2])
+    if value is None:
+        return None
+    example = "e.g. 2026-11-20T00:00:00.000Z"
+    if not isinstance(value, str):
+        raise malformed(f"{field}={value!r} is {_kind(value)}, not an ISO 8601 time ({example})")
+    try:
+        time = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise malformed(f"{field}={value!r} is not an ISO 8601 time ({example})") from None
+    return time if time.tzinfo is not None else time.replace(tzinfo=dt.UTC)
+
+
+def _kind(value: object) -> str:
+    """``a str``, ``an int``: the type of a JSON value, for messages."""
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"

@@ -80,8 +80,9 @@ class JobQueueProps(QueueOptions, LeaseOptions, total=False):
     """Props of :class:`jobqueues.JobQueue` and :meth:`jobqueues.JobQueueStacks.add`.
 
     lambda_timeout:
-        Timeout of the consuming Lambda function, 1 s - 15 min in whole seconds; the visibility timeout is
-        then at least ``6 x lambda_timeout + max_batching_window``. Default: none.
+        Timeout of the consuming Lambda function, 2 s - 15 min in whole seconds, above ``processing_p99``; the
+        visibility timeout is then at least ``6 x lambda_timeout + max_batching_window``, or
+        ``lambda_timeout + max_batching_window + 10 s`` with ``lease_extension``. Default: none.
     max_batching_window:
         Maximum batching window of the Lambda event source, 0 s - 5 min in whole seconds; not for FIFO.
         Default: 0 s.
@@ -101,8 +102,9 @@ class LambdaJobProps(QueueOptions, total=False):
         The per-message function, ``module.function`` (required), called as ``handler(body, message)``; raising
         fails that record only. The function's Lambda handler is ``sqslease.lambda_entry.handler``.
     timeout:
-        The function timeout, 1 s - 15 min in whole seconds (required). The visibility timeout is derived from
-        it: ``6 x timeout + max_batching_window``.
+        The function timeout, 2 s - 15 min in whole seconds (required), above ``processing_p99``. The visibility
+        timeout is derived from it: ``6 x timeout + max_batching_window``, or ``timeout + max_batching_window +
+        10 s`` with ``lease_extension``.
     batch_size:
         Records per invocation: 1-10,000 (above 10 only with a batching window), at most 10 for FIFO.
         Default: 10.
@@ -113,11 +115,13 @@ class LambdaJobProps(QueueOptions, total=False):
     memory_size:
         Function memory in MiB. Default: 512.
     processing_p99:
-        Measured p99 of one message; with it, the VT is at least ``max(2 x p99, 10 s)`` too, and the p99-drift
-        alarm watches it. Default: none.
+        Measured p99 of one message, below ``timeout``; with it, the VT is at least ``max(2 x p99, 10 s)`` too,
+        and the p99-drift alarm fires above it (above half the timeout without it). Default: none.
     lease_extension:
-        The adapter also heartbeats the records' leases during the invocation. Default: False (the derived
-        VT already covers the function timeout).
+        The function renews every record's lease as the invocation starts and heartbeats it, so the VT can be
+        the shorter ``timeout + max_batching_window + 10 s``: faster retries after a crash, but a batch the
+        event source holds longer (retrying throttled invocations, see :class:`jobqueues.LambdaJob`) becomes
+        visible again before it runs. Default: False (the VT of ``6 x timeout + max_batching_window`` covers that).
     max_processing_time:
         The longest one message may take. Default: none.
     environment:
@@ -156,7 +160,9 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         ``Dockerfile`` in ``image_directory``; or the registry image in context ``jobqueues:image`` when set
         (the local emulator has no Docker).
     image_directory:
-        Where the default image is built from. Default: ``"lambda_src"``.
+        The directory whose ``Dockerfile`` builds the default image (sqslease and the handlers installed),
+        relative to the current directory; missing, or without a ``Dockerfile``, is a synth error. Not with
+        ``image``. Default: ``"lambda_src"``.
     concurrency:
         Handlers running at once in one task, 1-1000. Default: 4.
     min_tasks:

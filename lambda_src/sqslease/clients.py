@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +21,8 @@ from sqslease.settings import LeaseSettings
 #: Settler threads (one for deletes, one for visibility changes) that send lease requests too.
 SETTLER_THREADS = 2
 RECEIVE_READ_MARGIN_S = 5
+AWS_DOMAINS = ("amazonaws.com", "amazonaws.com.cn", "api.aws")
+REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,21 @@ class SqsClients:
     lease: Any
     receive: Any
     control: Any
+
+
+def queue_region(queue_url: str) -> str | None:
+    """The region an AWS queue URL names (``https://sqs.eu-west-1.amazonaws.com/ACCOUNT/NAME``, FIPS, VPC
+    endpoint and legacy ``REGION.queue.amazonaws.com`` hosts); None for any other URL (an emulator's)."""
+    host = urllib.parse.urlsplit(queue_url).hostname or ""
+    if not host.endswith(AWS_DOMAINS):
+        return None
+    return next((label for label in host.split(".") if REGION_PATTERN.fullmatch(label)), None)
+
+
+def consumer_region(session: Any, queue_url: str) -> str | None:
+    """The region a consumer's clients use: the configured one (``AWS_DEFAULT_REGION``, a profile's), else
+    ``AWS_REGION`` (which Lambda and ECS set and botocore does not read), else the queue URL's; None if none."""
+    return session.region_name or os.environ.get("AWS_REGION") or queue_region(queue_url)
 
 
 def lease_pool_size(settings: LeaseSettings) -> int:

@@ -24,6 +24,8 @@ METRICS = (
 )
 
 OUTCOMES = ("success", "failure", "dead_lettered", "released", "lost")
+#: Outcome of a message released without running: its line publishes no ProcessingTime metric (it ran 0 ms).
+UNRUN_OUTCOME = "released"
 
 
 class EmfLogger:
@@ -54,7 +56,7 @@ class EmfLogger:
             "_aws": {
                 "Timestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
                 "CloudWatchMetrics": [
-                    {"Namespace": self.namespace, "Dimensions": [["JobType"]], "Metrics": list(METRICS)}
+                    {"Namespace": self.namespace, "Dimensions": [["JobType"]], "Metrics": _metrics(outcome)}
                 ],
             },
             "SchemaVersion": SCHEMA_VERSION,
@@ -72,3 +74,9 @@ class EmfLogger:
             self.stream.write(text)
             self.stream.flush()
         return line
+
+
+def _metrics(outcome: str) -> list[dict[str, str]]:
+    if outcome == UNRUN_OUTCOME:
+        return [m for m in METRICS if m["Name"] != "ProcessingTime"]
+    return list(METRICS)

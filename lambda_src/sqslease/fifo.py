@@ -3,6 +3,10 @@
 SQS FIFO queues keep order per ``MessageGroupId`` only if the consumer does too: it must not start a group's
 next message before the previous one ended, and if one fails, the group's later messages must go back to
 the queue (released) rather than run before it. For standard queues every message is its own group.
+
+Releasing them is the price of the retry: SQS hands out none of a group's messages while one is in flight, and
+each released message has spent the receive that brought it. So a message that fails until the DLQ takes the
+later messages received with it there too, never run (the README's FIFO section says how to size for it).
 """
 
 from __future__ import annotations

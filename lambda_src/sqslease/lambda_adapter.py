@@ -16,6 +16,18 @@ FIFO queues (``.fifo``): records run in order and a group stops at its first fai
 are released and reported as failures. With ``skip_group_on_error=False`` (the default, as Powertools'
 ``SqsFifoPartialProcessor``) the whole rest of the batch stops; with True only that group does.
 
+The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
+most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
+unstarted records are released and reported as failures.
+
+With the heartbeat on (``lease_extension=True`` on the job type), every record's lease is renewed as the
+invocation starts (ceil(records / 10) ChangeMessageVisibilityBatch requests, before the first record runs) and
+heartbeated while the records wait their turn and run, so no record becomes visible while its invocation runs,
+however long the event source held the batch. A record whose lease cannot be renewed (SQS no longer honours its
+receipt handle) is not started and is reported as a failure. The trade-off of the shorter queue visibility
+timeout this allows: a batch the event source holds longer than that (while it retries throttled invocations)
+becomes visible again before the function runs, at the cost of a receive and possibly a second run.
+
 The SQS clients are created once per process (the first invocation), not per invocation.
 
 Already on Powertools' ``BatchProcessor``? Keep it, and wrap its call in :func:`leases_held` to add lease
@@ -37,6 +49,7 @@ from sqslease.heartbeat import Heartbeat
 from sqslease.message import Message, queue_url_from_arn
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.retry import FatalSqsError
+from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
 from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
@@ -65,19 +78,29 @@ class _EventLeases:
         self.settings = settings
         self.context = context
         self.fatal: FatalSqsError | None = None
+        started_with = remaining_seconds(context)
+        #: Seconds: no record starts with less left (see :func:`sqslease.rules.lambda_deadline_margin`).
+        self.deadline_margin = (
+            settings.deadline_margin
+            if started_with is None
+            else lambda_deadline_margin(started_with, settings.deadline_margin)
+        )
         self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
+        now = time.monotonic()
         # Lambda's poller received the batch before invoking us, up to a batching window earlier.
-        received_at = time.monotonic() - settings.max_batching_window
+        received_at = now - settings.max_batching_window
+        # With the heartbeat on, the poller's lease may be nearly over (throttled invocations are retried within
+        # it): every lease counts as due now and is renewed before any record starts, retried for at most this.
+        renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
+        first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
         self.leases: dict[str, Lease] = {
-            r["messageId"]: self.scheduler.add(r["receiptHandle"], received_at, settings.visibility_timeout)
-            for r in records
+            r["messageId"]: self.scheduler.add(r["receiptHandle"], received_at, first_lease) for r in records
         }
         self.heartbeat = Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
         self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
-        remaining_s = remaining_seconds(context)
-        if settings.heartbeat and (
-            remaining_s is None or remaining_s > settings.visibility_timeout - settings.extension_threshold
-        ):
+        if settings.heartbeat:
+            renewed = self.heartbeat.tick().wait()
+            logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
             self.heartbeat.start()
 
     def _on_fatal(self, error: FatalSqsError) -> None:
@@ -91,11 +114,17 @@ class _EventLeases:
 
     def out_of_time(self) -> bool:
         remaining_s = remaining_seconds(self.context)
-        return remaining_s is not None and remaining_s < self.settings.deadline_margin
+        return remaining_s is not None and remaining_s < self.deadline_margin
+
+    def time_left(self, at_most: float = 30) -> float:
+        """Seconds the invocation may still spend waiting for SQS (at most ``at_most``)."""
+        remaining_s = remaining_seconds(self.context)
+        return at_most if remaining_s is None else max(0.0, min(at_most, remaining_s))
 
     def close(self) -> None:
         self.heartbeat.stop()
-        self.settler.close()
+        # Unconfirmed releases are safe: those records are reported as failures and reappear after their lease.
+        self.settler.close(timeout=self.time_left())
 
 
 def remaining_seconds(context: Any) -> float | None:
@@ -125,7 +154,8 @@ def process_event(
     if not records:
         return {"batchItemFailures": []}
     settings = settings or LeaseSettings.from_env()
-    sqs = sqs or default_client(settings)
+    queue_url = queue_url or queue_url_from_arn(records[0]["eventSourceARN"])
+    sqs = sqs or default_client(settings, queue_url)
     held = _EventLeases(event, context, settings, sqs, queue_url)
     processor = MessageProcessor(
         handler,
@@ -153,11 +183,19 @@ def process_event(
             if held.out_of_time():
                 unstarted = records[index:]
                 logger.warning(
-                    "less than %.0f s left: releasing %d unstarted records", settings.deadline_margin, len(unstarted)
+                    "less than %.2f s left: releasing %d unstarted records", held.deadline_margin, len(unstarted)
                 )
                 skipped += unstarted
                 break
-            message = Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
+            lease = held.leases[record["messageId"]]
+            if lease.lost:  # its renewal found the receipt handle stale: the message may be running elsewhere
+                logger.warning("record %s not started: its lease could not be renewed", record["messageId"])
+                failures.append({"itemIdentifier": record["messageId"]})
+                if fifo:
+                    failed_groups.add(group)
+                    batch_stopped = not skip_group_on_error
+                continue
+            message = Message.from_lambda_record(record, held.queue_url, lease)
             if processor.process(message).retry:
                 failures.append({"itemIdentifier": record["messageId"]})
                 if fifo:
@@ -166,8 +204,12 @@ def process_event(
         if skipped:
             if fifo and failed_groups:
                 logger.warning("FIFO: %d records after a failure in their group released unprocessed", len(skipped))
-            held.settler.release_all([held.leases[r["messageId"]] for r in skipped])
+            held.settler.release_all([held.leases[r["messageId"]] for r in skipped], timeout=held.time_left())
             failures += [{"itemIdentifier": r["messageId"]} for r in skipped]
+            for record in skipped:
+                processor.record_released(
+                    Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
+                )
     finally:
         held.close()  # waits (bounded) for the releases and backoffs to be confirmed
     held.raise_if_fatal()
@@ -229,7 +271,8 @@ def leases_held(
         yield
         return
     settings = settings or LeaseSettings.from_env()
-    held = _EventLeases(event, context, settings, sqs or default_client(settings), queue_url)
+    queue_url = queue_url or queue_url_from_arn(event["Records"][0]["eventSourceARN"])
+    held = _EventLeases(event, context, settings, sqs or default_client(settings, queue_url), queue_url)
     try:
         yield
     finally:
@@ -241,15 +284,19 @@ _client: Any = None
 _client_lock = threading.Lock()
 
 
-def default_client(settings: LeaseSettings) -> Any:
-    """The process's SQS lease client, created on first use (request timeouts from the first ``settings``).
+def default_client(settings: LeaseSettings, queue_url: str) -> Any:
+    """The process's SQS lease client, created on first use (request timeouts from the first ``settings``), in
+    the region :func:`sqslease.clients.consumer_region` finds (Lambda sets ``AWS_REGION`` only).
 
     Lambda reuses the process across invocations: one client means one connection pool and one TLS handshake.
     """
     global _client
     with _client_lock:
         if _client is None:
-            from sqslease.clients import lease_client
+            import boto3
 
-            _client = lease_client(settings)
+            from sqslease.clients import consumer_region, lease_client
+
+            session = boto3.session.Session()
+            _client = lease_client(settings, session, region_name=consumer_region(session, queue_url))
         return _client

@@ -7,6 +7,7 @@ the records not reported in ``batchItemFailures``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -33,6 +34,20 @@ class ProcessResult:
     outcome: str  # one of sqslease.emf.OUTCOMES
     processing_ms: float
     retry: bool
+
+
+class AsyncHandlerError(TypeError):
+    """The handler returned an awaitable (an ``async def`` handler): nothing awaits it, so the job never ran."""
+
+    def __init__(self, handler: Handler, returned: Any) -> None:
+        name = getattr(handler, "__qualname__", None) or repr(handler)
+        super().__init__(
+            f"handler {name} returned a {type(returned).__name__}: async handlers are not supported yet; "
+            "make it a plain def (run coroutines inside it with asyncio.run)"
+        )
+        close = getattr(returned, "close", None)
+        if callable(close):
+            close()  # never started: closing it runs none of it and avoids "never awaited"
 
 
 def import_object(path: str) -> Any:
@@ -62,6 +77,10 @@ def resolve_exceptions(paths: tuple[str, ...]) -> tuple[type[BaseException], ...
 
 class MessageProcessor:
     """Calls ``handler(body, message)`` and settles the lease.
+
+    The handler failed if it raised anything, any ``BaseException`` included (``SystemExit`` from a library's
+    ``sys.exit()``, ``KeyboardInterrupt``), or returned an awaitable (async handlers are not supported yet: the
+    coroutine is closed unrun). Each failure is logged and settled by the failure policy, never deleted.
 
     :param delete_on_success: the worker deletes; the Lambda adapter leaves deleting to Lambda.
     :param non_retryable: exception types that go straight to the DLQ (in addition to the settings' paths).
@@ -100,8 +119,13 @@ class MessageProcessor:
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            self.handler(message.body, message)
-        except Exception as caught:  # the handler's failure is data here: it picks the settle
+            returned = self.handler(message.body, message)
+            if inspect.isawaitable(returned):
+                raise AsyncHandlerError(self.handler, returned)
+        except BaseException as caught:
+            # The handler's failure is data here: it picks the settle. Any BaseException (SystemExit from a
+            # library's sys.exit(), KeyboardInterrupt...) too: it must not end the handler's thread and leave its
+            # lease extended with no one to settle it. The process stops only on the signals the worker handles.
             error = caught
         elapsed_ms = (time.perf_counter() - started) * 1000
 
@@ -137,6 +161,20 @@ class MessageProcessor:
             lease_lost=message.lease.lost,
         )
         return ProcessResult(outcome, elapsed_ms, retry)
+
+    def record_released(self, message: Message) -> None:
+        """Log the EMF line of a message released without running (a drain, the Lambda deadline guard, a FIFO
+        group behind a failure): Outcome ``released``, ProcessingTime 0. It has spent a receive."""
+        self.emf.record(
+            job_type=self.settings.job_type,
+            queue=self.queue_name,
+            message_id=message.message_id,
+            processing_ms=0,
+            outcome="released",
+            receive_count=message.receive_count,
+            extensions=message.lease.extensions,
+            lease_lost=message.lease.lost,
+        )
 
     def apply_failure_policy(self, message: Message) -> None:
         policy = self.settings.failure_policy

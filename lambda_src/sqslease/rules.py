@@ -7,7 +7,7 @@ constructs (`jobqueues`), the consumer runtime (`sqslease`) and the Spark job
 Sources: SQS allows a visibility timeout of 0 s to 12 h; the usual guidance is
 "about 2 x the p99 processing time, at least 10 s"; AWS Lambda recommends a
 queue visibility timeout of at least 6 x the function timeout plus the maximum
-batching window.
+batching window, and requires at least the function timeout.
 """
 
 from __future__ import annotations
@@ -27,6 +27,18 @@ LAMBDA_MAX_BATCHING_WINDOW_S = 300
 P99_MULTIPLIER = 2
 MIN_VISIBILITY_TIMEOUT_FROM_P99_S = 10
 LAMBDA_TIMEOUT_MULTIPLIER = 6
+#: With lease extension, the lease the event source's poller took must still cover the invocation's start after
+#: the batching window: a cold start's init phase (at most 10 s for an on-demand function) and the renewal.
+LAMBDA_START_ALLOWANCE_S = 10
+LAMBDA_DEFAULT_TIMEOUT_S = 3  # a function without a timeout of its own
+
+#: The Lambda adapter stops starting records when less than its deadline margin is left: ``deadline_margin``
+#: (5 s by default), at most this share of the time the invocation started with ...
+DEFAULT_DEADLINE_MARGIN_S = 5
+LAMBDA_DEADLINE_MARGIN_FRACTION = 0.25
+#: ... and a margin shorter than this leaves no room to release the unstarted records and answer: a function
+#: timeout whose margin would be shorter cannot be served (2 s is the shortest).
+MIN_LAMBDA_DEADLINE_MARGIN_S = 0.5
 
 DEFAULT_EXTENSION_THRESHOLD_S = 5
 DEFAULT_HEARTBEAT_INTERVAL_S = 1
@@ -42,13 +54,45 @@ def visibility_timeout_for_p99(processing_p99_s: float) -> int:
     return max(math.ceil(P99_MULTIPLIER * processing_p99_s), MIN_VISIBILITY_TIMEOUT_FROM_P99_S)
 
 
-def visibility_timeout_for_lambda(function_timeout_s: float, max_batching_window_s: float = 0) -> int:
-    """VT for a queue consumed by a Lambda function: ``6 x timeout + batching window``, whole seconds."""
+def visibility_timeout_for_lambda(
+    function_timeout_s: float, max_batching_window_s: float = 0, *, lease_extension: bool = False
+) -> int:
+    """The shortest VT of a queue consumed by a Lambda function, whole seconds.
+
+    ``6 x timeout + batching window`` (AWS's guidance: the event source holds a received batch through its
+    batching window and while it retries throttled invocations, time no handler runs). With lease extension
+    ``timeout + batching window + 10 s``: the adapter renews every record's lease as the invocation starts and
+    heartbeats it, so the poller's own lease need only cover the window, the start (``LAMBDA_START_ALLOWANCE_S``)
+    and, should the renewal fail, the invocation itself. A throttled batch may then reappear before it runs.
+    """
     if function_timeout_s <= 0:
         raise ValueError(f"lambda_timeout must be positive, got {function_timeout_s} s")
     if max_batching_window_s < 0:
         raise ValueError(f"max_batching_window must not be negative, got {max_batching_window_s} s")
+    if lease_extension:
+        return math.ceil(function_timeout_s + max_batching_window_s + LAMBDA_START_ALLOWANCE_S)
     return math.ceil(LAMBDA_TIMEOUT_MULTIPLIER * function_timeout_s + max_batching_window_s)
+
+
+def lambda_deadline_margin(remaining_at_start_s: float, deadline_margin_s: float = DEFAULT_DEADLINE_MARGIN_S) -> float:
+    """Seconds before its end an invocation stops starting records: ``deadline_margin_s``, at most a quarter of
+    ``remaining_at_start_s`` (the time the invocation started with), so a 3 s function keeps 0.75 s."""
+    return min(deadline_margin_s, LAMBDA_DEADLINE_MARGIN_FRACTION * remaining_at_start_s)
+
+
+def shortest_lambda_timeout_s() -> int:
+    """The shortest function timeout (whole seconds) whose deadline margin leaves room to release and answer."""
+    return math.ceil(MIN_LAMBDA_DEADLINE_MARGIN_S / LAMBDA_DEADLINE_MARGIN_FRACTION)
+
+
+def lambda_timeout_for_p99(processing_p99_s: float) -> int | None:
+    """The shortest whole-second function timeout in which a record of ``processing_p99_s`` seconds, started
+    first, still ends before the deadline margin; ``None`` beyond Lambda's 15 min."""
+    start = max(shortest_lambda_timeout_s(), math.ceil(processing_p99_s))
+    return next(
+        (t for t in range(start, LAMBDA_MAX_TIMEOUT_S + 1) if t - lambda_deadline_margin(t) >= processing_p99_s),
+        None,
+    )
 
 
 @dataclass(frozen=True)
@@ -59,13 +103,30 @@ class DerivedVisibilityTimeout:
     rule: str  # human-readable, e.g. "2 x processing_p99 (240 s)"
 
 
+def lambda_visibility_timeout(
+    function_timeout_s: float, max_batching_window_s: float = 0, *, lease_extension: bool = False
+) -> DerivedVisibilityTimeout:
+    """:func:`visibility_timeout_for_lambda` with its rule in words: the one rule a queue and its Lambda
+    consumer both apply."""
+    seconds = visibility_timeout_for_lambda(function_timeout_s, max_batching_window_s, lease_extension=lease_extension)
+    timeout, window = format_duration(function_timeout_s), format_duration(max_batching_window_s)
+    if lease_extension:
+        rule = f"lambda_timeout ({timeout}) + max_batching_window ({window}) + 10 s, with lease extension"
+    else:
+        rule = f"6 x lambda_timeout ({timeout}) + max_batching_window ({window})"
+    return DerivedVisibilityTimeout(seconds, rule)
+
+
 def derive_visibility_timeout(
     *,
     processing_p99_s: float | None = None,
     lambda_timeout_s: float | None = None,
     max_batching_window_s: float = 0,
+    lease_extension: bool = False,
 ) -> DerivedVisibilityTimeout:
     """Derive the queue VT from what is declared; when both are declared the larger wins.
+
+    ``lease_extension`` applies the Lambda rule with lease extension (see :func:`visibility_timeout_for_lambda`).
 
     Raises ``ValueError`` when neither a p99 nor a Lambda timeout is given, or a value is out
     of range for its rule. The 12 h SQS ceiling is *not* enforced here (see
@@ -78,13 +139,8 @@ def derive_visibility_timeout(
             DerivedVisibilityTimeout(vt, f"max(2 x processing_p99 ({format_duration(processing_p99_s)}), 10 s)")
         )
     if lambda_timeout_s is not None:
-        vt = visibility_timeout_for_lambda(lambda_timeout_s, max_batching_window_s)
         candidates.append(
-            DerivedVisibilityTimeout(
-                vt,
-                f"6 x lambda_timeout ({format_duration(lambda_timeout_s)}) + max_batching_window "
-                f"({format_duration(max_batching_window_s)})",
-            )
+            lambda_visibility_timeout(lambda_timeout_s, max_batching_window_s, lease_extension=lease_extension)
         )
     if not candidates:
         raise ValueError("declare processing_p99 or lambda_timeout to derive a visibility timeout")
@@ -121,13 +177,16 @@ def lease_timing_problems(
     return problems
 
 
-def default_extension_threshold(visibility_timeout_s: float) -> float:
-    """The extension threshold a construct hands a consumer of a ``visibility_timeout_s`` lease.
+def consumer_extension_threshold(visibility_timeout_s: float, *, heartbeat: bool) -> float:
+    """The extension threshold, in seconds, a construct hands a consumer of a ``visibility_timeout_s`` lease.
 
-    5 s (``LeaseSettings``' default) for leases of 30 s and more; a third of shorter leases, so that
-    short leases still leave two thirds of their length between extensions.
+    With the heartbeat, 5 s (``LeaseSettings``' default): a lease too short for it is refused at synth by
+    :func:`lease_timing_problems`. Without it nothing is extended and the threshold only sizes the lease
+    requests' timeout, so a lease of 5 s or less gets half its length, which ``LeaseSettings`` accepts.
     """
-    return min(DEFAULT_EXTENSION_THRESHOLD_S, visibility_timeout_s / 3)
+    if heartbeat or visibility_timeout_s > DEFAULT_EXTENSION_THRESHOLD_S:
+        return DEFAULT_EXTENSION_THRESHOLD_S
+    return visibility_timeout_s / 2
 
 
 def exceeds_sqs_limit(visibility_timeout_s: float) -> bool:

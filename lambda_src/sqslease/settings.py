@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
 from sqslease.rules import (
+    DEFAULT_DEADLINE_MARGIN_S,
     DEFAULT_EXTENSION_THRESHOLD_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
     SQS_IN_FLIGHT_QUOTA,
@@ -65,7 +66,9 @@ class LeaseSettings:
         Default 90 % of the 120,000 quota.
     :param shutdown_grace: after SIGTERM, keep extending running handlers this long (ECS stopTimeout minus a
         margin), then release what is left. Default 25.
-    :param deadline_margin: Lambda only: stop starting records when less than this remains. Default 5.
+    :param deadline_margin: Lambda only: stop starting records when less than this remains, in seconds; at most a
+        quarter of the time the invocation started with (``sqslease.rules.lambda_deadline_margin``: 0.75 s for a
+        3 s function). Default 5.
     :param max_batching_window: Lambda only: the event source's batching window; leases are assumed to have
         started that much before the invocation (conservative). Default 0.
     :param job_type: name in log lines and metrics. Default ``"default"``.
@@ -92,7 +95,7 @@ class LeaseSettings:
     max_in_flight: int = 100_000
     queue_in_flight_limit: int = int(SQS_IN_FLIGHT_QUOTA * 0.9)
     shutdown_grace: float = 25
-    deadline_margin: float = 5
+    deadline_margin: float = DEFAULT_DEADLINE_MARGIN_S
     max_batching_window: float = 0
     job_type: str = "default"
     task_protection_minutes: int = 60
@@ -181,7 +184,7 @@ class LeaseSettings:
                 "--" + f.name.replace("_", "-"),
                 dest=f.name,
                 default=None,
-                metavar=_kind(f.type).upper().split()[0],
+                metavar=_metavar(f.type),
                 help=f"env {ENV_PREFIX}{f.name.upper()}; default {default!r}",
             )
 
@@ -228,6 +231,16 @@ def _kind(annotation: object) -> str:
     return str(annotation).removesuffix(" | None")
 
 
+def _metavar(annotation: object) -> str:
+    """What ``--help`` shows a field's option takes: its choices, comma-separated paths, or its type."""
+    kind = _kind(annotation)
+    if kind == "FailurePolicy":
+        return "{" + ",".join(p.value for p in FailurePolicy) + "}"
+    if kind.startswith("tuple"):
+        return "PATH[,PATH...]"  # non_retryable: exception import paths
+    return kind.upper()
+
+
 def _parse(name: str, annotation: object, raw: str, source: str | None = None) -> object:
     kind = _kind(annotation)
     try:
@@ -246,4 +259,6 @@ def _parse(name: str, annotation: object, raw: str, source: str | None = None) -
         return raw
     except ValueError as error:
         where = source or ENV_PREFIX + name.upper()
-        raise ValueError(f"{where}={raw!r} is not a valid {kind}") from error
+        choices = {"bool": "true or false", "FailurePolicy": ", ".join(p.value for p in FailurePolicy)}
+        fix = f": give {choices[kind]}" if kind in choices else ""
+        raise ValueError(f"{where}={raw!r} is not a valid {kind}{fix}") from error

@@ -8,21 +8,29 @@ Environment equivalents: ``SQSLEASE_QUEUE_URL``, ``SQSLEASE_HANDLER``, ``SQSLEAS
 to stdout, logs to stderr. With ``ECS_AGENT_URI`` set (ECS does), the task is protected from scale-in while it
 holds leases.
 
-Shutdown (SIGTERM/SIGINT): stop receiving at once, release messages not yet started (visibility 0,
-batched), keep extending running handlers until they finish or ``shutdown_grace`` ends, then release the
-rest; deletes are confirmed (or retried) and releases confirmed (or, once one may have landed, left to their
-lease) before the heartbeat stops. A long poll in flight is abandoned, so an idle worker exits at once; a
-message it might still receive is hidden for at most ``receive_visibility_timeout``.
+Shutdown (SIGTERM/SIGINT): send no new receive; wait for the long poll in flight (it answers within
+``poll_wait``) rather than abandon it, since SQS would still hide what it finds; keep extending running
+handlers until they finish or ``shutdown_grace`` ends. A message already received but not started has spent
+its receive: a handler that comes free runs it, until ``poll_wait`` + 1 s after the signal (capped by
+``shutdown_grace``), when what is still unstarted is released (visibility 0, batched). By then the long polls
+of the other workers signalled at the same moment have ended, so none of them can take a released message it
+may have no handler for. Budget: a drain costs a message that did not run at most the one receive that
+brought it to the draining worker; so with maxReceiveCount >= 2 no drain sends an unfailed message to the
+DLQ. When the grace ends, the handlers still running are released. Deletes are confirmed (or retried) and
+releases confirmed (or, once one may have landed, left to their lease) before the heartbeat stops.
+
+A handler that raises anything (``SystemExit`` and ``KeyboardInterrupt`` included) or returns an awaitable
+(an ``async def`` handler, not supported yet) fails that message only (see :mod:`sqslease.processor`).
 
 Exit status: 0 after a shutdown, 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
-logged on one line, so that ECS restarts the task and alarms fire.
+logged on one line, so that ECS restarts the task and alarms fire; 2 for a bad option or environment (one
+line naming the option and the fix). Without a configured region (``AWS_REGION``, ``AWS_DEFAULT_REGION``, a
+profile) the region is the queue URL's (``https://sqs.REGION.amazonaws.com/...``).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import random
 import signal
 import sys
@@ -31,13 +39,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqslease.clients import RECEIVE_READ_MARGIN_S
 from sqslease.emf import EmfLogger
 from sqslease.fifo import ReadyQueue
 from sqslease.heartbeat import Heartbeat
 from sqslease.message import Message
-from sqslease.processor import Handler, MessageProcessor, import_object
+from sqslease.processor import Handler, MessageProcessor
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_exception, is_throttling
-from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
+from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 from sqslease.task_protection import TaskProtection
@@ -46,7 +55,11 @@ logger = logging.getLogger("sqslease")
 
 RECEIVE_ATTRIBUTES = ["ApproximateReceiveCount", "SentTimestamp", "MessageGroupId", "ApproximateFirstReceiveTimestamp"]
 GOVERNOR_CHECK_INTERVAL_S = 10
-FATAL_EXIT_CODE = 1
+DEFAULT_CONCURRENCY = 4
+#: Seconds a long poll of another worker signalled at the same moment may answer after its wait: a drain releases
+#: unstarted messages only once ``poll_wait`` plus this has passed, so no such poll can take them.
+DRAIN_POLL_MARGIN_S = 1.0
+DRAIN_LOOK_S = 0.05  # how often a drain looks whether handlers took the unstarted messages
 
 
 class Worker:
@@ -55,7 +68,7 @@ class Worker:
     :param sqs: the boto3 SQS client for lease requests (extend, delete, release); see
         :func:`sqslease.clients.make_clients` for one with the right timeouts.
     :param queue_url: the queue to consume. A ``.fifo`` queue runs one message per group at a time.
-    :param handler: ``handler(body, message)``; raising means failure.
+    :param handler: ``handler(body, message)``; raising (any ``BaseException``) or returning an awaitable means failure.
     :param settings: lease and failure settings.
     :param concurrency: handlers running at once. Default 4.
     :param emf: where the per-message EMF lines go. Default stdout.
@@ -71,7 +84,7 @@ class Worker:
         queue_url: str,
         handler: Handler,
         settings: LeaseSettings,
-        concurrency: int = 4,
+        concurrency: int = DEFAULT_CONCURRENCY,
         emf: EmfLogger | None = None,
         clock: Callable[[], float] = time.monotonic,
         receive_sqs: Any = None,
@@ -101,6 +114,9 @@ class Worker:
         self._ready = ReadyQueue(fifo=queue_url.endswith(".fifo"))
         self._running: dict[int, Message] = {}
         self._running_lock = threading.Lock()
+        self._held_back: list[Message] = []  # FIFO messages kept from release until the drain releases (below)
+        self._released = False  # the drain released what was not started
+        self._release_at = 0.0  # when (clock) the drain releases: no poll drained with this one is open then
         self._stopping = threading.Event()
         self._handlers: list[threading.Thread] = []
         self.fatal: FatalSqsError | None = None
@@ -160,11 +176,32 @@ class Worker:
             self.protection.stop()
 
     def _drain(self, receiver: threading.Thread) -> None:
-        grace_ends = self.clock() + self.settings.shutdown_grace
-        unstarted = self._ready.close()  # handlers take nothing new; get() returns None
+        """Spend no receive twice: see the module docstring's "Shutdown"."""
+        started = self.clock()
+        grace_ends = started + self.settings.shutdown_grace
+        self._release_at = min(grace_ends, started + self.settings.poll_wait + DRAIN_POLL_MARGIN_S)
+        # The poll in flight is waited for, not abandoned: SQS would go on with it and hide what it finds. It
+        # answers within poll_wait, or times out (the receive client's read timeout).
+        answered_by = min(grace_ends, started + self.settings.poll_wait + RECEIVE_READ_MARGIN_S)
+        receiver.join(timeout=max(0.0, answered_by - self.clock()))
+        if receiver.is_alive():
+            logger.warning(
+                "abandoning a long poll still unanswered: a message it receives stays hidden for %.0f s",
+                self.settings.first_lease,
+            )
+        # Handlers that come free meanwhile run what was received. Releasing earlier could hand a message to
+        # a poll of another worker drained at the same moment, which might have no handler for it.
+        while (len(self._ready) or self._held_back) and self.clock() < self._release_at:
+            time.sleep(DRAIN_LOOK_S)
+        with self._running_lock:
+            unstarted = self._ready.close() + self._held_back  # handlers take nothing new; get() returns None
+            self._held_back = []
+            self._released = True
         if unstarted:
             logger.info("releasing %d messages not yet started", len(unstarted))
             self.settler.release_all([m.lease for m in unstarted], timeout=max(1.0, grace_ends - self.clock()))
+            for message in unstarted:
+                self.processor.record_released(message)
         for thread in self._handlers:
             thread.join(timeout=max(0.0, grace_ends - self.clock()))
         with self._running_lock:
@@ -177,8 +214,6 @@ class Worker:
         self.heartbeat.stop()
         if self.protection is not None:
             self.protection.stop()
-        if receiver.is_alive():
-            logger.info("abandoning the long poll in flight")
         logger.info("stopped after processing %d messages", self.processed)
 
     # -- receiving --------------------------------------------------------------------------------
@@ -199,6 +234,8 @@ class Worker:
             if paused_by_governor:
                 self._stopping.wait(1)
                 continue
+            if self._stopping.is_set():
+                break  # a poll sent during a drain could bring more messages than handlers
             sent_at = self.clock()
             try:
                 response = self.receive_sqs.receive_message(
@@ -243,11 +280,12 @@ class Worker:
                 continue
             if messages and not self._ready.put(messages):
                 # Received after shutdown began: hand them straight back.
-                self._release_late([m.lease for m in messages])
+                self._release_late(messages)
                 return
 
-    def _release_late(self, leases: list[Lease]) -> None:
-        """Release leases directly (the settler may be closed already)."""
+    def _release_late(self, messages: list[Message]) -> None:
+        """Release messages directly (the settler may be closed already)."""
+        leases = [m.lease for m in messages]
         entries = [
             {"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": 0}
             for i, lease in enumerate(leases)
@@ -257,8 +295,9 @@ class Worker:
             logger.info("released %d messages received after shutdown began", len(response.get("Successful", [])))
         except Exception as error:
             logger.warning("could not release %d messages received after shutdown began: %s", len(leases), error)
-        for lease in leases:
-            self.scheduler.finish(lease, LeaseState.RELEASED)
+        for message in messages:
+            self.scheduler.finish(message.lease, LeaseState.RELEASED)
+            self.processor.record_released(message)
 
     def _capacity(self) -> int:
         """How many more messages to receive: enough to keep every handler busy, one batch ahead at most."""
@@ -302,7 +341,7 @@ class Worker:
             failed = True
             try:
                 failed = self.processor.process(message).retry
-            except Exception:  # process() settles and logs handler errors; this is a bug in sqslease
+            except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
                 logger.exception("processing message %s failed unexpectedly", message.message_id)
             finally:
                 with self._running_lock:
@@ -317,50 +356,24 @@ class Worker:
                     message.message_id,
                     len(later),
                 )
-                for other in later:
-                    self.settler.change_visibility(other.lease, 0)
+                with self._running_lock:
+                    # Draining: released with the unstarted ones, once no poll drained with this one is open.
+                    hold = self._stopping.is_set() and not self._released
+                    if hold:
+                        self._held_back += later
+                if not hold:
+                    if self._stopping.is_set():  # ready is closed: this thread has nothing else to do
+                        time.sleep(max(0.0, self._release_at - self.clock()))
+                    for other in later:
+                        self.settler.change_visibility(other.lease, 0)
+                        self.processor.record_released(other)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sqslease.worker``; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m sqslease.worker", description=__doc__.splitlines()[0])
-    parser.add_argument("--queue-url", default=os.environ.get("SQSLEASE_QUEUE_URL"))
-    parser.add_argument("--handler", default=os.environ.get("SQSLEASE_HANDLER"), help="package.module:function")
-    parser.add_argument("--concurrency", type=int, default=int(os.environ.get("SQSLEASE_CONCURRENCY", "4")))
-    parser.add_argument("--log-level", default=os.environ.get("SQSLEASE_LOG_LEVEL", "INFO"))
-    LeaseSettings.add_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
-    if not args.queue_url or not args.handler:
-        parser.error("--queue-url and --handler (or SQSLEASE_QUEUE_URL and SQSLEASE_HANDLER) are required")
-    try:
-        settings = LeaseSettings.from_args(args)
-        handler = import_object(args.handler)
-    except ValueError as error:
-        parser.error(str(error))
-    if not callable(handler):
-        parser.error(f"--handler {args.handler!r} is not callable")
+    """``python -m sqslease.worker``; see :func:`sqslease.worker_cli.main`."""
+    from sqslease.worker_cli import main as cli_main
 
-    from sqslease.clients import make_clients
-
-    clients = make_clients(settings, args.concurrency)
-    worker = Worker(
-        clients.lease,
-        args.queue_url,
-        handler,
-        settings,
-        args.concurrency,
-        receive_sqs=clients.receive,
-        control_sqs=clients.control,
-        ecs_agent_uri=os.environ.get("ECS_AGENT_URI"),
-    )
-    try:
-        worker.run()
-    except FatalSqsError:
-        return FATAL_EXIT_CODE  # logged once, by the worker
-    return 0
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,28 @@
+"""The warnings a declaration can get at synth, each kind with its own id (as the CDK's own warnings have).
+
+A warning is an annotation, ``<message> [ack: <id>]``; acknowledging its id silences that kind only, e.g.
+``Annotations.of(stack).acknowledge_warning("jobqueues:maxReceiveCountBelowTwo", "reason")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: ``max_receive_count x VT`` is longer than the retention period: messages can expire before the DLQ.
+RETRIES_OUTLIVE_RETENTION = "jobqueues:maxReceiveTimesVtExceedsRetention"
+#: ``max_receive_count`` 1: a message a stopping consumer received but did not start reaches the DLQ unrun.
+SINGLE_RECEIVE = "jobqueues:maxReceiveCountBelowTwo"
+#: ``max_tasks x concurrency`` handlers could hold more messages than the in-flight quota.
+HANDLERS_EXCEED_IN_FLIGHT_QUOTA = "jobqueues:handlersExceedInFlightQuota"
+#: ``MeasuredProfiles``: a job type's profile refused a recommendation; the declared fallback is used.
+PROFILE_TOO_SMALL = "jobqueues:profileTooSmall"
+#: ``MeasuredProfiles``: a job type's measurements end longer ago than ``max_age``.
+STALE_PROFILE = "jobqueues:staleProfile"
+
+
+@dataclass(frozen=True)
+class DeclarationWarning:
+    """A warning of a declaration: its id (one per kind, see this module) and its text."""
+
+    id: str
+    message: str
