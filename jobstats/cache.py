@@ -15,7 +15,7 @@ from jobstats.files import LogFile
 from jobstats.histogram import BUCKETS_PER_DECADE
 
 #: 2: rows per (file, day, reason, job type, queue) with a ``cells`` map, integer microsecond sums.
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: partial rows count released lines apart
 
 
 class PartialsCache:

@@ -30,10 +30,7 @@ def recommend(summary: Summary, min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[
             "recommended_processing_p99_s": None,
             "recommended_visibility_timeout_s": None,
             "recommended_max_receive_count": None,
-            "refused": (
-                f"only {summary.count} messages (at least {min_samples} are needed for a p99 resting on 10 or more "
-                "observations): collect more logs or widen --since"
-            ),
+            "refused": f"only {summary.count} messages ({_needed(min_samples)}): collect more logs or widen --since",
         }
     measured_p99_s = math.ceil(summary.percentile(0.99)) / 1000  # whole milliseconds, rounded up
     p99_s = max(measured_p99_s, MIN_RECOMMENDED_P99_S)
@@ -77,3 +74,11 @@ def what_if(summary: Summary, candidate_vts_s: tuple[float, ...]) -> list[dict]:
         }
         for vt in sorted(candidate_vts_s)
     ]
+
+
+def _needed(min_samples: int) -> str:
+    """Why ``min_samples`` messages: the observations above the p99 it guarantees, when there are any."""
+    above_p99 = min_samples // 100
+    if above_p99 >= 1:
+        return f"at least {min_samples} are needed for a p99 resting on {above_p99} or more observations"
+    return f"at least {min_samples} are needed (--min-samples)"

@@ -38,7 +38,8 @@ def spark_session(master: str | None = None, app_name: str = "jobstats") -> Spar
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", os.environ.get("JOBSTATS_DRIVER_MEMORY", "4g"))
         )
-        loopback = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        # Read by the JVM at its start (every address Spark picks for itself), not only by the driver's settings.
+        loopback = os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.bindAddress", loopback).config("spark.driver.host", loopback)
     return builder.config("spark.ui.showConsoleProgress", "true").getOrCreate()
 

@@ -188,7 +188,9 @@ def test_released_lines_are_not_runs_and_leave_the_statistics_alone(spark, tmp_p
         )
     (tmp_path / "a.log").write_text("\n".join(GOOD + out.getvalue().splitlines()) + "\n")
     # WHEN jobstats profiles them THEN only the runs count: no 0 ms pulls the percentiles down, no redelivery
-    email = run(tmp_path, tmp_path / "a.log")["job_types"]["Email"]
+    document = run(tmp_path, tmp_path / "a.log")
+    email = document["job_types"]["Email"]
+    assert document["input_report"]["total_lines"] == 1_300  # read, and counted as lines
     (tmp_path / "alone").mkdir()
     alone = run(tmp_path / "alone", _write(tmp_path / "alone.log", GOOD))["job_types"]["Email"]
     assert email["count"] == 1_000 and email["redelivery_rate"] == 0

@@ -219,3 +219,14 @@ def test_a_local_session_binds_its_driver_to_loopback(spark) -> None:  # type: i
     # THEN the driver still listens and is reached on loopback: nothing of a local run leaves the machine.
     assert spark.conf.get("spark.driver.bindAddress") == "127.0.0.1"
     assert spark.conf.get("spark.driver.host") == "127.0.0.1"
+
+
+def test_the_refusal_says_what_the_minimum_guarantees() -> None:
+    # GIVEN too few messages WHEN the minimum is the default THEN it names the 10 observations above the p99 ...
+    assert "at least 1000 are needed for a p99 resting on 10 or more observations" in str(
+        recommend(summary_of([5.0] * 50))["refused"]
+    )
+    # ... and a minimum of 5 (--min-samples 5) promises none: it says which option set it.
+    assert recommend(summary_of([5.0] * 4), min_samples=5)["refused"] == (
+        "only 4 messages (at least 5 are needed (--min-samples)): collect more logs or widen --since"
+    )
