@@ -140,11 +140,18 @@ class _DependenciesBut:
 
     def __init__(self, resource: CfnResource, redundant: CfnResource) -> None:
         self.resource, self.redundant = resource, redundant
+        self._stack: Stack | None = None
+        self._redundant_id = ""
 
     def produce(self, context: IResolveContext) -> list[str] | None:
-        stack = Stack.of(self.resource)
+        # The template is resolved more than once (synth, validation plugins): each jsii call is a round-trip, so
+        # what cannot change between resolutions is looked up once. The dependencies themselves can: not cached.
+        if self._stack is None:
+            self._stack = Stack.of(self.resource)
+            self._redundant_id = self._stack.get_logical_id(self.redundant)
+        stack = self._stack
         ids = {stack.get_logical_id(d) for d in self.resource.obtain_dependencies() if isinstance(d, CfnResource)}
-        ids.discard(stack.get_logical_id(self.redundant))
+        ids.discard(self._redundant_id)
         return sorted(ids) or None
 
 
