@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup local test lint bench clean
+.PHONY: setup local test lint bench docs clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -37,13 +37,17 @@ lint: setup
 test: setup lint
 	$(PY) -m pytest -n 2 --dist loadfile
 
+# The docs' prop, settings and module tables, rewritten from the docstrings (docs/generate.py --check only reports)
+docs: setup
+	$(PY) docs/generate.py
+
 bench: setup
 	$(PY) bench/synth_bench.py
 	$(PY) bench/consumer_synth_bench.py
 	$(PY) bench/lease_bench.py
 	$(PY) bench/jobstats_bench.py
 
-# spark-submit --py-files dist/jobstats.zip jobstats/__main__.py profile ... (README: running on EMR)
+# spark-submit --py-files dist/jobstats.zip jobstats/__main__.py profile ... (docs/jobstats.md: on a cluster)
 dist/jobstats.zip: $(wildcard jobstats/*.py) $(wildcard lambda_src/sqslease/*.py)
 	$(PYTHON) -m jobstats.bundle $@
 

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
-from sqs_helpers import start_worker_process  # noqa: E402
+from support.worker_processes import start_worker_process  # noqa: E402
 
 from local_emulator.server import LocalServer, running_server  # noqa: E402
 from sqslease.emf import EmfLogger  # noqa: E402

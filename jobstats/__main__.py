@@ -1,6 +1,6 @@
 """``python -m jobstats profile INPUT... --out profiles.json [--plots DIR] [--since DATE] [--master local[*]]``
 
-Also runs unchanged with ``spark-submit jobstats/__main__.py profile ...`` on a cluster (see the README).
+Also runs unchanged with ``spark-submit jobstats/__main__.py profile ...`` on a cluster (see docs/jobstats.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``profiles.json`` document: one entry per job type (schema in the README)."""
+"""The ``profiles.json`` document: one entry per job type (schema in docs/jobstats.md)."""
 
 from __future__ import annotations
 

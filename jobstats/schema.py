@@ -1,4 +1,4 @@
-"""The EMF line schema jobstats reads (written by ``sqslease.emf.EmfLogger``; see the README)."""
+"""The EMF line schema jobstats reads (written by ``sqslease.emf.EmfLogger``; see docs/sqslease.md)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def size_input_partitions(spark: SparkSession, total_bytes: int) -> int:
     :data:`MIN_PARTITION_BYTES` and :data:`MAX_PARTITION_BYTES`); return the partition size set, in bytes.
 
     Measured on 1 GB over 2 cores against DuckDB in the same run: 4 partitions of 256 MB were 0.14x where
-    Spark's default 128 MB gave 0.12x (README, benchmarks). Gzip files are never split, whatever the size.
+    Spark's default 128 MB gave 0.12x (docs/benchmarks.md). Gzip files are never split, whatever the size.
     """
     cores = spark.sparkContext.defaultParallelism
     size = min(max(total_bytes // (PARTITIONS_PER_CORE * cores), MIN_PARTITION_BYTES), MAX_PARTITION_BYTES)

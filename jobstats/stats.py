@@ -10,7 +10,7 @@ max and count maps), which is what ``--cache`` and ``--since`` rely on.
 
 ``percentile_approx`` was the first implementation and was measured: at accuracy 100,000 its p99 error
 was at most 0.014 % on lognormal data, but its per-row sketch insertion made it the costliest operator
-after the JSON parsing (README, benchmark section); the histogram replaced it.
+after the JSON parsing (docs/benchmarks.md); the histogram replaced it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from jobqueues import EcsJob, JobQueue, JobQueueAlarmProps, LambdaJob
-from jobqueues.ecs_job import deploy_time_availability_zones
+from jobqueues.cluster import deploy_time_availability_zones
 
 HANDLERS = Path(__file__).resolve().parent.parent / "lambda_src" / "handlers"
 

@@ -342,7 +342,7 @@ def test_unresolved_tokens_are_skipped() -> None:
 
 
 def test_pure_checker_reports_without_synth() -> None:
-    result = check_declaration(QueueDeclaration(job_type="x", processing_p99_s=240))
+    result = check_declaration(QueueDeclaration(job_type="x", processing_p99=240))
     assert result.errors == [] and result.visibility_timeout is not None
     assert result.visibility_timeout.seconds == 480
     assert len(BAD_DECLARATIONS) >= 15

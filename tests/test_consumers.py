@@ -611,3 +611,23 @@ def test_the_p99_drift_bound_with_lease_extension_is_the_declared_p99_else_the_p
     assert p99_drift_threshold_ms(60, True, None) == 12 * 3600 * 1000
     # Without lease extension the VT is 2 x p99: half the VT.
     assert p99_drift_threshold_ms(60, False, None, processing_p99_s=30) == 30_000
+
+
+def test_a_consumer_construct_s_job_type_takes_no_second_consumer() -> None:
+    # Its alarms, dashboard and scaling are the job type's: a second consumer is refused before anything is made.
+    _, stack = consumer_app()
+    job = LambdaJob(
+        stack, "Job", code=lambda_.Code.from_asset(HANDLERS), handler="thumbs.handle", timeout=Duration.seconds(30)
+    )
+    with pytest.raises(JobQueueError, match=r"job type 'Job' has a consumer already \(Jobs/Job\)"):
+        job.job_queue.add_lambda_consumer(job.function)
+    worker = EcsJob(stack, "Work", handler="w:handle", processing_p99=Duration.seconds(5))
+    with pytest.raises(JobQueueError, match=r"add_ecs_consumer on Jobs/Work/Queue: job type 'Work' has a consumer"):
+        worker.job_queue.add_ecs_consumer(worker.service)
+
+
+def test_an_ecs_job_without_a_basis_is_not_told_to_declare_a_lambda_timeout() -> None:
+    _, stack = consumer_app()
+    with pytest.raises(JobQueueError, match="no basis for the visibility timeout") as raised:
+        EcsJob(stack, "Work", handler="w:handle", lease_extension=False)
+    assert "lambda_timeout" not in str(raised.value)

@@ -131,9 +131,11 @@ def _called_name(func: ast.expr) -> str | None:
 BLOCKS = [block for path in documents() for block in python_blocks(path)]
 
 
-def test_the_readme_blocks_are_found() -> None:
-    """The fence parser sees the README's Python blocks: finding none would pass vacuously."""
-    assert len([b for b in BLOCKS if b.path.name == "README.md"]) >= 5
+def test_the_blocks_are_found() -> None:
+    """The fence parser sees the Python blocks of the README (the first app) and of docs/: finding none would pass
+    vacuously."""
+    assert len([b for b in BLOCKS if b.path == ROOT / "README.md"]) >= 2
+    assert len([b for b in BLOCKS if b.path.is_relative_to(ROOT / "docs")]) >= 5
 
 
 def test_blocks_are_found_in_every_document_and_run_as_their_code_says(tmp_path: Path) -> None:

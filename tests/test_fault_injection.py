@@ -25,7 +25,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqs_helpers import FaultProxy, counts, make_queue, random_faults, send, start_worker_process
+from support.fault_proxy import FaultProxy, random_faults
+from support.moto_queues import counts, make_queue, send
+from support.worker_processes import start_worker_process
 
 from local_emulator.server import LocalServer
 

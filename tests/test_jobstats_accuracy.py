@@ -27,7 +27,7 @@ def test_the_bound_holds_for_any_data_in_pure_python() -> None:
             exact = float(np.quantile(values, p, method="inverted_cdf"))
             reported = percentile(histogram, p, len(values), float(values.min()), float(values.max()))
             assert abs(reported - exact) / exact <= MAX_RELATIVE_ERROR
-    assert f"{MAX_RELATIVE_ERROR:.4%}" == "0.2305%"  # 10^(0.5/500) - 1: what the README states
+    assert f"{MAX_RELATIVE_ERROR:.4%}" == "0.2305%"  # 10^(0.5/500) - 1: what docs/jobstats.md states
 
 
 @pytest.mark.parametrize(("median_ms", "sigma"), [(400, 0.6), (90_000, 0.5), (300_000, 1.2)])

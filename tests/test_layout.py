@@ -44,7 +44,7 @@ def test_rules_module_imports_nothing_from_aws() -> None:
 def test_declaration_checks_import_without_the_cdk() -> None:
     code = (
         "import sys; from jobqueues.declaration import QueueDeclaration, check_declaration; "
-        "r = check_declaration(QueueDeclaration(job_type='x', processing_p99_s=0.383)); "
+        "r = check_declaration(QueueDeclaration(job_type='x', processing_p99=0.383)); "
         "assert r.visibility_timeout_s == 10, r; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs')))"
     )

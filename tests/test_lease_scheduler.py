@@ -8,7 +8,7 @@ import time
 
 import pytest
 from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
-from sqs_helpers import client_error
+from support.sqs_errors import client_error
 
 from sqslease.retry import EntryOutcome, backoff_delay, classify_error, may_have_landed
 from sqslease.scheduler import LeaseScheduler, LeaseState

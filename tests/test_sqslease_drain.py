@@ -3,19 +3,33 @@
 Budget: a drain costs a message that did not run at most the one receive that brought it to the draining worker,
 so with ``maxReceiveCount`` >= 2 no drain sends a message that never ran to the DLQ. moto_server, like SQS, keeps
 a long poll open after its client went away and marks what it then finds as received.
+
+The drain's steps (run on freed handlers, release at the release point, release at the grace's end, FIFO
+hold-back) are pinned below on a scripted client and a clock that moves only when told.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqs_helpers import Queues, counts, events_of, make_queue, receive_all, send, start_worker_process, wait_for
+import pytest
+from support.fakes import FakeClock, FakeSQS
+from support.moto_queues import Queues, counts, make_queue, receive_all, send
+from support.waiting import wait_for
+from support.worker_processes import events_of, start_worker_process
+from support.worker_threads import emf_records, running_worker
 
 from local_emulator.server import LocalServer
+from sqslease.drain import DRAIN_POLL_MARGIN_S
+from sqslease.message import Message
+from sqslease.settings import FailurePolicy
 
 TRIALS = 3
 JOBS = 5  # worker A: 3 running, 2 received but not started
@@ -92,3 +106,126 @@ def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_recei
         if over:
             problems.append(f"trial {n}: received more than once without running: {over}")
     assert not problems, "\n".join(problems)
+
+
+# -- unit: the drain on a scripted client and a clock that moves only when told ------------------------------
+URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
+#: First lease 10 s, extended 5 s before it ends, 1 s polls: the release point is poll_wait + 1 s = 2 s after the
+#: signal on the fake clock, and no lease falls due before 5 s.
+UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
+
+
+def releases(sqs: FakeSQS) -> list[tuple[float, str]]:
+    """(fake time, receipt handle) of every visibility change to 0."""
+    return [
+        (at, e["ReceiptHandle"])
+        for at, _, entries in sqs.of("ChangeMessageVisibilityBatch")
+        for e in entries
+        if e["VisibilityTimeout"] == 0
+    ]
+
+
+def blocking(gate: threading.Event, runs: list[str], fail: bool = False) -> Callable[[str, Message], None]:
+    """A handler that records each body and holds the first until ``gate`` opens (then fails if ``fail``)."""
+
+    def handler(body: str, message: Message) -> None:
+        runs.append(body)
+        if len(runs) == 1:
+            gate.wait(30)
+            if fail:
+                raise RuntimeError(f"{body} fails")
+
+    return handler
+
+
+def advance_until(clock: FakeClock, done: Callable[[], bool], step_s: float = 0.25) -> bool:
+    """Move the fake clock ``step_s`` at a time until ``done()`` (or 40 steps)."""
+    return wait_for(lambda: done() or bool(clock.sleep(step_s)), timeout_s=20, interval_s=0.05)
+
+
+def test_a_drain_runs_received_messages_on_handlers_that_come_free_before_its_release_point() -> None:
+    # GIVEN one handler running "a" and "b" received, waiting for it
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    sqs.add("a", "b", "c")
+    gate, runs = threading.Event(), []
+    with running_worker(sqs, URL, blocking(gate, runs), concurrency=1, clock=clock, **UNIT) as worker:
+        assert wait_for(lambda: runs == ["a"] and worker.handlers.outstanding() == 2, timeout_s=10)
+        # WHEN the worker is told to stop, and "a" ends before the release point (the clock stands still)
+        worker.shutdown()
+        gate.set()
+        assert wait_for(lambda: len(sqs.entries("DeleteMessageBatch")) == 2, timeout_s=10)
+    # THEN "b" ran on the freed handler: its receive was not wasted; "c" was never received; nothing was released
+    assert runs == ["a", "b"] and releases(sqs) == [] and sqs.handle_of("c") == []
+    assert [r["Outcome"] for r in emf_records(worker)] == ["success", "success"]
+
+
+def test_a_drain_releases_what_is_unstarted_at_its_release_point_and_logs_it_released() -> None:
+    # GIVEN one handler held on "a" and "b" received
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    sqs.add("a", "b")
+    gate, runs = threading.Event(), []
+    with running_worker(sqs, URL, blocking(gate, runs), concurrency=1, clock=clock, shutdown_grace=600, **UNIT) as w:
+        try:
+            assert wait_for(lambda: runs == ["a"] and w.handlers.outstanding() == 2, timeout_s=10)
+            # WHEN it is told to stop and the clock passes the release point with "a" still running
+            w.shutdown()
+            assert advance_until(clock, lambda: bool(releases(sqs)))
+        finally:
+            gate.set()
+    # THEN "b" is released unrun, not before poll_wait + 1 s after the signal, and "a" finished and was deleted
+    ((released_at, handle),) = releases(sqs)
+    assert handle == sqs.handle_of("b")[0] and released_at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S
+    assert runs == ["a"] and [e["ReceiptHandle"] for e in sqs.entries("DeleteMessageBatch")] == sqs.handle_of("a")
+    outcomes = {r["MessageId"]: r for r in emf_records(w)}
+    assert outcomes["m-a"]["Outcome"] == "success" and outcomes["m-b"]["Outcome"] == "released"
+    assert outcomes["m-b"]["ReceiveCount"] == 1 and outcomes["m-b"]["ProcessingTime"] == 0
+
+
+def test_when_the_grace_ends_a_drain_releases_the_messages_still_running(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    sqs.add("forever")
+    gate, runs = threading.Event(), []
+    try:
+        with running_worker(sqs, URL, blocking(gate, runs), concurrency=1, clock=clock, shutdown_grace=1, **UNIT) as w:
+            assert wait_for(lambda: runs == ["forever"], timeout_s=10)
+            w.shutdown()
+            assert advance_until(clock, lambda: bool(releases(sqs)))
+        assert [h for _, h in releases(sqs)] == sqs.handle_of("forever")
+        assert all(at >= 1 for at, _ in releases(sqs))  # at the end of the 1 s grace, not before
+        assert "grace period over: releasing 1 messages still being handled" in caplog.text
+    finally:
+        gate.set()
+
+
+def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_point(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Released at once, they could meet the long poll of another worker drained at the same moment, which might
+    # have no handler for them: a second receive for messages that never ran.
+    caplog.set_level(logging.INFO, "sqslease")
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    sqs.add("A0", "A1", "A2", group="A")
+    gate, runs = threading.Event(), []
+    settings = {"failure_policy": FailurePolicy.LAPSE, "shutdown_grace": 600, **UNIT}
+    with running_worker(sqs, URL + ".fifo", blocking(gate, runs, fail=True), 2, clock=clock, **settings) as w:
+        assert wait_for(lambda: runs == ["A0"] and w.handlers.outstanding() == 3, timeout_s=10)
+        # WHEN the worker is told to stop and A0 then fails, before the release point
+        w.shutdown()
+        gate.set()
+        assert wait_for(lambda: emf_records(w), timeout_s=10)
+        # THEN A1 and A2 are held back, neither run nor released
+        assert not wait_for(lambda: releases(sqs), timeout_s=0.5) and runs == ["A0"]
+        # and released once the clock passes the release point
+        assert advance_until(clock, lambda: len(releases(sqs)) == 2)
+    assert sorted(h for _, h in releases(sqs)) == sorted(sqs.handle_of("A1") + sqs.handle_of("A2"))
+    assert "releasing 2 messages not yet started" in caplog.text  # by the drain, with the unstarted ones
+    assert all(at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S for at, _ in releases(sqs))
+    assert sorted((r["MessageId"], r["Outcome"]) for r in emf_records(w)) == [
+        ("m-A0", "failure"),
+        ("m-A1", "released"),
+        ("m-A2", "released"),
+    ]

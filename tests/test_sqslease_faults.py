@@ -1,6 +1,6 @@
 """Each defect of issue 9 reproduced against real worker processes, moto_server and a fault-injecting proxy.
 
-The proxy (``sqs_helpers.FaultProxy``) answers, delays or holds chosen SQS requests the way the service and the
+The proxy (``support.fault_proxy.FaultProxy``) answers, delays or holds chosen SQS requests the way the service and the
 network do; a ``Thief`` consumer receives straight from moto_server whatever becomes visible. Each test fails on
 the sqslease before this change (run with ``SQSLEASE_SRC`` and ``PYTHONPATH`` pointing at a copy of it).
 """
@@ -14,18 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from sqs_helpers import (
-    Fault,
-    FaultProxy,
-    Thief,
-    counts,
-    events_of,
-    make_queue,
-    receive_when_visible,
-    send,
-    start_worker_process,
-    wait_for,
-)
+from support.fault_proxy import Fault, FaultProxy
+from support.moto_queues import counts, make_queue, receive_when_visible, send
+from support.thief import Thief
+from support.waiting import wait_for
+from support.worker_processes import events_of, start_worker_process
 
 from local_emulator.server import LocalServer
 
@@ -189,9 +182,9 @@ def test_an_idle_worker_exits_at_once_and_its_abandoned_poll_hides_nothing_for_l
         send(local_aws, queues.url, ["sent after the exit"])
         found, seen_at = receive_when_visible(local_aws, queues.url, timeout_s=10)
         hidden_s = seen_at - signalled - exit_s
-    assert code == 0 and exit_s < 2.0, exit_s
+    assert code == 0 and exit_s < 5, exit_s  # at once: well before the 10 s poll would have answered
     assert [m["Body"] for m in found] == ["sent after the exit"]
-    assert hidden_s < 4, hidden_s  # at most the 2 s receive lease, never the 30 s lease
+    assert hidden_s < 15, hidden_s  # the 2 s receive lease at most (plus a loaded machine), never the 30 s lease
 
 
 def test_grace_warning_counts_only_handlers_still_running(local_aws: LocalServer, tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from sqs_helpers import FakeClock, events_of, make_queue, send, start_worker_process, wait_for
+from support.fakes import FakeClock
+from support.moto_queues import make_queue, send
+from support.waiting import wait_for
+from support.worker_processes import events_of, start_worker_process
 
 from local_emulator.server import LocalServer
 from sqslease.task_protection import PATH, TaskProtection

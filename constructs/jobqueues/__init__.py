@@ -13,13 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobqueues.alarms import JobQueueAlarmProps, JobQueueAlarms
+    from jobqueues.cluster import deploy_time_availability_zones
     from jobqueues.consumer_alarms import ConsumerAlarms
+    from jobqueues.consumer_contract import ConsumerContract
     from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
-    from jobqueues.ecs_job import EcsJob, deploy_time_availability_zones
+    from jobqueues.ecs_job import EcsJob
     from jobqueues.errors import JobQueueError
+    from jobqueues.imported_job_queue import ImportedJobQueue
+    from jobqueues.interface import IJobQueue
     from jobqueues.job_queue import JobQueue
     from jobqueues.lambda_job import LambdaJob
     from jobqueues.measured_profiles import MeasuredProfiles
+    from jobqueues.plan import QueuePlan, plan_job_queue
     from jobqueues.props import EcsJobProps, JobQueueProps, LambdaJobProps, LeaseOptions, QueueOptions
     from jobqueues.stack_spreading import JobQueueStacks
 
@@ -28,6 +33,11 @@ __version__ = "0.2.0"
 _EXPORTS = {
     "CheckResult": "declaration",
     "ConsumerAlarms": "consumer_alarms",
+    "ConsumerContract": "consumer_contract",
+    "IJobQueue": "interface",
+    "ImportedJobQueue": "imported_job_queue",
+    "QueuePlan": "plan",
+    "plan_job_queue": "plan",
     "EcsJob": "ecs_job",
     "EcsJobProps": "props",
     "LambdaJob": "lambda_job",
@@ -43,14 +53,17 @@ _EXPORTS = {
     "QueueDeclaration": "declaration",
     "QueueOptions": "props",
     "check_declaration": "declaration",
-    "deploy_time_availability_zones": "ecs_job",
+    "deploy_time_availability_zones": "cluster",
 }
 
 __all__ = [
     "CheckResult",
     "ConsumerAlarms",
+    "ConsumerContract",
     "EcsJob",
     "EcsJobProps",
+    "IJobQueue",
+    "ImportedJobQueue",
     "JobQueue",
     "JobQueueAlarmProps",
     "JobQueueAlarms",
@@ -63,8 +76,10 @@ __all__ = [
     "MeasuredProfiles",
     "QueueDeclaration",
     "QueueOptions",
+    "QueuePlan",
     "check_declaration",
     "deploy_time_availability_zones",
+    "plan_job_queue",
 ]
 
 
@@ -73,3 +88,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'jobqueues' has no attribute {name!r}")
     return getattr(importlib.import_module(f"jobqueues.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    # The names above load lazily; list them for dir() and completion all the same.
+    return sorted({*globals(), *__all__})

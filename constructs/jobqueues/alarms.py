@@ -16,6 +16,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from jobqueues import defaults
+from jobqueues.plan import AlarmPlan
 from sqslease.rules import format_duration
 
 
@@ -101,23 +102,24 @@ def create_queue_alarms(
     job_type: str,
     queue: sqs.IQueue,
     dead_letter_queue: sqs.IQueue,
-    *,
-    in_flight_threshold: int,
-    props: JobQueueAlarmProps,
-    oldest_message_age_s: float,
-    receives: str,
+    plan: AlarmPlan,
+    topic: sns.ITopic | None = None,
 ) -> JobQueueAlarms:
-    """The three queue alarms: in flight near the quota, DLQ not empty, oldest message too old."""
+    """The three queue alarms, with the planned thresholds: in flight near the quota, DLQ not empty, oldest
+    message too old.
+
+    :param topic: notified on ALARM and OK. Default: none.
+    """
     minute = one_minute()
     in_flight = alarm(
         scope,
         "InFlightAlarm",
         queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=minute),
-        threshold=in_flight_threshold,
+        threshold=plan.in_flight_threshold,
         evaluation_periods=3,
         description=(
-            f"{job_type}: {in_flight_threshold:,} in-flight messages, {props.in_flight_fraction:.0%} of the "
-            f"{props.in_flight_quota:,} SQS quota. Long-polling consumers get no OverLimit error at the quota; "
+            f"{job_type}: {plan.in_flight_threshold:,} in-flight messages, {plan.in_flight_fraction:.0%} of the "
+            f"{plan.in_flight_quota:,} SQS quota. Long-polling consumers get no OverLimit error at the quota; "
             "they just stop receiving. Delete or release messages faster, or shard the job type over more queues."
         ),
     )
@@ -125,10 +127,10 @@ def create_queue_alarms(
         scope,
         "DeadLetterQueueAlarm",
         dead_letter_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute),
-        threshold=props.dlq_depth,
+        threshold=plan.dlq_depth,
         evaluation_periods=1,
         description=(
-            f"{job_type}: messages in the dead-letter queue after {receives} receives. "
+            f"{job_type}: messages in the dead-letter queue after {plan.receives} receives. "
             "Inspect them, fix the cause, then redrive."
         ),
     )
@@ -136,13 +138,13 @@ def create_queue_alarms(
         scope,
         "OldestMessageAgeAlarm",
         queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute),
-        threshold=oldest_message_age_s,
+        threshold=plan.oldest_message_age_s,
         evaluation_periods=5,
         description=(
-            f"{job_type}: the oldest message has waited {format_duration(oldest_message_age_s)} or more: "
+            f"{job_type}: the oldest message has waited {format_duration(plan.oldest_message_age_s)} or more: "
             "consumers are not keeping up or are stuck."
         ),
     )
     alarms = JobQueueAlarms(in_flight=in_flight, dlq_not_empty=dlq_not_empty, oldest_message_age=oldest)
-    notify(props.topic, [in_flight, dlq_not_empty, oldest])
+    notify(topic, [in_flight, dlq_not_empty, oldest])
     return alarms

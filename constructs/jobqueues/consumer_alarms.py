@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-if TYPE_CHECKING:
-    from jobqueues.job_queue import JobQueue
-
 from jobqueues.alarms import alarm
+from jobqueues.interface import IJobQueue
 from jobqueues.metrics import CONSUMER_PERIOD_S as PERIOD_S
 from jobqueues.metrics import ConsumerMetrics, consumer_period
 from sqslease.rules import SQS_MAX_VISIBILITY_TIMEOUT_S, format_duration
@@ -80,7 +77,7 @@ def lease_leak_periods(visibility_timeout_s: float, lease_extension: bool, max_p
 
 
 def create_consumer_alarms(
-    scope: Construct, job_queue: JobQueue, metrics: ConsumerMetrics, *, function_timeout_s: float | None = None
+    scope: Construct, job_queue: IJobQueue, metrics: ConsumerMetrics, *, function_timeout_s: float | None = None
 ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm, cloudwatch.Alarm]:
     """The lease-leak, lease-lost and p99-drift alarms, from the job queue's declaration.
 

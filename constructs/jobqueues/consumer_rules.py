@@ -21,8 +21,6 @@ from sqslease.rules import (
 FARGATE_MAX_STOP_TIMEOUT_S = 120
 #: ``stopTimeout`` = the worker's shutdown grace + this margin (the worker's final releases and exit).
 STOP_TIMEOUT_MARGIN_S = 5
-#: The worker's default shutdown grace (``LeaseSettings.shutdown_grace``).
-DEFAULT_SHUTDOWN_GRACE_S = 25
 LAMBDA_MAX_BATCH_SIZE = 10_000
 FIFO_MAX_BATCH_SIZE = 10
 #: Without a batching window, Lambda's SQS event source takes at most 10 records per batch.

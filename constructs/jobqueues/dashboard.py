@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from jobqueues.defaults import IN_FLIGHT_QUOTA
+from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
-
-if TYPE_CHECKING:
-    from jobqueues.job_queue import JobQueue
 
 WIDTH = 8  # three graphs per row of the 24-column grid
 
@@ -19,7 +15,7 @@ WIDTH = 8  # three graphs per row of the 24-column grid
 def job_dashboard(
     scope: Construct,
     dashboard_name: str,
-    job_queue: JobQueue,
+    job_queue: IJobQueue,
     metrics: ConsumerMetrics,
     consumer_widgets: list[cloudwatch.IWidget],
 ) -> cloudwatch.Dashboard:

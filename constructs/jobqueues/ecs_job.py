@@ -1,5 +1,5 @@
-"""``EcsJob``: a job type consumed by an ECS Fargate service running ``python -m sqslease.worker``; and
-:func:`bind_ecs_consumer`, the same wiring for a service you bring (``JobQueue.add_ecs_consumer``)."""
+"""``EcsJob``: a job type consumed by an ECS Fargate service running ``python -m sqslease.worker``, and the
+worker image it is built from."""
 
 from __future__ import annotations
 
@@ -7,42 +7,27 @@ import os
 import weakref
 from typing import Any, Unpack
 
-from aws_cdk import Acknowledgment, ArnFormat, Duration, Fn, Stack, Validations
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_ec2 as ec2
+from aws_cdk import Acknowledgment, Duration, Stack, Validations
 from aws_cdk import aws_ecs as ecs
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from jobqueues.alarms import alarm, notify
-from jobqueues.consumer_alarms import ConsumerAlarms, create_consumer_alarms
-from jobqueues.consumer_rules import DEFAULT_SHUTDOWN_GRACE_S, check_ecs_consumer, stop_timeout_s
-from jobqueues.dashboard import job_dashboard
+from jobqueues.cluster import shared_cluster
+from jobqueues.consumer_binding import mark_declared_p99
+from jobqueues.consumer_rules import check_ecs_consumer, stop_timeout_s
 from jobqueues.defaults import IMAGE_CONTEXT
-from jobqueues.errors import JobQueueError
+from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
-from jobqueues.lambda_job import _ConsumerQueue
-from jobqueues.metrics import ConsumerMetrics, consumer_period
-from jobqueues.names import stack_facts
+from jobqueues.names import stack_of
+from jobqueues.planning import plan_from_props
 from jobqueues.props import EcsJobProps, LeaseOptions, QueueOptions
-from jobqueues.scaling import running_tasks, scale_on_backlog
-from jobqueues.stack_limits import count_resources
+from sqslease.rules import DEFAULT_SHUTDOWN_GRACE_S, DEFAULT_WORKER_CONCURRENCY
 
 DEFAULT_IMAGE_DIRECTORY = "lambda_src"
-DEFAULT_CONCURRENCY = 4
-DEFAULT_MAX_TASKS = 10
 DEFAULT_CPU = 256
 DEFAULT_MEMORY_MIB = 512
-CLUSTER_ID = "JobQueuesCluster"
-#: Resources an EcsJob adds beside its queues: log group, task definition, task role + policy, execution role
-#: + policy, service, security group, scalable target, 2 scaling policies, the step policy's alarm,
-#: 4 alarms, dashboard.
-RESOURCES_PER_ECS_CONSUMER = 17
 _QUEUE_PROPS = set(QueueOptions.__annotations__) | set(LeaseOptions.__annotations__)
-
-
 KIND = "EcsJob"
 
 
@@ -65,8 +50,8 @@ class EcsJob(Construct):
         handler = read.string("handler")
         if handler is None and "handler" not in read.tokens and props.get("handler") is None:
             read.errors.append("handler is required: pass the per-message function, e.g. 'media.transcode:handle'")
-        concurrency = _or(read.integer("concurrency", DEFAULT_CONCURRENCY), DEFAULT_CONCURRENCY)
-        min_tasks = _or(read.integer("min_tasks", 0), 0)
+        concurrency = _or(read.integer("concurrency", DEFAULT_WORKER_CONCURRENCY), DEFAULT_WORKER_CONCURRENCY)
+        min_tasks = _or(read.integer("min_tasks", DEFAULT_MIN_TASKS), DEFAULT_MIN_TASKS)
         max_tasks = _or(read.integer("max_tasks", DEFAULT_MAX_TASKS), DEFAULT_MAX_TASKS)
         target_backlog = _or(read.integer("target_backlog_per_task", concurrency), concurrency)
         cpu = _or(read.integer("cpu", DEFAULT_CPU), DEFAULT_CPU)
@@ -88,7 +73,9 @@ class EcsJob(Construct):
         queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
         queue_props.setdefault("lease_extension", True)  # the worker heartbeats by default
         #: The queue + DLQ pair.
-        self.job_queue = _ConsumerQueue(self, job_type, queue_props, owner=(KIND, self), consumer=check)
+        plan = plan_from_props(self, KIND, job_type, queue_props, consumer=check, ecs_consumer=True)
+        self.job_queue = JobQueue(self, "Queue", plan=plan)
+        mark_declared_p99(self.job_queue)
 
         self.cluster: ecs.ICluster = cluster or shared_cluster(self)
         log_group = logs.LogGroup(self, "Logs", retention=props.get("log_retention", logs.RetentionDays.ONE_MONTH))
@@ -100,7 +87,7 @@ class EcsJob(Construct):
         self.container = self.task_definition.add_container(
             "Worker",
             image=worker_image,
-            command=worker_command(self.job_queue, handler or "", concurrency, grace),
+            command=self.job_queue.consumer_contract().worker_command(handler or "", concurrency, grace),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=job_type, log_group=log_group),
             stop_timeout=Duration.seconds(stop_timeout_s(grace)),
         )
@@ -140,140 +127,6 @@ class EcsJob(Construct):
         )
 
 
-def worker_command(job_queue: JobQueue, handler: str, concurrency: int, shutdown_grace_s: float) -> list[str]:
-    """The container command: the worker with every setting of the declaration as a command-line option.
-
-    Options, not environment variables: the values are visible in the task definition, and cdk-nag's ECS2
-    asks for no container environment.
-    """
-    settings = {**job_queue.consumer_settings(), "shutdown_grace": _number(shutdown_grace_s)}
-    command = ["python", "-m", "sqslease.worker", "--handler", handler, "--concurrency", str(concurrency)]
-    for name, value in settings.items():
-        command += [f"--{name.replace('_', '-')}", value]
-    return command
-
-
-def bind_ecs_consumer(
-    scope: Construct,
-    job_queue: JobQueue,
-    service: ecs.BaseService,
-    *,
-    min_tasks: int = 0,
-    max_tasks: int = DEFAULT_MAX_TASKS,
-    target_backlog_per_task: int = DEFAULT_CONCURRENCY,
-) -> ConsumerAlarms:
-    """Make ``service`` the consumer of ``job_queue``: grants (consume, task protection), scaling on backlog per
-    task, alarms and a dashboard. Its container must run :func:`worker_command`.
-
-    :param min_tasks: tasks when idle. Default: 0.
-    :param max_tasks: tasks at most. Default: 10.
-    :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
-    """
-    if not isinstance(service, ecs.BaseService):
-        raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
-    stack = Stack.of(scope)
-    task_role = service.task_definition.task_role
-    job_queue.grant_consume_messages(task_role)
-    cluster_name = service.cluster.cluster_name
-    own_tasks = stack.format_arn(
-        service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
-    )
-    protection = iam.PolicyStatement(
-        actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], resources=[own_tasks]
-    )
-    task_role.add_to_principal_policy(protection)
-    policy = task_role.node.try_find_child("DefaultPolicy")
-    if policy is not None:
-        Validations.of(policy).acknowledge(
-            Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
-                reason=(
-                    "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
-                    "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
-                ),
-            )
-        )
-    scale_on_backlog(
-        scope,
-        service,
-        cluster_name,
-        job_queue.queue,
-        min_tasks=min_tasks,
-        max_tasks=max_tasks,
-        target_backlog_per_task=target_backlog_per_task,
-    )
-    metrics = ConsumerMetrics.of(job_queue)
-    leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics)
-    period = consumer_period()
-    tasks = running_tasks(cluster_name, service.service_name, period)
-    no_task = alarm(
-        scope,
-        "NoRunningTaskAlarm",
-        cloudwatch.MathExpression(
-            expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
-            using_metrics={"visible": metrics.visible, "tasks": tasks},
-            label="backlog waiting, no task running",
-            period=period,
-        ),
-        threshold=1,
-        evaluation_periods=3,
-        description=(
-            f"{job_queue.job_type}: messages have waited 15 min with no task running: tasks fail to start "
-            "(image, role, capacity) or scaling is off."
-        ),
-    )
-    alarms = ConsumerAlarms(leak, lost, drift, no_running_task=no_task)
-    notify(job_queue.alarm_topic, alarms.all())
-    job_dashboard(
-        scope,
-        f"{stack_facts(stack).name}-{job_queue.job_type}",
-        job_queue,
-        metrics,
-        [cloudwatch.GraphWidget(title="Running tasks", left=[tasks], width=8)],
-    )
-    count_resources(stack, RESOURCES_PER_ECS_CONSUMER, job_types=0)
-    return alarms
-
-
-def deploy_time_availability_zones(count: int = 2) -> list[str]:
-    """The region's first ``count`` availability zones as CloudFormation resolves them at deploy time
-    (``Fn::Select`` of ``Fn::GetAZs``): no zone name hard-coded in the template (cfn-lint W3010), none looked up.
-
-    A stack with a concrete account can return these from its ``availability_zones`` property, so that no
-    ``ec2.Vpc`` in it makes synth look up the account's zones (the example app's stack does).
-    """
-    return [Fn.select(i, Fn.get_azs()) for i in range(count)]
-
-
-def shared_cluster(scope: Construct) -> ecs.ICluster:
-    """The stack's cluster for ECS jobs that bring none: Container Insights on, in a new VPC with flow logs.
-
-    Two availability zones, the region's first two as CloudFormation resolves them at deploy time
-    (:func:`deploy_time_availability_zones`). CDK's ``ec2.Vpc`` still reads the stack's
-    ``availability_zones`` (whatever zones it is given), a context lookup when the stack's account is concrete:
-    such a stack returns :func:`deploy_time_availability_zones` from that property to synthesize without one.
-    """
-    stack = Stack.of(scope)
-    existing = stack.node.try_find_child(CLUSTER_ID)
-    if existing is not None:
-        return existing  # type: ignore[return-value]
-    flow_log_group = logs.LogGroup(stack, "JobQueuesVpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH)
-    vpc = ec2.Vpc(
-        stack,
-        "JobQueuesVpc",
-        availability_zones=deploy_time_availability_zones(),
-        nat_gateways=1,
-        subnet_configuration=[
-            ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
-            ec2.SubnetConfiguration(name="Workers", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
-        ],
-        # True adds a Custom::VpcRestrictDefaultSG resource (a Lambda); the services use their own groups.
-        restrict_default_security_group=False,
-        flow_logs={"All": ec2.FlowLogOptions(destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group))},
-    )
-    return ecs.Cluster(stack, CLUSTER_ID, vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
-
-
 def missing_dockerfile(image_directory: str) -> list[str]:
     """The error, if any, of building the default image from ``image_directory`` (relative to the current
     directory): checked here, as CDK's own error names neither the prop nor the fix."""
@@ -297,7 +150,7 @@ def _default_image(scope: Construct, directory: str) -> ecs.ContainerImage:
 
 
 def _registry_image(scope: Construct) -> Any:
-    stack = Stack.of(scope)
+    stack = stack_of(scope)
     if stack not in _registry_images:  # context is read once per stack: each read is a round-trip to jsii
         _registry_images[stack] = stack.node.try_get_context(IMAGE_CONTEXT)
     return _registry_images[stack]
@@ -308,25 +161,3 @@ _registry_images: weakref.WeakKeyDictionary[Stack, Any] = weakref.WeakKeyDiction
 
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _nag(stack: Stack, value: str) -> str:
-    """How cdk-nag prints ``value`` in a finding id: ``<LogicalId>`` or ``<AWS::Region>`` for a reference."""
-
-    def text(part: Any) -> str:
-        if isinstance(part, str):
-            return part
-        if isinstance(part, dict) and "Ref" in part:
-            return f"<{part['Ref']}>"
-        if isinstance(part, dict) and "Fn::GetAtt" in part:
-            return f"<{'.'.join(part['Fn::GetAtt'])}>"
-        if isinstance(part, dict) and "Fn::Join" in part:
-            separator, parts = part["Fn::Join"]
-            return str(separator).join(text(p) for p in parts)
-        return str(part)
-
-    return text(stack.resolve(value))

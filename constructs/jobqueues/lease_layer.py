@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import jsii
-from aws_cdk import BundlingOptions, DockerImage, ILocalBundling, RemovalPolicy, Stack
+from aws_cdk import BundlingOptions, DockerImage, ILocalBundling, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 import sqslease
+from jobqueues.names import stack_of
 
 #: The Python runtime of Lambda jobs: the latest that aws-cdk-lib and cdk-nag's AwsSolutions-L1 both accept.
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -47,7 +48,7 @@ class _CopyPackage:
 
 def sqslease_layer(scope: Construct) -> lambda_.LayerVersion:
     """The stack's ``sqslease`` layer, created on first use."""
-    stack = Stack.of(scope)
+    stack = stack_of(scope)
     existing = stack.node.try_find_child(LAYER_ID)
     if existing is not None:
         return existing  # type: ignore[return-value]

@@ -7,17 +7,14 @@ Queue metrics come from SQS (``AWS/SQS``); per-message metrics from the EMF line
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 
 from jobqueues.alarms import one_minute
+from jobqueues.interface import IJobQueue
 from sqslease.emf import NAMESPACE as EMF_NAMESPACE
-
-if TYPE_CHECKING:
-    from jobqueues.job_queue import JobQueue
 
 #: Period of a consumer's alarms and dashboard graphs (a p99 over fewer minutes is noise).
 CONSUMER_PERIOD_S = 300
@@ -74,7 +71,7 @@ class ConsumerMetrics:
     leases_lost: cloudwatch.Metric
 
     @classmethod
-    def of(cls, job_queue: JobQueue) -> ConsumerMetrics:
+    def of(cls, job_queue: IJobQueue) -> ConsumerMetrics:
         period = consumer_period()
         visible = job_queue.metric_visible(period)
         in_flight = job_queue.metric_in_flight(period)

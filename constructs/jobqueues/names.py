@@ -58,6 +58,20 @@ _job_types: weakref.WeakKeyDictionary[IConstruct, dict[tuple[str, str, str, str]
 _queue_names: weakref.WeakKeyDictionary[IConstruct, dict[tuple[str, str, str], Declared]] = weakref.WeakKeyDictionary()
 
 
+_stacks: weakref.WeakKeyDictionary[IConstruct, Stack] = weakref.WeakKeyDictionary()
+
+
+def stack_of(scope: IConstruct) -> Stack:
+    """``Stack.of(scope)``, looked up once per construct: a job type's constructs ask it of the same few scopes,
+    and each lookup is a round-trip to the CDK's Node kernel."""
+    if isinstance(scope, Stack):
+        return scope
+    stack = _stacks.get(scope)
+    if stack is None:
+        stack = _stacks[scope] = Stack.of(scope)
+    return stack
+
+
 def stack_facts(stack: Stack) -> StackFacts:
     """The cached facts of ``stack``."""
     facts = _facts.get(stack)

@@ -1,8 +1,9 @@
 """CloudFormation's resources-per-stack limit, checked with a job-type-level fix.
 
 The CDK checks the limit too, but its error counts resources; this one says how many job types fit and how to
-spread them. The limit is the CDK's own: context ``@aws-cdk/core:stackResourceLimit`` (default 500; 0 turns
-the check off, as in the CDK).
+spread them. Resources are counted from the construct tree when the app is validated, never by hand. The limit
+is the CDK's own: context ``@aws-cdk/core:stackResourceLimit`` (default 500; 0 turns the check off, as in the
+CDK).
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import math
 import weakref
 
 import jsii
-from aws_cdk import Stack
+from aws_cdk import CfnResource, Stack
 from constructs import Construct, IValidation
 
 STACK_RESOURCE_LIMIT_CONTEXT = "@aws-cdk/core:stackResourceLimit"
 CLOUDFORMATION_MAX_RESOURCES = 500
 
-#: Resources one ``JobQueue`` adds with all alarms on: 2 queues, 2 TLS-only queue policies, 3 alarms.
+#: What ``JobQueueStacks`` plans with before a job type exists: the resources of one ``JobQueue`` with all alarms
+#: on (2 queues, 2 TLS-only queue policies, 3 alarms); a test counts them from the tree.
 RESOURCES_PER_JOB_QUEUE = 7
 
 
@@ -33,26 +35,28 @@ def job_types_that_fit(limit: int, resources_per_job_type: int = RESOURCES_PER_J
 
 
 class ResourceBudget:
-    """Counts what job types add to one stack; fails synth past the limit."""
+    """Counts the job types of one stack; at validation, its resources from the construct tree."""
 
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
-        self.resources = 0
         self.job_types = 0
         stack.node.add_validation(_BudgetValidation(self))
 
-    def add(self, resources: int, job_types: int = 1) -> None:
-        """Record ``resources`` more resources, of ``job_types`` new job types (0: a consumer's part)."""
-        self.resources += resources
-        self.job_types += job_types
+    @property
+    def resources(self) -> int:
+        """The stack's CloudFormation resources, counted from its construct tree (one jsii call)."""
+        return sum(1 for c in self.stack.node.find_all() if isinstance(c, CfnResource))
 
     def problems(self) -> list[str]:
         limit = stack_resource_limit(self.stack)
-        if limit == 0 or self.resources <= limit:
+        if limit == 0 or not self.job_types:
             return []
-        per_job_type = math.ceil(self.resources / self.job_types)
+        resources = self.resources
+        if resources <= limit:
+            return []
+        per_job_type = math.ceil(resources / self.job_types)
         return [
-            f"stack {self.stack.stack_name} declares {self.job_types} job types = {self.resources} resources; "
+            f"stack {self.stack.stack_name} declares {self.job_types} job types = {resources} resources; "
             f"CloudFormation allows {limit} per stack ({STACK_RESOURCE_LIMIT_CONTEXT}). Spread the job types over "
             f"several stacks, at most {job_types_that_fit(limit, per_job_type)} per stack at {per_job_type} "
             "resources each (jobqueues.JobQueueStacks does it for you)"
@@ -71,9 +75,9 @@ class _BudgetValidation:
 _budgets: weakref.WeakKeyDictionary[Stack, ResourceBudget] = weakref.WeakKeyDictionary()
 
 
-def count_resources(stack: Stack, resources: int, job_types: int = 1) -> None:
-    """Add ``resources`` resources of ``job_types`` new job types to ``stack``'s budget."""
+def count_job_type(stack: Stack) -> None:
+    """Record one more job type in ``stack``; its resources are counted from the tree at validation."""
     budget = _budgets.get(stack)
     if budget is None:
         budget = _budgets[stack] = ResourceBudget(stack)
-    budget.add(resources, job_types)
+    budget.job_types += 1

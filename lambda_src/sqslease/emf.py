@@ -1,7 +1,7 @@
 """One CloudWatch Embedded Metric Format line per processed message.
 
 CloudWatch Logs turns the line into metrics (namespace ``jobqueues``, dimension ``JobType``); the
-``jobstats`` Spark pipeline reads the same lines to measure p99s. The schema is in the README.
+``jobstats`` Spark pipeline reads the same lines to measure p99s. The schema is in docs/sqslease.md.
 """
 
 from __future__ import annotations

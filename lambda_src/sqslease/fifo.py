@@ -6,7 +6,7 @@ the queue (released) rather than run before it. For standard queues every messag
 
 Releasing them is the price of the retry: SQS hands out none of a group's messages while one is in flight, and
 each released message has spent the receive that brought it. So a message that fails until the DLQ takes the
-later messages received with it there too, never run (the README's FIFO section says how to size for it).
+later messages received with it there too, never run (docs/sqslease.md's FIFO section says how to size for it).
 """
 
 from __future__ import annotations

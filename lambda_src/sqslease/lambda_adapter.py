@@ -28,6 +28,15 @@ receipt handle) is not started and is reported as a failure. The trade-off of th
 timeout this allows: a batch the event source holds longer than that (while it retries throttled invocations)
 becomes visible again before the function runs, at the cost of a receive and possibly a second run.
 
+The queue: lease requests (extensions, releases) go to ``SQSLEASE_QUEUE_URL``, which the ``jobqueues``
+constructs set on every consumer function (an emulator's or a VPC endpoint's URL works as given); without it, to
+the URL the records' ``eventSourceARN`` names (``https://sqs.REGION.amazonaws.com/ACCOUNT/NAME``). A ``queue_url``
+argument wins over both. If the configured URL names another queue than the records' ARN (another account or
+name, or another region when the URL names one), that is logged as an error on every invocation and the records
+are settled on the queue of their ARN: their receipt handles are valid there only, and requests to the other
+queue would fail their leases (a record not renewed is not started) and send messages that never ran to the DLQ.
+So no message is lost, and the log says which setting to fix.
+
 The SQS clients are created once per process (the first invocation), not per invocation.
 
 Already on Powertools' ``BatchProcessor``? Keep it, and wrap its call in :func:`leases_held` to add lease
@@ -40,19 +49,14 @@ import contextlib
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqslease.emf import EmfLogger
-from sqslease.heartbeat import Heartbeat
-from sqslease.message import Message, queue_url_from_arn
+from sqslease.invocation import EventLeases, event_queue_url
+from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor
-from sqslease.retry import FatalSqsError
-from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
-from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
-from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
 
@@ -65,71 +69,6 @@ class BatchFailedError(Exception):
     def __init__(self, failures: list[dict[str, str]]) -> None:
         super().__init__(f"all {len(failures)} records of the batch failed")
         self.failures = failures
-
-
-class _EventLeases:
-    """Leases for every record of one invocation, with their heartbeat and settler."""
-
-    def __init__(
-        self, event: dict[str, Any], context: Any, settings: LeaseSettings, sqs: Any, queue_url: str | None
-    ) -> None:
-        records = event.get("Records", [])
-        self.queue_url = queue_url or queue_url_from_arn(records[0]["eventSourceARN"])
-        self.settings = settings
-        self.context = context
-        self.fatal: FatalSqsError | None = None
-        started_with = remaining_seconds(context)
-        #: Seconds: no record starts with less left (see :func:`sqslease.rules.lambda_deadline_margin`).
-        self.deadline_margin = (
-            settings.deadline_margin
-            if started_with is None
-            else lambda_deadline_margin(started_with, settings.deadline_margin)
-        )
-        self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
-        now = time.monotonic()
-        # Lambda's poller received the batch before invoking us, up to a batching window earlier.
-        received_at = now - settings.max_batching_window
-        # With the heartbeat on, the poller's lease may be nearly over (throttled invocations are retried within
-        # it): every lease counts as due now and is renewed before any record starts, retried for at most this.
-        renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
-        first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
-        self.leases: dict[str, Lease] = {
-            r["messageId"]: self.scheduler.add(r["receiptHandle"], received_at, first_lease) for r in records
-        }
-        self.heartbeat = Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
-        self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
-        if settings.heartbeat:
-            renewed = self.heartbeat.tick().wait()
-            logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
-            self.heartbeat.start()
-
-    def _on_fatal(self, error: FatalSqsError) -> None:
-        if self.fatal is None:
-            self.fatal = error
-            logger.critical("fatal: %s (queue %s)", error, self.queue_url)
-
-    def raise_if_fatal(self) -> None:
-        if self.fatal is not None:
-            raise self.fatal
-
-    def out_of_time(self) -> bool:
-        remaining_s = remaining_seconds(self.context)
-        return remaining_s is not None and remaining_s < self.deadline_margin
-
-    def time_left(self, at_most: float = 30) -> float:
-        """Seconds the invocation may still spend waiting for SQS (at most ``at_most``)."""
-        remaining_s = remaining_seconds(self.context)
-        return at_most if remaining_s is None else max(0.0, min(at_most, remaining_s))
-
-    def close(self) -> None:
-        self.heartbeat.stop()
-        # Unconfirmed releases are safe: those records are reported as failures and reappear after their lease.
-        self.settler.close(timeout=self.time_left())
-
-
-def remaining_seconds(context: Any) -> float | None:
-    getter = getattr(context, "get_remaining_time_in_millis", None)
-    return None if getter is None else getter() / 1000
 
 
 def process_event(
@@ -147,6 +86,7 @@ def process_event(
     """Run ``handler(body, message)`` on each record; return the partial batch response.
 
     :param sqs: client for extensions, releases and DLQ sends. Default: one per process (see module doc).
+    :param queue_url: the records' queue. Default ``SQSLEASE_QUEUE_URL``, else the records' ARN's (module doc).
     :param skip_group_on_error: FIFO only: after a failure stop only that record's group, not the batch.
     :param raise_on_entire_batch_failure: raise :class:`BatchFailedError` when every record failed.
     """
@@ -154,9 +94,9 @@ def process_event(
     if not records:
         return {"batchItemFailures": []}
     settings = settings or LeaseSettings.from_env()
-    queue_url = queue_url or queue_url_from_arn(records[0]["eventSourceARN"])
+    queue_url = event_queue_url(records, queue_url)
     sqs = sqs or default_client(settings, queue_url)
-    held = _EventLeases(event, context, settings, sqs, queue_url)
+    held = EventLeases(event, context, settings, sqs, queue_url)
     processor = MessageProcessor(
         handler,
         held.settler,
@@ -271,8 +211,8 @@ def leases_held(
         yield
         return
     settings = settings or LeaseSettings.from_env()
-    queue_url = queue_url or queue_url_from_arn(event["Records"][0]["eventSourceARN"])
-    held = _EventLeases(event, context, settings, sqs or default_client(settings, queue_url), queue_url)
+    queue_url = event_queue_url(event["Records"], queue_url)
+    held = EventLeases(event, context, settings, sqs or default_client(settings, queue_url), queue_url)
     try:
         yield
     finally:

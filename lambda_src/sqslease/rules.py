@@ -43,6 +43,15 @@ MIN_LAMBDA_DEADLINE_MARGIN_S = 0.5
 DEFAULT_EXTENSION_THRESHOLD_S = 5
 DEFAULT_HEARTBEAT_INTERVAL_S = 1
 
+# Consumer defaults, one place each: the worker, the Lambda adapter and the constructs all read these.
+#: Handlers running at once in one worker (an ECS task).
+DEFAULT_WORKER_CONCURRENCY = 4
+#: Records per Lambda invocation (the event source's BatchSize; SQS's own default).
+DEFAULT_LAMBDA_BATCH_SIZE = 10
+#: After SIGTERM, how long running handlers may finish before their messages are released (ECS stopTimeout
+#: is this + 5 s, at most 120 s).
+DEFAULT_SHUTDOWN_GRACE_S = 25
+
 
 def visibility_timeout_for_p99(processing_p99_s: float) -> int:
     """VT for a job whose p99 processing time is ``processing_p99_s`` seconds.

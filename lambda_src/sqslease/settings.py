@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
@@ -18,12 +18,15 @@ from sqslease.rules import (
     DEFAULT_DEADLINE_MARGIN_S,
     DEFAULT_EXTENSION_THRESHOLD_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
+    DEFAULT_SHUTDOWN_GRACE_S,
     SQS_IN_FLIGHT_QUOTA,
     SQS_MAX_VISIBILITY_TIMEOUT_S,
     lease_timing_problems,
 )
 
 ENV_PREFIX = "SQSLEASE_"
+#: How a ``ValueError`` of :class:`LeaseSettings` begins; the problems follow, separated by ``"; "``.
+INVALID_SETTINGS = "invalid sqslease settings: "
 
 
 class FailurePolicy(StrEnum):
@@ -94,7 +97,7 @@ class LeaseSettings:
     wait_time: int = 20
     max_in_flight: int = 100_000
     queue_in_flight_limit: int = int(SQS_IN_FLIGHT_QUOTA * 0.9)
-    shutdown_grace: float = 25
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S
     deadline_margin: float = DEFAULT_DEADLINE_MARGIN_S
     max_batching_window: float = 0
     job_type: str = "default"
@@ -123,7 +126,7 @@ class LeaseSettings:
         if not 1 <= self.task_protection_minutes <= 2880:
             problems.append(f"task_protection_minutes must be 1-2880, got {self.task_protection_minutes}")
         if problems:
-            raise ValueError("invalid sqslease settings: " + "; ".join(problems))
+            raise ValueError(INVALID_SETTINGS + "; ".join(problems))
 
     @property
     def lease_request_timeout(self) -> float:
@@ -168,9 +171,13 @@ class LeaseSettings:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
-    def to_env(self) -> dict[str, str]:
-        """The inverse of :meth:`from_env`: variables a construct sets on a consumer."""
-        return {ENV_PREFIX + name.upper(): value for name, value in self._as_strings().items()}
+    def to_env(self, fields: Collection[str] | None = None) -> dict[str, str]:
+        """The inverse of :meth:`from_env`: variables a construct sets on a consumer.
+
+        :param fields: only these fields (a construct writes what it declared; the rest are these defaults).
+            Default: every field that is not ``None``.
+        """
+        return {ENV_PREFIX + name.upper(): value for name, value in self.as_strings(fields).items()}
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -204,16 +211,38 @@ class LeaseSettings:
                 overrides[f.name] = _parse(f.name, f.type, raw, source="--" + f.name.replace("_", "-"))
         return cls.from_env(environ, **overrides)
 
-    def to_args(self) -> list[str]:
-        """The inverse of :meth:`from_args`: the command-line options a construct gives a worker container."""
+    def to_args(self, fields: Collection[str] | None = None) -> list[str]:
+        """The inverse of :meth:`from_args`: the command-line options a construct gives a worker container.
+
+        :param fields: only these fields, as in :meth:`to_env`. Default: every field that is not ``None``.
+        """
         args = []
-        for name, value in self._as_strings().items():
+        for name, value in self.as_strings(fields).items():
             args += ["--" + name.replace("_", "-"), value]
         return args
 
-    def _as_strings(self) -> dict[str, str]:
+    def changed_fields(self) -> list[str]:
+        """The fields whose value differs from the default, in declaration order."""
+        return [
+            f.name
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name)
+            != (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        ]
+
+    def as_strings(self, fields: Collection[str] | None = None) -> dict[str, str]:
+        """Field name -> the value as :meth:`from_env` parses it; ``None`` values are left out.
+
+        :param fields: only these fields; a name that is no field is a ``ValueError``. Default: every field.
+        """
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(fields or ()) - names)
+        if unknown:
+            raise ValueError(f"LeaseSettings has no field {', '.join(unknown)}")
         values = {}
         for f in dataclasses.fields(self):
+            if fields is not None and f.name not in fields:
+                continue
             value = getattr(self, f.name)
             if value is None:
                 continue
@@ -223,6 +252,8 @@ class LeaseSettings:
                 value = value.value
             elif isinstance(value, bool):
                 value = "true" if value else "false"
+            elif isinstance(value, float) and value.is_integer():
+                value = int(value)  # "600", not "600.0": what a reader of a template expects
             values[f.name] = str(value)
         return values
 

@@ -16,8 +16,9 @@ from typing import NoReturn
 from sqslease.clients import consumer_region, make_clients
 from sqslease.processor import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
+from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
 from sqslease.settings import ENV_PREFIX, LeaseSettings
-from sqslease.worker import DEFAULT_CONCURRENCY, Worker
+from sqslease.worker import Worker
 
 FATAL_EXIT_CODE = 1
 USAGE_EXIT_CODE = 2

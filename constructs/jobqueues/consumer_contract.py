@@ -1,0 +1,120 @@
+"""The typed contract from a job queue's declaration to its consumer: the real ``LeaseSettings`` it runs with.
+
+Built at synth, where ``LeaseSettings``' own validation is the lease rule: a declaration whose consumer could
+not keep its leases fails there, not in a container at start. Serialized with the runtime's own
+``to_env()`` / ``to_args()``, so a renamed setting fails the type checker rather than a deployed consumer.
+Pure Python (no aws_cdk): the queue URLs are the CDK's token strings, resolved at deploy time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sqslease.rules import (
+    DEFAULT_HEARTBEAT_INTERVAL_S,
+    DEFAULT_SHUTDOWN_GRACE_S,
+    DEFAULT_WORKER_CONCURRENCY,
+    consumer_extension_threshold,
+)
+from sqslease.settings import ENV_PREFIX, LeaseSettings
+
+#: Written even at their default, so that a template shows the lease its consumer keeps.
+LEASE_FIELDS = ("dead_letter_queue_url", "job_type", "heartbeat", "visibility_timeout", "extension_threshold")
+#: The worker's command.
+WORKER_MODULE = ("python", "-m", "sqslease.worker")
+
+
+@dataclass(frozen=True)
+class ConsumerContract:
+    """What a consumer of one job queue runs with.
+
+    :param queue_url: the source queue's URL (a token string at synth).
+    :param lease: the lease settings, validated by ``sqslease`` itself when built.
+    :param visibility_timeout_token: the visibility timeout as the token string a queue was given, when it is
+        unknown at synth (``lease`` then holds a placeholder that is never written). Default: none.
+    """
+
+    queue_url: str
+    lease: LeaseSettings
+    visibility_timeout_token: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        job_type: str,
+        queue_url: str,
+        dead_letter_queue_url: str | None,
+        visibility_timeout_s: float | None,
+        visibility_timeout_token: str | None = None,
+        lease_extension: bool,
+        max_processing_time_s: float | None = None,
+        max_batching_window_s: float = 0,
+    ) -> ConsumerContract:
+        """The contract of a queue with these lease facts; raises ``ValueError`` when ``sqslease`` would refuse
+        them (the queue's declaration checks the same rule first, with a fix).
+
+        :param visibility_timeout_s: the queue's visibility timeout; ``None`` for a token, then given as
+            ``visibility_timeout_token``.
+        """
+        vt = LeaseSettings.visibility_timeout if visibility_timeout_s is None else visibility_timeout_s
+        lease = LeaseSettings(
+            visibility_timeout=vt,
+            extension_threshold=consumer_extension_threshold(vt, heartbeat=lease_extension),
+            heartbeat_interval=DEFAULT_HEARTBEAT_INTERVAL_S,
+            heartbeat=lease_extension,
+            max_total_lease=max_processing_time_s
+            if lease_extension and max_processing_time_s is not None
+            else LeaseSettings.max_total_lease,
+            dead_letter_queue_url=dead_letter_queue_url,
+            max_batching_window=max_batching_window_s,
+            job_type=job_type,
+        )
+        token = visibility_timeout_token if visibility_timeout_s is None else None
+        return cls(queue_url=queue_url, lease=lease, visibility_timeout_token=token)
+
+    def fields(self, *extra: str) -> list[str]:
+        """The lease fields a consumer is given: :data:`LEASE_FIELDS`, what differs from the runtime's default,
+        and ``extra``."""
+        named = [*LEASE_FIELDS, *extra]
+        return [*named, *(f for f in self.lease.changed_fields() if f not in named)]
+
+    def settings(self, *extra: str) -> dict[str, str]:
+        """Field name -> value: the queue URL and :meth:`fields` of the lease, as ``sqslease`` parses them.
+
+        :param extra: lease fields to write even at their default.
+        """
+        values = self.lease.as_strings(self.fields(*extra))
+        if self.visibility_timeout_token is not None:
+            values["visibility_timeout"] = self.visibility_timeout_token
+        return {"queue_url": self.queue_url, **values}
+
+    def environment(self, handler: str | None = None) -> dict[str, str]:
+        """:meth:`settings` as the ``SQSLEASE_*`` variables a Lambda consumer reads, with ``SQSLEASE_HANDLER``.
+
+        :param handler: the per-message function, ``module.function``. Default: not set.
+        """
+        env = {ENV_PREFIX + name.upper(): value for name, value in self.settings().items()}
+        if handler is not None:
+            env[ENV_PREFIX + "HANDLER"] = handler
+        return env
+
+    def worker_command(
+        self,
+        handler: str,
+        concurrency: int = DEFAULT_WORKER_CONCURRENCY,
+        shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
+    ) -> list[str]:
+        """The container command of an ECS consumer: ``python -m sqslease.worker`` with every setting as an
+        option (options, not variables: visible in the task definition, and cdk-nag's ECS2 asks for no
+        container environment).
+
+        :param handler: the per-message function, ``package.module:function``.
+        :param concurrency: handlers running at once in one task. Default: 4.
+        :param shutdown_grace_s: seconds running handlers get after SIGTERM. Default: 25.
+        """
+        worker = replace(self, lease=replace(self.lease, shutdown_grace=shutdown_grace_s))
+        command = [*WORKER_MODULE, "--handler", handler, "--concurrency", str(concurrency)]
+        for name, value in worker.settings("shutdown_grace").items():
+            command += ["--" + name.replace("_", "-"), value]
+        return command

@@ -1,0 +1,117 @@
+"""An ECS service as a job type's consumer (:func:`bind_ecs_consumer`), declared by ``EcsJob`` or brought with
+``add_ecs_consumer``: task scale-in protection, scaling on backlog per task, and the no-running-task alarm and
+graph beside the shared binding. Its container runs ``IJobQueue.consumer_contract().worker_command(...)``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from jobqueues.alarms import alarm
+from jobqueues.consumer_alarms import ConsumerAlarms
+from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.errors import JobQueueError
+from jobqueues.interface import IJobQueue
+from jobqueues.metrics import consumer_period
+from jobqueues.names import stack_of
+from jobqueues.scaling import running_tasks, scale_on_backlog
+from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
+
+DEFAULT_MIN_TASKS = 0
+DEFAULT_MAX_TASKS = 10
+
+
+def bind_ecs_consumer(
+    scope: Construct,
+    job_queue: IJobQueue,
+    service: ecs.BaseService,
+    *,
+    min_tasks: int = DEFAULT_MIN_TASKS,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
+) -> ConsumerAlarms:
+    """Make ``service`` the consumer of ``job_queue``: grants (consume, task protection), scaling on backlog per
+    task, alarms and a dashboard. Its container must run the job queue's ``consumer_contract().worker_command(...)``.
+
+    :param min_tasks: tasks when idle. Default: 0.
+    :param max_tasks: tasks at most. Default: 10.
+    :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
+    """
+    if not isinstance(service, ecs.BaseService):
+        raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
+    claim_consumer(job_queue, scope, "add_ecs_consumer")
+    stack = stack_of(scope)
+    task_role = service.task_definition.task_role
+    binding = bind_consumer(scope, job_queue, task_role)
+    cluster_name = service.cluster.cluster_name
+    own_tasks = stack.format_arn(
+        service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
+    )
+    protection = iam.PolicyStatement(
+        actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], resources=[own_tasks]
+    )
+    task_role.add_to_principal_policy(protection)
+    policy = task_role.node.try_find_child("DefaultPolicy")
+    if policy is not None:
+        Validations.of(policy).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
+                reason=(
+                    "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
+                    "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
+                ),
+            )
+        )
+    scale_on_backlog(
+        scope,
+        service,
+        cluster_name,
+        job_queue.queue,
+        min_tasks=min_tasks,
+        max_tasks=max_tasks,
+        target_backlog_per_task=target_backlog_per_task,
+    )
+    period = consumer_period()
+    tasks = running_tasks(cluster_name, service.service_name, period)
+    no_task = alarm(
+        scope,
+        "NoRunningTaskAlarm",
+        cloudwatch.MathExpression(
+            expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
+            using_metrics={"visible": binding.metrics.visible, "tasks": tasks},
+            label="backlog waiting, no task running",
+            period=period,
+        ),
+        threshold=1,
+        evaluation_periods=3,
+        description=(
+            f"{job_queue.job_type}: messages have waited 15 min with no task running: tasks fail to start "
+            "(image, role, capacity) or scaling is off."
+        ),
+    )
+    return binding.finish(
+        [cloudwatch.GraphWidget(title="Running tasks", left=[tasks], width=8)], no_running_task=no_task
+    )
+
+
+def _nag(stack: Stack, value: str) -> str:
+    """How cdk-nag prints ``value`` in a finding id: ``<LogicalId>`` or ``<AWS::Region>`` for a reference."""
+
+    def text(part: Any) -> str:
+        if isinstance(part, str):
+            return part
+        if isinstance(part, dict) and "Ref" in part:
+            return f"<{part['Ref']}>"
+        if isinstance(part, dict) and "Fn::GetAtt" in part:
+            return f"<{'.'.join(part['Fn::GetAtt'])}>"
+        if isinstance(part, dict) and "Fn::Join" in part:
+            separator, parts = part["Fn::Join"]
+            return str(separator).join(text(p) for p in parts)
+        return str(part)
+
+    return text(stack.resolve(value))

@@ -1,0 +1,240 @@
+"""What every job queue offers, declared (:class:`jobqueues.JobQueue`) or imported
+(:meth:`jobqueues.JobQueue.from_queue_attributes`): grants, metrics, the consumer contract and consumers.
+
+As aws-cdk-lib's ``QueueBase``: the subclasses set the queues and the lease facts; everything here is derived.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from jobqueues import metrics
+from jobqueues.consumer_alarms import ConsumerAlarms
+from jobqueues.consumer_binding import check_no_consumer
+from jobqueues.consumer_contract import ConsumerContract
+from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
+from jobqueues.inputs import is_token
+from jobqueues.lambda_consumer import bind_lambda_consumer
+from sqslease.rules import (
+    DEFAULT_LAMBDA_BATCH_SIZE,
+    DEFAULT_SHUTDOWN_GRACE_S,
+    DEFAULT_WORKER_CONCURRENCY,
+)
+
+# What sqs.Queue.grant_send_messages grants on the queue itself.
+_SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
+
+
+class JobQueueBase(Construct):
+    """A job queue's derived behaviour (an :class:`jobqueues.interface.IJobQueue`). Subclasses set the attributes
+    below before anything reads them."""
+
+    job_type: str
+    #: The source queue consumers receive from.
+    queue: sqs.IQueue
+    #: The dead-letter queue.
+    dead_letter_queue: sqs.IQueue
+    #: The source queue's visibility timeout.
+    visibility_timeout: Duration
+    #: The visibility timeout in seconds; ``None`` when it is an unresolved token.
+    visibility_timeout_seconds: float | None
+    #: True when the consumer extends its leases.
+    lease_extension: bool
+    #: The declared p99 handler time, in seconds; ``None`` when not declared.
+    processing_p99_seconds: float | None
+    #: The longest one message may take, in seconds; ``None`` when not declared.
+    max_processing_time_seconds: float | None
+    #: The Lambda function timeout the VT was derived from, in seconds; ``None`` when not declared.
+    lambda_timeout_seconds: float | None
+    #: The event source's batching window, in seconds (Lambda consumers).
+    max_batching_window_seconds: float
+    #: Whether both queues are FIFO.
+    fifo: bool
+    #: Where alarm notifications go; consumers send theirs there too.
+    alarm_topic: sns.ITopic | None
+    _contract: ConsumerContract | None = None
+
+    # --- grants ------------------------------------------------------------------------------------------------
+    def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let a producer send messages to the job queue, and with a KMS key ``kms:GenerateDataKey`` and
+        ``kms:Decrypt`` on it (what SQS needs to encrypt a message), nothing more."""
+        grant = self.queue.grant(grantee, *_SEND_ACTIONS)
+        self._grant_key(grantee, "kms:GenerateDataKey", "kms:Decrypt")
+        return grant
+
+    def grant_consume_messages(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let a consumer receive, extend (ChangeMessageVisibility), delete, and dead-letter messages.
+
+        The consumer also gets ``sqs:SendMessage`` on the DLQ so that ``sqslease`` can move a message that
+        failed with a non-retryable error straight to the DLQ. With a KMS key: ``kms:Decrypt`` (receive) and
+        ``kms:GenerateDataKey`` (send to the DLQ), nothing more.
+        """
+        grant = self.queue.grant_consume_messages(grantee)  # with a key: kms:Decrypt
+        self.dead_letter_queue.grant(grantee, *_SEND_ACTIONS)
+        self._grant_key(grantee, "kms:GenerateDataKey")
+        return grant
+
+    def _grant_key(self, grantee: iam.IGrantable, *actions: str) -> None:
+        # Not the key's grant_encrypt_decrypt (what sqs.Queue's grants use): it adds kms:ReEncrypt* and
+        # kms:GenerateDataKey*, wildcards SQS never uses.
+        key = self.queue.encryption_master_key
+        if key is not None:
+            key.grant(grantee, *actions)
+
+    # --- the consumer's settings, from the same declaration -----------------------------------------------------
+    def consumer_contract(self) -> ConsumerContract:
+        """The ``sqslease`` settings a consumer of this queue runs with: the real ``LeaseSettings``, validated.
+
+        The lease length is the queue's visibility timeout, and leases are extended up to
+        ``max_processing_time``; the queue and DLQ URLs are CloudFormation references resolved at deploy time.
+        """
+        contract = self._contract
+        if contract is None:
+            vt_s = self.visibility_timeout_seconds
+            contract = self._contract = ConsumerContract.of(
+                job_type=self.job_type,
+                queue_url=self.queue.queue_url,
+                dead_letter_queue_url=self.dead_letter_queue.queue_url,
+                visibility_timeout_s=vt_s,
+                visibility_timeout_token=None if vt_s is not None else str(self.visibility_timeout.to_seconds()),
+                lease_extension=self.lease_extension,
+                max_processing_time_s=self.max_processing_time_seconds,
+                max_batching_window_s=self.max_batching_window_seconds,
+            )
+        return contract
+
+    def consumer_settings(self) -> dict[str, str]:
+        """:meth:`consumer_contract` as ``LeaseSettings`` field -> value, with ``queue_url``."""
+        return self.consumer_contract().settings()
+
+    def consumer_environment(self) -> dict[str, str]:
+        """:meth:`consumer_settings` as the ``SQSLEASE_*`` environment variables ``sqslease`` reads."""
+        return self.consumer_contract().environment()
+
+    def worker_command(
+        self, handler: str, concurrency: int = DEFAULT_WORKER_CONCURRENCY, shutdown_grace: Duration | None = None
+    ) -> list[str]:
+        """The container command of an ECS consumer: ``python -m sqslease.worker`` with this declaration's
+        settings as options.
+
+        :param handler: the per-message function, ``package.module:function``.
+        :param concurrency: handlers running at once in one task. Default: 4.
+        :param shutdown_grace: time running handlers get after SIGTERM. Default: 25 s.
+        """
+        grace_s = DEFAULT_SHUTDOWN_GRACE_S if shutdown_grace is None else shutdown_grace.to_seconds(integral=False)
+        return self.consumer_contract().worker_command(handler, concurrency, grace_s)
+
+    # --- bring your own consumer ---------------------------------------------------------------------------------
+    def add_lambda_consumer(
+        self,
+        function: lambda_.Function,
+        *,
+        batch_size: int = DEFAULT_LAMBDA_BATCH_SIZE,
+        max_batching_window: Duration | None = None,
+        max_concurrency: int | None = None,
+        add_layer: bool = True,
+    ) -> ConsumerAlarms:
+        """Bind an existing function as this job type's consumer.
+
+        Checks the function's timeout with the rule the queue was declared with (the queue's visibility timeout
+        must be at least ``6 x timeout + max_batching_window``, or ``timeout + max_batching_window + 10 s`` with
+        lease extension; a timeout of at least 2 s, above a declared ``processing_p99``), adds the SQS event
+        source with partial batch failures, grants consumption, the consumer environment and the ``sqslease``
+        layer, alarms and a dashboard. The function's handler should use
+        ``sqslease.lambda_adapter.sqs_batch_handler``.
+
+        :param batch_size: records per invocation. Default: 10.
+        :param max_batching_window: the event source's batching window. Default: none.
+        :param max_concurrency: cap on concurrent invocations, 2-1000. Default: none.
+        :param add_layer: add the stack's ``sqslease`` layer. Default: True.
+        """
+        return bind_lambda_consumer(
+            self._consumer_scope("add_lambda_consumer"),
+            self,
+            function,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            add_layer=add_layer,
+        )
+
+    def add_ecs_consumer(
+        self,
+        service: ecs.BaseService,
+        *,
+        min_tasks: int = DEFAULT_MIN_TASKS,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
+    ) -> ConsumerAlarms:
+        """Bind an existing ECS service as this job type's consumer: grants (consume, task scale-in protection),
+        scaling on backlog per task, alarms and a dashboard. Its container should run
+        :meth:`worker_command`'s command.
+
+        :param min_tasks: tasks when idle. Default: 0.
+        :param max_tasks: tasks at most. Default: 10.
+        :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
+        """
+        return bind_ecs_consumer(
+            self._consumer_scope("add_ecs_consumer"),
+            self,
+            service,
+            min_tasks=min_tasks,
+            max_tasks=max_tasks,
+            target_backlog_per_task=target_backlog_per_task,
+        )
+
+    def _consumer_scope(self, method: str) -> Construct:
+        check_no_consumer(self, method)  # before the scope: a second one would be a duplicate construct id
+        return Construct(self, "Consumer")
+
+    # --- metrics -----------------------------------------------------------------------------------------------
+    def metric_visible(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages waiting to be received (Maximum). Default period: 1 minute."""
+        return self.queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
+
+    def metric_in_flight(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages received and not yet deleted (Maximum), against the 120,000 quota. Default period: 1 minute."""
+        return self.queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=period)
+
+    def metric_backlog(self, period: Duration | None = None) -> cloudwatch.MathExpression:
+        """Outstanding work: visible + in flight. Default period: 1 minute."""
+        return metrics.backlog(self.queue, period)
+
+    def metric_oldest_message_age(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Age of the oldest message on the source queue, in seconds (Maximum). Default period: 1 minute."""
+        return self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=period)
+
+    def metric_deleted(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages deleted, that is finished (Sum). Default period: 1 minute."""
+        return self.queue.metric_number_of_messages_deleted(statistic="Sum", period=period)
+
+    def metric_dead_letter_queue_depth(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Messages in the DLQ (Maximum). Default period: 1 minute."""
+        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
+
+    def metric_processing_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
+        """Handler time of one message in milliseconds, from ``sqslease``'s EMF lines. Default: p99, 1 minute."""
+        return metrics.emf_metric(self.job_type, "ProcessingTime", statistic, period)
+
+    def metric_extensions(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Lease extensions (Sum), from ``sqslease``'s EMF lines. Default period: 1 minute."""
+        return metrics.emf_metric(self.job_type, "Extensions", "Sum", period)
+
+    def metric_leases_lost(self, period: Duration | None = None) -> cloudwatch.Metric:
+        """Leases lost while the handler ran (Sum): the message may run twice. Default period: 1 minute."""
+        return metrics.emf_metric(self.job_type, "LeaseLost", "Sum", period)
+
+
+def seconds_or_none(duration: Duration) -> float | None:
+    """A ``Duration``'s seconds; ``None`` for an unresolved token."""
+    seconds = duration.to_seconds(integral=False)
+    if is_token(seconds):
+        return None
+    return int(seconds) if float(seconds).is_integer() else float(seconds)

@@ -1,0 +1,173 @@
+"""A Lambda function as a job type's consumer (:func:`bind_lambda_consumer`), declared by ``LambdaJob`` or
+brought with ``add_lambda_consumer``: the SQS event source with partial batch failures, the consumer
+environment, the ``sqslease`` layer, and the function's own alarms and graphs beside the shared binding."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from constructs import Construct
+
+from jobqueues.alarms import alarm, one_minute
+from jobqueues.consumer_alarms import ConsumerAlarms
+from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
+from jobqueues.errors import JobQueueError
+from jobqueues.inputs import PropReader
+from jobqueues.interface import IJobQueue
+from jobqueues.lease_layer import sqslease_layer
+from sqslease.rules import (
+    DEFAULT_LAMBDA_BATCH_SIZE,
+    LAMBDA_DEFAULT_TIMEOUT_S,
+    format_duration,
+    lambda_visibility_timeout,
+)
+
+
+def bind_lambda_consumer(
+    scope: Construct,
+    job_queue: IJobQueue,
+    function: lambda_.Function,
+    *,
+    batch_size: int = DEFAULT_LAMBDA_BATCH_SIZE,
+    max_batching_window: Duration | None = None,
+    max_concurrency: int | None = None,
+    add_layer: bool = True,
+    checked: bool = False,
+    add_environment: bool = True,
+) -> ConsumerAlarms:
+    """Make ``function`` the consumer of ``job_queue``: event source (partial batch failures), grants, the
+    consumer environment, the ``sqslease`` layer, alarms and a dashboard.
+
+    :param batch_size: records per invocation. Default: 10.
+    :param max_batching_window: the event source's batching window. Default: none.
+    :param max_concurrency: cap on concurrent invocations, 2-1000. Default: none.
+    :param add_layer: add the stack's ``sqslease`` layer to the function. Default: True.
+    :param checked: the caller validated the timeout and event source already. Default: False.
+    :param add_environment: add the consumer environment (a caller that created the function with it already
+        passes False). Default: True.
+    """
+    claim_consumer(job_queue, scope, "add_lambda_consumer")
+    timeout_s = function_timeout_s(function)
+    if not checked:
+        _check_function(job_queue, timeout_s, batch_size, max_batching_window, max_concurrency)
+    function.add_event_source(
+        event_sources.SqsEventSource(
+            job_queue.queue,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            report_batch_item_failures=True,
+        )
+    )
+    if add_environment:
+        for name, value in job_queue.consumer_contract().environment().items():
+            function.add_environment(name, value)
+    if add_layer:
+        function.add_layers(sqslease_layer(scope))
+    binding = bind_consumer(scope, job_queue, function, function_timeout_s=timeout_s)
+    minute = one_minute()
+    errors = alarm(
+        scope,
+        "ErrorsAlarm",
+        function.metric_errors(statistic="Sum", period=minute),
+        threshold=1,
+        evaluation_periods=3,
+        description=(
+            f"{job_queue.job_type}: the consumer function itself failed (not a record: sqslease reports failed "
+            "records as batch item failures). The whole batch is retried."
+        ),
+    )
+    throttles = alarm(
+        scope,
+        "ThrottlesAlarm",
+        function.metric_throttles(statistic="Sum", period=minute),
+        threshold=1,
+        evaluation_periods=3,
+        description=(
+            f"{job_queue.job_type}: invocations throttled: raise the account's concurrency, or cap the event "
+            "source with max_concurrency so records wait in the queue instead."
+        ),
+    )
+    widgets: list[cloudwatch.IWidget] = [
+        cloudwatch.GraphWidget(
+            title="Function errors / throttles",
+            left=[function.metric_errors(period=minute)],
+            right=[function.metric_throttles(period=minute)],
+            width=8,
+        ),
+        cloudwatch.GraphWidget(
+            title="Function duration p99 (ms)", left=[function.metric_duration(statistic="p99")], width=8
+        ),
+    ]
+    return binding.finish(widgets, errors=errors, throttles=throttles)
+
+
+def function_timeout_s(function: lambda_.Function) -> float | None:
+    """The function's timeout in seconds (Lambda's 3 s when it sets none); ``None`` for an unresolved token."""
+    if function.timeout is None:
+        return LAMBDA_DEFAULT_TIMEOUT_S
+    return None if Token.is_unresolved(function.timeout.to_string()) else function.timeout.to_seconds()
+
+
+def _check_function(
+    job_queue: IJobQueue,
+    timeout_s: float | None,
+    batch_size: int,
+    max_batching_window: Duration | None,
+    max_concurrency: int | None,
+) -> None:
+    read = PropReader(
+        {"batch_size": batch_size, "max_batching_window": max_batching_window, "max_concurrency": max_concurrency},
+        ("batch_size", "max_batching_window", "max_concurrency"),
+    )
+    window_s = read.duration_s("max_batching_window")
+    check = check_lambda_consumer(
+        batch_size=read.integer("batch_size", DEFAULT_LAMBDA_BATCH_SIZE),
+        max_batching_window_s=window_s,
+        max_concurrency=read.integer("max_concurrency", 10),
+        fifo=job_queue.fifo,
+    )
+    errors = read.errors + check.errors
+    if job_queue.fifo and window_s:
+        errors.append(f"max_batching_window {format_duration(window_s)} is not supported for FIFO queues: remove it")
+    if timeout_s is not None:
+        errors += check_lambda_timing(
+            timeout_s,
+            processing_p99_s=job_queue.processing_p99_seconds,
+            timeout_name="the function timeout",
+            p99_name="the queue's processing_p99",
+        )
+    vt_s = job_queue.visibility_timeout_seconds
+    if timeout_s is not None and vt_s is not None:
+        # The rule the queue's own declaration was checked with (jobqueues.declaration).
+        least = lambda_visibility_timeout(timeout_s, window_s or 0, lease_extension=job_queue.lease_extension)
+        if vt_s < least.seconds:
+            errors.append(
+                f"the function's timeout {format_duration(timeout_s)} needs a visibility timeout of at least "
+                f"{format_duration(least.seconds)} ({least.rule}); the queue has {format_duration(vt_s)}: "
+                + _vt_fix(job_queue, timeout_s, window_s or 0, least.seconds)
+            )
+    if errors:
+        raise JobQueueError(
+            f"add_lambda_consumer on {job_queue.node.path} cannot be deployed:\n"
+            + "\n".join(f"  - {e}" for e in errors)
+        )
+
+
+def _vt_fix(job_queue: IJobQueue, timeout_s: float, window_s: float, least_s: int) -> str:
+    """How to make the queue's declaration fit the function: only what it does not declare already."""
+    job_type = job_queue.job_type
+    fixes = []
+    if job_queue.lease_extension:
+        fixes.append(f"raise visibility_timeout to at least {format_duration(least_s)} on job type {job_type!r}")
+    else:
+        if job_queue.lambda_timeout_seconds != timeout_s:
+            fixes.append(f"declare lambda_timeout=Duration.seconds({int(timeout_s)}) on job type {job_type!r}")
+        if job_queue.max_batching_window_seconds != window_s:
+            fixes.append(f"declare max_batching_window=Duration.seconds({int(window_s)}) on it")
+        leased = lambda_visibility_timeout(timeout_s, window_s, lease_extension=True).seconds
+        fixes.append(f"declare lease_extension=True on it (then at least {format_duration(leased)})")
+    return ", or ".join([*fixes, "shorten the function timeout"])

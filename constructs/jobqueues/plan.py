@@ -1,0 +1,192 @@
+"""Plan, then build: a pure function turns a job type's declaration into every final value its queues get.
+
+The rules of :mod:`jobqueues.declaration` check the declaration; :func:`plan_job_queue` then settles each value:
+a number (defaults applied, whole seconds where SQS takes them), or the token as given (:class:`Given`), plus
+the derived rule, the names, and every error and warning. ``JobQueue`` builds from a plan and reads nothing
+else, so a plan can be inspected (or tested) without the CDK.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobqueues import defaults
+from jobqueues.consumer_rules import ConsumerCheck
+from jobqueues.declaration import QueueDeclaration, check_declaration, in_flight_threshold
+from jobqueues.declaration_warnings import DeclarationWarning
+from sqslease.rules import DerivedVisibilityTimeout
+
+
+@dataclass(frozen=True)
+class Given:
+    """A value given as an unresolved token (a ``CfnParameter``, an import): passed to CloudFormation as given,
+    never checked at synth."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class AlarmPlan:
+    """The queue alarms' thresholds, final.
+
+    :param in_flight_threshold: messages in flight that raise the alarm.
+    :param in_flight_quota: the quota it is a share of (for the description).
+    :param in_flight_fraction: that share.
+    :param oldest_message_age_s: seconds the oldest message may wait.
+    :param dlq_depth: messages in the DLQ that raise the alarm.
+    :param receives: how the DLQ alarm's description counts receives (``max_receive_count`` when a token).
+    """
+
+    in_flight_threshold: int
+    in_flight_quota: int
+    in_flight_fraction: float
+    oldest_message_age_s: float
+    dlq_depth: int
+    receives: str
+
+
+@dataclass(frozen=True)
+class QueuePlan:
+    """Every final value of one job type's queue + DLQ pair. Durations in seconds.
+
+    :param job_type: the job type name.
+    :param visibility_timeout: the source queue's visibility timeout, whole seconds, or a token as given.
+    :param visibility_timeout_rule: how it was chosen (``"explicit visibility_timeout"`` or the derived rule).
+    :param derived: the derived visibility timeout and its rule; ``None`` when there was nothing to derive from.
+    :param retention_period: the source queue's retention.
+    :param dlq_retention_period: the DLQ's retention.
+    :param max_receive_count: receives before a message moves to the DLQ.
+    :param queue_name: the source queue's physical name; ``None``: CloudFormation names it.
+    :param dead_letter_queue_name: the DLQ's physical name; ``None``: CloudFormation names it.
+    :param processing_p99: the declared p99 of one message; ``None``: not declared.
+    :param max_processing_time: the longest one message may take; ``None``: not declared.
+    :param lambda_timeout: the consuming function's timeout; ``None``: not declared.
+    :param max_batching_window: the Lambda event source's batching window (0: none).
+    :param alarms: the queue alarms' thresholds; ``None`` when ``alarms.enabled`` is False.
+    :param errors: every problem of the declaration, each with its fix; a plan with errors is never built.
+    :param warnings: findings that deploy but deserve a look, each with an id to acknowledge it by.
+    """
+
+    job_type: str
+    visibility_timeout: float | Given | None
+    visibility_timeout_rule: str
+    derived: DerivedVisibilityTimeout | None
+    retention_period: float | Given
+    dlq_retention_period: float | Given
+    max_receive_count: int | Given
+    fifo: bool
+    content_based_deduplication: bool
+    queue_name: str | None
+    dead_letter_queue_name: str | None
+    lease_extension: bool
+    processing_p99: float | None
+    max_processing_time: float | None
+    lambda_timeout: float | None
+    max_batching_window: float
+    alarms: AlarmPlan | None
+    encryption_key: Any = None
+    alarm_topic: Any = None
+    errors: list[str] = field(default_factory=list)
+    warnings: list[DeclarationWarning] = field(default_factory=list)
+
+    @property
+    def visibility_timeout_s(self) -> float | None:
+        """The visibility timeout in seconds; ``None`` for a token."""
+        return self.visibility_timeout if isinstance(self.visibility_timeout, float | int) else None
+
+
+def plan_job_queue(
+    d: QueueDeclaration,
+    *,
+    consumer: ConsumerCheck | None = None,
+    alarms_enabled: bool = True,
+    resources: Mapping[str, Any] | None = None,
+) -> QueuePlan:
+    """The plan of declaration ``d``: its rules checked (:func:`jobqueues.declaration.check_declaration`), each
+    value settled.
+
+    :param consumer: a consumer construct's own findings, listed with the queue's. Default: none.
+    :param alarms_enabled: plan the queue alarms. Default: True.
+    :param resources: construct props passed through as given: ``encryption_key``, ``alarm_topic``.
+        Default: none.
+    """
+    result = check_declaration(d)
+    consumer = consumer or ConsumerCheck()
+    errors = result.errors + consumer.errors
+    if alarms_enabled:
+        errors += [
+            f"{d.prop_names.get(p, p)} is an unresolved token: the in-flight alarm threshold is computed at synth "
+            "from it; pass a number, or turn the alarms off with alarms.enabled=False"
+            for p in ("in_flight_quota", "in_flight_fraction")
+            if p in d.tokens
+        ]
+    explicit_vt = d.visibility_timeout is not None or "visibility_timeout" in d.tokens
+    vt: float | Given | None = result.visibility_timeout_s
+    if "visibility_timeout" in d.tokens:
+        vt = Given(d.tokens["visibility_timeout"])
+    retention = _given(d, "retention_period", result.retention_s)
+    max_receive_count: int | Given = (
+        Given(d.tokens["max_receive_count"]) if "max_receive_count" in d.tokens else result.max_receive_count
+    )
+    alarms = None
+    if alarms_enabled:
+        quota = defaults.IN_FLIGHT_QUOTA if d.in_flight_quota is None else d.in_flight_quota
+        fraction = defaults.IN_FLIGHT_FRACTION if d.in_flight_fraction is None else d.in_flight_fraction
+        age = d.oldest_message_age
+        vt_s = result.visibility_timeout_s
+        if age is None:
+            known = vt_s is not None and not d.tokens.keys() & {"max_receive_count", "retention_period"}
+            age = (
+                defaults.oldest_message_age_s(vt_s, result.retention_s, result.max_receive_count)
+                if known and vt_s is not None
+                else defaults.OLDEST_MESSAGE_AGE_MIN_S
+            )
+        alarms = AlarmPlan(
+            in_flight_threshold=in_flight_threshold(quota, fraction),
+            in_flight_quota=quota,
+            in_flight_fraction=fraction,
+            oldest_message_age_s=age,
+            dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
+            receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
+        )
+    resources = resources or {}
+    return QueuePlan(
+        job_type=d.job_type,
+        visibility_timeout=vt,
+        visibility_timeout_rule=(
+            "explicit visibility_timeout"
+            if explicit_vt or result.visibility_timeout is None
+            else result.visibility_timeout.rule
+        ),
+        derived=result.visibility_timeout,
+        retention_period=retention,
+        dlq_retention_period=_given(d, "dlq_retention_period", result.dlq_retention_s),
+        max_receive_count=max_receive_count,
+        fifo=d.fifo,
+        content_based_deduplication=d.content_based_deduplication,
+        queue_name=_given_name(d, result.queue_name),
+        dead_letter_queue_name=result.dead_letter_queue_name,
+        lease_extension=d.lease_extension,
+        processing_p99=d.processing_p99,
+        max_processing_time=d.max_processing_time,
+        lambda_timeout=d.lambda_timeout,
+        max_batching_window=d.max_batching_window or 0,
+        alarms=alarms,
+        encryption_key=resources.get("encryption_key"),
+        alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
+        errors=errors,
+        warnings=result.warnings + consumer.warnings,
+    )
+
+
+def _given(d: QueueDeclaration, prop: str, seconds: float) -> float | Given:
+    return Given(d.tokens[prop]) if prop in d.tokens else float(math.ceil(seconds))
+
+
+def _given_name(d: QueueDeclaration, planned: str | None) -> str | None:
+    # A token queue name is a string token: CloudFormation gets it as given.
+    token = d.tokens.get("queue_name")
+    return str(token) if token is not None else planned

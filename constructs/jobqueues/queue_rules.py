@@ -1,0 +1,150 @@
+"""The queue rules of a declaration: retries and retention, FIFO and the queue names, the alarm thresholds."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from jobqueues import defaults
+from jobqueues.declaration_warnings import RETRIES_OUTLIVE_RETENTION, SINGLE_RECEIVE
+from jobqueues.queue_declaration import RuleContext, fmt, in_flight_threshold
+from sqslease.rules import SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION_S, SQS_MIN_RETENTION_S
+
+QUEUE_NAME_MAX_LENGTH = 80
+DLQ_SUFFIX = "-dlq"
+FIFO_SUFFIX = ".fifo"
+_QUEUE_NAME_CHARS = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def retries_and_retention(c: RuleContext) -> None:
+    d, r = c.d, c.result
+    if d.max_receive_count is not None:
+        if 1 <= d.max_receive_count <= SQS_MAX_RECEIVE_COUNT:
+            r.max_receive_count = d.max_receive_count
+        else:
+            c.error(f"max_receive_count must be between 1 and 1000 (got {d.max_receive_count}); the default is 5")
+    retention_ok = dlq_ok = True
+    for prop, value in (("retention_period", d.retention_period), ("dlq_retention_period", d.dlq_retention_period)):
+        if value is not None and not SQS_MIN_RETENTION_S <= value <= SQS_MAX_RETENTION_S:
+            c.error(f"{prop} must be between 1 min and 14 days (got {fmt(value)})")
+            retention_ok, dlq_ok = (False, dlq_ok) if prop == "retention_period" else (retention_ok, False)
+    if d.retention_period is not None and retention_ok:
+        r.retention_s = math.ceil(d.retention_period)
+    if d.dlq_retention_period is not None and dlq_ok:
+        r.dlq_retention_s = math.ceil(d.dlq_retention_period)
+    known = retention_ok and dlq_ok and not {"retention_period", "dlq_retention_period"} & d.tokens.keys()
+    if known and r.dlq_retention_s <= r.retention_s:
+        why = "a message keeps its original enqueue time in the DLQ and would expire there first"
+        if d.dlq_retention_period is None:
+            c.error(
+                f"retention_period {fmt(r.retention_s)} leaves no time in the dead-letter queue, whose retention "
+                f"is {fmt(r.dlq_retention_s)} (the SQS maximum) and must be longer ({why}): lower "
+                "retention_period, e.g. to Duration.days(7)"
+            )
+        else:
+            c.error(
+                f"dlq_retention_period {fmt(r.dlq_retention_s)} must be longer than retention_period "
+                f"{fmt(r.retention_s)} ({why}): raise dlq_retention_period or lower retention_period"
+            )
+    if "max_receive_count" not in d.tokens and r.max_receive_count < 2:
+        c.warn(
+            SINGLE_RECEIVE,
+            f"max_receive_count {r.max_receive_count}: a message that a stopping consumer (a deployment, a "
+            "scale-in) received but did not start has used its only receive and moves to the DLQ without "
+            "having run; raise max_receive_count to at least 2",
+        )
+    if "max_receive_count" not in d.tokens and c.vt is not None and r.max_receive_count * c.vt > r.retention_s:
+        c.warn(
+            RETRIES_OUTLIVE_RETENTION,
+            f"max_receive_count {r.max_receive_count} x visibility_timeout {fmt(c.vt)} = "
+            f"{fmt(r.max_receive_count * c.vt)} exceeds retention_period {fmt(r.retention_s)}: messages can "
+            "expire before reaching the DLQ; lower max_receive_count or raise retention_period",
+        )
+
+
+def fifo_and_names(c: RuleContext) -> None:
+    d, r = c.d, c.result
+    if d.content_based_deduplication and not d.fifo:
+        c.error("content_based_deduplication=True needs fifo=True")
+    suffix = FIFO_SUFFIX if d.fifo else ""
+    if d.queue_name is not None:
+        problems = _queue_name_problems(d.queue_name, d.fifo)
+        for problem in problems:
+            c.error(f"queue_name {d.queue_name!r} {problem}")
+        if problems:
+            return
+        stem = d.queue_name.removesuffix(FIFO_SUFFIX)
+        r.queue_name, r.dead_letter_queue_name = d.queue_name, f"{stem}{DLQ_SUFFIX}{suffix}"
+        if len(r.dead_letter_queue_name) > QUEUE_NAME_MAX_LENGTH:
+            room = QUEUE_NAME_MAX_LENGTH - len(DLQ_SUFFIX)
+            c.error(
+                f"queue_name {d.queue_name!r} makes the dead-letter queue name {r.dead_letter_queue_name!r} "
+                f"({len(r.dead_letter_queue_name)} characters, SQS allows {QUEUE_NAME_MAX_LENGTH}): pass a "
+                f"queue_name of at most {room} characters"
+            )
+        return
+    if "queue_name" in d.tokens or d.name_prefix is None:
+        return
+    if not _QUEUE_NAME_CHARS.match(d.job_type):
+        c.error(
+            f"job type {d.job_type!r} may only contain letters, digits, '-' and '_' (it names the queues, "
+            "metrics and profiles): rename the job type"
+        )
+        return
+    base = f"{d.name_prefix}-{d.job_type}"
+    r.queue_name, r.dead_letter_queue_name = f"{base}{suffix}", f"{base}{DLQ_SUFFIX}{suffix}"
+    if len(r.dead_letter_queue_name) > QUEUE_NAME_MAX_LENGTH:
+        c.error(
+            f"the default queue names '<stack name>-<job type>' make {r.dead_letter_queue_name!r} "
+            f"({len(r.dead_letter_queue_name)} characters, SQS allows {QUEUE_NAME_MAX_LENGTH}): pass a shorter "
+            "queue_name, or shorten the job type or stack name"
+        )
+
+
+def _queue_name_problems(name: str, fifo: bool) -> list[str]:
+    problems = []
+    if fifo and not name.endswith(FIFO_SUFFIX):
+        problems.append("must end in '.fifo' for a FIFO job queue")
+    if not fifo and name.endswith(FIFO_SUFFIX):
+        problems.append("ends in '.fifo' but fifo=False: set fifo=True or rename the queue")
+    if len(name) > QUEUE_NAME_MAX_LENGTH:
+        problems.append(
+            f"is {len(name)} characters; SQS allows {QUEUE_NAME_MAX_LENGTH} (including '.fifo'): "
+            "pass a shorter queue_name"
+        )
+    if not _QUEUE_NAME_CHARS.match(name.removesuffix(FIFO_SUFFIX)):
+        problems.append("may only contain letters, digits, '-' and '_' (and a final '.fifo')")
+    return problems
+
+
+def alarm_thresholds(c: RuleContext) -> None:
+    d, n = c.d, c.name
+    quota = defaults.IN_FLIGHT_QUOTA if d.in_flight_quota is None else d.in_flight_quota
+    fraction = defaults.IN_FLIGHT_FRACTION if d.in_flight_fraction is None else d.in_flight_fraction
+    quota_ok = quota > 0 or "in_flight_quota" in d.tokens
+    if not quota_ok:
+        c.error(f"{n('in_flight_quota')} must be positive (got {quota}); SQS's is 120,000")
+    fraction_ok = 0 < fraction <= 1
+    if not fraction_ok:
+        c.error(f"{n('in_flight_fraction')} must be in (0, 1] (got {fraction:g}); the default is 0.8")
+    if quota_ok and fraction_ok and not {"in_flight_quota", "in_flight_fraction"} & d.tokens.keys():
+        if in_flight_threshold(quota, fraction) < 1:
+            c.error(
+                f"{n('in_flight_fraction')} {fraction:g} x {n('in_flight_quota')} {quota:,} gives an in-flight "
+                "alarm threshold of 0 messages, so the alarm would always fire: raise either"
+            )
+    age = d.oldest_message_age
+    if age is not None:
+        if age <= 0:
+            c.error(f"{n('oldest_message_age')} must be positive (got {fmt(age)})")
+        elif age >= c.result.retention_s:
+            c.error(
+                f"{n('oldest_message_age')} {fmt(age)} is not below retention_period {fmt(c.result.retention_s)}: "
+                "messages would expire before the alarm fires; lower it"
+            )
+    if d.dlq_depth is not None and d.dlq_depth < 1:
+        c.error(f"{n('dlq_depth')} must be at least 1 message (got {d.dlq_depth})")
+
+
+def resolve_visibility_timeout(c: RuleContext) -> None:
+    c.result.visibility_timeout_s = c.vt

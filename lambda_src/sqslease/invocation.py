@@ -1,0 +1,120 @@
+"""One Lambda invocation's hold on its records: their queue, their leases (renewed at the start and heartbeated),
+the settler that releases them, and the invocation's deadline. See :mod:`sqslease.lambda_adapter`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import urllib.parse
+from typing import Any
+
+from sqslease.clients import queue_region
+from sqslease.heartbeat import Heartbeat
+from sqslease.message import queue_url_from_arn
+from sqslease.retry import FatalSqsError
+from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
+from sqslease.scheduler import Lease, LeaseScheduler
+from sqslease.settings import ENV_PREFIX, LeaseSettings
+from sqslease.settle import Settler
+
+logger = logging.getLogger("sqslease")
+
+#: The environment variable naming the consumer's queue (set by the ``jobqueues`` constructs).
+QUEUE_URL_ENV = ENV_PREFIX + "QUEUE_URL"
+
+
+class EventLeases:
+    """Leases for every record of one invocation, with their heartbeat and settler."""
+
+    def __init__(self, event: dict[str, Any], context: Any, settings: LeaseSettings, sqs: Any, queue_url: str) -> None:
+        records = event.get("Records", [])
+        self.queue_url = queue_url
+        self.settings = settings
+        self.context = context
+        self.fatal: FatalSqsError | None = None
+        started_with = remaining_seconds(context)
+        #: Seconds: no record starts with less left (see :func:`sqslease.rules.lambda_deadline_margin`).
+        self.deadline_margin = (
+            settings.deadline_margin
+            if started_with is None
+            else lambda_deadline_margin(started_with, settings.deadline_margin)
+        )
+        self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
+        now = time.monotonic()
+        # Lambda's poller received the batch before invoking us, up to a batching window earlier.
+        received_at = now - settings.max_batching_window
+        # With the heartbeat on, the poller's lease may be nearly over (throttled invocations are retried within
+        # it): every lease counts as due now and is renewed before any record starts, retried for at most this.
+        renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
+        first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
+        self.leases: dict[str, Lease] = {
+            r["messageId"]: self.scheduler.add(r["receiptHandle"], received_at, first_lease) for r in records
+        }
+        self.heartbeat = Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
+        self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
+        if settings.heartbeat:
+            renewed = self.heartbeat.tick().wait()
+            logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
+            self.heartbeat.start()
+
+    def _on_fatal(self, error: FatalSqsError) -> None:
+        if self.fatal is None:
+            self.fatal = error
+            logger.critical("fatal: %s (queue %s)", error, self.queue_url)
+
+    def raise_if_fatal(self) -> None:
+        if self.fatal is not None:
+            raise self.fatal
+
+    def out_of_time(self) -> bool:
+        remaining_s = remaining_seconds(self.context)
+        return remaining_s is not None and remaining_s < self.deadline_margin
+
+    def time_left(self, at_most: float = 30) -> float:
+        """Seconds the invocation may still spend waiting for SQS (at most ``at_most``)."""
+        remaining_s = remaining_seconds(self.context)
+        return at_most if remaining_s is None else max(0.0, min(at_most, remaining_s))
+
+    def close(self) -> None:
+        self.heartbeat.stop()
+        # Unconfirmed releases are safe: those records are reported as failures and reappear after their lease.
+        self.settler.close(timeout=self.time_left())
+
+
+def event_queue_url(records: list[dict[str, Any]], queue_url: str | None = None) -> str:
+    """The URL of the queue the records came from: ``queue_url``, else ``SQSLEASE_QUEUE_URL``, else the one
+    their ``eventSourceARN`` names. A configured URL naming another queue than the ARN is logged as an error and
+    the ARN's is used (see the module docstring)."""
+    arn = records[0]["eventSourceARN"]
+    from_arn = queue_url_from_arn(arn)
+    configured = queue_url or os.environ.get(QUEUE_URL_ENV, "").strip()
+    if not configured:
+        return from_arn
+    if names_queue_of(configured, arn):
+        return configured
+    source = "the queue_url argument" if queue_url else QUEUE_URL_ENV
+    logger.error(
+        "%s is %s but the records come from %s: settling them on %s, the queue their receipt handles belong to; "
+        "fix %s or the function's event source",
+        source,
+        configured,
+        arn,
+        from_arn,
+        source,
+    )
+    return from_arn
+
+
+def names_queue_of(queue_url: str, arn: str) -> bool:
+    """Whether ``queue_url`` (``.../ACCOUNT/NAME``, any host) names the queue ``arn`` does: the same account and
+    name, and the same region when the URL's host names one (AWS hosts do, an emulator's need not)."""
+    _, _, _, region, account, name = arn.split(":", 5)
+    path = urllib.parse.urlsplit(queue_url).path.rstrip("/").split("/")
+    url_region = queue_region(queue_url)
+    return path[-2:] == [account, name] and url_region in (None, region)
+
+
+def remaining_seconds(context: Any) -> float | None:
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    return None if getter is None else getter() / 1000

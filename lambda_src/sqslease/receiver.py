@@ -1,0 +1,185 @@
+"""The worker's receive loop: long polls sized to the free handlers, the in-flight governor, late answers.
+
+A lease is timed from when ReceiveMessage was sent (see :attr:`sqslease.settings.LeaseSettings.poll_wait`): an
+answer that comes after the lease it asked for ran out is not run, since another consumer may hold its messages.
+Messages received after shutdown began are released at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sqslease.handler_pool import HandlerPool
+from sqslease.message import Message
+from sqslease.processor import MessageProcessor
+from sqslease.retry import EntryOutcome, FatalSqsError, classify_exception, is_throttling
+from sqslease.scheduler import LeaseScheduler, LeaseState
+from sqslease.settings import LeaseSettings
+
+logger = logging.getLogger("sqslease")
+
+RECEIVE_ATTRIBUTES = ["ApproximateReceiveCount", "SentTimestamp", "MessageGroupId", "ApproximateFirstReceiveTimestamp"]
+#: Seconds (clock) between two looks at the queue's in-flight count.
+GOVERNOR_CHECK_INTERVAL_S = 10
+
+
+class Receiver:
+    """Receives for one worker until ``stopping`` is set, and hands the messages to its handlers.
+
+    :param sqs: the lease client (releases of messages received after shutdown began).
+    :param receive_sqs: the client for long polls.
+    :param control_sqs: the client for the in-flight governor.
+    :param concurrency: the worker's handlers: it receives at most one batch ahead of them.
+    :param on_fatal: called with a :class:`FatalSqsError` (access denied, missing queue, unusable KMS key).
+    """
+
+    def __init__(
+        self,
+        *,
+        sqs: Any,
+        receive_sqs: Any,
+        control_sqs: Any,
+        queue_url: str,
+        settings: LeaseSettings,
+        scheduler: LeaseScheduler,
+        handlers: HandlerPool,
+        processor: MessageProcessor,
+        concurrency: int,
+        stopping: threading.Event,
+        on_fatal: Callable[[FatalSqsError], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self.sqs = sqs
+        self.receive_sqs = receive_sqs
+        self.control_sqs = control_sqs
+        self.queue_url = queue_url
+        self.settings = settings
+        self.scheduler = scheduler
+        self.handlers = handlers
+        self.processor = processor
+        self.concurrency = concurrency
+        self._stopping = stopping
+        self._on_fatal = on_fatal
+        self.clock = clock
+
+    def start(self) -> threading.Thread:
+        """Run the receive loop in a daemon thread; returns the thread (a drain waits for its poll in flight)."""
+        thread = threading.Thread(target=self.run, name="sqslease-receiver", daemon=True)
+        thread.start()
+        return thread
+
+    def run(self) -> None:
+        failures = 0
+        next_governor_check = 0.0
+        paused_by_governor = False
+        first_lease = self.settings.first_lease
+        while not self._stopping.is_set():
+            capacity = self._capacity()
+            if capacity <= 0:
+                self._stopping.wait(0.02)
+                continue
+            now = self.clock()
+            if now >= next_governor_check:
+                paused_by_governor = self._queue_over_limit()
+                next_governor_check = now + GOVERNOR_CHECK_INTERVAL_S
+            if paused_by_governor:
+                self._stopping.wait(1)
+                continue
+            if self._stopping.is_set():
+                break  # a poll sent during a drain could bring more messages than handlers
+            sent_at = self.clock()
+            try:
+                response = self.receive_sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=min(10, capacity),
+                    WaitTimeSeconds=self.settings.poll_wait,
+                    VisibilityTimeout=int(first_lease),
+                    MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
+                    MessageAttributeNames=["All"],
+                )
+                failures = 0
+            except Exception as error:
+                outcome, code, message = classify_exception(error)
+                if outcome is EntryOutcome.FATAL:
+                    self._on_fatal(FatalSqsError("ReceiveMessage", code, message))
+                    return
+                failures += 1
+                delay = min(20.0, 0.2 * 2**failures) * random.uniform(1.0, 1.25)
+                level = logging.WARNING if is_throttling(code) else logging.ERROR
+                logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, message, delay)
+                self._stopping.wait(delay)
+                continue
+            messages = [
+                Message.from_sqs(raw, self.queue_url, self.scheduler.add(raw["ReceiptHandle"], sent_at, first_lease))
+                for raw in response.get("Messages", [])
+            ]
+            if messages and logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "received %s after %.3f s",
+                    ", ".join(m.receipt_handle[:16] for m in messages),
+                    self.clock() - sent_at,
+                )
+            if messages and self.clock() >= sent_at + first_lease:
+                # The answer came after the lease it asked for ran out: another consumer may hold them now.
+                logger.warning(
+                    "ReceiveMessage answered after its %.0f s lease ran out; not running %d messages",
+                    first_lease,
+                    len(messages),
+                )
+                for late in messages:
+                    self.scheduler.lapsed(late.lease)
+                continue
+            if messages and not self.handlers.put(messages):
+                # Received after shutdown began: hand them straight back.
+                self._release_late(messages)
+                return
+
+    def _release_late(self, messages: list[Message]) -> None:
+        """Release messages directly (the settler may be closed already)."""
+        leases = [m.lease for m in messages]
+        entries = [
+            {"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": 0}
+            for i, lease in enumerate(leases)
+        ]
+        try:
+            response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+            logger.info("released %d messages received after shutdown began", len(response.get("Successful", [])))
+        except Exception as error:
+            logger.warning("could not release %d messages received after shutdown began: %s", len(leases), error)
+        for message in messages:
+            self.scheduler.finish(message.lease, LeaseState.RELEASED)
+            self.processor.record_released(message)
+
+    def _capacity(self) -> int:
+        """How many more messages to receive: enough to keep every handler busy, one batch ahead at most."""
+        if len(self.scheduler) >= self.settings.max_in_flight:
+            return 0
+        outstanding = self.handlers.outstanding()
+        return min(2 * self.concurrency - outstanding, self.settings.max_in_flight - len(self.scheduler))
+
+    def _queue_over_limit(self) -> bool:
+        """In-flight governor: long-polling consumers never see OverLimit, so look before receiving."""
+        try:
+            attributes = self.control_sqs.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+            )["Attributes"]
+        except Exception as error:
+            outcome, code, message = classify_exception(error)
+            if outcome is EntryOutcome.FATAL:
+                self._on_fatal(FatalSqsError("GetQueueAttributes", code, message))
+                return True
+            logger.warning("in-flight check failed (%s: %s); receiving anyway", code, message)
+            return False
+        in_flight = int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0))
+        if in_flight >= self.settings.queue_in_flight_limit:
+            logger.warning(
+                "queue has %d in-flight messages (limit %d of the 120,000 quota): pausing receives",
+                in_flight,
+                self.settings.queue_in_flight_limit,
+            )
+            return True
+        return False

@@ -1,0 +1,58 @@
+"""A :class:`sqslease.worker.Worker` running in a thread of the test process, with its EMF lines kept."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from local_emulator.server import LocalServer
+from sqslease.emf import EmfLogger
+from sqslease.message import Message
+from sqslease.settings import LeaseSettings
+from sqslease.worker import Worker
+from support.emf import read_emf
+
+#: Short leases for tests: 2 s visibility timeout, extended 1 s before it ends, 1 s long polls.
+FAST = {"visibility_timeout": 2, "extension_threshold": 1, "heartbeat_interval": 0.2, "wait_time": 1}
+
+
+@contextlib.contextmanager
+def running_worker(
+    server: Any,
+    url: str,
+    handler: Callable[[str, Message], None],
+    concurrency: int = 2,
+    client: Any = None,
+    clock: Callable[[], float] | None = None,
+    **settings: Any,
+) -> Iterator[Worker]:
+    """A worker on ``client`` (default: a client of ``server``, the moto_server; or ``server`` itself when it is
+    a :class:`support.fakes.FakeSQS`) with :data:`FAST` settings updated by ``settings``; shut down (drained) on
+    leaving, within 30 s."""
+    emf = io.StringIO()
+    worker = Worker(
+        client or (server.client("sqs") if isinstance(server, LocalServer) else server),
+        url,
+        handler,
+        LeaseSettings(**{**FAST, **settings}),
+        concurrency=concurrency,
+        emf=EmfLogger(emf),
+        **({"clock": clock} if clock is not None else {}),
+    )
+    worker.emf_lines = emf  # type: ignore[attr-defined]
+    thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False}, daemon=True)
+    thread.start()
+    try:
+        yield worker
+    finally:
+        worker.shutdown()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "worker did not stop"
+
+
+def emf_records(worker: Worker) -> list[dict]:
+    """The EMF records a worker of :func:`running_worker` wrote so far."""
+    return read_emf(worker.emf_lines)  # type: ignore[attr-defined]
