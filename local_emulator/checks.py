@@ -2,19 +2,20 @@
 
 :func:`check_resource` reads a resource back with boto3 and returns one line per property whose
 value differs from the template's. Template values with intrinsics are resolved against the
-stack's physical ids (``Ref``, ``Fn::Join``, pseudo parameters); a value that cannot be resolved
-locally (``Fn::GetAtt``, ...) is not compared, except a queue's ``KmsMasterKeyId`` (a key's ARN,
-compared by the key's physical id). :data:`NOT_VERIFIABLE` says, per type, what the emulator cannot
-show: properties moto drops and behaviour it does not emulate.
+stack's physical ids by :mod:`local_emulator.intrinsics` (``Ref``, ``Fn::Join``, ``Fn::Sub``, a queue's
+``Fn::GetAtt``, pseudo parameters); a value it cannot compute is not compared, except a queue's
+``KmsMasterKeyId`` (a key's ARN, compared by the key's physical id). :data:`NOT_VERIFIABLE` says, per type,
+what the emulator cannot show: properties moto drops and behaviour it does not emulate.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from local_emulator import intrinsics
+from local_emulator.deployed import DeployedStack
 from local_emulator.server import LocalServer
 
 #: What the post-deploy check cannot verify locally, per resource type (printed after a deploy).
@@ -42,46 +43,19 @@ NOT_VERIFIABLE: dict[str, str] = {
 
 
 class Unresolved:
-    """A template value the emulator cannot compute (e.g. ``Fn::GetAtt``)."""
+    """A template value the check does not compute (``Fn::GetAtt``, ``Fn::Sub``, ...): it is not compared."""
 
 
 UNRESOLVED = Unresolved()
 
 
-@dataclass(frozen=True)
-class StackContext:
-    """What resolving a template's intrinsics needs."""
-
-    stack_name: str
-    account: str
-    region: str
-    physical_ids: dict[str, str]  # logical id -> physical id
-
-
-def resolve(value: Any, ctx: StackContext) -> Any:
-    """``value`` with ``Ref`` and ``Fn::Join`` computed; :data:`UNRESOLVED` if any part cannot be."""
-    if isinstance(value, list):
-        items = [resolve(v, ctx) for v in value]
-        return UNRESOLVED if any(i is UNRESOLVED for i in items) else items
-    if not isinstance(value, dict):
-        return value
-    if "Ref" in value:
-        pseudo = {
-            "AWS::AccountId": ctx.account,
-            "AWS::Region": ctx.region,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": ctx.stack_name,
-        }
-        return pseudo.get(value["Ref"], ctx.physical_ids.get(value["Ref"], UNRESOLVED))
-    if "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        resolved = resolve(parts, ctx)
-        return UNRESOLVED if resolved is UNRESOLVED else separator.join(str(p) for p in resolved)
-    if any(key.startswith("Fn::") for key in value):
+def resolve(value: Any, stack: DeployedStack) -> Any:
+    """``value`` with its intrinsics computed (:func:`local_emulator.intrinsics.resolve`, the one resolver), else
+    :data:`UNRESOLVED`."""
+    try:
+        return intrinsics.resolve(value, stack)
+    except intrinsics.Unresolvable:
         return UNRESOLVED
-    items = {k: resolve(v, ctx) for k, v in value.items()}
-    return UNRESOLVED if any(v is UNRESOLVED for v in items.values()) else items
 
 
 def _normal(value: Any) -> Any:
@@ -105,9 +79,9 @@ def _normal(value: Any) -> Any:
 class Comparison:
     """Collects mismatches between template properties and what the emulator returns."""
 
-    def __init__(self, properties: dict[str, Any], ctx: StackContext) -> None:
+    def __init__(self, properties: dict[str, Any], stack: DeployedStack) -> None:
         self.properties = properties
-        self.ctx = ctx
+        self.stack = stack
         self.mismatches: list[str] = []
         self.compared = 0
 
@@ -117,7 +91,7 @@ class Comparison:
 
     def expect_value(self, label: str, template_value: Any, actual: Any) -> None:
         """Compare a value taken from the template (resolved here) with ``actual``; skip it if absent."""
-        expected = resolve(template_value, self.ctx)
+        expected = resolve(template_value, self.stack)
         if expected is None or expected is UNRESOLVED:
             return
         self.compared += 1
@@ -140,7 +114,7 @@ def _sqs_queue(server: LocalServer, physical_id: str, c: Comparison) -> None:
         "SqsManagedSseEnabled", a.get("SqsManagedSseEnabled", "false"), default="KmsMasterKeyId" not in c.properties
     )
     c.expect_value(
-        "KmsMasterKeyId", _kms_key(c.properties.get("KmsMasterKeyId"), c.ctx), _kms_key(a.get("KmsMasterKeyId"))
+        "KmsMasterKeyId", _kms_key(c.properties.get("KmsMasterKeyId"), c.stack), _kms_key(a.get("KmsMasterKeyId"))
     )
     c.expect("KmsDataKeyReusePeriodSeconds", a.get("KmsDataKeyReusePeriodSeconds"))
     # deadLetterTargetArn is an Fn::GetAtt, which cannot be resolved here; the receive count can.
@@ -150,7 +124,7 @@ def _sqs_queue(server: LocalServer, physical_id: str, c: Comparison) -> None:
         c.expect_value("RedrivePolicy.maxReceiveCount", redrive.get("maxReceiveCount"), actual.get("maxReceiveCount"))
 
 
-def _kms_key(value: Any, ctx: StackContext | None = None) -> Any:
+def _kms_key(value: Any, stack: DeployedStack | None = None) -> Any:
     """A queue's KMS key as the key id or alias, from a template value or an attribute; "none" when absent.
 
     The template's ``Fn::GetAtt [Key, Arn]`` resolves to the key's physical id (its key id); the queue
@@ -158,12 +132,12 @@ def _kms_key(value: Any, ctx: StackContext | None = None) -> Any:
     """
     if value is None or value == "":
         return "none"
-    if isinstance(value, dict) and "Fn::GetAtt" in value and ctx is not None:
+    if isinstance(value, dict) and "Fn::GetAtt" in value and stack is not None:
         target = value["Fn::GetAtt"]
         logical_id, attribute = target.split(".", 1) if isinstance(target, str) else target
-        return ctx.physical_ids.get(logical_id, UNRESOLVED) if attribute == "Arn" else UNRESOLVED
-    if ctx is not None:
-        value = resolve(value, ctx)
+        return stack.physical_ids.get(logical_id, UNRESOLVED) if attribute == "Arn" else UNRESOLVED
+    if stack is not None:
+        value = resolve(value, stack)
     if isinstance(value, str) and ":key/" in value:
         return value.rsplit("/", 1)[-1]
     return value
@@ -198,7 +172,7 @@ def _event_source_mapping(server: LocalServer, physical_id: str, c: Comparison) 
     c.expect("EventSourceArn", m.get("EventSourceArn"))
     c.expect("ScalingConfig", m.get("ScalingConfig"))
     # FunctionName may be a name or an ARN; the mapping reports the ARN.
-    function = resolve(c.properties.get("FunctionName"), c.ctx)
+    function = resolve(c.properties.get("FunctionName"), c.stack)
     if isinstance(function, str):
         c.expect_value("FunctionName", function.rsplit(":", 1)[-1], m["FunctionArn"].rsplit(":", 1)[-1])
 
@@ -248,7 +222,7 @@ def _scaling_policy(server: LocalServer, physical_id: str, c: Comparison) -> Non
 
 def _role(server: LocalServer, physical_id: str, c: Comparison) -> None:
     attached = server.client("iam").list_attached_role_policies(RoleName=physical_id)["AttachedPolicies"]
-    arns = resolve(c.properties.get("ManagedPolicyArns", []), c.ctx)
+    arns = resolve(c.properties.get("ManagedPolicyArns", []), c.stack)
     if arns is not UNRESOLVED:  # the order of attachment does not matter
         c.expect_value("ManagedPolicyArns", sorted(arns), sorted(p["PolicyArn"] for p in attached))
 
@@ -295,7 +269,7 @@ def _ecs_service(server: LocalServer, physical_id: str, c: Comparison) -> None:
     c.expect("PlatformVersion", s.get("platformVersion"))
     subnets = (c.properties.get("NetworkConfiguration") or {}).get("AwsvpcConfiguration", {}).get("Subnets")
     awsvpc = s.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
-    resolved = resolve(subnets, c.ctx)
+    resolved = resolve(subnets, c.stack)
     if isinstance(resolved, list):
         c.expect_value("NetworkConfiguration subnets", sorted(resolved), sorted(awsvpc.get("subnets", [])))
 
@@ -333,12 +307,12 @@ CHECKERS: dict[str, Checker] = {
 
 
 def check_resource(
-    server: LocalServer, resource_type: str, physical_id: str, properties: dict[str, Any], ctx: StackContext
+    server: LocalServer, resource_type: str, physical_id: str, properties: dict[str, Any], stack: DeployedStack
 ) -> tuple[int, list[str]]:
     """How many properties were compared, and the mismatches; (0, []) for a type without a checker."""
     checker = CHECKERS.get(resource_type)
     if checker is None:
         return 0, []
-    comparison = Comparison(properties, ctx)
+    comparison = Comparison(properties, stack)
     checker(server, physical_id, comparison)
     return comparison.compared, comparison.mismatches

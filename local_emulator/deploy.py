@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from jobqueues.defaults import IMAGE_CONTEXT
-from local_emulator.checks import NOT_VERIFIABLE, StackContext, check_resource
+from local_emulator.checks import NOT_VERIFIABLE, check_resource
+from local_emulator.deployed import DeployedError, DeployedStack
 from local_emulator.server import LOCAL_AWS_ENV, LocalServer
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -144,33 +145,28 @@ def verify(server: LocalServer, assembly_dir: Path) -> DeployReport:
     Fails if a stack is missing or not in a deployed state, a resource is missing, or a property moto keeps
     differs from the template.
     """
-    cloudformation = server.client("cloudformation")
     stacks: dict[str, dict[str, str]] = {}
     problems: list[str] = []
     compared = 0
     for artifact in stack_artifacts(assembly_dir):
         stack_name = artifact.name
         try:
-            [described] = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-        except cloudformation.exceptions.ClientError as error:
-            problems.append(f"{stack_name}: not deployed ({error})")
+            deployed = DeployedStack.load(server, stack_name)
+        except DeployedError as error:
+            problems.append(f"{stack_name}: not deployed ({error.__cause__ or error})")  # the emulator's answer
             continue
-        if described["StackStatus"] not in DEPLOYED_STATES:
-            problems.append(f"{stack_name}: {described['StackStatus']}, not deployed")
+        if deployed.status not in DEPLOYED_STATES:
+            problems.append(f"{stack_name}: {deployed.status}, not deployed")
             continue
         template = json.loads(artifact.template_file.read_text())
-        created = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
-        stacks[stack_name] = {r["LogicalResourceId"]: r["ResourceType"] for r in created}
-        ctx = StackContext(
-            stack_name, LOCAL_ACCOUNT, LOCAL_REGION, {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in created}
-        )
+        stacks[stack_name] = deployed.resource_types
         for logical_id, resource in template["Resources"].items():
             where = f"{stack_name}/{logical_id} ({resource['Type']})"
-            if logical_id not in ctx.physical_ids:
+            if logical_id not in deployed.physical_ids:
                 problems.append(f"{where}: not created")
                 continue
             count, mismatches = check_resource(
-                server, resource["Type"], ctx.physical_ids[logical_id], resource.get("Properties", {}), ctx
+                server, resource["Type"], deployed.physical_ids[logical_id], resource.get("Properties", {}), deployed
             )
             compared += count
             problems += [f"{where}: {m}" for m in mismatches]

@@ -1,9 +1,9 @@
-"""Read a deployed stack back from the emulator: its template, physical ids, and values the template computes.
+"""Read a deployed stack back from the emulator: its status, template, physical ids, and the values it computes.
 
-moto keeps only some properties of some resource types, so the demo and the Lambda driver read what a
-resource was deployed with from the stack's own template (``GetTemplate``) and resolve its intrinsics
-against the stack's physical ids (``DescribeStackResources``): e.g. an ECS container's command with the
-queue URLs its ``Ref`` s stand for.
+moto keeps only some properties of some resource types, so the post-deploy check, the demo and the Lambda
+driver read what a resource was deployed with from the stack's own template (``GetTemplate``) and resolve its
+intrinsics (:mod:`local_emulator.intrinsics`) against the stack's physical ids (``DescribeStackResources``):
+e.g. an ECS container's command with the queue URLs its ``Ref`` s stand for.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from local_emulator import intrinsics
 from local_emulator.server import Emulator
 
 
@@ -21,16 +22,23 @@ class DeployedError(RuntimeError):
 
 @dataclass
 class DeployedStack:
-    """One deployed stack: its template and the physical id of each logical id."""
+    """One deployed stack: its template and the physical id of each logical id.
+
+    ``status`` (``CREATE_COMPLETE``, ...) and ``resource_types`` (logical id -> type, for each resource created)
+    are what CloudFormation reports; empty when not read from the emulator.
+    """
 
     name: str
     account: str
     region: str
     template: dict[str, Any]
     physical_ids: dict[str, str] = field(default_factory=dict)
+    status: str = ""
+    resource_types: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, emulator: Emulator, stack_name: str) -> DeployedStack:
+        """Read stack ``stack_name`` from ``emulator``; :class:`DeployedError` if it does not exist."""
         cloudformation = emulator.client("cloudformation")
         try:
             stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
@@ -46,6 +54,8 @@ class DeployedStack:
             region=region,
             template=template,
             physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources},
+            status=stacks[0]["StackStatus"],
+            resource_types={r["LogicalResourceId"]: r["ResourceType"] for r in resources},
         )
 
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
@@ -61,78 +71,16 @@ class DeployedStack:
 
     def physical_id(self, logical_id: str) -> str:
         try:
-            return self.physical_ids[logical_id]
-        except KeyError as error:
-            raise DeployedError(f"{self.name}/{logical_id} was not created") from error
+            return intrinsics.physical_id(logical_id, self)
+        except intrinsics.Unresolvable as error:
+            raise DeployedError(str(error)) from error
 
     def resolve(self, value: Any) -> Any:
         """``value`` with ``Ref``, ``Fn::Join``, ``Fn::Sub`` and queue ``Fn::GetAtt`` computed.
 
         Raises :class:`DeployedError` naming the intrinsic it cannot compute locally.
         """
-        if isinstance(value, list):
-            return [self.resolve(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-        if len(value) != 1 or not next(iter(value)).startswith(("Ref", "Fn::")):
-            return {k: self.resolve(v) for k, v in value.items()}
-        (function, argument), *_ = value.items()
-        if function == "Ref":
-            return self._ref(argument)
-        if function == "Fn::Join":
-            separator, parts = argument
-            return separator.join(str(p) for p in self.resolve(parts))
-        if function == "Fn::Sub":
-            text, variables = (argument, {}) if isinstance(argument, str) else argument
-            return self._sub(text, {k: str(self.resolve(v)) for k, v in variables.items()})
-        if function == "Fn::GetAtt":
-            logical_id, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
-            return self._get_att(logical_id, attribute)
-        raise DeployedError(f"cannot compute {function} locally: {json.dumps(value)[:200]}")
-
-    def _ref(self, name: str) -> str:
-        pseudo = {
-            "AWS::AccountId": self.account,
-            "AWS::Region": self.region,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": self.name,
-        }
-        if name in pseudo:
-            return pseudo[name]
-        if name in self.template.get("Parameters", {}):
-            default = self.template["Parameters"][name].get("Default")
-            if default is None:
-                raise DeployedError(f"parameter {name} has no default")
-            return str(default)
-        return self.physical_id(name)
-
-    def _sub(self, text: str, variables: dict[str, str]) -> str:
-        out, rest = [], text
-        while "${" in rest:
-            before, _, after = rest.partition("${")
-            name, _, rest = after.partition("}")
-            out.append(before)
-            if name.startswith("!"):  # ${!Literal} is the literal ${Literal}
-                out.append("${" + name[1:] + "}")
-            elif name in variables:
-                out.append(variables[name])
-            elif "." in name:
-                out.append(str(self._get_att(*name.split(".", 1))))
-            else:
-                out.append(self._ref(name))
-        return "".join(out) + rest
-
-    def _get_att(self, logical_id: str, attribute: str) -> str:
-        resource_type = self.resource(logical_id)["Type"]
-        physical = self.physical_id(logical_id)
-        if resource_type == "AWS::SQS::Queue":
-            name = physical.rstrip("/").rsplit("/", 1)[-1]
-            values = {
-                "Arn": f"arn:aws:sqs:{self.region}:{self.account}:{name}",
-                "QueueName": name,
-                "QueueUrl": physical,
-            }
-            if attribute in values:
-                return values[attribute]
-        raise DeployedError(f"cannot compute Fn::GetAtt {logical_id}.{attribute} ({resource_type}) locally")
+        try:
+            return intrinsics.resolve(value, self)
+        except intrinsics.Unresolvable as error:
+            raise DeployedError(str(error)) from error

@@ -88,10 +88,10 @@ def running_server(port: int | None = None, log_path: Path | None = None) -> Ite
     """
     port = port or free_port()
     endpoint = f"http://localhost:{port}"
-    log = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    log = open(log_path, "wb") if log_path else None
     process = subprocess.Popen(
         [sys.executable, "-m", "local_emulator.server", "--port", str(port)],
-        stdout=log,
+        stdout=subprocess.DEVNULL if log is None else log,
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).resolve().parent.parent,
         env={**os.environ, **LOCAL_AWS_ENV},
@@ -106,8 +106,8 @@ def running_server(port: int | None = None, log_path: Path | None = None) -> Ite
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if log_path:
-            log.close()  # type: ignore[union-attr]
+        if log is not None:
+            log.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -116,13 +116,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     # AWS managed policies (AWSLambdaBasicExecutionRole, ...) exist only if moto loads them; roles'
-    # ManagedPolicyArns are attached at deploy (see moto_models.attach_managed_policies).
+    # ManagedPolicyArns are attached at deploy (see local_emulator.patches.iam).
     os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
     from moto.server import main as moto_main
 
-    from local_emulator import moto_models
+    from local_emulator.install import install
 
-    moto_models.install()
+    install()
     moto_main(["--host", "localhost", "--port", str(args.port)])
 
 

@@ -11,6 +11,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from local_emulator.server import LocalServer, running_server
 
+pytest_plugins = ["emulator_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def local_aws() -> Iterator[LocalServer]:

@@ -1,49 +1,105 @@
-"""End to end: deploy with the real ``cdk`` CLI to moto_server, then run the demo ``make local`` runs.
+"""End to end, what ``make local`` does: deploy the example app with the real ``cdk`` CLI to moto_server, then
+run the demo against it.
 
-The example app is deployed once it declares its ``LambdaJob`` and ``EcsJob``; until then the stand-in
-``tests/emulator_apps/demo_app.py`` emits the same consumer resources. The assertions are the demo's
-guarantees (invariants, not timings): nothing lost, nothing run twice at once, the poison message in the
-DLQ, the long job finished once with its lease extended, the profile written for both consumer job types.
+The app is deployed once (``example_deployment``, ``tests/emulator_fixtures.py``): the deploy's checks read
+back what exists with boto3; the demo's assertions are its guarantees (invariants, not timings): nothing lost,
+nothing run twice at once, the poison message in the DLQ, the long job finished once with its lease extended,
+the profile written for both consumer job types. The demo only adds messages, which the deploy's checks do
+not read, so the order of the tests does not matter.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+import json
 from pathlib import Path
 
 import pytest
+from emulator_fixtures import NEEDS_CDK, ExampleDeployment
 
 from local_emulator.demo import DemoResult, run_demo
-from local_emulator.deploy import EXAMPLE_APP, PROJECT_DIR, deploy
-from local_emulator.server import running_server
 
-pytestmark = pytest.mark.skipif(
-    not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
-)
-
-STAND_IN_APP = Path(__file__).resolve().parent / "emulator_apps" / "demo_app.py"
+pytestmark = NEEDS_CDK
 
 
-def demo_app() -> Path:
-    """The example app once its stack declares the consumers, else the stand-in.
+def test_every_resource_of_the_app_is_created(example_deployment: ExampleDeployment) -> None:
+    report = example_deployment.report
+    types = sorted(report.stacks["JobQueuesExample"].values())
+    assert types.count("AWS::SQS::Queue") == 12
+    assert types.count("AWS::SQS::QueuePolicy") == 12
+    # 6 job types x 3 queue alarms, 5 Lambda-job and 4 ECS-job consumer alarms, the scale-from-zero alarm
+    assert types.count("AWS::CloudWatch::Alarm") == 28
+    assert {"AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key"} <= set(types)
+    consumers = {
+        "AWS::Lambda::Function",
+        "AWS::Lambda::LayerVersion",
+        "AWS::Lambda::EventSourceMapping",
+        "AWS::ECS::Cluster",
+        "AWS::ECS::TaskDefinition",
+        "AWS::ECS::Service",
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::EC2::FlowLog",
+    }
+    assert consumers <= set(types)
 
-    ``JOBQUEUES_DEMO_APP=stand-in`` (or ``example``) picks one explicitly.
-    """
-    choice = os.environ.get("JOBQUEUES_DEMO_APP")
-    if choice:
-        return {"example": EXAMPLE_APP, "stand-in": STAND_IN_APP}[choice]
-    source = (PROJECT_DIR / "stacks" / "job_queues_stack.py").read_text()
-    return EXAMPLE_APP if "LambdaJob(" in source and "EcsJob(" in source else STAND_IN_APP
+
+def test_queues_have_derived_visibility_timeouts_and_redrive(example_deployment: ExampleDeployment) -> None:
+    server = example_deployment.server
+    sqs = server.client("sqs")
+    expected = {
+        "VideoTranscode": (480, 3),
+        "EmailSend": (10, 5),
+        "Thumbnails": (185, 5),
+        "ReportExport": (300, 3),
+        "Transcode": (10, 3),
+    }
+    for job_type, (vt, receives) in expected.items():
+        url = sqs.get_queue_url(QueueName=f"JobQueuesExample-{job_type}")["QueueUrl"]
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert int(attributes["VisibilityTimeout"]) == vt
+        redrive = json.loads(attributes["RedrivePolicy"])
+        assert redrive["maxReceiveCount"] == receives
+        assert redrive["deadLetterTargetArn"].endswith(f":JobQueuesExample-{job_type}-dlq")
+        dlq_url = sqs.get_queue_url(QueueName=f"JobQueuesExample-{job_type}-dlq")["QueueUrl"]
+        dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["All"])["Attributes"]
+        assert int(dlq["MessageRetentionPeriod"]) == 14 * 86_400
+        allow = json.loads(dlq["RedriveAllowPolicy"])
+        assert allow["sourceQueueArns"] == [attributes["QueueArn"]]
+        for policy in (attributes["Policy"], dlq["Policy"]):
+            statements = json.loads(policy)["Statement"]
+            assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
+
+
+def test_fifo_pair_is_deployed(example_deployment: ExampleDeployment) -> None:
+    server = example_deployment.server
+    sqs = server.client("sqs")
+    url = sqs.get_queue_url(QueueName="JobQueuesExample-OrderEvents.fifo")["QueueUrl"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attributes["FifoQueue"] == "true" and attributes["ContentBasedDeduplication"] == "true"
+
+
+def test_alarms_are_deployed_with_their_thresholds(example_deployment: ExampleDeployment) -> None:
+    server = example_deployment.server
+    alarms = server.client("cloudwatch").describe_alarms()["MetricAlarms"]
+    by_queue_metric = {(a["Dimensions"][0]["Value"], a["MetricName"]): a for a in alarms if a.get("Dimensions")}
+    in_flight = by_queue_metric[("JobQueuesExample-OrderEvents.fifo", "ApproximateNumberOfMessagesNotVisible")]
+    assert in_flight["Threshold"] == 96_000 and in_flight["Statistic"] == "Maximum"
+    dlq = by_queue_metric[("JobQueuesExample-EmailSend-dlq", "ApproximateNumberOfMessagesVisible")]
+    assert dlq["Threshold"] == 1
+    age = by_queue_metric[("JobQueuesExample-VideoTranscode", "ApproximateAgeOfOldestMessage")]
+    assert age["Threshold"] == 3 * 480
+    topic_arn = in_flight["AlarmActions"][0]
+    assert topic_arn.startswith("arn:aws:sns:") and in_flight["OKActions"] == [topic_arn]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DemoResult, list[str]]]:
+def demo(
+    example_deployment: ExampleDeployment, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[DemoResult, list[str]]:
     lines: list[str] = []
-    with running_server() as server:
-        deploy(server, output_dir=tmp_path_factory.mktemp("cdk.out"), app=demo_app())
-        result = run_demo(server, logs_dir=tmp_path_factory.mktemp("demo-logs"), out=lines.append)
-        yield result, lines
+    result = run_demo(example_deployment.server, logs_dir=tmp_path_factory.mktemp("demo-logs"), out=lines.append)
+    return result, lines
 
 
 def test_every_job_is_processed_once_and_nothing_is_lost(demo: tuple[DemoResult, list[str]]) -> None:
@@ -97,3 +153,20 @@ def test_jobstats_profiles_both_consumer_job_types(demo: tuple[DemoResult, list[
     assert {"Thumbnails", "Transcode"} <= set(profiled)
     assert profiled["Thumbnails"]["count"] >= 20 and profiled["Transcode"]["count"] >= 30
     assert any(line.startswith("measured (jobstats) vs declared") for line in lines)
+
+
+def test_a_second_demo_run_starts_from_empty_logs(tmp_path: Path) -> None:
+    # GIVEN what a first run left (EMF and stderr logs, the ledger, profiles, a Lambda workdir) and a file of yours
+    from local_emulator.demo.harness import fresh_logs
+
+    for name in ("emf/Transcode-worker-1.log", "stderr/Transcode-worker-1.log", "lambda-abc/opt/x.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("from the first run\n")
+    for name in ("ledger.jsonl", "profiles.json", "notes.txt"):
+        (tmp_path / name).write_text("{}\n")
+    # WHEN the next run prepares its logs
+    fresh_logs(tmp_path)
+    # THEN its counts cannot include the first run's lines (they doubled on every `make local`), and only the
+    # demo's own files went
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["emf", "notes.txt", "stderr"]
+    assert not any((tmp_path / "emf").iterdir()) and not any((tmp_path / "stderr").iterdir())

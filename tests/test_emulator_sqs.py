@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from moto.sqs.models import Message, SQSBackend
 
-from local_emulator.moto_models import make_fifo_redelivery_ordered, make_sqs_receives_atomic
+from local_emulator.patches.sqs import make_fifo_redelivery_ordered, make_sqs_receives_atomic
 
 
 @pytest.fixture

@@ -19,21 +19,16 @@ from typing import Any
 
 import pytest
 
-from local_emulator.deployed import DeployedStack, Emulator
-from local_emulator.lambda_driver import (
-    DriverError,
-    Invocation,
-    LambdaDriver,
-    LocalRuntime,
-    lambda_record,
-    load_function,
-    records_to_delete,
-)
-from local_emulator.server import LocalServer
+from local_emulator.deploy import PROJECT_DIR
+from local_emulator.deployed import DeployedStack
+from local_emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
+from local_emulator.lambda_driver.function import DriverError, load_function
+from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
+from local_emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 
 HANDLER_CODE = """
-import json, os, time
+import json, os, sys, time
 import layer_mod
 
 def handler(event, context):
@@ -46,6 +41,8 @@ def handler(event, context):
         "greeting": os.environ.get("GREETING"),
         "layer": layer_mod.VALUE,
         "layer_file": layer_mod.__file__,
+        "sys_path": sys.path,
+        "pythonpath": os.environ["PYTHONPATH"],
     }), flush=True)
     if "crash" in bodies:
         raise RuntimeError("boom")
@@ -168,6 +165,9 @@ def test_partial_batch_failure_deletes_only_unnamed_records(local_aws: LocalServ
         assert printed["layer_file"].startswith(str(tmp_path / "fn" / "opt"))
         assert printed["function_name"] == deployed.function_name and printed["request_id"] == invocation.request_id
         assert 0 < printed["remaining_ms"] <= 10_000
+        # Only the code and the layer: the project that runs the bootstrap (python -m) is not on the function's path.
+        assert str(PROJECT_DIR) not in printed["sys_path"] and str(PROJECT_DIR) not in printed["pythonpath"].split(":")
+        assert printed["pythonpath"].split(":")[0] == str(tmp_path / "fn" / "task")
         record = printed["records"][0]
         assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"] == deployed.queue_arn
         assert record["awsRegion"] == "us-east-1"

@@ -1,7 +1,8 @@
 """End to end: the real `cdk` CLI deploys apps to moto_server; boto3 reads back what exists.
 
-The example app, and `tests/emulator_apps/stages_app.py` (a top-level stack beside two Stages, deployed with
-`--concurrency 2`): every stack of every nested assembly must be deployed and verified.
+`tests/emulator_apps/stages_app.py` (a top-level stack beside two Stages, deployed with `--concurrency 2`):
+every stack of every nested assembly must be deployed and verified. The example app's deploy is checked in
+`tests/test_demo.py`, which deploys it once for the demo too.
 """
 
 from __future__ import annotations
@@ -19,85 +20,6 @@ from local_emulator.server import LocalServer, running_server
 pytestmark = pytest.mark.skipif(
     not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
 )
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalServer, object]:
-    with running_server() as server:
-        report = deploy(server, output_dir=tmp_path_factory.mktemp("cdk.out"))
-        yield server, report
-
-
-def test_every_resource_of_the_app_is_created(deployed: tuple) -> None:
-    _, report = deployed
-    types = sorted(report.stacks["JobQueuesExample"].values())
-    assert types.count("AWS::SQS::Queue") == 12
-    assert types.count("AWS::SQS::QueuePolicy") == 12
-    # 6 job types x 3 queue alarms, 5 Lambda-job and 4 ECS-job consumer alarms, the scale-from-zero alarm
-    assert types.count("AWS::CloudWatch::Alarm") == 28
-    assert {"AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key"} <= set(types)
-    consumers = {
-        "AWS::Lambda::Function",
-        "AWS::Lambda::LayerVersion",
-        "AWS::Lambda::EventSourceMapping",
-        "AWS::ECS::Cluster",
-        "AWS::ECS::TaskDefinition",
-        "AWS::ECS::Service",
-        "AWS::ApplicationAutoScaling::ScalableTarget",
-        "AWS::ApplicationAutoScaling::ScalingPolicy",
-        "AWS::CloudWatch::Dashboard",
-        "AWS::EC2::FlowLog",
-    }
-    assert consumers <= set(types)
-
-
-def test_queues_have_derived_visibility_timeouts_and_redrive(deployed: tuple) -> None:
-    server, _ = deployed
-    sqs = server.client("sqs")
-    expected = {
-        "VideoTranscode": (480, 3),
-        "EmailSend": (10, 5),
-        "Thumbnails": (185, 5),
-        "ReportExport": (300, 3),
-        "Transcode": (10, 3),
-    }
-    for job_type, (vt, receives) in expected.items():
-        url = sqs.get_queue_url(QueueName=f"JobQueuesExample-{job_type}")["QueueUrl"]
-        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-        assert int(attributes["VisibilityTimeout"]) == vt
-        redrive = json.loads(attributes["RedrivePolicy"])
-        assert redrive["maxReceiveCount"] == receives
-        assert redrive["deadLetterTargetArn"].endswith(f":JobQueuesExample-{job_type}-dlq")
-        dlq_url = sqs.get_queue_url(QueueName=f"JobQueuesExample-{job_type}-dlq")["QueueUrl"]
-        dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["All"])["Attributes"]
-        assert int(dlq["MessageRetentionPeriod"]) == 14 * 86_400
-        allow = json.loads(dlq["RedriveAllowPolicy"])
-        assert allow["sourceQueueArns"] == [attributes["QueueArn"]]
-        for policy in (attributes["Policy"], dlq["Policy"]):
-            statements = json.loads(policy)["Statement"]
-            assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
-
-
-def test_fifo_pair_is_deployed(deployed: tuple) -> None:
-    server, _ = deployed
-    sqs = server.client("sqs")
-    url = sqs.get_queue_url(QueueName="JobQueuesExample-OrderEvents.fifo")["QueueUrl"]
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    assert attributes["FifoQueue"] == "true" and attributes["ContentBasedDeduplication"] == "true"
-
-
-def test_alarms_are_deployed_with_their_thresholds(deployed: tuple) -> None:
-    server, _ = deployed
-    alarms = server.client("cloudwatch").describe_alarms()["MetricAlarms"]
-    by_queue_metric = {(a["Dimensions"][0]["Value"], a["MetricName"]): a for a in alarms if a.get("Dimensions")}
-    in_flight = by_queue_metric[("JobQueuesExample-OrderEvents.fifo", "ApproximateNumberOfMessagesNotVisible")]
-    assert in_flight["Threshold"] == 96_000 and in_flight["Statistic"] == "Maximum"
-    dlq = by_queue_metric[("JobQueuesExample-EmailSend-dlq", "ApproximateNumberOfMessagesVisible")]
-    assert dlq["Threshold"] == 1
-    age = by_queue_metric[("JobQueuesExample-VideoTranscode", "ApproximateAgeOfOldestMessage")]
-    assert age["Threshold"] == 3 * 480
-    topic_arn = in_flight["AlarmActions"][0]
-    assert topic_arn.startswith("arn:aws:sns:") and in_flight["OKActions"] == [topic_arn]
 
 
 def test_unsupported_resource_type_fails_the_deploy_loudly(local_aws: LocalServer) -> None:

@@ -2,7 +2,7 @@
 """A hand-written CDK app with one of each resource a jobqueues consumer emits (plain aws-cdk-lib).
 
 ``tests/test_emulator_consumers.py`` deploys it with the real ``cdk`` CLI to the local emulator, so
-the emulator can be proved to deploy consumers before the jobqueues constructs that emit them exist.
+the emulator is proved to deploy each consumer resource independently of the jobqueues constructs that emit them.
 Nothing here needs Docker: the function's code is inline and the layer is a plain directory asset.
 """
 

@@ -1,0 +1,48 @@
+"""Which handler deploys each resource type jobqueues adds to moto: one handler per type (as LocalStack's providers).
+
+Importing this module imports every handler, after moto's own models: moto's model map keeps the last class
+defined for a type, so these replace moto's (the ECS types) or fill its gaps. Types not listed here deploy with
+moto's own handlers, some extended by :mod:`local_emulator.patches`.
+"""
+
+from __future__ import annotations
+
+from moto.cloudformation import parsing
+
+from local_emulator.cfn.autoscaling import ScalableTarget, ScalingPolicy
+from local_emulator.cfn.cdk import CdkMetadata
+from local_emulator.cfn.cloudwatch import CloudWatchAlarm
+from local_emulator.cfn.ec2 import SecurityGroupEgress
+from local_emulator.cfn.ecs import EcsCluster, EcsService, EcsTaskDefinition
+from local_emulator.cfn.handler import Handler
+from local_emulator.cfn.s3 import S3BucketPolicy
+from local_emulator.cfn.sns import SNSTopicPolicy
+from local_emulator.cfn.sqs import SQSQueuePolicy
+
+#: Resource type -> the handler that deploys it in place of moto's own (if any).
+HANDLERS: dict[str, type[Handler]] = {
+    handler.cfn_type: handler
+    for handler in (
+        CloudWatchAlarm,
+        SQSQueuePolicy,
+        SNSTopicPolicy,
+        S3BucketPolicy,
+        CdkMetadata,
+        SecurityGroupEgress,
+        ScalableTarget,
+        ScalingPolicy,
+        EcsCluster,
+        EcsTaskDefinition,
+        EcsService,
+    )
+}
+
+
+def check_handlers_in_use() -> None:
+    """Raise unless moto's CloudFormation will use these handlers, not its own, for every type listed."""
+    model_map = parsing.get_model_map()
+    wrong = [
+        resource_type for resource_type, handler in HANDLERS.items() if model_map.get(resource_type) is not handler
+    ]
+    if wrong:
+        raise RuntimeError(f"moto would not use the local emulator's handlers for {wrong}")

@@ -1,0 +1,37 @@
+"""Make moto deploy what jobqueues emits, strictly: apply every patch, then check the handlers are in use.
+
+The server (:mod:`local_emulator.server`) calls :func:`install` in its own process before serving.
+"""
+
+from __future__ import annotations
+
+from local_emulator.cfn.registry import check_handlers_in_use
+from local_emulator.patches.cloudformation import (
+    harden_change_set_execution,
+    make_unsupported_types_fatal,
+    tell_change_sets_apart_by_stack,
+)
+from local_emulator.patches.iam import attach_managed_policies
+from local_emulator.patches.lambda_ import keep_lambda_layers, make_sqs_event_source_mappings_inert
+from local_emulator.patches.sqs import (
+    keep_one_queue_encryption,
+    make_fifo_redelivery_ordered,
+    make_sqs_receives_atomic,
+    report_redrive_allow_policy,
+)
+
+
+def install() -> None:
+    """Apply every patch, in this order, and check that moto will use the handlers of :mod:`local_emulator.cfn`."""
+    make_unsupported_types_fatal()
+    harden_change_set_execution()
+    tell_change_sets_apart_by_stack()
+    report_redrive_allow_policy()
+    keep_one_queue_encryption()
+    keep_lambda_layers()
+    attach_managed_policies()
+    make_sqs_event_source_mappings_inert()
+    # The FIFO order first: the atomic receive's lock then covers it (make_fifo_redelivery_ordered's docstring).
+    make_fifo_redelivery_ordered()
+    make_sqs_receives_atomic()
+    check_handlers_in_use()

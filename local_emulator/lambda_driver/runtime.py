@@ -1,0 +1,185 @@
+"""One execution environment of a deployed function: a fresh interpreter running :mod:`.bootstrap`.
+
+The interpreter imports the downloaded code, not this project's: the code directory, then the layers' ``python``
+directories, on ``sys.path`` as in Lambda.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from local_emulator.lambda_driver import bootstrap
+from local_emulator.lambda_driver.function import DeployedFunction, DriverError
+from local_emulator.server import Emulator
+
+#: The directory holding ``local_emulator``, which the bootstrap is imported from.
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+#: Seconds a runtime may take to import the function's code (Lambda's init phase allows 10 s).
+INIT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One invocation's outcome: the handler's return value, or its error."""
+
+    request_id: str
+    result: Any = None
+    error: dict[str, Any] | None = None
+    duration_s: float = 0.0
+    cold_start: bool = False
+
+
+class LocalRuntime:
+    """One execution environment of the function: a subprocess reused across invocations (warm starts).
+
+    :param stdout: where the function's stdout goes (its EMF lines): a file opened for appending.
+    :param stderr: where its stderr goes (logging).
+    :param extra_env: variables added to the function's environment (e.g. the demo's ledger path).
+    """
+
+    def __init__(
+        self,
+        function: DeployedFunction,
+        emulator: Emulator,
+        stdout: IO[Any],
+        stderr: IO[Any],
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.function = function
+        self.emulator = emulator
+        self.stdout = stdout
+        self.stderr = stderr
+        self.extra_env = extra_env or {}
+        self.process: subprocess.Popen[bytes] | None = None
+        self._responses: int | None = None
+        self._buffer = b""
+        self.handler_file: str | None = None
+        self.cold_starts = 0
+        self._log_streams = itertools.count(1)
+
+    def environment(self) -> dict[str, str]:
+        """The function's variables over Lambda's reserved ones, pointed at the emulator."""
+        f = self.function
+        reserved = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "en_US.UTF-8",
+            "TZ": ":UTC",
+            "PYTHONPATH": os.pathsep.join(f.python_path()),
+            "PYTHONUNBUFFERED": "1",
+            "LAMBDA_TASK_ROOT": str(f.code_dir),
+            "LAMBDA_RUNTIME_DIR": str(f.opt_dir),
+            "_HANDLER": f.handler,
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{f.runtime}",
+            "AWS_LAMBDA_FUNCTION_NAME": f.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(f.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(f.timeout_s),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{f.name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{next(self._log_streams)}",
+            **self.emulator.env(),
+        }
+        # Function variables cannot override reserved ones in Lambda either.
+        return {**f.environment, **self.extra_env, **reserved}
+
+    def start(self) -> None:
+        """Start the interpreter and import the handler (Lambda's init phase)."""
+        read_fd, write_fd = os.pipe()
+        # PROJECT_DIR goes last on PYTHONPATH for ``python -m`` to find the bootstrap, which takes it off again.
+        env = self.environment()
+        env = {
+            **env,
+            "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(PROJECT_DIR)]),
+            bootstrap.BOOTSTRAP_PATH_ENV: str(PROJECT_DIR),
+            bootstrap.RESPONSE_FD_ENV: str(write_fd),
+        }
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", bootstrap.__name__],
+                cwd=self.function.code_dir,  # Lambda's working directory is the code directory
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=self.stdout,
+                stderr=self.stderr,
+                pass_fds=(write_fd,),
+            )
+        finally:
+            os.close(write_fd)
+        self._responses, self._buffer = read_fd, b""
+        self.cold_starts += 1
+        message = self._read(INIT_TIMEOUT_S)
+        if message is None or "ready" not in message:
+            error = (message or {}).get("init_error", {"errorMessage": "no answer"})
+            self.stop()
+            raise DriverError(f"function {self.function.name} failed to initialise: {error.get('errorMessage')}")
+        self.handler_file = message["ready"]["handler_file"]
+
+    def invoke(self, event: dict[str, Any]) -> Invocation:
+        """Run the handler on ``event`` with the function's timeout; kill the environment on a timeout."""
+        cold = self.process is None or self.process.poll() is not None
+        if cold:
+            self.start()
+        assert self.process is not None and self.process.stdin is not None
+        request_id = str(uuid.uuid4())
+        started = time.time()
+        request = {
+            "event": event,
+            "aws_request_id": request_id,
+            "invoked_function_arn": self.function.arn,
+            "deadline_epoch_ms": (started + self.function.timeout_s) * 1000,
+        }
+        self.process.stdin.write((json.dumps(request) + "\n").encode())
+        self.process.stdin.flush()
+        answer = self._read(self.function.timeout_s + 1)
+        duration = time.time() - started
+        if answer is None:
+            timed_out = self.process.poll() is None
+            self.stop()  # a timed-out or crashed environment is never reused
+            reason = f"Task timed out after {self.function.timeout_s} s" if timed_out else "Runtime exited"
+            return Invocation(request_id, error={"errorType": "Runtime", "errorMessage": reason}, cold_start=cold)
+        if "result" in answer:
+            return Invocation(request_id, result=answer["result"], duration_s=duration, cold_start=cold)
+        return Invocation(request_id, error=answer, duration_s=duration, cold_start=cold)
+
+    def _read(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next response line, or None on timeout or end of file."""
+        assert self._responses is not None
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self._responses], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(self._responses, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def stop(self) -> None:
+        """End the environment (closing its stdin ends the request loop; kill if it does not exit)."""
+        if self.process is not None:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        if self._responses is not None:
+            os.close(self._responses)
+            self._responses = None
