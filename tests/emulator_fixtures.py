@@ -8,6 +8,7 @@ runs them in one worker and the app is deployed once.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,17 +24,26 @@ NEEDS_CDK = pytest.mark.skipif(
 
 
 @dataclass(frozen=True)
-class ExampleDeployment:
-    """The example app (``app.py``) deployed with the real ``cdk`` CLI: the emulator, the report, the assembly."""
+class Deployment:
+    """An app deployed with the real ``cdk`` CLI on its own emulator: the emulator, the report, the assembly."""
 
     server: LocalServer
     report: DeployReport
     assembly: Path
 
 
-@pytest.fixture(scope="session")
-def example_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleDeployment]:
-    """The example app deployed and verified on its own emulator (not the shared ``local_aws``), once."""
+@contextmanager
+def deployment(tmp_path_factory: pytest.TempPathFactory, app: Path | None = None) -> Iterator[Deployment]:
+    """``app`` (default: the example app) deployed and verified on an emulator of its own (not the shared
+    ``local_aws``), for as long as the ``with`` lasts."""
     assembly = tmp_path_factory.mktemp("cdk.out")
     with running_server() as server:
-        yield ExampleDeployment(server, deploy(server, output_dir=assembly), assembly)
+        report = deploy(server, output_dir=assembly) if app is None else deploy(server, output_dir=assembly, app=app)
+        yield Deployment(server, report, assembly)
+
+
+@pytest.fixture(scope="session")
+def example_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """The example app deployed and verified, once per test process."""
+    with deployment(tmp_path_factory) as deployed:
+        yield deployed

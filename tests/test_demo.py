@@ -14,14 +14,14 @@ import json
 from pathlib import Path
 
 import pytest
-from emulator_fixtures import NEEDS_CDK, ExampleDeployment
+from emulator_fixtures import NEEDS_CDK, Deployment
 
 from local_emulator.demo import DemoResult, run_demo
 
 pytestmark = NEEDS_CDK
 
 
-def test_every_resource_of_the_app_is_created(example_deployment: ExampleDeployment) -> None:
+def test_every_resource_of_the_app_is_created(example_deployment: Deployment) -> None:
     report = example_deployment.report
     types = sorted(report.stacks["JobQueuesExample"].values())
     assert types.count("AWS::SQS::Queue") == 12
@@ -44,7 +44,7 @@ def test_every_resource_of_the_app_is_created(example_deployment: ExampleDeploym
     assert consumers <= set(types)
 
 
-def test_queues_have_derived_visibility_timeouts_and_redrive(example_deployment: ExampleDeployment) -> None:
+def test_queues_have_derived_visibility_timeouts_and_redrive(example_deployment: Deployment) -> None:
     server = example_deployment.server
     sqs = server.client("sqs")
     expected = {
@@ -71,7 +71,7 @@ def test_queues_have_derived_visibility_timeouts_and_redrive(example_deployment:
             assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
 
 
-def test_fifo_pair_is_deployed(example_deployment: ExampleDeployment) -> None:
+def test_fifo_pair_is_deployed(example_deployment: Deployment) -> None:
     server = example_deployment.server
     sqs = server.client("sqs")
     url = sqs.get_queue_url(QueueName="JobQueuesExample-OrderEvents.fifo")["QueueUrl"]
@@ -79,7 +79,7 @@ def test_fifo_pair_is_deployed(example_deployment: ExampleDeployment) -> None:
     assert attributes["FifoQueue"] == "true" and attributes["ContentBasedDeduplication"] == "true"
 
 
-def test_alarms_are_deployed_with_their_thresholds(example_deployment: ExampleDeployment) -> None:
+def test_alarms_are_deployed_with_their_thresholds(example_deployment: Deployment) -> None:
     server = example_deployment.server
     alarms = server.client("cloudwatch").describe_alarms()["MetricAlarms"]
     by_queue_metric = {(a["Dimensions"][0]["Value"], a["MetricName"]): a for a in alarms if a.get("Dimensions")}
@@ -94,9 +94,7 @@ def test_alarms_are_deployed_with_their_thresholds(example_deployment: ExampleDe
 
 
 @pytest.fixture(scope="module")
-def demo(
-    example_deployment: ExampleDeployment, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[DemoResult, list[str]]:
+def demo(example_deployment: Deployment, tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, list[str]]:
     lines: list[str] = []
     result = run_demo(example_deployment.server, logs_dir=tmp_path_factory.mktemp("demo-logs"), out=lines.append)
     return result, lines

@@ -11,17 +11,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from emulator_fixtures import NEEDS_CDK, Deployment, deployment
 
-from local_emulator.deploy import PROJECT_DIR, DeployError, DeployReport, deploy, verify
-from local_emulator.server import LocalServer, running_server
+from local_emulator.deploy import DeployError, verify
+from local_emulator.server import LocalServer
 
-pytestmark = pytest.mark.skipif(
-    not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
-)
+pytestmark = NEEDS_CDK
 
 APP = Path(__file__).resolve().parent / "emulator_apps" / "consumers_app.py"
 STACK = "EmulatorConsumers"
@@ -29,21 +27,13 @@ CLUSTER = f"{STACK}-cluster"
 SERVICE_ID = f"service/{CLUSTER}/{STACK}-VideoTranscode"
 
 
-@dataclass
-class Deployed:
-    server: LocalServer
-    report: DeployReport
-    assembly: Path
-
-
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    assembly = tmp_path_factory.mktemp("cdk.out")
-    with running_server() as server:
-        yield Deployed(server, deploy(server, output_dir=assembly, app=APP), assembly)
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    with deployment(tmp_path_factory, APP) as deployed:
+        yield deployed
 
 
-def test_every_resource_is_created_and_checked(deployed: Deployed) -> None:
+def test_every_resource_is_created_and_checked(deployed: Deployment) -> None:
     types = set(deployed.report.stacks[STACK].values())
     assert {
         "AWS::Lambda::Function",
@@ -67,7 +57,7 @@ def test_every_resource_is_created_and_checked(deployed: Deployed) -> None:
     assert "AWS::ECS::Service" in deployed.report.not_verifiable
 
 
-def test_function_keeps_its_layer_role_and_configuration(deployed: Deployed) -> None:
+def test_function_keeps_its_layer_role_and_configuration(deployed: Deployment) -> None:
     lambda_ = deployed.server.client("lambda")
     function = lambda_.get_function(FunctionName=f"{STACK}-Thumbnails")["Configuration"]
     assert (function["Runtime"], function["Handler"], function["Timeout"]) == ("python3.14", "index.handler", 30)
@@ -79,7 +69,7 @@ def test_function_keeps_its_layer_role_and_configuration(deployed: Deployed) -> 
     assert [p["PolicyName"] for p in attached] == ["AWSLambdaBasicExecutionRole"]
 
 
-def test_event_source_mapping_is_readable(deployed: Deployed) -> None:
+def test_event_source_mapping_is_readable(deployed: Deployment) -> None:
     lambda_ = deployed.server.client("lambda")
     [mapping] = lambda_.list_event_source_mappings(FunctionName=f"{STACK}-Thumbnails")["EventSourceMappings"]
     mapping = lambda_.get_event_source_mapping(UUID=mapping["UUID"])
@@ -106,7 +96,7 @@ def _queue_through_api(server: LocalServer) -> str:
 
 
 @pytest.mark.parametrize("made_by", ["cloudformation", "api"])
-def test_event_source_mapping_never_touches_the_queue(deployed: Deployed, made_by: str) -> None:
+def test_event_source_mapping_never_touches_the_queue(deployed: Deployment, made_by: str) -> None:
     # moto would receive the messages at each SendMessage and fail to invoke the function (no Docker),
     # burning receive counts until they reach the DLQ.
     sqs = deployed.server.client("sqs")
@@ -132,7 +122,7 @@ def test_event_source_mapping_never_touches_the_queue(deployed: Deployed, made_b
     sqs.purge_queue(QueueUrl=url)
 
 
-def test_scalable_target_and_metric_math_policies(deployed: Deployed) -> None:
+def test_scalable_target_and_metric_math_policies(deployed: Deployment) -> None:
     autoscaling = deployed.server.client("application-autoscaling")
     [target] = autoscaling.describe_scalable_targets(ServiceNamespace="ecs", ResourceIds=[SERVICE_ID])[
         "ScalableTargets"
@@ -153,7 +143,7 @@ def test_scalable_target_and_metric_math_policies(deployed: Deployed) -> None:
     assert step["StepAdjustments"] == [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]
 
 
-def test_metric_math_alarms(deployed: Deployed) -> None:
+def test_metric_math_alarms(deployed: Deployment) -> None:
     cloudwatch = deployed.server.client("cloudwatch")
     [backlog] = cloudwatch.describe_alarms(AlarmNames=[f"{STACK}-VideoTranscode-backlog"])["MetricAlarms"]
     assert backlog["Threshold"] == 100 and backlog["EvaluationPeriods"] == 3
@@ -166,7 +156,7 @@ def test_metric_math_alarms(deployed: Deployed) -> None:
     assert len(step_alarms) == 1 and step_alarms[0]["Metrics"]
 
 
-def test_fargate_service_task_and_cluster(deployed: Deployed) -> None:
+def test_fargate_service_task_and_cluster(deployed: Deployment) -> None:
     ecs = deployed.server.client("ecs")
     [cluster] = ecs.describe_clusters(clusters=[CLUSTER], include=["SETTINGS"])["clusters"]
     assert cluster["settings"] == [{"name": "containerInsights", "value": "enabled"}]
@@ -184,7 +174,7 @@ def test_fargate_service_task_and_cluster(deployed: Deployed) -> None:
     assert container["logConfiguration"]["logDriver"] == "awslogs"
 
 
-def test_log_groups_flow_log_and_dashboard(deployed: Deployed) -> None:
+def test_log_groups_flow_log_and_dashboard(deployed: Deployment) -> None:
     groups = deployed.server.client("logs").describe_log_groups()["logGroups"]
     retention = {g["logGroupName"].split("-")[1][:-8]: g.get("retentionInDays") for g in groups}
     assert retention["ThumbnailsLogs"] == 14 and retention["VideoTranscodeLogs"] == 14
@@ -195,7 +185,7 @@ def test_log_groups_flow_log_and_dashboard(deployed: Deployed) -> None:
     assert widget["properties"]["title"] == "backlog"
 
 
-def test_verify_fails_on_a_property_that_differs_from_the_template(deployed: Deployed) -> None:
+def test_verify_fails_on_a_property_that_differs_from_the_template(deployed: Deployment) -> None:
     lambda_ = deployed.server.client("lambda")
     lambda_.update_function_configuration(FunctionName=f"{STACK}-Thumbnails", Timeout=99)
     try:
@@ -214,7 +204,7 @@ def test_verify_fails_on_a_property_that_differs_from_the_template(deployed: Dep
         ("AWS::CloudFormation::CustomResource", "native CloudFormation resources"),
     ],
 )
-def test_custom_resource_fails_the_deploy_with_a_hint(deployed: Deployed, resource_type: str, hint: str) -> None:
+def test_custom_resource_fails_the_deploy_with_a_hint(deployed: Deployment, resource_type: str, hint: str) -> None:
     # moto would report it CREATE_COMPLETE although its Lambda never ran.
     function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{STACK}-Thumbnails"
     template = {"Resources": {"Restrict": {"Type": resource_type, "Properties": {"ServiceToken": function_arn}}}}
