@@ -24,8 +24,9 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# `jobqueues local deploy` on the example app (its cdk.json), then the demo (docs/emulator.md).
 local: setup
-	$(PY) -m local_emulator deploy
+	$(VENV)/bin/jobqueues local deploy --demo
 
 lint: setup
 	$(PY) -m ruff check .

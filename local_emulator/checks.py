@@ -2,7 +2,7 @@
 
 :func:`check_resource` reads a resource back with boto3 and returns one line per property whose
 value differs from the template's. Template values with intrinsics are resolved against the
-stack's physical ids by :mod:`local_emulator.intrinsics` (``Ref``, ``Fn::Join``, ``Fn::Sub``, a queue's
+stack's physical ids by :mod:`jobqueues.ops.intrinsics` (``Ref``, ``Fn::Join``, ``Fn::Sub``, a queue's
 ``Fn::GetAtt``, pseudo parameters); a value it cannot compute is not compared, except a queue's
 ``KmsMasterKeyId`` (a key's ARN, compared by the key's physical id). :data:`NOT_VERIFIABLE` says, per type,
 what the emulator cannot show: properties moto drops and behaviour it does not emulate.
@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from local_emulator import intrinsics
+from jobqueues.ops import intrinsics
 from local_emulator.deployed import DeployedStack
 from local_emulator.server import LocalServer
 
@@ -50,7 +50,7 @@ UNRESOLVED = Unresolved()
 
 
 def resolve(value: Any, stack: DeployedStack) -> Any:
-    """``value`` with its intrinsics computed (:func:`local_emulator.intrinsics.resolve`, the one resolver), else
+    """``value`` with its intrinsics computed (:func:`jobqueues.ops.intrinsics.resolve`, the one resolver), else
     :data:`UNRESOLVED`."""
     try:
         return intrinsics.resolve(value, stack)

@@ -1,23 +1,19 @@
-"""Deploy the example app with the real ``cdk`` CLI to the local emulator and report what exists.
+"""What a deploy to the local emulator created, checked against the templates, and reported.
 
-``python -m local_emulator deploy`` starts the emulator, runs ``cdk bootstrap`` and
-``cdk deploy '**'`` (every stack, those inside ``Stage`` s too) against it, checks that every resource of
-every synthesized template, nested assemblies included, was created and that the properties moto keeps
-match the template (:mod:`local_emulator.checks`), and prints each queue with its visibility timeout,
-redrive policy and alarms, then what could not be verified locally.
+A deploy (:func:`local_emulator.user_app.deploy_app`, for ``jobqueues local`` and the tests alike) ends with
+:func:`verify`: every resource of every synthesized template, nested assemblies included, was created, and the
+properties moto keeps match the template (:mod:`local_emulator.checks`). :func:`format_report` prints each queue
+with its visibility timeout, redrive policy and alarms, then what could not be verified locally.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobqueues.defaults import IMAGE_CONTEXT
+from jobqueues.ops.assembly import stack_artifacts
 from local_emulator.checks import NOT_VERIFIABLE, check_resource
 from local_emulator.deployed import DeployedError, DeployedStack
 from local_emulator.server import LOCAL_AWS_ENV, LocalServer
@@ -49,90 +45,9 @@ class DeployReport:
     not_verifiable: dict[str, str] = field(default_factory=dict)
 
 
-#: The example app; tests pass their own CDK app scripts to :func:`deploy`.
-EXAMPLE_APP = PROJECT_DIR / "app.py"
 #: The ECS jobs' image in the local deploy (context ``jobqueues:image``); tasks never run in the emulator, the
 #: demo runs the worker as local processes.
 LOCAL_WORKER_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
-
-
-def cdk_command(*args: str, app: Path = EXAMPLE_APP) -> list[str]:
-    cdk = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
-    if not cdk.exists():
-        raise DeployError(f"{cdk} not found: run `npm ci` (the README's `make local` does)")
-    # The app runs with this interpreter, so the venv's aws-cdk-lib is the one used.
-    return [str(cdk), *args, "--app", f"{sys.executable} {app}", "--no-notices", "--no-version-reporting"]
-
-
-def run_cdk(server: LocalServer, *args: str, output_dir: Path | None = None, app: Path = EXAMPLE_APP) -> None:
-    env = {
-        **os.environ,
-        **server.env(),
-        "CDK_DEFAULT_ACCOUNT": LOCAL_ACCOUNT,
-        "CDK_DEFAULT_REGION": LOCAL_REGION,
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-        "CI": "true",  # no interactive progress bars
-    }
-    extra = ["--output", str(output_dir)] if output_dir else []
-    # No Docker here: ECS jobs take a registry image instead of building lambda_src/Dockerfile.
-    extra += ["--context", f"{IMAGE_CONTEXT}={LOCAL_WORKER_IMAGE}"]
-    command = cdk_command(*args, *extra, app=app)
-    completed = subprocess.run(command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True)
-    if os.environ.get("JOBQUEUES_VERBOSE"):
-        sys.stderr.write(completed.stdout + completed.stderr)
-    if completed.returncode != 0:
-        raise DeployError(
-            f"`cdk {' '.join(args)}` failed with exit code {completed.returncode}:\n"
-            + _tail(completed.stdout + completed.stderr)
-        )
-
-
-def deploy(
-    server: LocalServer, output_dir: Path | None = None, app: Path = EXAMPLE_APP, concurrency: int = 1
-) -> DeployReport:
-    """Bootstrap, deploy every stack of ``app`` (a CDK app script), and verify that nothing was skipped.
-
-    Every stack means those inside ``Stage`` s too: ``cdk deploy '**'`` (``--all`` selects the top-level
-    assembly's stacks only, and fails when there are none). ``concurrency``: stacks deployed at once,
-    dependencies respected. Default: 1. ``cdk`` runs in the project directory whatever the app, so
-    ``cdk.json``'s context flags apply to it.
-    """
-    output_dir = output_dir or PROJECT_DIR / "cdk.out"
-    run_cdk(server, "bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", output_dir=output_dir, app=app)
-    run_cdk(
-        server,
-        "deploy",
-        "**",
-        "--require-approval",
-        "never",
-        "--concurrency",
-        str(concurrency),
-        output_dir=output_dir,
-        app=app,
-    )
-    return verify(server, output_dir)
-
-
-@dataclass(frozen=True)
-class StackArtifact:
-    """One stack of a cloud assembly: its CloudFormation name and its synthesized template."""
-
-    name: str
-    template_file: Path
-
-
-def stack_artifacts(assembly_dir: Path) -> list[StackArtifact]:
-    """Every stack of the cloud assembly at ``assembly_dir``, those of nested assemblies (``Stage`` s) included."""
-    manifest = json.loads((assembly_dir / "manifest.json").read_text())
-    stacks: list[StackArtifact] = []
-    for artifact in manifest["artifacts"].values():
-        properties = artifact.get("properties", {})
-        if artifact["type"] == "cdk:cloud-assembly":
-            stacks += stack_artifacts(assembly_dir / properties["directoryName"])
-        elif artifact["type"] == "aws:cloudformation:stack":
-            name = properties.get("stackName") or artifact["displayName"]
-            stacks.append(StackArtifact(name, assembly_dir / properties["templateFile"]))
-    return stacks
 
 
 #: Stack states in which every resource of the last deploy exists.
@@ -240,7 +155,3 @@ def _comparison(operator: str) -> str:
         "LessThanThreshold": "<",
         "LessThanOrEqualToThreshold": "<=",
     }.get(operator, operator)
-
-
-def _tail(text: str, lines: int = 40) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])

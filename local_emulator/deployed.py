@@ -2,7 +2,7 @@
 
 moto keeps only some properties of some resource types, so the post-deploy check, the demo and the Lambda
 driver read what a resource was deployed with from the stack's own template (``GetTemplate``) and resolve its
-intrinsics (:mod:`local_emulator.intrinsics`) against the stack's physical ids (``DescribeStackResources``):
+intrinsics (:mod:`jobqueues.ops.intrinsics`) against the stack's physical ids (``DescribeStackResources``):
 e.g. an ECS container's command with the queue URLs its ``Ref`` s stand for.
 """
 
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from local_emulator import intrinsics
+from jobqueues.ops import intrinsics
 from local_emulator.server import Emulator
 
 
@@ -84,3 +84,19 @@ class DeployedStack:
             return intrinsics.resolve(value, self)
         except intrinsics.Unresolvable as error:
             raise DeployedError(str(error)) from error
+
+    def environment(self, container: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+        """A container definition's environment, resolved: (name -> value, names whose value cannot be
+        computed locally)."""
+        environment: dict[str, str] = {}
+        unresolved = []
+        for variable in container.get("Environment", []):
+            try:
+                environment[variable["Name"]] = str(self.resolve(variable["Value"]))
+            except DeployedError:
+                unresolved.append(variable["Name"])
+        return environment, unresolved
+
+    def logical_id(self, physical_id: str) -> str | None:
+        """The logical id of the resource whose physical id is ``physical_id``, or ``None``."""
+        return next((k for k, v in self.physical_ids.items() if v == physical_id), None)

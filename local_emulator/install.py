@@ -16,9 +16,11 @@ from local_emulator.patches.lambda_ import keep_lambda_layers, make_sqs_event_so
 from local_emulator.patches.sqs import (
     keep_one_queue_encryption,
     make_fifo_redelivery_ordered,
+    make_retention_check_constant_time,
     make_sqs_receives_atomic,
     report_redrive_allow_policy,
 )
+from local_emulator.patches.sqs_move_tasks import add_message_move_tasks
 
 
 def install() -> None:
@@ -34,4 +36,6 @@ def install() -> None:
     # The FIFO order first: the atomic receive's lock then covers it (make_fifo_redelivery_ordered's docstring).
     make_fifo_redelivery_ordered()
     make_sqs_receives_atomic()
+    make_retention_check_constant_time()
+    add_message_move_tasks()
     check_handlers_in_use()

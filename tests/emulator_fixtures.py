@@ -7,6 +7,7 @@ runs them in one worker and the app is deployed once.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from local_emulator.deploy import PROJECT_DIR, DeployReport, deploy
+from local_emulator.deploy import PROJECT_DIR, DeployReport
 from local_emulator.server import LocalServer, running_server
+from local_emulator.user_app import deploy_app
 
 #: Why a test that deploys is skipped: the ``cdk`` CLI (``npm ci``) is missing.
 NEEDS_CDK = pytest.mark.skipif(
@@ -32,14 +34,33 @@ class Deployment:
     assembly: Path
 
 
+#: A new team's own app (Stages, FIFO + KMS, a 3 s Lambda, a queue name of its own): what the command is tested on.
+OPS_APP_DIR = Path(__file__).resolve().parent / "ops_app"
+
+
 @contextmanager
-def deployment(tmp_path_factory: pytest.TempPathFactory, app: Path | None = None) -> Iterator[Deployment]:
-    """``app`` (default: the example app) deployed and verified on an emulator of its own (not the shared
-    ``local_aws``), for as long as the ``with`` lasts."""
+def deployment(
+    tmp_path_factory: pytest.TempPathFactory,
+    app: Path | None = None,
+    app_dir: Path | None = None,
+    concurrency: int = 1,
+) -> Iterator[Deployment]:
+    """``app`` (a CDK app script; default: the directory's ``cdk.json`` app) deployed and verified on an emulator
+    of its own, as ``jobqueues local deploy`` deploys it, for as long as the ``with`` lasts; ``cdk`` runs in
+    ``app_dir`` (default: the project's, i.e. the example app)."""
     assembly = tmp_path_factory.mktemp("cdk.out")
+    command = None if app is None else f"{sys.executable} {app}"
     with running_server() as server:
-        report = deploy(server, output_dir=assembly) if app is None else deploy(server, output_dir=assembly, app=app)
+        report = deploy_app(server, app_dir or PROJECT_DIR, command, assembly, concurrency=concurrency)
         yield Deployment(server, report, assembly)
+
+
+@pytest.fixture(scope="session")
+def ops_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """``tests/ops_app`` deployed (from its own directory) and verified, once per test process. Tests that
+    change its queues' contents use their own job bodies and leave the queues empty."""
+    with deployment(tmp_path_factory, app=OPS_APP_DIR / "app.py", app_dir=OPS_APP_DIR) as deployed:
+        yield deployed
 
 
 @pytest.fixture(scope="session")

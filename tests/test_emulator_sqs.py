@@ -17,7 +17,11 @@ from collections.abc import Iterator
 import pytest
 from moto.sqs.models import Message, SQSBackend
 
-from local_emulator.patches.sqs import make_fifo_redelivery_ordered, make_sqs_receives_atomic
+from local_emulator.patches.sqs import (
+    make_fifo_redelivery_ordered,
+    make_retention_check_constant_time,
+    make_sqs_receives_atomic,
+)
 
 
 @pytest.fixture
@@ -104,3 +108,18 @@ def test_the_emulator_redelivers_a_fifo_group_in_order() -> None:
     make_fifo_redelivery_ordered(Emulated)
     make_sqs_receives_atomic(Emulated)
     assert crash_holding_a_group(Emulated("us-east-1", "123456789012")) == ["#0", "#1", "#2"]
+
+
+def test_the_retention_check_reads_one_attribute_and_keeps_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Backend(SQSBackend):
+        pass
+
+    make_retention_check_constant_time(Backend)
+    backend = Backend("us-east-1", "123456789012")
+    backend.create_queue("r", MessageRetentionPeriod="60")
+    message = backend.send_message("r", "m")
+    # moto's check computed every attribute (three of them count the queue's messages): never again here
+    monkeypatch.setattr(SQSBackend, "get_queue_attributes", lambda *a, **k: pytest.fail("all attributes computed"))
+    assert backend.is_message_valid_based_on_retention_period("r", message)
+    message.sent_timestamp -= 61_000  # sent 61 s ago: past the 60 s retention
+    assert not backend.is_message_valid_based_on_retention_period("r", message)

@@ -26,8 +26,22 @@ def imports_of(path: Path, modules: set[str], exports: dict[str, str]) -> set[st
     return found
 
 
+def module_files() -> dict[str, Path]:
+    """Module name -> file, subpackages (``jobqueues.ops``, ``jobqueues.cli``) included; a package is its
+    ``__init__`` (the top package's is the lazy export table, read below)."""
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts == ("__init__",):
+            continue
+        name = ".".join(("jobqueues", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+        files[name] = path
+    return files
+
+
 def import_graph() -> dict[str, set[str]]:
-    modules = {f"jobqueues.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    files = module_files()
+    modules = set(files)
     namespace: dict[str, object] = {}
     init = ast.parse((PACKAGE / "__init__.py").read_text())
     exports_node = next(
@@ -36,10 +50,7 @@ def import_graph() -> dict[str, set[str]]:
     exec(compile(ast.Module(body=[exports_node], type_ignores=[]), "exports", "exec"), namespace)
     exports = namespace["_EXPORTS"]
     assert isinstance(exports, dict)
-    return {
-        module: imports_of(PACKAGE / f"{module.split('.')[1]}.py", modules, exports) - {module}
-        for module in sorted(modules)
-    }
+    return {module: imports_of(files[module], modules, exports) - {module} for module in sorted(modules)}
 
 
 def cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
@@ -89,3 +100,31 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     tmp.parent.mkdir(exist_ok=True)
     tmp.write_text(source)
     assert imports_of(tmp, {"jobqueues.lambda_job"}, {}) == {"jobqueues.lambda_job"}
+
+
+def test_the_command_and_its_operations_never_import_the_cdk() -> None:
+    # An operator's machine runs `jobqueues status` without Node: nothing under jobqueues.ops or jobqueues.cli
+    # reaches a construct module (which imports aws_cdk), except through `local` and drift's `--app`, which run
+    # the cdk CLI as a process.
+    graph = import_graph()
+    pure = {m for m in graph if m.startswith(("jobqueues.ops", "jobqueues.cli"))}
+    assert {"jobqueues.ops.discovery", "jobqueues.cli", "jobqueues.cli.context"} <= pure
+    allowed = pure | {"jobqueues.defaults", "jobqueues.declaration", "jobqueues.errors"}
+    for module in sorted(pure):
+        reached, todo = set(), [module]
+        while todo:
+            for nxt in graph.get(todo.pop(), set()) - reached:
+                reached.add(nxt)
+                todo.append(nxt)
+        assert reached <= allowed, f"{module} reaches {sorted(reached - allowed)}"
+    # and at run time: importing the command and every operation loads neither aws_cdk nor jsii
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, importlib\n"
+        f"for m in {sorted(pure)!r}: importlib.import_module(m)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'aws_cdk', 'jsii', 'constructs'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

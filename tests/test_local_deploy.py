@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from emulator_fixtures import deployment
 
-from local_emulator.deploy import PROJECT_DIR, DeployError, DeployReport, deploy, verify
-from local_emulator.server import LocalServer, running_server
+from local_emulator.deploy import PROJECT_DIR, DeployError, DeployReport, verify
+from local_emulator.server import LocalServer
 
 pytestmark = pytest.mark.skipif(
     not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
@@ -42,9 +43,8 @@ STAGE_STACKS = ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs")
 
 @pytest.fixture(scope="module")
 def deployed_stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalServer, DeployReport, Path]]:
-    assembly = tmp_path_factory.mktemp("cdk.out")
-    with running_server() as server:
-        yield server, deploy(server, output_dir=assembly, app=STAGES_APP, concurrency=2), assembly
+    with deployment(tmp_path_factory, app=STAGES_APP, concurrency=2) as deployed:
+        yield deployed.server, deployed.report, deployed.assembly
 
 
 def test_stacks_inside_stages_are_deployed_and_verified(deployed_stages: tuple) -> None:

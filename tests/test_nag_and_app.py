@@ -15,7 +15,7 @@ from emulator_apps import consumers_app, stages_app
 
 from app import build_app
 from jobqueues import JobQueue
-from local_emulator.deploy import stack_artifacts
+from jobqueues.ops.assembly import stack_artifacts
 
 
 @pytest.fixture(scope="module")

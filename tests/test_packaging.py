@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # What the two builds read: the sdist contents, copied so that setuptools' build/ directories (which keep
 # deleted modules) and egg-info never come from, or land in, the working tree.
-BUILD_INPUTS = ["pyproject.toml", "README.md", "LICENSE", "constructs", "jobstats", "lambda_src"]
+BUILD_INPUTS = ["pyproject.toml", "README.md", "LICENSE", "constructs", "jobstats", "lambda_src", "local_emulator"]
 
 USER_APP = """
 import json
@@ -161,6 +161,18 @@ def test_wheels_install_and_synth_with_cdk_nag_outside_the_repository(wheels: di
         assert metadata_version == module_version, dist
     assert any(r.startswith("sqslease") for r in facts["requires"]["cdk-jobqueues"])
     assert not [r for r in facts["requires"]["sqslease"] if "cdk" in r or "constructs" in r]
+
+    # The console script: `jobqueues` is installed, and names itself and the version.
+    version = run([str(tmp_path / "venv" / "bin" / "jobqueues"), "--version"], tmp_path, env=env).stdout
+    assert version.strip() == f"jobqueues, version {facts['versions']['cdk-jobqueues'][0]}"
+    # Every package of the checkout is in the wheel (setuptools' list is explicit): `jobqueues local` needs
+    # local_emulator and its subpackages (moto comes with the extra [local]).
+    packages = {
+        f"{root}/{init.parent.relative_to(ROOT / source).as_posix()}/__init__.py".replace("/./", "/")
+        for root, source in (("jobqueues", "constructs/jobqueues"), ("local_emulator", "local_emulator"))
+        for init in (ROOT / source).rglob("__init__.py")
+    }
+    assert packages - set(facts["files"]["cdk-jobqueues"]) == set()
 
     # The bug this layout fixes: removing the construct library must leave the runtime whole.
     pip_into(python, "uninstall", "--yes", "cdk-jobqueues", cwd=tmp_path)

@@ -25,9 +25,11 @@ SETTINGS = LeaseSettings(visibility_timeout=2, extension_threshold=1, heartbeat_
 SLOW = LeaseSettings(visibility_timeout=30, extension_threshold=5, heartbeat_interval=0.2, pull_forward=0)
 
 
-def table(settings: LeaseSettings, deadlines: list[float]) -> tuple[LeaseScheduler, list]:
+def table(settings: LeaseSettings, deadlines: list[float], received_at: float = 0.0) -> tuple[LeaseScheduler, list]:
+    """Leases received at ``received_at`` (the clock's time: a test on the real clock passes ``time.monotonic()``,
+    or a machine up longer than ``max_total_lease`` finds every lease past its maximum)."""
     scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
-    return scheduler, [scheduler.add(f"h{i}", 0.0, d) for i, d in enumerate(deadlines)]
+    return scheduler, [scheduler.add(f"h{i}", received_at, d) for i, d in enumerate(deadlines)]
 
 
 # -- unit: scripted client, injected clock ------------------------------------------------------------
@@ -137,7 +139,7 @@ def test_extensions_stop_at_the_maximum_total_lease() -> None:
 def test_a_lease_is_extended_while_its_delete_is_held_and_a_failed_delete_is_retried() -> None:
     held = threading.Event()
     sqs = FakeSQS().script("DeleteMessageBatch", "error500", held)  # fails, then its retry is held
-    scheduler, (lease,) = table(SLOW, [time.monotonic() + 3])
+    scheduler, (lease,) = table(SLOW, [3], received_at=time.monotonic())  # 3 s left: due now
     settler = Settler(sqs, "q", scheduler)
     heartbeat = Heartbeat(sqs, "q", scheduler, SLOW)
     try:
@@ -156,7 +158,7 @@ def test_a_lease_is_extended_while_its_delete_is_held_and_a_failed_delete_is_ret
 def test_a_release_waits_for_the_extension_in_flight_on_the_sender_thread_not_the_handler() -> None:
     held = threading.Event()
     sqs = FakeSQS().script("ChangeMessageVisibilityBatch", held)
-    scheduler, (lease,) = table(SLOW, [time.monotonic() + 3])
+    scheduler, (lease,) = table(SLOW, [3], received_at=time.monotonic())  # 3 s left: due now
     settler = Settler(sqs, "q", scheduler)
     heartbeat = Heartbeat(sqs, "q", scheduler, SLOW)
     try:

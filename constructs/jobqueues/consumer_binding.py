@@ -11,7 +11,6 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import CfnResource
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -93,18 +92,3 @@ def bind_consumer(
     metrics = ConsumerMetrics.of(job_queue)
     leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics, function_timeout_s=function_timeout_s)
     return Binding(scope, job_queue, metrics, leak, lost, drift)
-
-
-#: Metadata key on a consumer construct's source queue: the declared p99 in seconds, where tools (the local demo,
-#: ``jobqueues status``) compare measurements with it.
-P99_METADATA = "jobqueues:processing_p99_s"
-
-
-def mark_declared_p99(job_queue: IJobQueue) -> None:
-    """Record the declared p99 on the source queue's template resource, when there is one."""
-    p99_s = job_queue.processing_p99_seconds
-    if p99_s is None:
-        return
-    queue = job_queue.queue.node.default_child
-    if isinstance(queue, CfnResource):
-        queue.add_metadata(P99_METADATA, p99_s)

@@ -17,6 +17,7 @@ from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import bind_consumer, claim_consumer
 from jobqueues.errors import JobQueueError
 from jobqueues.interface import IJobQueue
+from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
 from jobqueues.names import stack_of
 from jobqueues.scaling import running_tasks, scale_on_backlog
@@ -75,6 +76,21 @@ def bind_ecs_consumer(
         min_tasks=min_tasks,
         max_tasks=max_tasks,
         target_backlog_per_task=target_backlog_per_task,
+    )
+    mark_consumer(
+        job_queue,
+        service,
+        {
+            "kind": "ecs",
+            "service": reference(service, service.service_arn, "arn", stack),
+            "cluster": reference(service.cluster, cluster_name, "name", stack),
+            "task_definition": reference(
+                service.task_definition, service.task_definition.task_definition_arn, "arn", stack
+            ),
+            "min_tasks": min_tasks,
+            "max_tasks": max_tasks,
+            "target_backlog_per_task": target_backlog_per_task,
+        },
     )
     period = consumer_period()
     tasks = running_tasks(cluster_name, service.service_name, period)

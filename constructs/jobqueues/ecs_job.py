@@ -13,13 +13,13 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from jobqueues.cluster import shared_cluster
-from jobqueues.consumer_binding import mark_declared_p99
 from jobqueues.consumer_rules import check_ecs_consumer, stop_timeout_s
 from jobqueues.defaults import IMAGE_CONTEXT
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.names import stack_of
+from jobqueues.ops.marker_format import IMAGE_DIRECTORY_MARKER
 from jobqueues.planning import plan_from_props
 from jobqueues.props import EcsJobProps, LeaseOptions, QueueOptions
 from sqslease.rules import DEFAULT_SHUTDOWN_GRACE_S, DEFAULT_WORKER_CONCURRENCY
@@ -75,7 +75,6 @@ class EcsJob(Construct):
         #: The queue + DLQ pair.
         plan = plan_from_props(self, KIND, job_type, queue_props, consumer=check, ecs_consumer=True)
         self.job_queue = JobQueue(self, "Queue", plan=plan)
-        mark_declared_p99(self.job_queue)
 
         self.cluster: ecs.ICluster = cluster or shared_cluster(self)
         log_group = logs.LogGroup(self, "Logs", retention=props.get("log_retention", logs.RetentionDays.ONE_MONTH))
@@ -125,6 +124,11 @@ class EcsJob(Construct):
             max_tasks=max_tasks,
             target_backlog_per_task=target_backlog,
         )
+        if image is None:
+            # Where `jobqueues local up` finds the handlers to run the worker as a local process (relative to
+            # the app's directory, as given: an absolute path would differ between machines).
+            service_resource: Any = self.service.node.default_child
+            service_resource.add_metadata(IMAGE_DIRECTORY_MARKER, image_directory or DEFAULT_IMAGE_DIRECTORY)
 
 
 def missing_dockerfile(image_directory: str) -> list[str]:

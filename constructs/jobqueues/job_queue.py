@@ -15,6 +15,7 @@ from jobqueues.errors import JobQueueError
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.inputs import whole_seconds_duration
 from jobqueues.job_queue_base import JobQueueBase
+from jobqueues.marker import mark_job_queue
 from jobqueues.names import stack_facts, stack_of
 from jobqueues.plan import Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props, take_claimed
@@ -123,6 +124,7 @@ class JobQueue(JobQueueBase):
                 self, plan.job_type, self.queue, self.dead_letter_queue, plan.alarms, plan.alarm_topic
             )
         self.alarm_topic = plan.alarm_topic
+        mark_job_queue(self)
         count_job_type(stack)
 
     @staticmethod

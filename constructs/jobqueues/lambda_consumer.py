@@ -4,7 +4,7 @@ environment, the ``sqslease`` layer, and the function's own alarms and graphs be
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Token
+from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -18,6 +18,7 @@ from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader
 from jobqueues.interface import IJobQueue
 from jobqueues.lease_layer import sqslease_layer
+from jobqueues.marker import mark_consumer, reference
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     LAMBDA_DEFAULT_TIMEOUT_S,
@@ -68,6 +69,19 @@ def bind_lambda_consumer(
     if add_layer:
         function.add_layers(sqslease_layer(scope))
     binding = bind_consumer(scope, job_queue, function, function_timeout_s=timeout_s)
+    stack = Stack.of(function)
+    mark_consumer(
+        job_queue,
+        function,
+        {
+            "kind": "lambda",
+            "function": reference(function, function.function_name, "name", stack),
+            "timeout_s": timeout_s,
+            "batch_size": batch_size,
+            "max_batching_window_s": max_batching_window.to_seconds() if max_batching_window else 0,
+            "max_concurrency": max_concurrency,
+        },
+    )
     minute = one_minute()
     errors = alarm(
         scope,

@@ -11,7 +11,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from jobqueues.consumer_binding import mark_declared_p99
 from jobqueues.consumer_rules import check_lambda_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
@@ -82,7 +81,6 @@ class LambdaJob(Construct):
         plan = plan_from_props(self, KIND, job_type, queue_props, labels={"lambda_timeout": "timeout"}, consumer=check)
         #: The queue + DLQ pair.
         self.job_queue = JobQueue(self, "Queue", plan=plan)
-        mark_declared_p99(self.job_queue)
 
         role = iam.Role(
             self,

@@ -24,6 +24,10 @@ METRICS = (
 )
 
 OUTCOMES = ("success", "failure", "dead_lettered", "released", "lost")
+#: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
+#: handler cannot flood the logs (CloudWatch Logs takes 256 KiB per event).
+ERROR_TEXT_LIMIT = 500
+
 #: Outcome of a message released without running: its line publishes no ProcessingTime metric (it ran 0 ms).
 UNRUN_OUTCOME = "released"
 
@@ -48,8 +52,14 @@ class EmfLogger:
         extensions: int,
         lease_lost: bool,
         timestamp_ms: int | None = None,
+        error: BaseException | None = None,
     ) -> dict[str, Any]:
-        """Log one processed message and return the line's object."""
+        """Log one processed message and return the line's object.
+
+        :param error: what the handler raised, if anything: the line gets ``ErrorType`` (the exception's
+            module-qualified class) and ``Error`` (its text, at most :data:`ERROR_TEXT_LIMIT` characters), which
+            ``jobqueues dlq list`` shows beside a dead-lettered message. Default: none.
+        """
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
         line = {
@@ -69,11 +79,26 @@ class EmfLogger:
             "Extensions": extensions,
             "LeaseLost": int(lease_lost),
         }
+        if error is not None:
+            line["ErrorType"] = error_type(error)
+            line["Error"] = error_text(error)
         text = json.dumps(line, separators=(",", ":")) + "\n"
         with self._lock:
             self.stream.write(text)
             self.stream.flush()
         return line
+
+
+def error_type(error: BaseException) -> str:
+    """``module.Class`` of ``error`` (``builtins.`` left out)."""
+    kind = type(error)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)`` on one line, cut to :data:`ERROR_TEXT_LIMIT` characters (an ellipsis marks the cut)."""
+    text = " ".join(str(error).split()) or repr(error)
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
 
 
 def _metrics(outcome: str) -> list[dict[str, str]]:

@@ -159,6 +159,7 @@ class MessageProcessor:
             receive_count=message.receive_count,
             extensions=message.lease.extensions,
             lease_lost=message.lease.lost,
+            error=error,
         )
         return ProcessResult(outcome, elapsed_ms, retry)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from local_emulator.deployed import DeployedError, DeployedStack
+from jobqueues.ops.marker_format import QUEUE_MARKER
+from local_emulator.deployed import DeployedStack
 from local_emulator.server import Emulator
 
 
@@ -60,8 +61,7 @@ def discover_queues(emulator: Emulator, stack: DeployedStack) -> dict[str, Queue
         if redrive:
             dlq_name = redrive["deadLetterTargetArn"].rsplit(":", 1)[-1]
             dlq_url = sqs.get_queue_url(QueueName=dlq_name)["QueueUrl"]
-        metadata = resource.get("Metadata", {})
-        p99 = metadata.get("jobqueues:processing_p99_s")
+        p99 = (resource.get("Metadata") or {}).get(QUEUE_MARKER, {}).get("processing_p99_s")
         jobs[job_type] = QueueJob(
             job_type=job_type,
             url=url,
@@ -85,13 +85,7 @@ def discover_ecs_jobs(stack: DeployedStack) -> list[EcsJob]:
             command = [str(part) for part in stack.resolve(container.get("Command", []))]
             if "sqslease.worker" not in command:
                 continue
-            environment: dict[str, str] = {}
-            unresolved = []
-            for variable in container.get("Environment", []):
-                try:
-                    environment[variable["Name"]] = str(stack.resolve(variable["Value"]))
-                except DeployedError:
-                    unresolved.append(variable["Name"])
+            environment, unresolved = stack.environment(container)
             job = EcsJob("", stack.physical_id(logical_id), command, environment)
             queue_url = job.option("queue-url") or environment.get("SQSLEASE_QUEUE_URL", "")
             job_type = job.option("job-type") or environment.get("SQSLEASE_JOB_TYPE")

@@ -80,3 +80,16 @@ def counts(server: LocalServer, url: str) -> tuple[int, int]:
     """(visible, in flight) as SQS reports them."""
     a = server.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     return int(a["ApproximateNumberOfMessages"]), int(a["ApproximateNumberOfMessagesNotVisible"])
+
+
+def take_all(sqs: Any, url: str) -> list[dict[str, Any]]:
+    """Every message of ``url`` (a boto3 SQS client's queue) in the order received, with its system
+    attributes, deleted: the queue is left empty."""
+    found: list[dict[str, Any]] = []
+    while messages := sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0
+    ).get("Messages", []):
+        found += messages
+        for m in messages:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    return found

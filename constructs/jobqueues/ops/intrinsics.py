@@ -2,9 +2,10 @@
 
 :func:`resolve` computes ``Ref`` (pseudo parameters, parameter defaults, physical ids), ``Fn::Join``,
 ``Fn::Sub`` and ``Fn::GetAtt`` of a queue (``Arn``, ``QueueName``, ``QueueUrl``) against a stack's physical
-ids, and raises :class:`Unresolvable` naming what it cannot compute. The demo and the Lambda driver read
-values through :meth:`local_emulator.deployed.DeployedStack.resolve`; the post-deploy check
-(:mod:`local_emulator.checks`) skips a value it cannot compute.
+ids, and raises :class:`Unresolvable` naming what it cannot compute. The ``jobqueues`` command reads its
+markers' references with it (:mod:`jobqueues.ops.discovery`), on AWS as on the emulator; the emulator's demo and
+Lambda driver read values through ``local_emulator.deployed.DeployedStack.resolve``, and its post-deploy check
+skips a value it cannot compute.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class Unresolvable(Exception):
 
 
 class Stack(Protocol):
-    """What resolving needs of a deployed stack (:class:`local_emulator.deployed.DeployedStack` has it)."""
+    """What resolving needs of a stack (:class:`jobqueues.ops.discovery.StackTemplate` has it)."""
 
     @property
     def name(self) -> str: ...

@@ -1,0 +1,89 @@
+"""``jobqueues dlq list|redrive|purge JOB_TYPE``: a job type's dead-letter queue (:mod:`jobqueues.ops.dlq`,
+:mod:`jobqueues.ops.redrive`)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.cli.redrive import redrive
+from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
+from jobqueues.ops.errors import EXIT_FAILED
+
+STACK_OPTION = click.option("--stack", default=None, metavar="STACK", help="The job type's stack, when two have it.")
+
+
+@click.group("dlq")
+def command() -> None:
+    """A job type's dead-letter queue: list its messages and why, redrive them, or purge it."""
+
+
+def _age(seconds: float) -> str:
+    return str(datetime.timedelta(seconds=round(seconds)))
+
+
+def _table(rows: list[DeadLetter]) -> Table:
+    view = Table(title_justify="left")
+    for column in ("message id", "receives", "age", "group", "body", "last error"):
+        view.add_column(column, justify="right" if column == "receives" else "left", overflow="fold")
+    for row in rows:
+        error = row.last_error
+        text = "-" if error is None else f"{error.error_type}: {error.error}"
+        view.add_row(
+            row.message_id,
+            str(row.receive_count),
+            _age(row.age_s),
+            row.group or "-",
+            escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else ""),
+            escape(text),
+        )
+    return view
+
+
+@command.command("list")
+@click.argument("job_type")
+@STACK_OPTION
+@click.option("--max", "limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Messages shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (keys: docs/cli.md).")
+@pass_aws
+def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool) -> None:
+    """The DLQ's messages, without consuming them, each with the last error the consumer logged for it."""
+    job = aws.job_type(job_type, stack)
+    rows = list_dead_letters(job, aws.client("sqs"), aws.client("logs"), limit)
+    if as_json:
+        click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
+        return
+    console = Console() if Console().is_terminal else Console(width=200)
+    if not rows:
+        console.print(f"the DLQ of {job.name} is empty")
+        return
+    if job.consumer is None or not job.consumer.log_group:
+        console.print(f"{job.name} has no consumer log group: errors come from sqslease's dead-letter copies only")
+    console.print(_table(rows))
+
+
+@command.command("purge")
+@click.argument("job_type")
+@STACK_OPTION
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_aws
+def purge_(aws: Aws, job_type: str, stack: str | None, yes: bool) -> int:
+    """Delete every message of the DLQ (asks first, unless --yes). SQS allows one purge a minute."""
+    job = aws.job_type(job_type, stack)
+    url = dead_letter_url(job)
+    count = depth(aws.client("sqs"), url)
+    if not yes and not click.confirm(f"delete the {count} messages of {job.name}'s DLQ ({url})?", default=False):
+        click.echo("nothing deleted")
+        return EXIT_FAILED
+    purge(aws.client("sqs"), url)
+    click.echo(f"purged {job.name}'s DLQ: about {count} messages deleted (SQS takes up to 60 s to finish)")
+    return 0
+
+
+command.add_command(redrive)

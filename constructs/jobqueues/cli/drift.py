@@ -1,0 +1,105 @@
+"""``jobqueues drift --profiles profiles.json [--stack S | --app CMD] [--tolerance 0.25] [--json]``: the CI check of
+deployed visibility timeouts against jobstats' measurements (:mod:`jobqueues.ops.drift`)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.ops.drift import DEFAULT_TOLERANCE, Deployed, Drift, compare_all, load_profiles, read_deployed
+from jobqueues.ops.errors import EXIT_FAILED
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:g} s"
+
+
+def table(rows: list[Drift]) -> Table:
+    """One row per job type: deployed VT, expected VT, p99s, receives, status."""
+    view = Table(title_justify="left")
+    for column in ("job type", "VT", "expected VT", "declared p99", "measured p99", "samples", "max rcv", "status"):
+        view.add_column(column, justify="left" if column in ("job type", "status") else "right", no_wrap=True)
+    for row in rows:
+        receives = "-" if row.max_receive_count is None else str(row.max_receive_count)
+        if row.recommended_max_receive_count is not None:
+            receives += f" (rec. {row.recommended_max_receive_count})"
+        status = f"[bold red]{row.status}[/]" if row.drifted else row.status
+        view.add_row(
+            row.name,
+            _seconds(row.visibility_timeout_s),
+            _seconds(row.expected_visibility_timeout_s),
+            _seconds(row.declared_p99_s),
+            _seconds(row.measured_p99_s),
+            "-" if row.samples is None else f"{row.samples:,}",
+            receives,
+            status,
+        )
+    return view
+
+
+@click.command("drift")
+@click.option(
+    "--profiles",
+    "profiles_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="jobstats' profiles.json.",
+)
+@click.option("--stack", "stacks", multiple=True, metavar="STACK", help="Only this deployed stack (repeatable).")
+@click.option(
+    "--app",
+    default=None,
+    metavar="CMD",
+    help='Compare the app in the current directory, synthesized ("python app.py"), instead of what is deployed.',
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TOLERANCE,
+    show_default=True,
+    help="How far above the expected VT a deployed VT may be (0.25: 25 %).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (keys: docs/cli.md).")
+@pass_aws
+def command(
+    aws: Aws, profiles_path: Path, stacks: tuple[str, ...], app: str | None, tolerance: float, as_json: bool
+) -> int:
+    """Deployed VTs against jobstats' profiles.json (the CI check): exit 1 when one is below the measured need or
+    more than 1 + TOLERANCE times above it, with the change to make in stack code."""
+    profiles = load_profiles(profiles_path)
+    if app is not None and stacks:
+        raise click.UsageError("--stack reads deployed stacks, --app synthesizes the app: pass one of them")
+    deployed: dict[str, Deployed] = {}
+    if app is not None:
+        from jobqueues.ops.assembly import stack_artifacts
+        from jobqueues.ops.discovery import StackTemplate, discover_templates
+        from jobqueues.ops.synth import synth
+
+        with tempfile.TemporaryDirectory(prefix="jobqueues-drift-") as output:
+            synth(Path.cwd(), app, Path(output))
+            templates = [StackTemplate(a.name, a.template()) for a in stack_artifacts(Path(output))]
+        job_types = discover_templates(templates).job_types
+    else:
+        job_types = aws.discover(stacks).job_types
+        deployed = read_deployed(aws.client("sqs"), job_types)
+    rows = compare_all(job_types, profiles, deployed, tolerance)
+    if as_json:
+        click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
+    else:
+        console = Console() if Console().is_terminal else Console(width=200)
+        console.print(table(rows))
+        for row in rows:
+            if row.drifted or row.fixes:
+                click.echo(f"{row.name}: {row.reason}")
+                for fix in row.fixes:
+                    click.echo(f"  change: {fix} on job type {row.job_type}")
+    drifted = [row.name for row in rows if row.drifted]
+    if drifted and not as_json:
+        click.echo(f"drift: {len(drifted)} of {len(rows)} job types ({', '.join(drifted)})", err=True)
+    return EXIT_FAILED if drifted else 0

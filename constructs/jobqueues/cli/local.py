@@ -1,0 +1,286 @@
+"""``jobqueues local deploy`` and ``jobqueues local up``: your own CDK app on the embedded emulator.
+
+Both start the emulator (moto_server with jobqueues' CloudFormation handlers: the optional extra
+``cdk-jobqueues[local]``), deploy every stack of every Stage of the app in the current directory with the real
+``cdk`` CLI, verify the deploy and print ``export AWS_ENDPOINT_URL=...``. ``up`` then runs the app's consumers
+(:mod:`local_emulator.consumers`) with a live status table until Ctrl-C, or until idle (``--until-idle``).
+``local_emulator`` is imported inside the commands: the other commands need no moto.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError
+
+if TYPE_CHECKING:
+    from local_emulator.consumers.runner import ConsumerRunner
+    from local_emulator.server import LocalServer
+
+#: Seconds between two looks at the queues (scaling, the table).
+TICK_S = 1.0
+
+APP_HELP = 'The CDK app command, e.g. "python app.py". Default: cdk.json\'s "app" in the current directory.'
+PORT_HELP = "The emulator's port. Default: a free one."
+
+
+def _require_moto() -> None:
+    try:
+        import moto  # noqa: F401
+    except ModuleNotFoundError:
+        raise OpsError("the local emulator needs moto: pip install 'cdk-jobqueues[local]'") from None
+
+
+@contextlib.contextmanager
+def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
+    """The emulator with the app in the current directory deployed and verified, for as long as the ``with``."""
+    _require_moto()
+    from local_emulator.consumers.runner import sigint_blocked
+    from local_emulator.deploy import DeployError, format_report
+    from local_emulator.server import running_server
+    from local_emulator.user_app import app_command, deploy_app, find_cdk
+
+    try:  # bad input fails before anything starts
+        app = app_command(Path.cwd(), app)
+        find_cdk(Path.cwd())
+    except DeployError as error:
+        raise OpsError(str(error)) from error
+    with contextlib.ExitStack() as stack:
+        try:
+            with sigint_blocked():  # Ctrl-C stops the consumers first; the emulator is stopped last, by us
+                server = stack.enter_context(running_server(port))
+        except (RuntimeError, TimeoutError) as error:
+            raise OpsError(f"the emulator did not start (port {port} in use?): {error}") from error
+        click.echo(f"local AWS emulator (moto_server) at {server.endpoint}")
+        assembly = Path(tempfile.mkdtemp(prefix="jobqueues-local-cdk.out-"))
+        stack.callback(shutil.rmtree, assembly, ignore_errors=True)
+        click.echo("cdk synth, bootstrap, deploy '**' ...")
+        started = time.monotonic()
+        try:
+            report = deploy_app(server, Path.cwd(), app, assembly)
+        except DeployError as error:
+            raise OpsError(str(error)) from error
+        click.echo(format_report(report))
+        click.echo(f"deployed in {time.monotonic() - started:.0f} s")
+        click.echo(f"export AWS_ENDPOINT_URL={server.endpoint}")
+        yield server
+
+
+@click.group("local")
+def command() -> None:
+    """Your CDK app on the embedded emulator: no AWS account, no Docker (needs cdk-jobqueues[local])."""
+
+
+@command.command("deploy")
+@click.option("--app", default=None, help=APP_HELP)
+@click.option("--port", type=int, default=None, help=PORT_HELP)
+@click.option("--keep-running", is_flag=True, help="Leave the emulator up until Ctrl-C, to inspect it.")
+@click.option("--demo", is_flag=True, help="Then run the demo (the example app: make local).")
+@click.option(
+    "--logs", type=click.Path(path_type=Path), default=Path("demo-logs"), show_default=True, help="The demo's logs."
+)
+def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, logs: Path) -> int:
+    """Deploy every stack of the app in the current directory to the emulator, and verify it."""
+    with _deployed(app, port) as server:
+        if demo:
+            from local_emulator.demo import DemoError, run_demo
+            from local_emulator.deployed import DeployedError
+
+            click.echo("\ndemo: the deployed consumers at work")
+            try:
+                result = run_demo(server, logs_dir=logs.resolve(), out=click.echo)
+            except (DemoError, DeployedError) as error:
+                raise OpsError(str(error)) from error
+            if not result.ok:
+                return EXIT_FAILED
+        if keep_running:
+            click.echo("emulator running (Ctrl-C to stop)")
+            try:
+                while server.process.poll() is None:
+                    time.sleep(1)
+            except KeyboardInterrupt:
+                pass
+    return 0
+
+
+@command.command("up")
+@click.option("--app", default=None, help=APP_HELP)
+@click.option("--port", type=int, default=None, help=PORT_HELP)
+@click.option(
+    "--handlers",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The ECS workers' handler directory. Default: each EcsJob's image_directory (and its handlers/).",
+)
+@click.option("--chaos", type=click.FloatRange(0, 1), default=None, metavar="RATE", help="SQS faults and kills.")
+@click.option("--chaos-seed", type=int, default=0, show_default=True, help="The faults' and kills' seed.")
+@click.option(
+    "--until-idle",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Exit once every consumed queue is empty, nothing is in flight and no worker runs, for SECONDS.",
+)
+@click.option(
+    "--scale-in-after",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Seconds of a smaller backlog before ECS workers stop. Default 30.",
+)
+@click.option(
+    "--logs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".jobqueues/logs"),
+    show_default=True,
+    help="Where each consumer process's output is kept.",
+)
+def up(
+    app: str | None,
+    port: int | None,
+    handlers: Path | None,
+    chaos: float | None,
+    chaos_seed: int,
+    until_idle: float | None,
+    scale_in_after: float | None,
+    logs: Path,
+) -> int:
+    """Deploy the app, then run its consumers locally until Ctrl-C: ECS workers scaled like the deployed
+    service, Lambda functions through an event-source driver, their logs in the emulator's CloudWatch Logs."""
+    with _deployed(app, port) as server:
+        from jobqueues.ops.discovery import discover
+        from local_emulator.consumers.runner import ConsumerRunner
+        from local_emulator.consumers.scaler import SCALE_IN_AFTER_S
+        from local_emulator.server import Emulator
+
+        job_types = discover(server.client("cloudformation")).job_types
+        logs = logs.resolve()
+        logs.mkdir(parents=True, exist_ok=True)
+        chaos_run = None
+        endpoint: Emulator = server
+        if chaos is not None:
+            from local_emulator.chaos import Chaos
+
+            chaos_run = Chaos(server.endpoint, rate=chaos, seed=chaos_seed)
+            endpoint = Emulator(chaos_run.endpoint)
+        runner = ConsumerRunner(
+            server,
+            job_types,
+            app_dir=Path.cwd(),
+            logs_dir=logs,
+            endpoint=endpoint,
+            handlers=handlers,
+            scale_in_after_s=SCALE_IN_AFTER_S if scale_in_after is None else scale_in_after,
+            out=click.echo,
+        )
+        if chaos_run is not None:
+            chaos_run.start(runner.worker_processes)
+            click.echo(f"chaos: {chaos:g} of SQS requests faulted through {chaos_run.endpoint}, kills every 15 s")
+        started = time.monotonic()
+        try:
+            runner.start()
+            click.echo(f"consumers running (logs: {logs}); Ctrl-C stops them")
+            status = _watch(runner, until_idle)
+        finally:
+            problems = runner.stop()
+            if chaos_run is not None:
+                chaos_run.stop()
+        for problem in problems:
+            click.echo(f"warning: {problem}", err=True)
+        _summary(runner, time.monotonic() - started)
+        if chaos_run is not None:
+            _chaos_report(chaos_run, runner, server)
+        return status
+
+
+def _watch(runner: ConsumerRunner, until_idle: float | None) -> int:
+    """Tick the runner with a live table (on a terminal) or a line per change; 0 when idle, 130 on Ctrl-C."""
+    console = Console()
+    idle_since: float | None = None
+    live: Any = None
+    if console.is_terminal:
+        from rich.live import Live
+
+        live = Live(console=console, refresh_per_second=2, transient=False)
+        live.start()
+    try:
+        while True:
+            events = runner.tick()
+            for event in events:
+                (live.console.print if live is not None else click.echo)(event)
+            if live is not None:
+                live.update(status_table(runner))
+            if until_idle is not None:
+                now = time.monotonic()
+                idle_since = (idle_since or now) if runner.idle() else None
+                if idle_since is not None and now - idle_since >= until_idle:
+                    click.echo(f"idle for {until_idle:g} s: stopping")
+                    return 0
+            time.sleep(TICK_S)
+    except KeyboardInterrupt:
+        click.echo("interrupted: draining the workers")
+        return EXIT_INTERRUPTED
+    finally:
+        if live is not None:
+            live.stop()
+
+
+def status_table(runner: ConsumerRunner) -> Table:
+    """Per job type: visible, in flight, DLQ, and the local workers or Lambda invocations."""
+    table = Table(title="jobqueues local up")
+    for column in ("job type", "consumer", "visible", "in flight", "DLQ", "local"):
+        table.add_column(column, justify="left" if column in ("job type", "consumer", "local") else "right")
+    for row in runner.rows():
+        if row.consumer == "ecs":
+            local = f"{row.workers} workers" + (f", {row.draining} draining" if row.draining else "")
+        elif row.consumer == "lambda":
+            local = f"{row.invocations} invocations"
+        else:
+            local = "-"
+        dlq = "-" if row.dead_lettered is None else str(row.dead_lettered)
+        table.add_row(row.job_type, row.consumer, str(row.visible), str(row.in_flight), dlq, local)
+    return table
+
+
+def _summary(runner: ConsumerRunner, wall_s: float) -> None:
+    """What the consumers did, from their EMF lines: outcomes per job type."""
+    outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for lines in runner.shipper.emf_lines_by_stream().values():
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict) and "JobType" in record:
+                    outcomes[str(record["JobType"])][str(record.get("Outcome"))] += 1
+    runner.refresh()
+    Console().print(status_table(runner))
+    for job in runner.consumed():
+        counts = outcomes.get(job.job_type, collections.Counter())
+        text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no message processed"
+        ecs = runner.ecs.get(job.name)
+        started = f"; {ecs.pool.started_total} workers started" if ecs is not None else ""
+        click.echo(f"summary {job.name}: {text}{started}")
+    click.echo(f"ran {wall_s:.0f} s; {runner.shipper.shipped} log lines sent to CloudWatch Logs")
+
+
+def _chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -> None:
+    from local_emulator.chaos import read_queue_state
+
+    sqs = server.client("sqs")
+    final = [
+        read_queue_state(sqs, j.job_type, j.queue_url, j.dead_letter_queue_url, timeout_s=j.visibility_timeout_s or 0)
+        for j in runner.consumed()
+        if j.queue_url is not None
+    ]
+    click.echo(chaos_run.report(runner.shipper.emf_lines_by_stream(), final).format())

@@ -1,0 +1,109 @@
+"""``jobqueues status [--stack S] [--watch [SECONDS]] [--json]``: one row per job type (:mod:`jobqueues.ops.status`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.ops.status import JobTypeStatus, read_status
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _in_flight(row: JobTypeStatus) -> str:
+    share = row.in_flight_share
+    text = _count(row.in_flight)
+    # Only worth a glance near SQS's in-flight quota: past it, receives return nothing.
+    return f"{text} ({share:.0%} of quota)" if share is not None and share >= 0.01 else text
+
+
+def _consumer(row: JobTypeStatus) -> str:
+    if row.consumer == "ecs":
+        tasks = f"{_count(row.ecs_running)}/{_count(row.ecs_desired)} tasks"
+        return f"ECS {tasks}"
+    if row.consumer == "lambda":
+        errors = "-" if row.lambda_errors is None else f"{row.lambda_errors:g}"
+        throttles = "-" if row.lambda_throttles is None else f"{row.lambda_throttles:g}"
+        return f"Lambda {errors} errors {throttles} throttles"
+    return "-"
+
+
+def table(rows: list[JobTypeStatus]) -> Table:
+    """The status table: one row per job type."""
+    view = Table(title="jobqueues status", title_justify="left")
+    for column in ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer"):
+        left = column in ("job type", "consumer")
+        view.add_column(column, justify="left" if left else "right", no_wrap=True)
+    for row in rows:
+        dlq = _count(row.dead_letter)
+        view.add_row(
+            row.name + (" (FIFO)" if row.fifo else ""),
+            _count(row.visible),
+            _in_flight(row),
+            _count(row.delayed),
+            _age(row.oldest_age_s),
+            f"[bold red]{dlq}[/]" if row.dead_letter else dlq,
+            "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
+            _count(row.max_receive_count),
+            _consumer(row) + (f" ({row.note})" if row.note else ""),
+        )
+    return view
+
+
+@click.command("status")
+@click.option("--stack", "stacks", multiple=True, metavar="STACK", help="Only this stack (repeatable). Default: all.")
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=1),
+    is_flag=False,
+    flag_value=5.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Refresh every SECONDS (default 5) until Ctrl-C.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (keys: docs/cli.md) instead of a table.")
+@pass_aws
+def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: bool) -> int:
+    """One row per job type: visible, in flight, delayed, oldest message, DLQ, VT, max receives, consumer."""
+    job_types = aws.discover(stacks).job_types
+
+    def read() -> list[JobTypeStatus]:
+        return read_status(job_types, aws.client("sqs"), aws.client("cloudwatch"), aws.client("ecs"))
+
+    if as_json:
+        click.echo(json.dumps([row.as_dict() for row in read()], indent=2))
+        return 0
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # a pipe or a CI log: one line per row, whatever the names' lengths
+    if watch is None:
+        console.print(table(read()) if job_types else "no job types in the stacks searched")
+        return 0
+    from rich.live import Live
+
+    live: Any
+    with Live(table(read()), console=console, refresh_per_second=1) as live:
+        try:
+            while True:
+                time.sleep(watch)
+                live.update(table(read()))
+        except KeyboardInterrupt:
+            return 0  # Ctrl-C is how a watch ends

@@ -1,0 +1,85 @@
+"""The markers a job type leaves in its stack's template, where the ``jobqueues`` command finds it after a deploy.
+
+Never the queue-name convention (``queue_name=`` breaks it): every job queue's source queue resource carries
+:data:`QUEUE_MARKER` (its job type, construct path, queues and declared numbers) and every consumer's resource
+carries :data:`CONSUMER_MARKER` (its kind, resources and scaling), joined on the job queue's construct path. An
+imported job queue has no resource of its own: its consumer's marker carries the queue part too.
+
+A marker names a resource by its logical id in the marker's stack (``{"logical_id": ...}``), or by a literal
+(``{"arn": ...}``, ``{"name": ...}``) for one made elsewhere. Never a ``Ref``: CloudFormation reads a ``Ref`` in
+metadata as a dependency (a queue's marker would depend on the queue itself), and a token of another stack's
+resource would make CDK export it. A resource of another stack, known only by a token, is left out (``None``);
+:mod:`jobqueues.ops.discovery` reports it as not found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnResource, Stack, Token
+from aws_cdk import aws_sqs as sqs
+from constructs import IConstruct
+
+from jobqueues.interface import IJobQueue
+from jobqueues.ops.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
+
+
+def mark_job_queue(job_queue: IJobQueue) -> None:
+    """Put the queue marker on ``job_queue``'s source queue resource (a declared ``JobQueue``'s)."""
+    resource = job_queue.queue.node.default_child
+    if isinstance(resource, CfnResource):
+        resource.add_metadata(QUEUE_MARKER, queue_part(job_queue, Stack.of(resource)))
+
+
+def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, Any]) -> None:
+    """Put the consumer marker on ``consumer``'s template resource: ``part`` (the kind and its facts), the job
+    queue's path, and the queue part when the job queue has no resource of its own (an imported one)."""
+    resource = consumer.node.default_child
+    if not isinstance(resource, CfnResource):
+        return
+    stack = Stack.of(resource)
+    marker: dict[str, Any] = {"version": MARKER_VERSION, "path": job_queue.node.path, **part}
+    if not isinstance(job_queue.queue.node.default_child, CfnResource):
+        marker["queue"] = queue_part(job_queue, stack)
+    resource.add_metadata(CONSUMER_MARKER, _local(marker, stack))
+
+
+def queue_part(job_queue: IJobQueue, stack: Stack) -> dict[str, Any]:
+    """The job type, its queues and the numbers it declared, in seconds (``None``: not declared)."""
+    return _local(
+        {
+            "version": MARKER_VERSION,
+            "job_type": job_queue.job_type,
+            "path": job_queue.node.path,
+            "queue": _queue(job_queue.queue, stack),
+            "dead_letter_queue": _queue(job_queue.dead_letter_queue, stack),
+            "fifo": job_queue.fifo,
+            "visibility_timeout_s": job_queue.visibility_timeout_seconds,
+            "lease_extension": job_queue.lease_extension,
+            "processing_p99_s": job_queue.processing_p99_seconds,
+            "max_processing_time_s": job_queue.max_processing_time_seconds,
+            "lambda_timeout_s": job_queue.lambda_timeout_seconds,
+            "max_batching_window_s": job_queue.max_batching_window_seconds,
+        },
+        stack,
+    )
+
+
+def reference(construct: IConstruct, literal: str, kind: str, stack: Stack) -> dict[str, str] | None:
+    """How a marker of ``stack`` names ``construct``: ``{"logical_id": ...}`` for a resource of ``stack``, else
+    ``{kind: literal}`` when ``literal`` (its ARN or name) is no token; ``None`` if neither."""
+    resource = construct.node.default_child
+    if isinstance(resource, CfnResource) and Stack.of(resource) is stack:
+        return {"logical_id": stack.get_logical_id(resource)}
+    if not Token.is_unresolved(literal):
+        return {kind: literal}
+    return None
+
+
+def _queue(queue: sqs.IQueue, stack: Stack) -> dict[str, str] | None:
+    return reference(queue, queue.queue_arn, "arn", stack)
+
+
+def _local(marker: dict[str, Any], stack: Stack) -> dict[str, Any]:
+    """Numbers that are tokens (a CloudFormation parameter, say) become ``None``: a marker holds what synth knew."""
+    return {k: None if isinstance(v, float | int) and Token.is_unresolved(v) else v for k, v in marker.items()}

@@ -1,0 +1,119 @@
+"""``jobqueues send``: jobs into a job type's queue, in ``SendMessageBatch`` batches of up to 10 messages and
+256 KiB (SQS's limits).
+
+FIFO queues need a message group (``--group``); the deduplication id is ``--dedup-id`` for one message, else,
+when the queue has no content-based deduplication, the SHA-256 of the body (so a body sent twice within SQS's
+5-minute deduplication window is delivered once, as content-based deduplication would).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobqueues.ops.errors import OpsError
+
+#: SQS's limits: messages per batch, and bytes per message and per batch (256 KiB).
+BATCH_MESSAGES = 10
+BATCH_BYTES = 262_144
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A message SQS refused: its line number (1-based; 1 for ``--body``), code and reason."""
+
+    line: int
+    code: str
+    message: str
+
+
+@dataclass
+class SendResult:
+    """What was sent: the message ids in order, and the refused entries."""
+
+    message_ids: list[str] = field(default_factory=list)
+    failed: list[Failed] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``--json`` form."""
+        return {
+            "sent": len(self.message_ids),
+            "message_ids": self.message_ids,
+            "failed": [{"line": f.line, "code": f.code, "message": f.message} for f in self.failed],
+        }
+
+
+def bodies_from_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(line number, body) of each non-blank line, its newline removed: one message per line."""
+    for number, line in enumerate(lines, start=1):
+        body = line.rstrip("\r\n")
+        if body.strip():
+            yield number, body
+
+
+def batches(bodies: Iterable[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
+    """Consecutive batches of at most :data:`BATCH_MESSAGES` messages and :data:`BATCH_BYTES` bytes."""
+    batch: list[tuple[int, str]] = []
+    size = 0
+    for number, body in bodies:
+        length = len(body.encode())
+        if batch and (len(batch) == BATCH_MESSAGES or size + length > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((number, body))
+        size += length
+    if batch:
+        yield batch
+
+
+def queue_kind(sqs: Any, url: str) -> tuple[bool, bool]:
+    """(FIFO, content-based deduplication) of the queue at ``url``."""
+    names = ["FifoQueue", "ContentBasedDeduplication"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names).get("Attributes", {})
+    return attributes.get("FifoQueue") == "true", attributes.get("ContentBasedDeduplication") == "true"
+
+
+def send(
+    sqs: Any,
+    url: str,
+    bodies: Iterable[tuple[int, str]],
+    group: str | None = None,
+    dedup_id: str | None = None,
+) -> SendResult:
+    """Send ``bodies`` ((line, body) pairs) to ``url``; refused entries are reported, never retried blindly.
+
+    :param group: the FIFO message group (required on a FIFO queue, refused on a standard one).
+    :param dedup_id: the FIFO deduplication id (one message only). Default: content-based, or the body's SHA-256.
+    """
+    fifo, content_dedup = queue_kind(sqs, url)
+    if fifo and not group:
+        raise OpsError("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
+    if not fifo and (group or dedup_id):
+        raise OpsError("--group and --dedup-id are for FIFO queues; this job type's queue is a standard one")
+    result = SendResult()
+    for batch in batches(bodies):
+        if dedup_id is not None and len(batch) > 1:
+            raise OpsError("--dedup-id names one message: send a file without it (each body is its own id)")
+        entries = []
+        for i, (number, body) in enumerate(batch):
+            if len(body.encode()) > BATCH_BYTES:
+                result.failed.append(Failed(number, "MessageTooLong", f"{len(body.encode())} bytes; SQS takes 256 KiB"))
+                continue
+            entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
+            if fifo:
+                entry["MessageGroupId"] = group
+                if dedup_id is not None or not content_dedup:
+                    entry["MessageDeduplicationId"] = dedup_id or hashlib.sha256(body.encode()).hexdigest()
+            entries.append(entry)
+        if not entries:
+            continue
+        response = sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        numbers = {str(i): number for i, (number, _) in enumerate(batch)}
+        sent = {s["Id"]: s["MessageId"] for s in response.get("Successful", [])}
+        result.message_ids += [sent[e["Id"]] for e in entries if e["Id"] in sent]
+        result.failed += [
+            Failed(numbers[f["Id"]], f.get("Code", ""), f.get("Message", "")) for f in response.get("Failed", [])
+        ]
+    return result

@@ -1,0 +1,83 @@
+"""A Lambda job's function run locally through the event-source driver (:mod:`local_emulator.lambda_driver`),
+with its deployed code and layer, its output shipped to the function's log group."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from pathlib import Path
+from typing import IO, Any
+
+from jobqueues.ops.discovery import JobType, LambdaConsumer
+from local_emulator.consumers.log_shipper import LogShipper
+from local_emulator.deployed import DeployedStack
+from local_emulator.lambda_driver.event_source import LambdaDriver
+from local_emulator.lambda_driver.function import DriverError, load_function
+from local_emulator.lambda_driver.runtime import LocalRuntime
+from local_emulator.server import Emulator
+
+
+def lambda_stream_name(now: datetime.datetime | None = None) -> str:
+    """A log stream name as Lambda gives one: ``YYYY/MM/DD/[$LATEST]<32 hex>``."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    return f"{now:%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
+
+
+class LambdaConsumerRun:
+    """One Lambda job type's function, polled and invoked locally until :meth:`stop`.
+
+    :param emulator: the emulator itself (downloading the code and layers).
+    :param endpoint: what the function and the poller talk to (the emulator, or the chaos proxy).
+    :param workdir: where the code and layers are unpacked.
+    """
+
+    def __init__(
+        self,
+        job: JobType,
+        emulator: Emulator,
+        endpoint: Emulator,
+        shipper: LogShipper,
+        workdir: Path,
+    ) -> None:
+        consumer = job.consumer
+        if not isinstance(consumer, LambdaConsumer) or consumer.function_name is None:
+            raise DriverError(f"{job.name} has no deployed Lambda function")
+        stack = DeployedStack.load(emulator, job.stack)
+        logical_id = stack.logical_id(consumer.function_name)
+        if logical_id is None:
+            raise DriverError(f"{job.name}: function {consumer.function_name} is not in stack {job.stack}")
+        self.job = job
+        self.function = load_function(emulator, stack, logical_id, workdir)
+        self.log_group = consumer.log_group or f"/aws/lambda/{self.function.name}"
+        self.stream = lambda_stream_name()
+        # One pipe for stdout and stderr, as Lambda sends both to the log stream; the shipper reads it.
+        read_fd, write_fd = os.pipe()
+        self._reader: IO[bytes] = os.fdopen(read_fd, "rb")
+        self._writer: IO[Any] = os.fdopen(write_fd, "wb")
+        shipper.attach(self._reader, self.log_group, self.stream, f"{job.job_type}/{self.stream.replace('/', '-')}.log")
+        self.runtime = LocalRuntime(self.function, endpoint, stdout=self._writer, stderr=self._writer)
+        self.driver = LambdaDriver(endpoint, self.function, self.runtime)
+
+    @property
+    def invocations(self) -> int:
+        return self.driver.stats.invocations
+
+    @property
+    def busy(self) -> bool:
+        """An environment is up (it started on the first batch and stays warm)."""
+        process = self.runtime.process
+        return process is not None and process.poll() is None
+
+    def start(self) -> None:
+        self.driver.start()
+
+    def stop(self) -> str | None:
+        """Stop polling (a gathered batch is still invoked), end the environment; the driver's failure, if any."""
+        try:
+            self.driver.stop()
+            failure = None
+        except DriverError as error:
+            failure = f"{error}: {error.__cause__}"
+        self._writer.close()  # the shipper's reader sees end of file once the environment exited too
+        return failure

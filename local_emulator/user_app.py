@@ -1,0 +1,42 @@
+"""Deploy any CDK app to the emulator from its own directory (``jobqueues local deploy|up``, and the tests).
+
+The app is synthesized once into a directory of ours (:func:`jobqueues.ops.synth.synth`: ``cdk`` in the app's
+directory, so its ``cdk.json`` and context apply, with this interpreter), then that assembly is bootstrapped and
+deployed (``cdk deploy '**'``: the stacks of every Stage), and verified (:func:`local_emulator.deploy.verify`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobqueues.defaults import IMAGE_CONTEXT
+from jobqueues.ops.synth import app_command, find_cdk, run_cdk, synth
+from local_emulator.deploy import LOCAL_ACCOUNT, LOCAL_REGION, LOCAL_WORKER_IMAGE, DeployReport, verify
+from local_emulator.server import LocalServer
+
+__all__ = ["app_command", "cdk_environment", "deploy_app", "find_cdk"]
+
+
+def cdk_environment(server: LocalServer) -> dict[str, str]:
+    """What cdk and the app need to reach the emulator, in its account and region."""
+    return {**server.env(), "CDK_DEFAULT_ACCOUNT": LOCAL_ACCOUNT, "CDK_DEFAULT_REGION": LOCAL_REGION}
+
+
+def deploy_app(
+    server: LocalServer, app_dir: Path, app: str | None, output_dir: Path, concurrency: int = 1
+) -> DeployReport:
+    """Synthesize the app in ``app_dir`` into ``output_dir``, bootstrap, deploy every stack of it, verify.
+
+    :param app: the app command (default: ``cdk.json``'s ``app``).
+    :param concurrency: stacks deployed at once, dependencies respected. Default 1.
+    """
+    environment = cdk_environment(server)
+    find_cdk(app_dir)  # before anything runs
+    # No Docker here: ECS jobs take a registry image instead of building their image directory.
+    synth(app_dir, app, output_dir, context={IMAGE_CONTEXT: LOCAL_WORKER_IMAGE}, environment=environment)
+    assembly = ["--app", str(output_dir)]
+    bootstrap = ["bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", *assembly]
+    run_cdk(app_dir, "cdk bootstrap", bootstrap, environment)
+    deploy = ["deploy", "**", "--require-approval", "never", "--concurrency", str(concurrency), *assembly]
+    run_cdk(app_dir, "cdk deploy", deploy, environment)
+    return verify(server, output_dir)

@@ -1,0 +1,246 @@
+"""``jobqueues dlq list|redrive|purge`` on ``tests/ops_app`` (Stages, FIFO + KMS, a Lambda).
+
+- ``list``: under ``jobqueues local up``, a poison Invoices job fails on the real sqslease worker until it is
+  dead-lettered; ``dlq list`` shows it with the error its handler raised, found in the consumer's log group.
+- ``redrive``: FIFO keeps groups, deduplication ids and in-group order (move task and loop alike); a loop
+  interrupted between its send and its delete loses nothing and a rerun finishes; ``--dry-run`` moves nothing.
+- ``purge``: asks first.
+
+Tests on the shared deployment (``ops_deployment``) fill the DLQs directly and leave every queue empty.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from emulator_fixtures import NEEDS_CDK, Deployment
+from support.moto_queues import take_all
+from test_cli_local import Run, start, until
+
+from jobqueues.cli import main
+from jobqueues.ops.discovery import JobType, discover
+from jobqueues.ops.redrive import RedriveResult, loop, redrive
+from local_emulator.server import Emulator, free_port
+
+JOBQUEUES = Path(sys.executable).parent / "jobqueues"
+
+
+def fill_fifo_dlq(sqs: Any, job: JobType, groups: int = 3, per_group: int = 5) -> list[tuple[str, str, str]]:
+    """(body, group, dedup id) sent to ``job``'s FIFO DLQ, groups interleaved."""
+    sent = []
+    for n in range(per_group):
+        for g in range(groups):
+            body, group, dedup = (
+                json.dumps({"id": f"{g}-{n}"}),
+                f"customer-{g}",
+                f"dedup-{g}-{n}-{uuid.uuid4().hex[:6]}",
+            )
+            sqs.send_message(
+                QueueUrl=job.dead_letter_queue_url, MessageBody=body, MessageGroupId=group, MessageDeduplicationId=dedup
+            )
+            sent.append((body, group, dedup))
+    return sent
+
+
+def assert_redriven(sqs: Any, job: JobType, sent: list[tuple[str, str, str]]) -> None:
+    moved = take_all(sqs, job.queue_url or "")
+    assert sorted(
+        (m["Body"], m["Attributes"]["MessageGroupId"], m["Attributes"]["MessageDeduplicationId"]) for m in moved
+    ) == sorted(sent)
+    for group in {g for _, g, _ in sent}:
+        order = [json.loads(m["Body"])["id"] for m in moved if m["Attributes"]["MessageGroupId"] == group]
+        assert order == [json.loads(b)["id"] for b, g, _ in sent if g == group], group
+    assert take_all(sqs, job.dead_letter_queue_url or "") == []
+
+
+def fifo_loop(sqs: Any, job: JobType, visibility_s: int = 60) -> RedriveResult:
+    """The receive/send/delete redrive of ``job``'s FIFO DLQ, without progress or a stop request."""
+    dlq, source = job.dead_letter_queue_url or "", job.queue_url or ""
+    return loop(sqs, dlq, source, True, None, lambda moved, total: None, threading.Event(), visibility_s)
+
+
+@pytest.fixture
+def invoices(ops_deployment: Deployment) -> JobType:
+    return discover(ops_deployment.server.client("cloudformation")).find("Invoices")
+
+
+@NEEDS_CDK
+@pytest.mark.parametrize("method", ["auto", "loop"])
+def test_fifo_redrive_keeps_groups_dedup_ids_and_order(
+    ops_deployment: Deployment, invoices: JobType, method: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs = ops_deployment.server.client("sqs")
+    sent = fill_fifo_dlq(sqs, invoices)
+    url = ops_deployment.server.endpoint
+    assert main(["--endpoint-url", url, "dlq", "redrive", "Invoices", "--method", method, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["method"], result["moved"], result["failed"]) == (
+        "move-task" if method == "auto" else "loop",
+        15,
+        [],
+    )
+    assert_redriven(sqs, invoices, sent)
+
+
+@NEEDS_CDK
+def test_a_loop_killed_between_send_and_delete_loses_nothing(ops_deployment: Deployment, invoices: JobType) -> None:
+    sqs = ops_deployment.server.client("sqs")
+    sent = fill_fifo_dlq(sqs, invoices, groups=2, per_group=10)
+
+    class KilledAfterSecondSend:
+        """The client of a redrive killed right after its second batch was sent, before its delete."""
+
+        sends = 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sqs, name)
+
+        def delete_message_batch(self, **kwargs: Any) -> Any:
+            if self.sends == 2:
+                raise KeyboardInterrupt
+            return sqs.delete_message_batch(**kwargs)
+
+        def send_message_batch(self, **kwargs: Any) -> Any:
+            self.sends += 1
+            return sqs.send_message_batch(**kwargs)
+
+    with pytest.raises(KeyboardInterrupt):
+        fifo_loop(KilledAfterSecondSend(), invoices, visibility_s=2)
+    # The second batch is in both queues, and in flight in the DLQ: a rerun at once finds both groups locked
+    # and says so; once the batch is visible again, a rerun sends it again with the same deduplication ids,
+    # which the FIFO queue drops, and finishes the rest.
+    early = fifo_loop(sqs, invoices)
+    assert (early.moved, early.in_flight_left) == (0, 10)
+    time.sleep(2.5)
+    result = fifo_loop(sqs, invoices)
+    assert result.moved == 10 and not result.failed
+    assert_redriven(sqs, invoices, sent)
+
+
+@NEEDS_CDK
+def test_a_stop_request_ends_the_loop_after_its_batch(ops_deployment: Deployment, invoices: JobType) -> None:
+    sqs = ops_deployment.server.client("sqs")
+    sent = fill_fifo_dlq(sqs, invoices, groups=1, per_group=15)
+    stop = threading.Event()
+    first = redrive(
+        sqs,
+        invoices.dead_letter_queue_url or "",
+        invoices.queue_url or "",
+        True,
+        "loop",
+        None,
+        lambda moved, total: stop.set() if moved else None,  # asked after the first batch
+        stop,
+    )
+    assert first.stopped and first.moved == 10
+    second = redrive(sqs, invoices.dead_letter_queue_url or "", invoices.queue_url or "", True, "loop")
+    assert not second.stopped and second.moved == 5
+    assert_redriven(sqs, invoices, sent)
+
+
+@NEEDS_CDK
+def test_dry_run_moves_nothing(
+    ops_deployment: Deployment, invoices: JobType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs = ops_deployment.server.client("sqs")
+    fill_fifo_dlq(sqs, invoices, groups=2, per_group=3)
+    try:
+        assert main(["--endpoint-url", ops_deployment.server.endpoint, "dlq", "redrive", "Invoices", "--dry-run"]) == 0
+        assert capsys.readouterr().out == (
+            "would move 6 messages from Prod-Billing/Invoices's DLQ to its queue (nothing moved)\n"
+            "  group customer-0: 3\n  group customer-1: 3\n"
+        )
+        assert take_all(sqs, invoices.queue_url or "") == []
+    finally:
+        assert len(take_all(sqs, invoices.dead_letter_queue_url or "")) == 6
+
+
+@NEEDS_CDK
+def test_purge_asks_first(ops_deployment: Deployment) -> None:
+    receipts = discover(ops_deployment.server.client("cloudformation")).find("Receipts")
+    sqs = ops_deployment.server.client("sqs")
+    for i in range(3):
+        sqs.send_message(QueueUrl=receipts.dead_letter_queue_url, MessageBody=f"dead {i}")
+    command = [str(JOBQUEUES), "--endpoint-url", ops_deployment.server.endpoint, "dlq", "purge", "Receipts"]
+    declined = subprocess.run(command, input="n\n", capture_output=True, text=True, timeout=60)
+    assert declined.returncode == 1 and "delete the 3 messages of Prod-Billing/Receipts's DLQ" in declined.stdout
+    assert declined.stdout.rstrip().endswith("nothing deleted")
+    names = ["ApproximateNumberOfMessages"]
+
+    def depth() -> int:
+        attributes = sqs.get_queue_attributes(QueueUrl=receipts.dead_letter_queue_url, AttributeNames=names)
+        return int(attributes["Attributes"][names[0]])
+
+    assert depth() == 3
+    done = subprocess.run([*command, "--yes"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "purged Prod-Billing/Receipts's DLQ" in done.stdout, done
+    assert depth() == 0
+
+
+# dlq list: a real poison message, dead-lettered by the real worker under `jobqueues local up`.
+
+
+@pytest.fixture(scope="module")
+def poisoned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, Emulator, str, str]]:
+    """`local up` on the ops app, a poison Invoices job (its own group) sent; yields once it is in the DLQ:
+    (the run, the emulator, its message id, the error text)."""
+    port = free_port()
+    run = start("local", "up", "--port", str(port), "--logs", str(tmp_path_factory.mktemp("logs")))
+    try:
+        run.wait_for_line("consumers running", timeout_s=180)
+        emulator = Emulator(f"http://localhost:{port}")
+        invoices = discover(emulator.client("cloudformation")).find("Invoices")
+        error = f"card declined {uuid.uuid4().hex[:8]}"
+        message_id = emulator.client("sqs").send_message(
+            QueueUrl=invoices.queue_url,
+            MessageBody=json.dumps({"id": "poison", "fail": error}),
+            MessageGroupId="poison",
+            MessageDeduplicationId="poison",
+        )["MessageId"]
+        yield run, emulator, message_id, error
+    finally:
+        if run.process.poll() is None:
+            run.process.send_signal(signal.SIGINT)
+            try:
+                run.process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                run.process.kill()
+                run.process.wait()
+
+
+@NEEDS_CDK
+def test_dlq_list_shows_the_last_error_of_a_poison_message(
+    poisoned: tuple[Run, Emulator, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, emulator, message_id, error = poisoned
+    rows: list[dict[str, Any]] = []
+
+    def listed() -> bool:
+        nonlocal rows
+        assert main(["--endpoint-url", emulator.endpoint, "dlq", "list", "Invoices", "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        return any(row["error"] for row in rows)
+
+    until(listed, 120, "the poison message in the DLQ with its error")
+    [row] = rows
+    assert row["source_message_id"] == message_id and row["group"] == "poison"
+    assert (row["error_type"], row["error"], row["error_source"]) == ("RuntimeError", error, "log")
+    assert json.loads(row["body"])["id"] == "poison"
+    # the table, through the console script
+    done = subprocess.run(
+        [str(JOBQUEUES), "--endpoint-url", emulator.endpoint, "dlq", "list", "Invoices"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and f"RuntimeError: {error}" in done.stdout, done

@@ -1,0 +1,225 @@
+"""``jobqueues drift``: the deployed visibility timeouts of ``tests/ops_app`` against a real jobstats
+``profiles.json`` (EMF lines written by sqslease's own ``EmfLogger``, profiled by jobstats on the session's
+SparkSession), and the pure comparison on its own.
+
+GIVEN measurements that disagree with the stack (Invoices' p99 is 8 s where it declared a p99 giving a 10 s VT),
+WHEN drift runs, THEN it exits 1 and prints the change to make; GIVEN measurements that agree, it exits 0.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from emulator_fixtures import NEEDS_CDK, OPS_APP_DIR, Deployment
+
+from jobqueues.cli import main
+from jobqueues.ops.discovery import JobType, LambdaConsumer
+from jobqueues.ops.drift import (
+    NO_PROFILE,
+    NO_RECOMMENDATION,
+    NOT_DEPLOYED,
+    OK,
+    TOO_LONG,
+    TOO_SHORT,
+    Deployed,
+    compare,
+    compare_all,
+)
+from sqslease.emf import EmfLogger
+
+JOBQUEUES = Path(sys.executable).parent / "jobqueues"
+START_MS = 1_795_000_000_000
+
+
+def emf_lines(job_type: str, durations_ms: list[float]) -> str:
+    """One success line per duration, written by sqslease's EmfLogger."""
+    out = io.StringIO()
+    logger = EmfLogger(out)
+    for i, duration in enumerate(durations_ms):
+        logger.record(
+            job_type=job_type,
+            queue=f"https://sqs.us-east-1.amazonaws.com/123456789012/{job_type}",
+            message_id=f"{job_type}-{i}",
+            processing_ms=duration,
+            outcome="success",
+            receive_count=1,
+            extensions=0,
+            lease_lost=False,
+            timestamp_ms=START_MS + i * 1000,
+        )
+    return out.getvalue()
+
+
+def spread(low_ms: float, high_ms: float, count: int = 1200) -> list[float]:
+    """``count`` durations from ``low_ms`` to ``high_ms`` evenly: the p99 is near ``high_ms``."""
+    return [low_ms + (high_ms - low_ms) * i / (count - 1) for i in range(count)]
+
+
+def write_profiles(spark: Any, directory: Path, lines: dict[str, list[float]]) -> Path:
+    from jobstats.pipeline import profile
+    from jobstats.profiles import write_document
+
+    logs = directory / "logs"
+    logs.mkdir(parents=True)
+    for job_type, durations in lines.items():
+        (logs / f"{job_type}.log").write_text(emf_lines(job_type, durations))
+    path = directory / "profiles.json"
+    write_document(profile(spark, [str(logs)]), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def profiles(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two real jobstats documents: one that disagrees with the ops app, one that agrees."""
+    disagree = write_profiles(
+        spark,
+        tmp_path_factory.mktemp("disagree"),
+        {"Invoices": spread(2_000, 8_000), "Emails": spread(100, 1_500), "Ghost": spread(10, 50)},
+    )
+    agree = write_profiles(
+        spark,
+        tmp_path_factory.mktemp("agree"),
+        {"Invoices": spread(500, 2_500), "Emails": spread(100, 1_500), "Receipts": spread(50, 400)},
+    )
+    return {"disagree": disagree, "agree": agree}
+
+
+def measured_p99_ms(path: Path, job_type: str) -> int:
+    return round(json.loads(path.read_text())["job_types"][job_type]["recommended_processing_p99_s"] * 1000)
+
+
+@NEEDS_CDK
+def test_drift_exits_1_and_prints_the_fix(
+    ops_deployment: Deployment, profiles: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ops_deployment.server.endpoint
+    status = main(["--endpoint-url", url, "drift", "--profiles", str(profiles["disagree"])])
+    out = capsys.readouterr()
+    assert status == 1, out
+    p99_ms = measured_p99_ms(profiles["disagree"], "Invoices")
+    assert 7_900 <= p99_ms <= 8_100
+    assert f"change: processing_p99=Duration.millis({p99_ms}) on job type Invoices" in out.out
+    assert "Prod-Billing/Invoices: VT 10 s is below the expected 16 s" in out.out
+    assert "drift: 1 of 4 job types (Prod-Billing/Invoices)" in out.err
+
+    # --json: every job type, the one not deployed and the one without a profile included
+    assert main(["--endpoint-url", url, "drift", "--profiles", str(profiles["disagree"]), "--json"]) == 1
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["Prod-Billing/Invoices"]["status"] == TOO_SHORT and rows["Prod-Billing/Invoices"]["drifted"]
+    assert rows["OpsShared/Emails"]["status"] == OK and rows["OpsShared/Emails"]["visibility_timeout_s"] == 10
+    assert rows["Prod-Billing/Receipts"]["status"] == NO_PROFILE
+    assert rows["Ghost"]["status"] == NOT_DEPLOYED
+
+
+@NEEDS_CDK
+def test_drift_exits_0_when_the_measurements_agree(ops_deployment: Deployment, profiles: dict[str, Path]) -> None:
+    # Through the console script, as a CI step runs it.
+    done = subprocess.run(
+        [
+            str(JOBQUEUES),
+            "--endpoint-url",
+            ops_deployment.server.endpoint,
+            "drift",
+            "--profiles",
+            str(profiles["agree"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done
+    assert "Prod-Billing/Receipts" in done.stdout and "too_" not in done.stdout
+
+
+@NEEDS_CDK
+def test_drift_of_the_synthesized_app(
+    profiles: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --app: the app in the current directory, synthesized with its own cdk.json; no AWS asked.
+    monkeypatch.chdir(OPS_APP_DIR)
+    status = main(
+        [
+            "--endpoint-url",
+            "http://localhost:1",
+            "drift",
+            "--profiles",
+            str(profiles["disagree"]),
+            "--app",
+            f"{sys.executable} app.py",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 1
+    assert f"processing_p99=Duration.millis({measured_p99_ms(profiles['disagree'], 'Invoices')})" in out
+
+
+def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "profiles.json"
+    bad.write_text(json.dumps({"schema_version": 9, "job_types": {}}))
+    assert main(["drift", "--profiles", str(bad)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {bad} is not a jobstats profiles document of schema_version 1 (found 9): "
+        "regenerate it with `python -m jobstats profile`\n"
+    )
+    assert main(["drift", "--profiles", str(tmp_path / "missing.json")]) == 1
+    assert "not found: run `python -m jobstats profile LOGS" in capsys.readouterr().err
+
+
+# The comparison alone, without a network.
+
+ECS_JOB = JobType("Render", "S", "S/Render", "url", "dlq", processing_p99_s=5.0)
+LAMBDA_JOB = JobType(
+    "Thumbs",
+    "S",
+    "S/Thumbs",
+    "url",
+    "dlq",
+    lambda_timeout_s=30,
+    max_batching_window_s=5,
+    consumer=LambdaConsumer("f", "g", 30),
+)
+
+
+def entry(p99_s: float | None, receives: int = 3) -> dict[str, Any]:
+    return {"count": 5000, "recommended_processing_p99_s": p99_s, "recommended_max_receive_count": receives}
+
+
+def test_a_vt_within_tolerance_is_ok_and_one_above_is_too_long() -> None:
+    # measured p99 5 s -> expected VT 10 s
+    assert compare(ECS_JOB, entry(5.0), Deployed(12, 3), 0.25).status == OK
+    too_long = compare(ECS_JOB, entry(5.0), Deployed(13, 3), 0.25)
+    assert too_long.status == TOO_LONG and too_long.drifted
+    assert too_long.fixes == ["processing_p99=Duration.millis(5000)"]
+    assert compare(ECS_JOB, entry(5.0), Deployed(20, 3), 1.0).status == OK
+
+
+def test_a_vt_below_the_measurement_is_too_short() -> None:
+    drift = compare(ECS_JOB, entry(30.0), Deployed(10, 3), 0.25)
+    assert (drift.status, drift.expected_visibility_timeout_s) == (TOO_SHORT, 60)
+    assert drift.fixes == ["processing_p99=Duration.millis(30000)"]
+
+
+def test_a_lambda_job_is_held_to_its_timeout_rule() -> None:
+    # 6 x 30 s + 5 s = 185 s, whatever a short p99 says: not too long
+    assert compare(LAMBDA_JOB, entry(0.5), Deployed(185, 3), 0.25).status == OK
+    # a p99 the 30 s timeout cannot fit: the timeout is the fix
+    drift = compare(LAMBDA_JOB, entry(40.0), Deployed(185, 3), 0.25)
+    assert drift.status == TOO_SHORT and "timeout=Duration.seconds(" in drift.fixes[-1]
+
+
+def test_receives_below_the_recommendation_are_a_fix_not_a_failure() -> None:
+    drift = compare(ECS_JOB, entry(5.0, receives=6), Deployed(10, 3), 0.25)
+    assert drift.status == OK and drift.fixes == ["max_receive_count=6"]
+
+
+def test_a_refused_profile_and_a_missing_one_never_fail() -> None:
+    refused = {"count": 12, "recommended_processing_p99_s": None, "refused": "only 12 messages"}
+    rows = compare_all([ECS_JOB, LAMBDA_JOB], {"Render": refused}, {}, 0.25)
+    assert [(r.name, r.status) for r in rows] == [("S/Render", NO_RECOMMENDATION), ("S/Thumbs", NO_PROFILE)]
+    assert rows[0].reason == "only 12 messages" and not any(r.drifted for r in rows)

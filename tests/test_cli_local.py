@@ -1,0 +1,244 @@
+"""``jobqueues local deploy`` and ``jobqueues local up`` on ``tests/ops_app``, through the console script, run in
+the app's own directory (its cdk.json applies).
+
+One ``up`` run: it starts with no worker; 12 Invoices jobs (FIFO, 4 message groups) start workers, scaled within
+max_tasks=3; every job is processed; the workers' lines reach the deployed log group in the emulator's CloudWatch
+Logs; the workers stop when idle; a Receipts job runs on the Lambda driver; ``--until-idle`` ends the run.
+Timeouts are generous (a deploy takes ~15 s); no assertion depends on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from emulator_fixtures import NEEDS_CDK, OPS_APP_DIR
+
+from jobqueues.cli import main
+from jobqueues.ops.discovery import EcsConsumer, JobType, discover
+from local_emulator.server import Emulator, free_port
+
+JOBQUEUES = Path(sys.executable).parent / "jobqueues"
+
+
+@dataclass
+class Run:
+    """A ``jobqueues`` process and the lines of its stdout so far."""
+
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for_line(self, needle: str, timeout_s: float) -> None:
+        until(lambda: needle in self.text() or self.process.poll() is not None, timeout_s, f"line {needle!r}")
+        assert needle in self.text(), self.text()
+
+
+def start(*args: str, cwd: Path = OPS_APP_DIR) -> Run:
+    process = subprocess.Popen(
+        [str(JOBQUEUES), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    run = Run(process)
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            run.lines.append(line.rstrip("\n"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return run
+
+
+def until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@dataclass
+class UpRun:
+    run: Run
+    emulator: Emulator
+    invoices: JobType
+    receipts: JobType
+    logs_dir: Path
+    max_desired: int = 0
+    invoice_ids: set[str] = field(default_factory=set)
+    receipt_id: str = ""
+    exit_status: int | None = None
+
+
+def depth(emulator: Emulator, url: str) -> int:
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = emulator.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(v) for v in attributes.values())
+
+
+def desired(emulator: Emulator, consumer: EcsConsumer) -> int:
+    services = emulator.client("ecs").describe_services(cluster=consumer.cluster, services=[consumer.service])
+    return int(services["services"][0]["desiredCount"])
+
+
+def log_messages(emulator: Emulator, group: str) -> list[tuple[str, str]]:
+    """(stream, message) of every event in ``group``."""
+    logs = emulator.client("logs")
+    found = []
+    for stream in logs.describe_log_streams(logGroupName=group)["logStreams"]:
+        events = logs.get_log_events(logGroupName=group, logStreamName=stream["logStreamName"])["events"]
+        found += [(stream["logStreamName"], e["message"]) for e in events]
+    return found
+
+
+@pytest.fixture(scope="module")
+def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
+    """``jobqueues local up`` on the ops app, driven through its whole life (see the module docstring)."""
+    port = free_port()
+    logs_dir = tmp_path_factory.mktemp("local-up-logs")
+    run = start(
+        "local", "up", "--port", str(port), "--until-idle", "20", "--scale-in-after", "2", "--logs", str(logs_dir)
+    )
+    try:
+        run.wait_for_line("consumers running", timeout_s=180)
+        emulator = Emulator(f"http://localhost:{port}")
+        found = discover(emulator.client("cloudformation"))
+        up = UpRun(run, emulator, found.find("Invoices"), found.find("Receipts"), logs_dir)
+        consumer = up.invoices.consumer
+        assert isinstance(consumer, EcsConsumer)
+        assert desired(emulator, consumer) == 0  # no worker before a message
+        assert "workers (backlog" not in run.text()
+
+        sqs = emulator.client("sqs")
+        entries = []
+        for i in range(12):
+            job_id = f"invoice-{i}-{uuid.uuid4().hex[:6]}"
+            entries.append(
+                {
+                    "Id": str(i),
+                    "MessageBody": json.dumps({"id": job_id, "work_s": 1.5}),
+                    "MessageGroupId": f"customer-{i % 4}",
+                    "MessageDeduplicationId": job_id,
+                }
+            )
+        for chunk in (entries[:10], entries[10:]):
+            sent = sqs.send_message_batch(QueueUrl=up.invoices.queue_url, Entries=chunk)
+            assert not sent.get("Failed")
+            up.invoice_ids |= {s["MessageId"] for s in sent["Successful"]}
+        up.receipt_id = sqs.send_message(
+            QueueUrl=up.receipts.queue_url, MessageBody=json.dumps({"id": "receipt", "work_s": 0.2})
+        )["MessageId"]
+
+        def drained() -> bool:
+            up.max_desired = max(up.max_desired, desired(emulator, consumer))
+            return depth(emulator, up.invoices.queue_url) == 0 and depth(emulator, up.receipts.queue_url) == 0
+
+        until(drained, 120, "both queues empty")
+        up.max_desired = max(up.max_desired, desired(emulator, consumer))
+        yield up
+    finally:
+        if run.process.poll() is None:
+            try:
+                run.exit_status = run.process.wait(timeout=180)
+            except subprocess.TimeoutExpired:
+                run.process.kill()
+                run.process.wait()
+
+
+@NEEDS_CDK
+def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> None:
+    emulator, run = up_run.emulator, up_run.run
+    consumer = up_run.invoices.consumer
+    assert isinstance(consumer, EcsConsumer) and consumer.log_group is not None
+
+    # scaled out beyond one worker on the backlog, never beyond max_tasks=3
+    assert 1 < up_run.max_desired <= consumer.max_tasks == 3
+    counts = [int(n) for n in re.findall(r"-> (\d+) workers", run.text())]
+    assert counts and max(counts) <= 3 and 0 < counts[0]
+
+    # every job's EMF line, in the deployed log group, on streams named like ECS's <prefix>/<container>/<task id>
+    def invoice_lines() -> dict[str, str]:
+        outcomes = {}
+        for stream, message in log_messages(emulator, consumer.log_group or ""):
+            if message.startswith("{") and json.loads(message).get("MessageId") in up_run.invoice_ids:
+                assert re.fullmatch(r"Invoices/Worker/[0-9a-f]{32}", stream), stream
+                outcomes[json.loads(message)["MessageId"]] = json.loads(message)["Outcome"]
+        return outcomes
+
+    until(lambda: len(invoice_lines()) == 12, 60, "12 Invoices lines in CloudWatch Logs")
+    assert set(invoice_lines().values()) == {"success"}
+
+    # the Lambda job ran, its line in the function's log group on a stream named like Lambda's
+    receipts = up_run.receipts.consumer
+    assert receipts is not None and receipts.log_group is not None
+    until(
+        lambda: any(up_run.receipt_id in m for _, m in log_messages(emulator, receipts.log_group or "")),
+        60,
+        "the Receipts line in CloudWatch Logs",
+    )
+    streams = {s for s, m in log_messages(emulator, receipts.log_group) if up_run.receipt_id in m}
+    assert all(re.fullmatch(r"\d{4}/\d\d/\d\d/\[\$LATEST\][0-9a-f]{32}", s) for s in streams), streams
+
+    # idle: the workers stop (scale in to min_tasks=0), then --until-idle ends the run with a summary
+    until(lambda: desired(emulator, consumer) == 0, 90, "the workers to stop")
+    until(lambda: run.process.poll() is not None, 120, "--until-idle to end the run")
+    assert run.process.returncode == 0, run.text()
+    text = run.text()
+    assert re.search(r"\d+ -> 0 workers", text)
+    assert "summary Prod-Billing/Invoices: 12 success" in text
+    assert "summary Prod-Billing/Receipts: 1 success" in text
+    # ... and a local copy of each worker's output
+    local = [line for f in (up_run.logs_dir / "Invoices").glob("*.log") for line in f.read_text().splitlines()]
+    assert sum('"Outcome":"success"' in line for line in local) == 12
+
+
+@NEEDS_CDK
+def test_local_deploy_prints_the_endpoint() -> None:
+    run = start("local", "deploy")
+    status = run.process.wait(timeout=240)
+    time.sleep(0.2)  # the reader thread's last lines
+    assert status == 0, run.text()
+    assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
+    assert "stack Prod-Billing: " in run.text() and "stack OpsShared: " in run.text()
+
+
+@NEEDS_CDK
+def test_an_app_that_fails_to_synth_is_one_error() -> None:
+    completed = subprocess.run(
+        [str(JOBQUEUES), "local", "deploy", "--app", "python no_such_app.py"],
+        cwd=OPS_APP_DIR,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.startswith("error: the app `python no_such_app.py` failed"), completed.stderr
+    assert "no_such_app.py" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_no_cdk_json_and_no_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["local", "up"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no cdk.json in {tmp_path}") and '--app "python app.py"' in err
+
+
+def test_missing_moto_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "moto", None)
+    assert main(["local", "deploy"]) == 1
+    assert capsys.readouterr().err == "error: the local emulator needs moto: pip install 'cdk-jobqueues[local]'\n"

@@ -1,0 +1,100 @@
+"""``jobqueues send`` on ``tests/ops_app`` deployed to the emulator: one message or a file of them, FIFO groups
+and deduplication ids, refused entries reported. The deployment is shared: every test empties what it filled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from emulator_fixtures import NEEDS_CDK, Deployment
+from support.moto_queues import take_all
+
+from jobqueues.cli import main
+from jobqueues.ops.discovery import JobType, discover
+from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines
+
+JOBQUEUES = Path(sys.executable).parent / "jobqueues"
+
+
+def job(deployment: Deployment, name: str) -> JobType:
+    return discover(deployment.server.client("cloudformation")).find(name)
+
+
+def jq(deployment: Deployment, *args: str) -> int:
+    return int(main(["--endpoint-url", deployment.server.endpoint, *args]))
+
+
+@NEEDS_CDK
+def test_a_file_goes_in_batches_keeping_the_fifo_group(
+    ops_deployment: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    invoices = job(ops_deployment, "Invoices")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"id": f"send-{i}"}) + "\n" + ("\n" if i % 5 == 0 else "") for i in range(23)))
+    assert jq(ops_deployment, "send", "Invoices", "--file", str(jobs), "--group", "customer-7", "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sent"] == 23 and result["failed"] == [] and len(set(result["message_ids"])) == 23
+    received = take_all(ops_deployment.server.client("sqs"), invoices.queue_url or "")
+    assert [json.loads(m["Body"])["id"] for m in received] == [f"send-{i}" for i in range(23)]  # in order
+    assert {m["Attributes"]["MessageGroupId"] for m in received} == {"customer-7"}
+    # no content-based deduplication on this queue: each body's SHA-256 is its deduplication id
+    first = received[0]
+    assert first["Attributes"]["MessageDeduplicationId"] == hashlib.sha256(first["Body"].encode()).hexdigest()
+
+
+@NEEDS_CDK
+def test_fifo_needs_a_group_and_standard_refuses_one(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert jq(ops_deployment, "send", "Invoices", "--body", "{}") == 1
+    assert (
+        capsys.readouterr().err
+        == "error: this job type's queue is FIFO: pass --group GROUP (the message group to send to)\n"
+    )
+    assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--group", "g") == 1
+    assert "--group and --dedup-id are for FIFO queues" in capsys.readouterr().err
+    assert jq(ops_deployment, "send", "Emails") == 2  # neither --body nor --file
+    assert jq(ops_deployment, "send", "Nope", "--body", "x") == 2
+    assert "job types: OpsShared/Emails, Prod-Billing/Invoices, Prod-Billing/Receipts" in capsys.readouterr().err
+
+
+@NEEDS_CDK
+def test_a_refused_entry_is_reported_and_the_rest_sent(
+    ops_deployment: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emails = job(ops_deployment, "Emails")
+    jobs = tmp_path / "jobs.txt"
+    jobs.write_text("first\n" + "x" * (BATCH_BYTES + 1) + "\nlast\n")
+    assert jq(ops_deployment, "send", "Emails", "--file", str(jobs)) == 1
+    out = capsys.readouterr()
+    assert out.out == "sent 2 messages to OpsShared/Emails\n"
+    assert out.err == "refused: line 2: MessageTooLong: 262145 bytes; SQS takes 256 KiB\n"
+    assert sorted(m["Body"] for m in take_all(ops_deployment.server.client("sqs"), emails.queue_url or "")) == [
+        "first",
+        "last",
+    ]
+
+
+@NEEDS_CDK
+def test_one_message_through_the_console_script(ops_deployment: Deployment) -> None:
+    receipts = job(ops_deployment, "Receipts")
+    done = subprocess.run(
+        [str(JOBQUEUES), "--endpoint-url", ops_deployment.server.endpoint, "send", "Receipts", "--body", '{"id": 1}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "sent 1 messages to Prod-Billing/Receipts\n"), done
+    assert [m["Body"] for m in take_all(ops_deployment.server.client("sqs"), receipts.queue_url or "")] == ['{"id": 1}']
+
+
+def test_batches_hold_10_messages_and_256_kib() -> None:
+    lines = [(i, "a" * 100_000) for i in range(5)] + [(i, "b") for i in range(5, 30)]
+    sizes = [len(b) for b in batches(lines)]
+    assert sizes == [2, 2, 10, 10, 6]  # 3 x 100 kB would pass 256 KiB
+    assert list(bodies_from_lines(["a\n", "\n", "  \n", "b\r\n"])) == [(1, "a"), (4, "b")]

@@ -1,0 +1,93 @@
+"""``jobqueues local up --chaos 0.2`` on the example app (this repository's own ``cdk.json``): its report finds 0
+lost and 0 run on two live handlers.
+
+One run through the console script, in the repository's directory: the app is deployed, 40 Transcode jobs (ECS
+workers, scaled from 0, 20 % of their SQS requests faulted, a worker killed every 15 s) and 20 Thumbnails jobs
+(the Lambda driver) are sent as soon as the consumers run, and ``--until-idle`` ends it. Timeouts are generous;
+no assertion depends on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+from emulator_fixtures import NEEDS_CDK
+from test_cli_local import start, until
+
+from jobqueues.ops.discovery import discover
+from local_emulator.server import Emulator, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+JOBQUEUES = Path(sys.executable).parent / "jobqueues"
+REPORT_HEADER = re.compile(r"^job type\s+received\s+completed\s+DLQ\s+queued\s+lost\s+ran twice\s+two live handlers")
+
+
+def report_rows(text: str) -> dict[str, list[int]]:
+    """The report's rows: job type -> [received, completed, DLQ, queued, lost, ran twice, two live handlers]."""
+    lines = text.splitlines()
+    start_at = next(i for i, line in enumerate(lines) if REPORT_HEADER.match(line))
+    rows: dict[str, list[int]] = {}
+    for line in lines[start_at + 1 :]:
+        fields = line.split()
+        if len(fields) != 8 or not all(f.isdigit() for f in fields[1:]):
+            break
+        rows[fields[0]] = [int(f) for f in fields[1:]]
+    return rows
+
+
+def send(emulator: Emulator, url: str, bodies: list[dict[str, object]]) -> None:
+    sqs = emulator.client("sqs")
+    for start_at in range(0, len(bodies), 10):
+        entries = [{"Id": str(i), "MessageBody": json.dumps(b)} for i, b in enumerate(bodies[start_at : start_at + 10])]
+        assert not sqs.send_message_batch(QueueUrl=url, Entries=entries).get("Failed")
+
+
+@NEEDS_CDK
+def test_chaos_on_the_example_app_loses_nothing(tmp_path: Path) -> None:
+    port = free_port()
+    run = start(
+        "local",
+        "up",
+        "--port",
+        str(port),
+        "--chaos",
+        "0.2",
+        "--until-idle",
+        "15",
+        "--scale-in-after",
+        "3",
+        "--logs",
+        str(tmp_path / "logs"),
+        cwd=ROOT,
+    )
+    try:
+        run.wait_for_line("consumers running", timeout_s=240)
+        emulator = Emulator(f"http://localhost:{port}")
+        found = discover(emulator.client("cloudformation"))
+        rng = random.Random(7)
+        transcode, thumbnails = found.find("Transcode"), found.find("Thumbnails")
+        assert transcode.queue_url and thumbnails.queue_url
+        jobs = [{"id": f"t{i}", "work_s": round(rng.uniform(0.2, 3), 2)} for i in range(40)]
+        send(emulator, transcode.queue_url, jobs)
+        send(emulator, thumbnails.queue_url, [{"id": f"th{i}", "work_s": 0.1} for i in range(20)])
+        until(lambda: run.process.poll() is not None, 300, "the run to end when idle")
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.wait()
+    text = run.text()
+    assert run.process.returncode == 0, text
+    assert re.search(r"chaos: \d+ of \d+ SQS requests faulted", text), text
+    rows = report_rows(text)
+    assert set(rows) >= {"Transcode", "Thumbnails"}, text
+    for job_type, row in rows.items():
+        lost, two_live = row[4], row[6]
+        assert lost == 0 and two_live == 0, f"{job_type}: {text}"
+    transcode_row, thumbnails_row = rows["Transcode"], rows["Thumbnails"]
+    # Every job was received and none is left: completed, or dead-lettered by faults on every delivery.
+    assert transcode_row[0] == 40 and transcode_row[1] + transcode_row[2] == 40, text
+    assert thumbnails_row[0] == 20 and thumbnails_row[1] + thumbnails_row[2] == 20, text
