@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -209,13 +210,18 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, Em
         )["MessageId"]
         yield run, emulator, message_id, error
     finally:
-        if run.process.poll() is None:
-            run.process.send_signal(signal.SIGINT)
-            try:
-                run.process.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                run.process.kill()
-                run.process.wait()
+        # SIGTERM (a `kill`, a CI timeout) stops the run as Ctrl-C does: workers drained, the emulator stopped.
+        run.process.send_signal(signal.SIGTERM)
+        try:
+            status = run.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            run.process.kill()
+            run.process.wait()
+            raise
+    assert status == 130, run.text()
+    assert "interrupted: draining the workers" in run.text()
+    with pytest.raises(OSError):  # the emulator is gone with it
+        socket.create_connection(("localhost", port), timeout=2).close()
 
 
 @NEEDS_CDK

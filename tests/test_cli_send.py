@@ -89,7 +89,7 @@ def test_one_message_through_the_console_script(ops_deployment: Deployment) -> N
         text=True,
         timeout=60,
     )
-    assert (done.returncode, done.stdout) == (0, "sent 1 messages to Prod-Billing/Receipts\n"), done
+    assert (done.returncode, done.stdout) == (0, "sent 1 message to Prod-Billing/Receipts\n"), done
     assert [m["Body"] for m in take_all(ops_deployment.server.client("sqs"), receipts.queue_url or "")] == ['{"id": 1}']
 
 

@@ -88,3 +88,8 @@ def run_command(group: click.Command, argv: list[str]) -> int:
         return translated.exit_status
     # A command returns its exit status (drift's 1), or None for 0.
     return result if isinstance(result, int) else 0
+
+
+def messages(count: int) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} message" if count == 1 else f"{count} messages"

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.cli.context import Aws, messages, pass_aws
 from jobqueues.cli.redrive import redrive
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
 from jobqueues.ops.errors import EXIT_FAILED
@@ -78,11 +78,11 @@ def purge_(aws: Aws, job_type: str, stack: str | None, yes: bool) -> int:
     job = aws.job_type(job_type, stack)
     url = dead_letter_url(job)
     count = depth(aws.client("sqs"), url)
-    if not yes and not click.confirm(f"delete the {count} messages of {job.name}'s DLQ ({url})?", default=False):
+    if not yes and not click.confirm(f"delete the {messages(count)} of {job.name}'s DLQ ({url})?", default=False):
         click.echo("nothing deleted")
         return EXIT_FAILED
     purge(aws.client("sqs"), url)
-    click.echo(f"purged {job.name}'s DLQ: about {count} messages deleted (SQS takes up to 60 s to finish)")
+    click.echo(f"purged {job.name}'s DLQ: about {messages(count)} deleted (SQS takes up to 60 s to finish)")
     return 0
 
 

@@ -13,6 +13,7 @@ import collections
 import contextlib
 import json
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -43,10 +44,22 @@ def _require_moto() -> None:
         raise OpsError("the local emulator needs moto: pip install 'cdk-jobqueues[local]'") from None
 
 
+def _stop_on_signals() -> None:
+    """SIGTERM (a ``kill``, a CI step's timeout) stops as Ctrl-C does: the consumers drained, the emulator stopped,
+    status 130. Ctrl-C works too when a script started us in the background, where SIGINT comes ignored."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @contextlib.contextmanager
 def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
     """The emulator with the app in the current directory deployed and verified, for as long as the ``with``."""
     _require_moto()
+    _stop_on_signals()
     from local_emulator.consumers.runner import sigint_blocked
     from local_emulator.deploy import DeployError, format_report
     from local_emulator.server import running_server

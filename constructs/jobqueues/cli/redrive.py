@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.cli.context import Aws, messages, pass_aws
 from jobqueues.ops.dlq import dead_letter_url
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError
 from jobqueues.ops.redrive import dry_run
@@ -68,7 +68,7 @@ def redrive(
         if as_json:
             click.echo(json.dumps({"messages": count, "groups": dict(groups) if job.fifo else None}))
         else:
-            click.echo(f"would move {count} messages from {job.name}'s DLQ to its queue (nothing moved)")
+            click.echo(f"would move {messages(count)} from {job.name}'s DLQ to its queue (nothing moved)")
             for group, n in sorted(groups.items()) if job.fifo else []:
                 click.echo(f"  group {group}: {n}")
         return 0
@@ -86,7 +86,7 @@ def redrive(
     else:
         how = "SQS move task" if result.method == "move-task" else "receive/send/delete"
         end = "stopped" if result.stopped else "done"
-        click.echo(f"{end}: {result.moved} messages moved to {job.name}'s queue in {result.seconds:.1f} s ({how})")
+        click.echo(f"{end}: {messages(result.moved)} moved to {job.name}'s queue in {result.seconds:.1f} s ({how})")
         for failure in result.failed:
             click.echo(f"refused: {failure}", err=True)
         if result.stopped:

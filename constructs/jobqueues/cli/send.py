@@ -7,7 +7,7 @@ from typing import IO
 
 import click
 
-from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.cli.context import Aws, messages, pass_aws
 from jobqueues.ops.errors import EXIT_FAILED, OpsError
 from jobqueues.ops.send import bodies_from_lines, send
 
@@ -48,7 +48,7 @@ def command(
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
-        click.echo(f"sent {len(result.message_ids)} messages to {job.name}")
+        click.echo(f"sent {messages(len(result.message_ids))} to {job.name}")
         for failed in result.failed:
             click.echo(f"refused: line {failed.line}: {failed.code}: {failed.message}", err=True)
     return EXIT_FAILED if result.failed else 0

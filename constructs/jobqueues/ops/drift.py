@@ -144,7 +144,10 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
         status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
     elif vt < expected.seconds:
         status = TOO_SHORT
-        reason = f"VT {vt} s is below the expected {expected.seconds} s: jobs longer than the lease run twice"
+        reason = (
+            f"VT {vt} s is below the expected {expected.seconds} s: "
+            "jobs longer than the lease run twice unless a heartbeat extends it"
+        )
         fixes.append(p99_fix)
     elif vt > (1 + tolerance) * expected.seconds:
         status = TOO_LONG
