@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,9 @@ from jobqueues.ops.drift import (
     Deployed,
     compare,
     compare_all,
+    load_profiles,
 )
+from jobqueues.ops.errors import OpsError
 from sqslease.emf import EmfLogger
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -159,6 +162,23 @@ def test_drift_of_the_synthesized_app(
     assert f"processing_p99=Duration.millis({measured_p99_ms(profiles['disagree'], 'Invoices')})" in out
 
 
+@NEEDS_CDK
+def test_drift_of_one_stack_and_an_unknown_one(
+    ops_deployment: Deployment, profiles: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ops_deployment.server.endpoint
+    args = ["--endpoint-url", url, "drift", "--profiles", str(profiles["disagree"])]
+    # --stack narrows: Invoices (Prod-Billing) is then a profile without a job type searched, never a failure
+    assert main([*args, "--stack", "OpsShared", "--tolerance", "0", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["OpsShared/Emails"]["reason"] == "within 0% above the expected 10 s"
+    assert rows["Invoices"]["status"] == NOT_DEPLOYED and "Prod-Billing/Invoices" not in rows
+    # an unknown stack names those that exist, status 2
+    assert main([*args, "--stack", "Nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no deployed stack Nope; stacks: ") and "OpsShared" in err and "Prod-Billing" in err
+
+
 def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "profiles.json"
     bad.write_text(json.dumps({"schema_version": 9, "job_types": {}}))
@@ -169,6 +189,13 @@ def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     )
     assert main(["drift", "--profiles", str(tmp_path / "missing.json")]) == 1
     assert "not found: run `python -m jobstats profile LOGS" in capsys.readouterr().err
+    # a mistyped number is an error naming the job type and the field, not "no recommendation"
+    bad.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": {"recommended_processing_p99_s": "2"}}}))
+    assert main(["drift", "--profiles", str(bad)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {bad}, job type 'Emails': recommended_processing_p99_s='2' is not a positive number of seconds, "
+        "e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
+    )
 
 
 # The comparison alone, without a network.
@@ -223,3 +250,60 @@ def test_a_refused_profile_and_a_missing_one_never_fail() -> None:
     rows = compare_all([ECS_JOB, LAMBDA_JOB], {"Render": refused}, {}, 0.25)
     assert [(r.name, r.status) for r in rows] == [("S/Render", NO_RECOMMENDATION), ("S/Thumbs", NO_PROFILE)]
     assert rows[0].reason == "only 12 messages" and not any(r.drifted for r in rows)
+
+
+def test_a_lambda_timeout_too_short_is_fixed_by_the_timeout() -> None:
+    # p99 40 s needs a 45 s timeout (5 s deadline margin); its VT 6 x 45 s + 5 s = 275 s covers 2 x p99 = 80 s
+    drift = compare(LAMBDA_JOB, entry(40.0), Deployed(185, 3), 0.25)
+    assert (drift.status, drift.expected_visibility_timeout_s) == (TOO_SHORT, 275)
+    assert drift.fixes == ["timeout=Duration.seconds(45)"]
+    assert drift.reason.startswith("the Lambda timeout 30 s cannot fit a record of the measured p99 40 s; VT 185 s")
+    # beyond Lambda's 15 min: an EcsJob
+    assert compare(LAMBDA_JOB, entry(1000.0), Deployed(185, 3), 0.25).fixes[-1] == "EcsJob(...) instead of LambdaJob"
+
+
+def test_a_lambda_job_with_lease_extension_whose_p99_rule_wins_is_fixed_by_its_p99() -> None:
+    # timeout 60 s + window 0 s + 10 s = 70 s; the timeout fits p99 40 s, but 2 x 40 s = 80 s is the larger rule
+    job = JobType("Long", "S", "S/Long", "url", "dlq", lambda_timeout_s=60, lease_extension=True)
+    drift = compare(job, entry(40.0), Deployed(70, 3), 0.25)
+    assert (drift.status, drift.fixes) == (TOO_SHORT, ["processing_p99=Duration.millis(40000)"])
+
+
+def test_a_queue_changed_outside_its_stack_says_so() -> None:
+    job = JobType("Render", "S", "S/Render", "url", "dlq", processing_p99_s=5.0, visibility_timeout_s=10)
+    drift = compare(job, entry(5.0), Deployed(30, 3), 0.25)
+    assert drift.status == TOO_LONG and drift.reason.endswith(
+        "(the stack declares 10 s: the queue was changed outside it)"
+    )
+    assert "changed outside" not in compare(job, entry(5.0), Deployed(10, 3), 0.25).reason
+
+
+def test_load_profiles_names_the_job_type_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.json"
+    for entry_, problem in (
+        ({}, "has no recommended_processing_p99_s"),
+        ({"recommended_processing_p99_s": -1}, "recommended_processing_p99_s=-1 is not a positive number"),
+        ({"recommended_processing_p99_s": True}, "recommended_processing_p99_s=True is not a positive number"),
+        ({"recommended_processing_p99_s": 1, "count": 1.5}, "count=1.5 is not a whole number"),
+        ({"recommended_processing_p99_s": None, "recommended_max_receive_count": "3"}, "recommended_max_receive_count"),
+    ):
+        path.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": entry_}}))
+        with pytest.raises(OpsError, match=f"job type 'Emails': {re.escape(problem)}"):
+            load_profiles(path)
+    path.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": entry(1.5)}}))
+    assert load_profiles(path) == {"Emails": entry(1.5)}
+
+
+def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
+    from botocore.exceptions import ClientError
+
+    from jobqueues.ops.drift import read_deployed
+
+    class DeletedQueues:
+        def get_queue_attributes(self, **_: Any) -> Any:
+            raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
+
+    deployed = read_deployed(DeletedQueues(), [ECS_JOB])
+    assert deployed == {"S/Render": Deployed(None, None)}
+    row = compare(ECS_JOB, entry(5.0), deployed["S/Render"], 0.25)
+    assert (row.status, row.reason) == (NO_RECOMMENDATION, "the queue's visibility timeout could not be read")

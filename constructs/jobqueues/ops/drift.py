@@ -10,9 +10,13 @@ timeout. A job type **drifted** when its VT is
 - above ``(1 + tolerance)`` times it: a crashed consumer's message waits that long before it is retried.
 
 A Lambda job whose timeout cannot fit a record of the measured p99 (:func:`sqslease.rules.lambda_timeout_for_p99`)
-drifted too. ``maxReceiveCount`` below jobstats' recommendation is reported with its fix, without failing: it sends
-messages that would succeed to the DLQ, which the DLQ alarm shows. A profile that refuses to recommend (too few
-samples), a job type without a profile, and a profile without a deployed job type are listed, never failures.
+drifted too: its fix is ``timeout=`` (its VT follows), with ``processing_p99=`` only when ``2 x p99`` is still the
+larger rule; its expected VT is the one that timeout gives. A queue whose VT differs from its stack's (changed
+outside CloudFormation) says so in the reason.
+
+``maxReceiveCount`` below jobstats' recommendation is reported with its fix, without failing: it sends messages that
+would succeed to the DLQ, which the DLQ alarm shows. A profile that refuses to recommend (too few samples), a job
+type without a profile, and a profile without a deployed job type are listed, never failures.
 """
 
 from __future__ import annotations
@@ -26,7 +30,13 @@ from typing import Any
 
 from jobqueues.ops.discovery import JobType, LambdaConsumer
 from jobqueues.ops.errors import OpsError
-from sqslease.rules import derive_visibility_timeout, lambda_timeout_for_p99
+from jobqueues.ops.queues import queue_attributes
+from sqslease.rules import (
+    derive_visibility_timeout,
+    lambda_timeout_for_p99,
+    visibility_timeout_for_lambda,
+    visibility_timeout_for_p99,
+)
 
 #: Default tolerance above the expected VT (a share: 0.25 is 25 %).
 DEFAULT_TOLERANCE = 0.25
@@ -73,8 +83,8 @@ class Drift:
 
 
 def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
-    """Job type -> profile entry of a jobstats ``profiles.json``; an :class:`OpsError` naming the file and what is
-    wrong with it."""
+    """Job type -> profile entry of a jobstats ``profiles.json``; an :class:`OpsError` naming the file (and the job
+    type and field) and what is wrong with it."""
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
@@ -85,12 +95,35 @@ def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
         version = document.get("schema_version") if isinstance(document, dict) else None
         raise OpsError(
             f"{path} is not a jobstats profiles document of schema_version {SUPPORTED_SCHEMA_VERSION} "
-            f"(found {version!r}): regenerate it with `python -m jobstats profile`"
+            f"(found {version!r}): {_REGENERATE}"
         )
     job_types = document.get("job_types")
     if not isinstance(job_types, dict) or not all(isinstance(v, dict) for v in job_types.values()):
-        raise OpsError(f"{path} has no job_types object of profiles: regenerate it with `python -m jobstats profile`")
+        raise OpsError(f"{path} has no job_types object of profiles: {_REGENERATE}")
+    for job_type, entry in job_types.items():
+        problem = _entry_problem(entry)
+        if problem is not None:
+            raise OpsError(f"{path}, job type {job_type!r}: {problem}: {_REGENERATE}, or correct the field")
     return job_types
+
+
+_REGENERATE = "regenerate it with `python -m jobstats profile`"
+
+
+def _entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with one profile entry's fields drift reads, or ``None``: a misspelt or mistyped number must
+    not pass as "no recommendation"."""
+    field = "recommended_processing_p99_s"
+    if field not in entry:
+        return f"has no {field} (a number of seconds, or null when refused)"
+    p99 = entry[field]
+    if p99 is not None and (_number(entry, field) is None or not 0 < p99 < math.inf):
+        return f"{field}={p99!r} is not a positive number of seconds, e.g. 1.5"
+    for field in ("recommended_max_receive_count", "count"):
+        value = entry.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            return f"{field}={value!r} is not a whole number"
+    return None
 
 
 def _number(entry: Mapping[str, Any], key: str) -> float | None:
@@ -131,13 +164,26 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
     lambda_timeout = job.lambda_timeout_s
     if lambda_timeout is None and isinstance(job.consumer, LambdaConsumer):
         lambda_timeout = job.consumer.timeout_s
+    # A Lambda job's VT follows its timeout: a timeout too short for the measured p99 is the first fix, and the
+    # expected VT is the one the stack derives once it is made.
+    timeout_fix, timeout_problem, needed_timeout = None, None, 0
+    if lambda_timeout is not None:
+        needed = lambda_timeout_for_p99(p99_s)
+        if needed is None:
+            timeout_problem = f"a record of the measured p99 {p99_s:g} s cannot fit Lambda's 15 min: use an EcsJob"
+        elif needed > lambda_timeout:
+            timeout_problem = (
+                f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s"
+            )
+            timeout_fix, lambda_timeout = f"timeout=Duration.seconds({needed})", needed
+            needed_timeout = needed
     expected = derive_visibility_timeout(
         processing_p99_s=p99_s,
         lambda_timeout_s=lambda_timeout,
         max_batching_window_s=job.max_batching_window_s,
         lease_extension=job.lease_extension,
     )
-    fixes: list[str] = []
+    fixes = [timeout_fix] if timeout_fix else []
     status, reason = OK, f"within {tolerance:.0%} above the expected {expected.seconds} s"
     p99_fix = f"processing_p99=Duration.millis({_millis(p99_s)})"
     if vt is None:
@@ -148,7 +194,11 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
             f"VT {vt} s is below the expected {expected.seconds} s: "
             "jobs longer than the lease run twice unless a heartbeat extends it"
         )
-        fixes.append(p99_fix)
+        # the timeout fix alone raises the VT enough unless 2 x p99 is the larger rule
+        if timeout_fix is None or visibility_timeout_for_p99(p99_s) > visibility_timeout_for_lambda(
+            needed_timeout, job.max_batching_window_s, lease_extension=job.lease_extension
+        ):
+            fixes.append(p99_fix)
     elif vt > (1 + tolerance) * expected.seconds:
         status = TOO_LONG
         reason = (
@@ -156,14 +206,13 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
             "a crashed consumer's message waits that long"
         )
         fixes.append(p99_fix)
-    if lambda_timeout is not None:
-        needed = lambda_timeout_for_p99(p99_s)
-        if needed is None or needed > lambda_timeout:
-            status = TOO_SHORT
-            reason = f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s" + (
-                "" if needed is not None else ": beyond Lambda's 15 min, use an EcsJob"
-            )
-            fixes.append(f"timeout=Duration.seconds({needed})" if needed is not None else "an EcsJob")
+    if timeout_problem is not None:
+        reason = timeout_problem if status in (OK, NO_RECOMMENDATION) else f"{timeout_problem}; {reason}"
+        status = TOO_SHORT
+        if timeout_fix is None:
+            fixes.append("EcsJob(...) instead of LambdaJob")
+    if vt is not None and job.visibility_timeout_s is not None and vt != math.ceil(job.visibility_timeout_s):
+        reason += f" (the stack declares {math.ceil(job.visibility_timeout_s)} s: the queue was changed outside it)"
     if isinstance(recommended_mrc, int) and mrc is not None and mrc < recommended_mrc:
         fixes.append(f"max_receive_count={recommended_mrc}")
     return replace(
@@ -200,13 +249,16 @@ def compare_all(
 
 
 def read_deployed(sqs: Any, job_types: Sequence[JobType]) -> dict[str, Deployed]:
-    """The VT and ``maxReceiveCount`` SQS holds for each deployed job type's queue (one call per queue)."""
+    """The VT and ``maxReceiveCount`` SQS holds for each deployed job type's queue (one call per queue); a queue
+    deleted outside its stack reads as unknown (its row: ``no_recommendation``, "could not be read")."""
     found = {}
     for job in job_types:
         if job.queue_url is None:
             continue
-        names = ["VisibilityTimeout", "RedrivePolicy"]
-        attributes = sqs.get_queue_attributes(QueueUrl=job.queue_url, AttributeNames=names)["Attributes"]
+        attributes = queue_attributes(sqs, job.queue_url, ["VisibilityTimeout", "RedrivePolicy"])
+        if attributes is None:
+            found[job.name] = Deployed(None, None)
+            continue
         redrive = json.loads(attributes["RedrivePolicy"]) if attributes.get("RedrivePolicy") else {}
         count = redrive.get("maxReceiveCount")
         found[job.name] = Deployed(int(attributes["VisibilityTimeout"]), None if count is None else int(count))

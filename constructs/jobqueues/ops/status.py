@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer
+from jobqueues.ops.queues import queue_attributes
 from sqslease.rules import SQS_IN_FLIGHT_QUOTA
 
 #: The window of the CloudWatch figures: the oldest message's age is its latest one-minute maximum in it, the
@@ -71,23 +72,6 @@ class JobTypeStatus:
 
 def _queue_name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
-
-
-#: The error codes of a queue that does not exist (the JSON and the query protocol's).
-_NO_QUEUE = {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
-
-
-def _attributes(sqs: Any, url: str) -> dict[str, str] | None:
-    """The queue's attributes; ``None`` when it no longer exists (deleted outside its stack)."""
-    from botocore.exceptions import ClientError
-
-    try:
-        response = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=_QUEUE_ATTRIBUTES)
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in _NO_QUEUE:
-            return None
-        raise
-    return dict(response.get("Attributes", {}))
 
 
 def _int(attributes: dict[str, str] | None, name: str) -> int | None:
@@ -238,7 +222,9 @@ def read_status(
     now = now or datetime.datetime.now(datetime.UTC)
     urls = sorted({u for j in job_types for u in (j.queue_url, j.dead_letter_queue_url) if u is not None})
     with ThreadPoolExecutor(max_workers=8) as pool:
-        attributes = dict(zip(urls, pool.map(lambda url: _attributes(sqs, url), urls), strict=True))
+        attributes = dict(
+            zip(urls, pool.map(lambda url: queue_attributes(sqs, url, _QUEUE_ATTRIBUTES), urls), strict=True)
+        )
         metrics_future = pool.submit(read_metrics, cloudwatch, job_types, now)
         services_future = pool.submit(read_services, ecs, job_types)
         metrics, services = metrics_future.result(), services_future.result()

@@ -1,0 +1,22 @@
+"""Reading a queue's attributes, where a queue deleted outside its stack is an answer, not a failure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: The error codes of a queue that does not exist (the JSON protocol's and the query protocol's).
+NO_QUEUE = frozenset({"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"})
+
+
+def queue_attributes(sqs: Any, url: str, names: Sequence[str]) -> dict[str, str] | None:
+    """The attributes ``names`` of the queue at ``url``; ``None`` when it no longer exists."""
+    from botocore.exceptions import ClientError
+
+    try:
+        response = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(names))
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in NO_QUEUE:
+            return None
+        raise
+    return dict(response.get("Attributes", {}))
