@@ -184,7 +184,7 @@ def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     bad.write_text(json.dumps({"schema_version": 9, "job_types": {}}))
     assert main(["drift", "--profiles", str(bad)]) == 1
     assert capsys.readouterr().err == (
-        f"error: {bad} is not a jobstats profiles document of schema_version 1 (found 9): "
+        f"error: {bad} is not a jobstats profiles document of a supported version (schema_version 9, expected 1): "
         "regenerate it with `python -m jobstats profile`\n"
     )
     assert main(["drift", "--profiles", str(tmp_path / "missing.json")]) == 1
@@ -193,7 +193,7 @@ def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     bad.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": {"recommended_processing_p99_s": "2"}}}))
     assert main(["drift", "--profiles", str(bad)]) == 1
     assert capsys.readouterr().err == (
-        f"error: {bad}, job type 'Emails': recommended_processing_p99_s='2' is not a positive number of seconds, "
+        f"error: {bad}, job type 'Emails': recommended_processing_p99_s='2' is a str, not a number of seconds, "
         "e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
     )
 
@@ -282,9 +282,9 @@ def test_load_profiles_names_the_job_type_and_field(tmp_path: Path) -> None:
     path = tmp_path / "profiles.json"
     for entry_, problem in (
         ({}, "has no recommended_processing_p99_s"),
-        ({"recommended_processing_p99_s": -1}, "recommended_processing_p99_s=-1 is not a positive number"),
-        ({"recommended_processing_p99_s": True}, "recommended_processing_p99_s=True is not a positive number"),
-        ({"recommended_processing_p99_s": 1, "count": 1.5}, "count=1.5 is not a whole number"),
+        ({"recommended_processing_p99_s": -1}, "recommended_processing_p99_s=-1 is not positive"),
+        ({"recommended_processing_p99_s": True}, "recommended_processing_p99_s=True is a bool, not a number"),
+        ({"recommended_processing_p99_s": 1, "count": 1.5}, "count=1.5 is a float, not a whole number"),
         ({"recommended_processing_p99_s": None, "recommended_max_receive_count": "3"}, "recommended_max_receive_count"),
     ):
         path.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": entry_}}))

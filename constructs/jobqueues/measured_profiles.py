@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from constructs import Construct
 
 from jobqueues.declaration_warnings import PROFILE_TOO_SMALL, STALE_PROFILE
 from jobqueues.errors import JobQueueError
-
-SUPPORTED_SCHEMA_VERSION = 1
+from jobqueues.profiles_document import REGENERATE, document_problem, kind, p99_problem, recommended_p99_s
 
 
 class MeasuredProfiles:
@@ -43,22 +41,9 @@ class MeasuredProfiles:
         max_age: Duration | None = None,
         now: dt.datetime | None = None,
     ) -> None:
-        if not isinstance(document, dict):
-            raise JobQueueError(
-                f"{source} is {_kind(document)}, not a jobstats profiles document (a JSON object): {_REGENERATE}"
-            )
-        version = document.get("schema_version")
-        if version != SUPPORTED_SCHEMA_VERSION:
-            raise JobQueueError(
-                f"{source} is not a jobstats profiles document of a supported version (schema_version {version!r}, "
-                f"expected {SUPPORTED_SCHEMA_VERSION}): {_REGENERATE}"
-            )
-        job_types = document.get("job_types")
-        if not isinstance(job_types, dict):
-            found = "missing" if job_types is None else _kind(job_types)
-            raise JobQueueError(
-                f"{source} has no job_types object ({found}), so it is not a jobstats profiles document: {_REGENERATE}"
-            )
+        problem = document_problem(document, source)
+        if problem is not None:
+            raise JobQueueError(problem)
         self.document = document
         self.source = source
         #: When the measurements of the whole document end, if it says; a job type's own window comes first.
@@ -96,12 +81,12 @@ class MeasuredProfiles:
                 "run jobstats on logs that include it, or declare processing_p99 explicitly"
             )
         if not isinstance(entry, dict):
-            raise JobQueueError(f"{self.source}: job type {job_type!r} is {_kind(entry)}, not an object: {_REGENERATE}")
+            raise JobQueueError(f"{self.source}: job type {job_type!r} is {kind(entry)}, not an object: {REGENERATE}")
         return entry
 
     def _malformed(self, job_type: str | None, problem: str) -> JobQueueError:
         where = self.source if job_type is None else f"{self.source}, job type {job_type!r}"
-        return JobQueueError(f"{where}: {problem}: {_REGENERATE}, or correct the field")
+        return JobQueueError(f"{where}: {problem}: {REGENERATE}, or correct the field")
 
     def processing_p99(self, scope: Construct, job_type: str, *, fallback: Duration | None = None) -> Duration:
         """The measured p99 of ``job_type`` as a ``Duration`` (whole milliseconds, rounded up by jobstats).
@@ -115,7 +100,7 @@ class MeasuredProfiles:
         if p99_s is None:
             reason = entry.get("refused")
             if reason is not None and not isinstance(reason, str):
-                raise self._malformed(job_type, f"refused={reason!r} is {_kind(reason)}, not a text")
+                raise self._malformed(job_type, f"refused={reason!r} is {kind(reason)}, not a text")
             reason = reason or "no recommendation"
             if fallback is None:
                 raise JobQueueError(
@@ -131,22 +116,15 @@ class MeasuredProfiles:
 
     def _p99_s(self, job_type: str, entry: dict[str, Any]) -> float | None:
         """The recommended p99 in seconds, ``None`` when refused; anything else is an error naming the field."""
-        field = "recommended_processing_p99_s"
-        if field not in entry:
-            raise self._malformed(job_type, f"has no {field} (a number of seconds, or null when refused)")
-        p99_s = entry[field]
-        if p99_s is None:
-            return None
-        if isinstance(p99_s, bool) or not isinstance(p99_s, int | float):
-            raise self._malformed(job_type, f"{field}={p99_s!r} is {_kind(p99_s)}, not a number of seconds, e.g. 1.5")
-        if not 0 < p99_s < math.inf:
-            raise self._malformed(job_type, f"{field}={p99_s!r} is not positive: a p99 is a positive number of seconds")
-        return float(p99_s)
+        problem = p99_problem(entry)
+        if problem is not None:
+            raise self._malformed(job_type, problem)
+        return recommended_p99_s(entry)
 
     def _warn_if_stale(self, scope: Construct, job_type: str, entry: dict[str, Any]) -> None:
         window = entry.get("window")
         if window is not None and not isinstance(window, dict):
-            raise self._malformed(job_type, f"window={window!r} is {_kind(window)}, not an object")
+            raise self._malformed(job_type, f"window={window!r} is {kind(window)}, not an object")
         ended = _time(window or {}, "window.to", lambda problem: self._malformed(job_type, problem)) or (
             self.generated_at
         )
@@ -161,9 +139,6 @@ class MeasuredProfiles:
             )
 
 
-_REGENERATE = "regenerate it with `python -m jobstats profile`"
-
-
 def _time(holder: dict[str, Any], field: str, malformed: Callable[[str], JobQueueError]) -> dt.datetime | None:
     """The ISO 8601 time at ``field`` (a dotted name: its last part is the key in ``holder``); ``None`` if absent."""
     value = holder.get(field.rpartition(".")[2])
@@ -171,15 +146,9 @@ def _time(holder: dict[str, Any], field: str, malformed: Callable[[str], JobQueu
         return None
     example = "e.g. 2026-11-20T00:00:00.000Z"
     if not isinstance(value, str):
-        raise malformed(f"{field}={value!r} is {_kind(value)}, not an ISO 8601 time ({example})")
+        raise malformed(f"{field}={value!r} is {kind(value)}, not an ISO 8601 time ({example})")
     try:
         time = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise malformed(f"{field}={value!r} is not an ISO 8601 time ({example})") from None
     return time if time.tzinfo is not None else time.replace(tzinfo=dt.UTC)
-
-
-def _kind(value: object) -> str:
-    """``a str``, ``an int``: the type of a JSON value, for messages."""
-    name = type(value).__name__
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"

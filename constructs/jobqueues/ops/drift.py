@@ -31,6 +31,14 @@ from typing import Any
 from jobqueues.ops.discovery import JobType, LambdaConsumer
 from jobqueues.ops.errors import OpsError
 from jobqueues.ops.queues import queue_attributes
+from jobqueues.profiles_document import (
+    REGENERATE,
+    count_problem,
+    document_problem,
+    kind,
+    p99_problem,
+    recommended_p99_s,
+)
 from sqslease.rules import (
     derive_visibility_timeout,
     lambda_timeout_for_p99,
@@ -40,7 +48,6 @@ from sqslease.rules import (
 
 #: Default tolerance above the expected VT (a share: 0.25 is 25 %).
 DEFAULT_TOLERANCE = 0.25
-SUPPORTED_SCHEMA_VERSION = 1
 
 OK, TOO_SHORT, TOO_LONG = "ok", "too_short", "too_long"
 NO_RECOMMENDATION, NO_PROFILE, NOT_DEPLOYED = "no_recommendation", "no_profile", "not_deployed"
@@ -84,51 +91,25 @@ class Drift:
 
 def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
     """Job type -> profile entry of a jobstats ``profiles.json``; an :class:`OpsError` naming the file (and the job
-    type and field) and what is wrong with it."""
+    type and field) and what is wrong with it, as stack code's ``MeasuredProfiles`` words it."""
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
         raise OpsError(f"{path} not found: run `python -m jobstats profile LOGS --out {path}` first") from None
     except (OSError, ValueError) as error:
-        raise OpsError(f"{path} is not a JSON file ({error}): regenerate it with jobstats") from None
-    if not isinstance(document, dict) or document.get("schema_version") != SUPPORTED_SCHEMA_VERSION:
-        version = document.get("schema_version") if isinstance(document, dict) else None
-        raise OpsError(
-            f"{path} is not a jobstats profiles document of schema_version {SUPPORTED_SCHEMA_VERSION} "
-            f"(found {version!r}): {_REGENERATE}"
-        )
-    job_types = document.get("job_types")
-    if not isinstance(job_types, dict) or not all(isinstance(v, dict) for v in job_types.values()):
-        raise OpsError(f"{path} has no job_types object of profiles: {_REGENERATE}")
+        raise OpsError(f"{path} is not valid JSON ({error}): {REGENERATE}") from None
+    problem = document_problem(document, str(path))
+    if problem is not None:
+        raise OpsError(problem)
+    job_types: dict[str, Any] = document["job_types"]
     for job_type, entry in job_types.items():
-        problem = _entry_problem(entry)
+        if not isinstance(entry, dict):
+            raise OpsError(f"{path}: job type {job_type!r} is {kind(entry)}, not an object: {REGENERATE}")
+        problem = p99_problem(entry) or count_problem(entry, "recommended_max_receive_count")
+        problem = problem or count_problem(entry, "count")
         if problem is not None:
-            raise OpsError(f"{path}, job type {job_type!r}: {problem}: {_REGENERATE}, or correct the field")
+            raise OpsError(f"{path}, job type {job_type!r}: {problem}: {REGENERATE}, or correct the field")
     return job_types
-
-
-_REGENERATE = "regenerate it with `python -m jobstats profile`"
-
-
-def _entry_problem(entry: Mapping[str, Any]) -> str | None:
-    """What is wrong with one profile entry's fields drift reads, or ``None``: a misspelt or mistyped number must
-    not pass as "no recommendation"."""
-    field = "recommended_processing_p99_s"
-    if field not in entry:
-        return f"has no {field} (a number of seconds, or null when refused)"
-    p99 = entry[field]
-    if p99 is not None and (_number(entry, field) is None or not 0 < p99 < math.inf):
-        return f"{field}={p99!r} is not a positive number of seconds, e.g. 1.5"
-    for field in ("recommended_max_receive_count", "count"):
-        value = entry.get(field)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            return f"{field}={value!r} is not a whole number"
-    return None
-
-
-def _number(entry: Mapping[str, Any], key: str) -> float | None:
-    value = entry.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _millis(seconds: float) -> int:
@@ -150,7 +131,7 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
     if entry is None:
         return base
     samples = entry.get("count")
-    p99_s = _number(entry, "recommended_processing_p99_s")
+    p99_s = recommended_p99_s(entry)
     recommended_mrc = entry.get("recommended_max_receive_count")
     base = replace(
         base,
