@@ -22,12 +22,13 @@ from local_emulator.server import LocalServer
 NOT_VERIFIABLE: dict[str, str] = {
     "AWS::Lambda::Function": (
         "LoggingConfig (the explicit log group), DeadLetterConfig, EphemeralStorage, SnapStart are dropped "
-        "by moto; the code never runs"
+        "by moto, which never runs the code (`jobqueues local up` runs it through a local event-source driver)"
     ),
-    "AWS::Lambda::EventSourceMapping": "a record only: nothing polls the queue (a local driver stands in for it)",
+    "AWS::Lambda::EventSourceMapping": "a record only in moto: `jobqueues local up`'s local driver polls the queue",
     "AWS::ECS::Service": (
         "DeploymentConfiguration (circuit breaker, healthy percents), CapacityProviderStrategy, "
-        "EnableECSManagedTags, EnableExecuteCommand, HealthCheckGracePeriodSeconds are dropped; no task runs"
+        "EnableECSManagedTags, EnableExecuteCommand, HealthCheckGracePeriodSeconds are dropped; moto runs no "
+        "task (`jobqueues local up` runs the workers as local processes)"
     ),
     "AWS::ECS::TaskDefinition": "the image is never pulled and no container runs",
     "AWS::ApplicationAutoScaling::ScalingPolicy": (

@@ -11,6 +11,7 @@ Tests on the shared deployment (``ops_deployment``) fill the DLQs directly and l
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import socket
@@ -30,8 +31,10 @@ from test_cli_local import Run, start, until
 
 from jobqueues.cli import main
 from jobqueues.ops.discovery import JobType, discover
+from jobqueues.ops.dlq import LastError, any_term_patterns, list_dead_letters, parse_failure
 from jobqueues.ops.redrive import RedriveResult, loop, redrive
 from local_emulator.server import Emulator, free_port
+from sqslease.emf import EmfLogger
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 
@@ -250,3 +253,144 @@ def test_dlq_list_shows_the_last_error_of_a_poison_message(
         timeout=60,
     )
     assert done.returncode == 0 and f"RuntimeError: {error}" in done.stdout, done
+
+
+# dlq list on the shared deployment: failure lines written by sqslease's own EMF code, put in the consumer's log
+# group; each message's latest error is found with one search per 25 messages, not one per message.
+
+
+class CountingLogs:
+    """A CloudWatch Logs client that counts its FilterLogEvents calls."""
+
+    def __init__(self, logs: Any) -> None:
+        self.logs, self.calls = logs, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.logs, name)
+
+    def filter_log_events(self, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.logs.filter_log_events(**kwargs)
+
+
+def emf_line(message_id: str, outcome: str, error: BaseException | None, at_ms: int) -> str:
+    """The line sqslease writes for one processed Receipts message."""
+    out = io.StringIO()
+    EmfLogger(out).record(
+        job_type="Receipts",
+        queue="receipts",
+        message_id=message_id,
+        processing_ms=12.5,
+        outcome=outcome,
+        receive_count=1,
+        extensions=0,
+        lease_lost=False,
+        timestamp_ms=at_ms,
+        error=error,
+    )
+    return out.getvalue().rstrip("\n")
+
+
+def put_lines(logs: Any, group: str, lines: list[tuple[int, str]]) -> None:
+    """``lines`` ((timestamp ms, text)) into a new stream of ``group`` (made if the deploy did not)."""
+    try:
+        logs.create_log_group(logGroupName=group)
+    except logs.exceptions.ResourceAlreadyExistsException:
+        pass
+    stream = f"test-{uuid.uuid4().hex}"
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    events = [{"timestamp": at, "message": text} for at, text in sorted(lines)]
+    logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
+
+
+@NEEDS_CDK
+@pytest.mark.parametrize("count", [3, 30])
+def test_dlq_list_finds_each_message_s_latest_error_in_one_search_per_25(
+    ops_deployment: Deployment, count: int
+) -> None:
+    receipts = discover(ops_deployment.server.client("cloudformation")).find("Receipts")
+    assert receipts.consumer is not None and receipts.consumer.log_group
+    sqs, logs = ops_deployment.server.client("sqs"), CountingLogs(ops_deployment.server.client("logs"))
+    ids = [
+        sqs.send_message(QueueUrl=receipts.dead_letter_queue_url, MessageBody=json.dumps({"id": n, "fail": "x"}))[
+            "MessageId"
+        ]
+        for n in range(count)
+    ]
+    try:
+        now = int(time.time() * 1000)
+        lines = []
+        for n, message_id in enumerate(ids):
+            lines += [
+                (now + 1, emf_line(message_id, "failure", RuntimeError(f"first try {n}"), now + 1)),
+                # the latest failure, behind a Lambda-style prefix
+                (
+                    now + 3,
+                    "[ERROR]\t2026-01-01T00:00:00Z\treq-1\t" + emf_line(message_id, "failure", KeyError(n), now + 3),
+                ),
+                (now + 2, f"message {message_id} failed with {{'retryable': True}}"),  # a log line, not EMF
+            ]
+        other = str(uuid.uuid4())
+        lines.append((now + 4, emf_line(other, "failure", RuntimeError("another message"), now + 4)))
+        put_lines(logs, receipts.consumer.log_group, lines)
+        found = list_dead_letters(receipts, sqs, logs, limit=count)
+        assert sorted(row.message_id for row in found.rows) == sorted(ids)
+        for row in found.rows:
+            n = ids.index(row.message_id)
+            assert row.last_error == LastError("KeyError", str(n), now + 3, "log"), row
+            assert row.receive_count == 0 and row.group is None and json.loads(row.body) == {"id": n, "fail": "x"}
+        assert (found.no_log_reason, found.log_complete) == (None, True)
+        assert logs.calls == found.log_calls == -(-count // 25)  # 1 search for 3 messages, 2 for 30
+        # nothing consumed: every message is visible again, at once
+        assert len(take_all(sqs, receipts.dead_letter_queue_url or "")) == count
+    finally:
+        take_all(sqs, receipts.dead_letter_queue_url or "")
+
+
+@NEEDS_CDK
+def test_a_job_type_without_a_consumer_says_why_no_error_is_shown(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emails = discover(ops_deployment.server.client("cloudformation")).find("Emails")
+    sqs = ops_deployment.server.client("sqs")
+    sqs.send_message(QueueUrl=emails.dead_letter_queue_url, MessageBody="undeliverable")
+    try:
+        assert main(["--endpoint-url", ops_deployment.server.endpoint, "dlq", "list", "Emails", "--json"]) == 0
+        out = capsys.readouterr()
+        [row] = json.loads(out.out)
+        assert (row["body"], row["error"], row["error_source"]) == ("undeliverable", None, None)
+        assert out.err == (
+            "note: no error from the log: OpsShared/Emails has no consumer in its stacks, so no log to search; "
+            "an error shown is from sqslease's dead-letter copy\n"
+        )
+    finally:
+        assert len(take_all(sqs, emails.dead_letter_queue_url or "")) == 1
+
+
+@NEEDS_CDK
+@pytest.mark.parametrize("subcommand", ["list", "purge"])
+def test_an_unknown_job_type_exits_2_naming_those_that_exist(
+    ops_deployment: Deployment, subcommand: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--yes"] if subcommand == "purge" else []
+    assert main(["--endpoint-url", ops_deployment.server.endpoint, "dlq", subcommand, "Invoice", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no job type Invoice in ") and err.count("\n") == 1
+    assert "; job types: OpsShared/Emails, Prod-Billing/Invoices, Prod-Billing/Receipts\n" in err
+
+
+def test_a_failure_line_is_found_behind_a_prefix_and_only_a_failure_line() -> None:
+    line = emf_line("m-1", "failure", RuntimeError("boom {x}"), 5)
+    assert parse_failure(line) == json.loads(line)
+    assert parse_failure("[ERROR]\t{not json} 2026-01-01\treq\t" + line + "\n") == json.loads(line)
+    assert parse_failure(emf_line("m-1", "success", None, 5)) is None
+    assert parse_failure("message m-1 failed with {'a': 1}") is None
+
+
+def test_search_patterns_fit_the_api_s_1024_characters() -> None:
+    ids = [str(uuid.uuid4()) for _ in range(60)]
+    patterns = any_term_patterns(ids)
+    assert [len(group) for group, _ in patterns] == [25, 25, 10]
+    assert all(len(pattern) <= 1024 for _, pattern in patterns)
+    assert patterns[0][1].startswith(f'?"{ids[0]}" ?"{ids[1]}"')
+    assert any_term_patterns(ids[:1]) == [([ids[0]], f'"{ids[0]}"')]

@@ -201,6 +201,12 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
     # ... and a local copy of each worker's output
     local = [line for f in (up_run.logs_dir / "Invoices").glob("*.log") for line in f.read_text().splitlines()]
     assert sum('"Outcome":"success"' in line for line in local) == 12
+    # ... and the EMF lines alone under emf/, what jobstats reads; the Lambda code is kept apart from the logs
+    emf = [line for f in (up_run.logs_dir / "emf" / "Invoices").glob("*.log") for line in f.read_text().splitlines()]
+    assert emf and all(json.loads(line)["JobType"] == "Invoices" for line in emf)
+    assert sum(json.loads(line)["Outcome"] == "success" for line in emf) == 12
+    assert not (up_run.logs_dir / "lambda-code").exists()
+    assert (OPS_APP_DIR / ".jobqueues" / "lambda-code" / "Receipts").is_dir()
 
 
 @NEEDS_CDK
@@ -242,3 +248,35 @@ def test_missing_moto_is_one_line(
     monkeypatch.setitem(sys.modules, "moto", None)
     assert main(["local", "deploy"]) == 1
     assert capsys.readouterr().err == "error: the local emulator needs moto: pip install 'cdk-jobqueues[local]'\n"
+
+
+def test_a_lambda_error_is_reported_once_per_kind_with_its_log(tmp_path: Path) -> None:
+    from local_emulator.consumers.runner import ConsumerRunner
+
+    class Run:  # the two things the runner reads of a LambdaConsumerRun
+        log_file = tmp_path / "Receipts" / "stream.log"
+
+        def __init__(self) -> None:
+            self.pending: list[str] = []
+
+        def take_errors(self) -> list[str]:
+            taken, self.pending = self.pending, []
+            return taken
+
+    job = JobType("Receipts", "Prod-Billing", "Prod-Billing/Receipts", None, None)
+    runner = ConsumerRunner.__new__(ConsumerRunner)  # no emulator: only the error bookkeeping runs
+    runner._last_error = {}
+    run = Run()
+    import_error = "Runtime.InitError: No module named 'boto3'"
+    # GIVEN a function that fails every invocation the same way, then another way
+    run.pending = [import_error, import_error]
+    first = runner._new_errors(job, run)  # type: ignore[arg-type]
+    run.pending = [import_error]
+    second = runner._new_errors(job, run)  # type: ignore[arg-type]
+    run.pending = ["ValueError: bad", import_error]
+    third = runner._new_errors(job, run)  # type: ignore[arg-type]
+    # THEN each change of error is one line naming the job type, the error and where the log is
+    assert first == [f"Prod-Billing/Receipts: invocation failed: {import_error} (log: {run.log_file})"]
+    assert second == []
+    reported = [line.split(": invocation failed: ")[1].split(" (log")[0] for line in third]
+    assert reported == ["ValueError: bad", import_error]

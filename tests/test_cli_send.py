@@ -9,14 +9,17 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from emulator_fixtures import NEEDS_CDK, Deployment
 from support.moto_queues import take_all
 
 from jobqueues.cli import main
+from jobqueues.cli.context import Aws
 from jobqueues.ops.discovery import JobType, discover
-from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines
+from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines, send
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 
@@ -49,15 +52,20 @@ def test_a_file_goes_in_batches_keeping_the_fifo_group(
 
 @NEEDS_CDK
 def test_fifo_needs_a_group_and_standard_refuses_one(
-    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    assert jq(ops_deployment, "send", "Invoices", "--body", "{}") == 1
+    # bad input is status 2 (docs/cli.md's exit statuses), and nothing is sent
+    assert jq(ops_deployment, "send", "Invoices", "--body", "{}") == 2
     assert (
         capsys.readouterr().err
         == "error: this job type's queue is FIFO: pass --group GROUP (the message group to send to)\n"
     )
-    assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--group", "g") == 1
+    assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--group", "g") == 2
     assert "--group and --dedup-id are for FIFO queues" in capsys.readouterr().err
+    jobs = tmp_path / "one.jsonl"
+    jobs.write_text('{"n": 1}\n')
+    assert jq(ops_deployment, "send", "Invoices", "--file", str(jobs), "--group", "g", "--dedup-id", "d") == 2
+    assert "--dedup-id names one message" in capsys.readouterr().err
     assert jq(ops_deployment, "send", "Emails") == 2  # neither --body nor --file
     assert jq(ops_deployment, "send", "Nope", "--body", "x") == 2
     assert "job types: OpsShared/Emails, Prod-Billing/Invoices, Prod-Billing/Receipts" in capsys.readouterr().err
@@ -98,3 +106,67 @@ def test_batches_hold_10_messages_and_256_kib() -> None:
     sizes = [len(b) for b in batches(lines)]
     assert sizes == [2, 2, 10, 10, 6]  # 3 x 100 kB would pass 256 KiB
     assert list(bodies_from_lines(["a\n", "\n", "  \n", "b\r\n"])) == [(1, "a"), (4, "b")]
+
+
+class Refusing:
+    """The emulator's SQS client, but SQS refuses entry ``entry`` of batch ``batch`` (1-based), or, with
+    ``error``, the whole request of that batch."""
+
+    def __init__(self, sqs: Any, batch: int, entry: str = "", error: str = "") -> None:
+        self.sqs, self.batch, self.entry, self.error, self.batches = sqs, batch, entry, error, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sqs, name)
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        self.batches += 1
+        if self.batches != self.batch:
+            return self.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=Entries)
+        if self.error:
+            raise ClientError({"Error": {"Code": self.error, "Message": "slow down"}}, "SendMessageBatch")
+        kept = [e for e in Entries if e["Id"] != self.entry]
+        response = self.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=kept)
+        response["Failed"] = [
+            {"Id": self.entry, "SenderFault": True, "Code": "InvalidMessageContents", "Message": "no"}
+        ]
+        return response
+
+
+@NEEDS_CDK
+def test_a_refused_fifo_entry_stops_the_send_after_its_batch(
+    ops_deployment: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    invoices = job(ops_deployment, "Invoices")
+    original = Aws.client
+    refusing = Refusing(ops_deployment.server.client("sqs"), batch=2, entry="3")
+    monkeypatch.setattr(Aws, "client", lambda self, service: refusing if service == "sqs" else original(self, service))
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"id": f"r-{i}"}) + "\n" for i in range(1, 26)))
+    try:
+        assert jq(ops_deployment, "send", "Invoices", "--file", str(jobs), "--group", "g-1") == 1
+        out = capsys.readouterr()
+        assert out.out == "sent 19 messages to Prod-Billing/Invoices\n"
+        # entry 3 of the second batch is line 14; the third batch (lines 21 to 25) is not sent
+        assert out.err == ("refused: line 14: InvalidMessageContents: no\nstopped: nothing sent from line 21 on\n")
+    finally:
+        received = take_all(ops_deployment.server.client("sqs"), invoices.queue_url or "")
+    assert [json.loads(m["Body"])["id"] for m in received] == [f"r-{i}" for i in range(1, 21) if i != 14]
+
+
+@NEEDS_CDK
+def test_a_refused_request_reports_its_entries_and_stops(ops_deployment: Deployment) -> None:
+    emails = job(ops_deployment, "Emails")
+    sqs = ops_deployment.server.client("sqs")
+    lines = [(n, f"mail {n}") for n in range(1, 31)]
+    try:
+        result = send(Refusing(sqs, batch=2, error="KMS.ThrottlingException"), emails.queue_url or "", lines)
+    finally:
+        received = take_all(sqs, emails.queue_url or "")
+    assert len(result.message_ids) == 10 and sorted(m["Body"] for m in received) == sorted(
+        f"mail {n}" for n in range(1, 11)
+    )
+    assert [(f.line, f.code, f.message) for f in result.failed] == [
+        (n, "KMS.ThrottlingException", "slow down") for n in range(11, 21)
+    ]
+    assert result.stopped_at_line == 21
+    assert result.as_dict()["stopped_at_line"] == 21

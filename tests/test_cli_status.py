@@ -1,25 +1,31 @@
 """``jobqueues status`` on ``tests/ops_app`` deployed to the emulator (Stages, FIFO + KMS, a Lambda, a queue name
 of its own): one row per job type, whose counts follow what is in the queues.
 
-The deployment is shared by the test process: every test leaves the queues empty.
+The deployment is shared by the test process: every test leaves the queues empty (and the ECS service at 0).
+The pure parts (metric queries, services, the table, a watch's failed refresh) also run on fake clients.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from emulator_fixtures import NEEDS_CDK, Deployment
+from rich.console import Console
 
 from jobqueues.cli import main
-from jobqueues.ops.discovery import JobType, discover
-from jobqueues.ops.status import JobTypeStatus, job_status
+from jobqueues.cli.status import table, watch_view
+from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer, discover
+from jobqueues.ops.status import JobTypeStatus, job_status, metric_queries, read_metrics, read_services
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 ROW_KEYS = {
@@ -109,3 +115,196 @@ def test_a_queue_deleted_outside_its_stack_is_a_note() -> None:
     row = job_status(0, job, None, None, {}, {})
     assert isinstance(row, JobTypeStatus) and row.visible is None
     assert row.note == "its queue Gone does not exist: deleted outside its stack?"
+
+
+@NEEDS_CDK
+def test_the_ecs_columns_are_the_services_counts_which_local_up_sets(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `jobqueues local up` reflects its workers with UpdateService desiredCount (local_emulator.consumers.ecs_workers);
+    # the emulator then reports as many running: status shows the local workers.
+    invoices = discover(ops_deployment.server.client("cloudformation")).find("Invoices")
+    assert isinstance(invoices.consumer, EcsConsumer) and invoices.consumer.service
+    ecs = ops_deployment.server.client("ecs")
+    service = {"cluster": invoices.consumer.cluster or "default", "service": invoices.consumer.service}
+    try:
+        ecs.update_service(**service, desiredCount=2)
+        row = status_json(ops_deployment, capsys, "--stack", "Prod-Billing")["Prod-Billing/Invoices"]
+        assert (row["ecs_running"], row["ecs_desired"], row["note"]) == (2, 2, None)
+    finally:
+        ecs.update_service(**service, desiredCount=0)
+
+
+@NEEDS_CDK
+def test_json_and_watch_together_is_a_usage_error(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--json", "--watch"]) == 2
+    assert "--json prints once" in capsys.readouterr().err
+
+
+def test_an_unreachable_endpoint_is_one_error_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--endpoint-url", "http://localhost:1", "status"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot reach http://localhost:1") and err.count("\n") == 1, err
+
+
+# --- the pure parts, on fake clients ------------------------------------------------------------------------------
+
+
+def lambda_job(i: int) -> JobType:
+    url = f"https://sqs.us-east-1.amazonaws.com/1/Q{i}"
+    return JobType(f"J{i}", "S", f"S/J{i}", url, url + "-dlq", consumer=LambdaConsumer(f"fn{i}", None))
+
+
+class FakeCloudWatch:
+    """Answers every query with ``values[query id]``, ``page`` queries a page (NextToken between pages)."""
+
+    def __init__(self, values: dict[str, list[float]], page: int = 500) -> None:
+        self.values, self.page, self.calls = values, page, []  # type: list[dict[str, Any]]
+
+    def get_metric_data(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(request)
+        start = int(request.get("NextToken", 0))
+        queries = request["MetricDataQueries"][start : start + self.page]
+        results = [{"Id": q["Id"], "Values": self.values.get(q["Id"], [])} for q in queries]
+        more = start + self.page < len(request["MetricDataQueries"])
+        return {"MetricDataResults": results, **({"NextToken": str(start + self.page)} if more else {})}
+
+
+def test_one_metric_query_set_for_every_job_type() -> None:
+    ecs = JobType("E", "S", "S/E", "https://sqs.us-east-1.amazonaws.com/1/E.fifo", None, fifo=True,
+                  consumer=EcsConsumer("arn:svc/E", "c", None, None))  # fmt: skip
+    elsewhere = JobType("X", "S", "S/X", None, None)  # another stack's queue: nothing to ask
+    queries = {q["Id"]: q["MetricStat"] for q in metric_queries([lambda_job(0), ecs, elsewhere])}
+    assert sorted(queries) == ["age0", "age1", "errors0", "throttles0"]
+    assert queries["age1"]["Metric"]["Dimensions"] == [{"Name": "QueueName", "Value": "E.fifo"}]
+    assert (queries["age1"]["Stat"], queries["age1"]["Period"]) == ("Maximum", 60)
+    assert queries["errors0"]["Metric"] == {
+        "Namespace": "AWS/Lambda", "MetricName": "Errors", "Dimensions": [{"Name": "FunctionName", "Value": "fn0"}]
+    }  # fmt: skip
+    assert (queries["throttles0"]["Stat"], queries["throttles0"]["Period"]) == ("Sum", 300)
+
+
+def test_metrics_are_one_call_of_at_most_500_queries_and_follow_next_token() -> None:
+    jobs = [lambda_job(i) for i in range(200)]  # 600 queries
+    cloudwatch = FakeCloudWatch({"age3": [42.0, 99.0], "errors3": [1, 2], "throttles7": [5]}, page=200)
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    values = read_metrics(cloudwatch, jobs, now)
+    # the newest age (TimestampDescending: first), the errors' sum; ids without data absent, never 0
+    assert values == {"age3": 42.0, "errors3": 3.0, "throttles7": 5.0}
+    assert [len(c["MetricDataQueries"]) for c in cloudwatch.calls] == [500, 500, 500, 100]
+    assert [c.get("NextToken") for c in cloudwatch.calls] == [None, "200", "400", None]
+    assert all(c["EndTime"] - c["StartTime"] == datetime.timedelta(minutes=5) for c in cloudwatch.calls)
+
+
+class FakeEcs:
+    def __init__(self, missing_clusters: set[str]) -> None:
+        self.missing, self.calls = missing_clusters, []  # type: set[str], list[tuple[str, list[str]]]
+
+    def describe_services(self, cluster: str, services: list[str]) -> dict[str, Any]:
+        self.calls.append((cluster, services))
+        if cluster in self.missing:
+            raise ClientError({"Error": {"Code": "ClusterNotFoundException", "Message": "gone"}}, "DescribeServices")
+        # a service deleted outside its stack is still listed for a while, INACTIVE
+        return {"services": [
+            {"serviceArn": s, "serviceName": s.rsplit("/", 1)[-1], "runningCount": 1, "desiredCount": 2,
+             "status": "INACTIVE" if s.endswith("deleted") else "ACTIVE"}
+            for s in services
+        ]}  # fmt: skip
+
+
+def ecs_job(i: int, cluster: str, service: str | None = None) -> JobType:
+    url = f"https://sqs.us-east-1.amazonaws.com/1/E{i}"
+    return JobType(
+        f"E{i}", "S", f"S/E{i}", url, None, consumer=EcsConsumer(service or f"arn:svc/s{i}", cluster, None, None)
+    )
+
+
+def test_services_ten_a_call_per_cluster_and_a_missing_one_is_a_note() -> None:
+    jobs = [ecs_job(i, "c1") for i in range(12)] + [ecs_job(12, "gone"), ecs_job(13, "c1", "arn:svc/deleted")]
+    fake = FakeEcs({"gone"})
+    services = read_services(fake, jobs)
+    assert [(cluster, len(names)) for cluster, names in fake.calls] == [("c1", 10), ("c1", 3), ("gone", 1)]
+    assert services["arn:svc/s0"] == {"running": 1, "desired": 2}
+    rows = [job_status(i, job, {}, None, {}, services) for i, job in enumerate(jobs)]
+    assert (rows[11].consumer, rows[11].ecs_running, rows[11].ecs_desired, rows[11].note) == ("ecs", 1, 2, None)
+    for row in (rows[12], rows[13]):
+        assert (row.ecs_running, row.note) == (None, "the ECS service was not found")
+
+
+def text_of(renderable: Any) -> str:
+    console = Console(width=300, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_table_shows_the_quota_share_from_1_percent_and_what_could_not_be_read() -> None:
+    near = JobTypeStatus(
+        "S/Near", "Near", "S", True, visible=3, in_flight=1_200, delayed=0, dead_letter=4,
+        visibility_timeout_s=30, max_receive_count=5, consumer="lambda", lambda_errors=2.0,
+    )  # fmt: skip
+    low = JobTypeStatus(
+        "S/Low", "Low", "S", False, visible=0, in_flight=1_199, oldest_age_s=150.0, dead_letter=0,
+        consumer="ecs", ecs_running=1, ecs_desired=3,
+    )  # fmt: skip
+    gone = job_status(0, JobType("Gone", "S", "S/Gone", None, None), None, None, {}, {})
+    cells = {
+        row[0].split()[0]: row
+        for line in text_of(table([near, low, gone])).splitlines()
+        if "S/" in line and (row := [cell.strip() for cell in line.split("│")[1:-1]])
+    }
+    assert cells["S/Near"] == [
+        "S/Near (FIFO)", "3", "1,200 (1% of quota)", "0", "-", "4", "30 s", "5", "Lambda 2 errors - throttles"
+    ]  # fmt: skip
+    assert cells["S/Low"] == ["S/Low", "0", "1,199", "-", "2 min", "0", "-", "-", "ECS 1/3 tasks"]
+    assert cells["S/Gone"] == ["S/Gone", *["-"] * 7, "- (its queue's URL is unknown: the queue is another stack's)"]
+    # a DLQ with messages is red, an empty one is not
+    red = Console(width=300, record=True, force_terminal=True, color_system="standard")
+    red.print(table([near]))
+    assert "\x1b[1;31m4" in red.export_text(styles=True)
+    red.print(table([low]))
+    assert "\x1b[1;31m" not in red.export_text(styles=True)
+
+
+def test_a_failed_refresh_keeps_the_last_table_and_says_why() -> None:
+    row = JobTypeStatus("S/J", "J", "S", False, visible=7)
+    shown = text_of(watch_view([row], "cannot reach http://x: is it running? [x]", 2))
+    assert "S/J" in shown and "refresh failed: cannot reach http://x: is it running? [x]" in shown
+    assert "refreshed every 2 s" in text_of(watch_view([row], None, 2))
+
+
+@NEEDS_CDK
+def test_watch_survives_a_failed_refresh(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    import jobqueues.cli.status as cli_status
+
+    reads = iter(["rows", "fails", "rows"])
+    sleeps = iter([None, None, KeyboardInterrupt()])
+
+    def read_status(job_types: list[JobType], *clients: Any) -> list[JobTypeStatus]:
+        if next(reads) == "fails":
+            raise EndpointConnectionError(endpoint_url="http://sqs.down")
+        return [JobTypeStatus(job.name, job.job_type, job.stack, job.fifo) for job in job_types]
+
+    def sleep(seconds: float) -> None:
+        assert seconds == 2
+        if isinstance(interrupt := next(sleeps), BaseException):
+            raise interrupt
+
+    shown: list[str | None] = []
+
+    def view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> Any:
+        shown.append(failure)
+        return watch_view(rows, failure, every_s)
+
+    monkeypatch.setattr(cli_status, "read_status", read_status)
+    monkeypatch.setattr(cli_status, "watch_view", view)
+    monkeypatch.setattr(cli_status, "time", SimpleNamespace(sleep=sleep))
+    assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--watch", "2"]) == 0
+    # the failed refresh kept the table and said why; the next one cleared it
+    assert shown == [None, "cannot reach http://sqs.down: is it running?", None]
+    assert "OpsShared/Emails" in capsys.readouterr().out

@@ -64,14 +64,20 @@ class Deployed:
     """A function with a layer and an SQS mapping, made with boto3, and the stack view the driver reads."""
 
     def __init__(
-        self, server: LocalServer, batch_size: int = 10, window: int = 0, timeout: int = 10, vt: int = 2
+        self,
+        server: LocalServer,
+        batch_size: int = 10,
+        window: int = 0,
+        timeout: int = 10,
+        vt: int = 2,
+        code: str = HANDLER_CODE,
     ) -> None:
         self.server = server
         suffix = uuid.uuid4().hex[:8]
         s3, lam, sqs, iam = (server.client(s) for s in ("s3", "lambda", "sqs", "iam"))
         self.bucket = f"assets-{suffix}"
         s3.create_bucket(Bucket=self.bucket)
-        s3.put_object(Bucket=self.bucket, Key="code.zip", Body=_zip({"index.py": HANDLER_CODE}))
+        s3.put_object(Bucket=self.bucket, Key="code.zip", Body=_zip({"index.py": code}))
         s3.put_object(Bucket=self.bucket, Key="layer.zip", Body=_zip({"python/layer_mod.py": "VALUE = 'from-layer'\n"}))
         role = iam.create_role(
             RoleName=f"fn-{suffix}",
@@ -197,6 +203,43 @@ def test_function_error_deletes_nothing(local_aws: LocalServer, tmp_path: Path) 
     assert deleted == [] and driver.stats.function_errors == 1
     again = _receive_until(local_aws, deployed.queue_url, {"crash", "ok"})
     assert sorted(m["Body"] for m in again) == ["crash", "ok"]
+    # the function's log says why, as Lambda's runtime logs an unhandled error
+    logged = (tmp_path / "stderr.log").read_text()
+    assert "[ERROR] RuntimeError: boom" in logged and 'raise RuntimeError("boom")' in logged
+
+
+def test_code_that_fails_to_import_fails_each_invocation_and_says_why(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN a function whose module imports a package its code and layers do not hold
+    deployed = Deployed(local_aws, code="import not_in_the_package\n\ndef handler(event, context):\n    return {}\n")
+    deployed.send("job")
+    driver, _ = deployed.driver(tmp_path)
+    try:
+        # WHEN it is invoked, twice
+        _, first, deleted = driver.invoke(driver.gather())
+        _, second, _ = driver.invoke([])
+    finally:
+        driver.runtime.stop()
+    # THEN each invocation fails, as in Lambda, nothing is deleted, and the log names the missing module
+    assert first.error is not None and first.error["errorType"] == "Runtime.InitError"
+    assert "No module named 'not_in_the_package'" in first.error["errorMessage"]
+    assert second.error is not None and deleted == [] and driver.stats.function_errors == 2
+    logged = (tmp_path / "stderr.log").read_text()
+    assert "[ERROR] Runtime.ImportModuleError: Unable to import module 'index': No module named" in logged
+    assert [m["Body"] for m in _receive_until(local_aws, deployed.queue_url, {"job"})] == ["job"]
+
+
+def test_the_bootstrap_is_found_without_help_where_the_emulator_is_installed(tmp_path: Path) -> None:
+    from local_emulator.lambda_driver import bootstrap
+    from local_emulator.lambda_driver.runtime import bootstrap_path
+
+    site = tmp_path / "site-packages"
+    # a checkout: on PYTHONPATH for ``python -m``, then taken off by the bootstrap
+    assert bootstrap_path(tmp_path / "checkout", "/task", [str(site)]) == {
+        "PYTHONPATH": f"/task:{tmp_path / 'checkout'}",
+        bootstrap.BOOTSTRAP_PATH_ENV: str(tmp_path / "checkout"),
+    }
+    # installed: site-packages, where boto3 is too, stays (tests/test_packaging.py runs it)
+    assert bootstrap_path(site, "/task", [str(site)]) == {"PYTHONPATH": "/task"}
 
 
 def test_timeout_kills_the_environment_and_fails_the_batch(local_aws: LocalServer, tmp_path: Path) -> None:

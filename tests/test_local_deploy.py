@@ -112,3 +112,27 @@ def test_queue_encryption_is_read_back_and_compared_with_the_template(deployed_s
         sqs.set_queue_attributes(QueueUrl=kms_url, Attributes={"KmsMasterKeyId": kms_queue["KmsMasterKeyId"]})
         sqs.set_queue_attributes(QueueUrl=sse_sqs_url, Attributes={"SqsManagedSseEnabled": "true"})
     verify(server, assembly)
+
+
+def test_a_stack_bound_to_another_region_is_refused_before_any_deploy(tmp_path: Path) -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_sqs as sqs
+
+    from jobqueues.ops.synth import SynthError
+    from local_emulator.user_app import check_environments
+
+    def synth(stage_env: cdk.Environment) -> Path:
+        out = tmp_path / f"{stage_env.account}-{stage_env.region}"
+        app = cdk.App(outdir=str(out))
+        sqs.Queue(cdk.Stack(app, "Agnostic"), "Q")
+        sqs.Queue(cdk.Stack(cdk.Stage(app, "Prod", env=stage_env), "Billing"), "Q")
+        app.synth()
+        return out
+
+    # GIVEN the emulator's account and region, or none: nothing to say
+    check_environments(synth(cdk.Environment(account="123456789012", region="us-east-1")))
+    # WHEN a Stage's stack is bound to another region THEN the error names it, and the fix
+    with pytest.raises(SynthError) as refused:
+        check_environments(synth(cdk.Environment(account="123456789012", region="eu-west-1")))
+    assert "Prod/Billing (aws://123456789012/eu-west-1)" in str(refused.value)
+    assert "os.environ['CDK_DEFAULT_REGION']" in str(refused.value)

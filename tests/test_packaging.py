@@ -79,6 +79,39 @@ print(sqslease.__file__)
 """
 
 
+# `jobqueues local up` runs a Lambda job's function in a fresh interpreter from the installed local_emulator: the
+# function's code sees boto3 as Lambda's runtime provides it, though the emulator's own directory is then the
+# venv's site-packages (a non-editable install), and an error the function raises is in its log output.
+LOCAL_LAMBDA = """
+import io, json, sys, tempfile
+from pathlib import Path
+
+from local_emulator.lambda_driver.function import DeployedFunction, Mapping
+from local_emulator.lambda_driver.runtime import LocalRuntime
+from local_emulator.server import Emulator
+
+code = Path(tempfile.mkdtemp())
+(code / "fn.py").write_text(
+    "import boto3\\n"
+    "def handler(event, context):\\n"
+    "    if event.get('fail'):\\n"
+    "        raise ValueError('bad record')\\n"
+    "    return boto3.__name__\\n"
+)
+mapping = Mapping("u", "arn:aws:sqs:us-east-1:123456789012:q", 10, 0, True, "Enabled")
+function = DeployedFunction("fn", "arn:aws:lambda:us-east-1:123456789012:function:fn", "fn.handler", "python3.11",
+                            30, 128, {}, code, code / "opt", (), mapping)
+log = open(code / "log.txt", "w+b")
+runtime = LocalRuntime(function, Emulator("http://localhost:1"), stdout=log, stderr=log)
+ok = runtime.invoke({})
+failed = runtime.invoke({"fail": True})
+runtime.stop()
+log.seek(0)
+print(json.dumps({"result": ok.result, "init": ok.error, "error": failed.error["errorType"],
+                  "log": log.read().decode(), "handler": runtime.handler_file}))
+"""
+
+
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, f"{cmd} failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
@@ -165,6 +198,11 @@ def test_wheels_install_and_synth_with_cdk_nag_outside_the_repository(wheels: di
     # The console script: `jobqueues` is installed, and names itself and the version.
     version = run([str(tmp_path / "venv" / "bin" / "jobqueues"), "--version"], tmp_path, env=env).stdout
     assert version.strip() == f"jobqueues, version {facts['versions']['cdk-jobqueues'][0]}"
+    local_lambda = json.loads(run([str(python), "-c", LOCAL_LAMBDA], tmp_path, env=env).stdout)
+    assert local_lambda["init"] is None and local_lambda["result"] == "boto3", local_lambda
+    assert local_lambda["error"] == "ValueError"
+    assert "[ERROR] ValueError: bad record" in local_lambda["log"], local_lambda["log"]
+
     # Every package of the checkout is in the wheel (setuptools' list is explicit): `jobqueues local` needs
     # local_emulator and its subpackages (moto comes with the extra [local]).
     packages = {

@@ -4,7 +4,9 @@ with its deployed code and layer, its output shipped to the function's log group
 from __future__ import annotations
 
 import datetime
+import logging
 import os
+import threading
 import uuid
 from pathlib import Path
 from typing import IO, Any
@@ -14,8 +16,10 @@ from local_emulator.consumers.log_shipper import LogShipper
 from local_emulator.deployed import DeployedStack
 from local_emulator.lambda_driver.event_source import LambdaDriver
 from local_emulator.lambda_driver.function import DriverError, load_function
-from local_emulator.lambda_driver.runtime import LocalRuntime
+from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
 from local_emulator.server import Emulator
+
+logger = logging.getLogger("local_emulator.consumers")
 
 
 def lambda_stream_name(now: datetime.datetime | None = None) -> str:
@@ -55,9 +59,47 @@ class LambdaConsumerRun:
         read_fd, write_fd = os.pipe()
         self._reader: IO[bytes] = os.fdopen(read_fd, "rb")
         self._writer: IO[Any] = os.fdopen(write_fd, "wb")
-        shipper.attach(self._reader, self.log_group, self.stream, f"{job.job_type}/{self.stream.replace('/', '-')}.log")
+        local_name = f"{job.job_type}/{self.stream.replace('/', '-')}.log"
+        shipper.attach(self._reader, self.log_group, self.stream, local_name)
         self.runtime = LocalRuntime(self.function, endpoint, stdout=self._writer, stderr=self._writer)
-        self.driver = LambdaDriver(endpoint, self.function, self.runtime)
+        self.driver = LambdaDriver(endpoint, self.function, self.runtime, on_invocation=self._record)
+        #: The local copy of the function's output.
+        self.log_file = shipper.local_path(local_name)
+        #: The latest function error (``Type: message``), until :meth:`take_error` reports it.
+        self._errors: list[str] = []
+        self._lock = threading.Lock()
+        self._cloudwatch = emulator.client("cloudwatch")  # the emulator itself, never the chaos proxy
+
+    def _record(self, records: list[dict[str, Any]], invocation: Invocation, deleted: list[str]) -> None:
+        """After each invocation: keep its error for the runner, and publish Lambda's ``Invocations`` and
+        ``Errors`` metrics to the emulator's CloudWatch, as Lambda does, for ``jobqueues status``."""
+        failed = invocation.error is not None
+        if invocation.error is not None:
+            error = f"{invocation.error.get('errorType')}: {invocation.error.get('errorMessage')}"
+            with self._lock:
+                self._errors.append(error)
+        dimensions = [{"Name": "FunctionName", "Value": self.function.name}]
+        try:
+            self._cloudwatch.put_metric_data(
+                Namespace="AWS/Lambda",
+                MetricData=[
+                    {"MetricName": name, "Value": value, "Unit": "Count", "Dimensions": dimensions}
+                    for name, value in (("Invocations", 1.0), ("Errors", float(failed)))
+                ],
+            )
+        except Exception as failure:  # a metric lost must not stop the poller: the log line says so
+            logger.warning("PutMetricData for %s failed: %s", self.function.name, failure)
+
+    @property
+    def errors(self) -> int:
+        """Invocations that failed (the function raised, timed out, or could not import its code)."""
+        return self.driver.stats.function_errors
+
+    def take_errors(self) -> list[str]:
+        """The function errors since the last call (``Type: message``), oldest first."""
+        with self._lock:
+            taken, self._errors = self._errors, []
+        return taken
 
     @property
     def invocations(self) -> int:

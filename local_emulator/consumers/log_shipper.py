@@ -2,7 +2,8 @@
 
 Each consumer process (an ECS worker, a Lambda execution environment) writes its stdout and stderr (EMF lines
 and logs) to one pipe; :meth:`LogShipper.attach` reads it on a thread, appends each line to a file under the
-logs directory, and queues it for its log stream. A flusher sends each stream's queued lines with
+logs directory (and each EMF line, a JSON object, to the same name under ``emf/``, which jobstats reads without
+the logging lines around them), and queues it for its log stream. A flusher sends each stream's queued lines with
 ``PutLogEvents`` every :data:`FLUSH_INTERVAL_S` seconds, at most :data:`MAX_BATCH_EVENTS` events per call, so that
 ``jobqueues dlq list`` finds a message's last error in the deployed log group, as on AWS.
 """
@@ -23,6 +24,8 @@ logger = logging.getLogger("local_emulator.consumers")
 FLUSH_INTERVAL_S = 1.0
 #: Events per ``PutLogEvents`` (CloudWatch Logs takes up to 10,000 and 1 MiB; lines are short).
 MAX_BATCH_EVENTS = 500
+#: The subdirectory of the logs directory with the EMF lines alone (``python -m jobstats profile DIR/emf``).
+EMF_DIR = "emf"
 #: Characters of a line kept in an event (CloudWatch Logs takes 256 KiB per event).
 MAX_EVENT_CHARS = 200_000
 
@@ -32,6 +35,7 @@ class _Stream:
     group: str
     name: str
     local: IO[str]
+    local_emf: IO[str]
     pending: list[dict[str, Any]] = field(default_factory=list)
     last_ms: int = 0
     emf: list[str] = field(default_factory=list)
@@ -61,14 +65,19 @@ class LogShipper:
         """Read ``source`` (a pipe's reading end) until end of file on a thread: each line to ``logs_dir /
         local_name`` and to log stream ``stream`` of group ``group`` (both created if missing)."""
         self._create(group, stream)
-        path = self.logs_dir / local_name
+        path, emf_path = self.local_path(local_name), self.logs_dir / EMF_DIR / local_name
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = _Stream(group, stream, path.open("a", encoding="utf-8"))
+        emf_path.parent.mkdir(parents=True, exist_ok=True)
+        entry = _Stream(group, stream, path.open("a", encoding="utf-8"), emf_path.open("a", encoding="utf-8"))
         with self._lock:
             self._streams[group, stream] = entry
         reader = threading.Thread(target=self._read, args=(source, entry), name=f"log-{stream}", daemon=True)
         reader.start()
         self._readers.append(reader)
+
+    def local_path(self, local_name: str) -> Path:
+        """The file a stream attached as ``local_name`` is copied to."""
+        return self.logs_dir / local_name
 
     def emf_lines_by_stream(self) -> dict[str, list[str]]:
         """Log stream -> the lines it shipped that look like EMF (JSON objects), for the chaos report."""
@@ -86,6 +95,7 @@ class LogShipper:
         with self._lock:
             for entry in self._streams.values():
                 entry.local.close()
+                entry.local_emf.close()
 
     # -- internals ------------------------------------------------------------------------------------
     def _create(self, group: str, stream: str) -> None:
@@ -115,6 +125,8 @@ class LogShipper:
                     entry.pending.append({"timestamp": entry.last_ms, "message": line[:MAX_EVENT_CHARS]})
                     if line.startswith("{"):
                         entry.emf.append(line)
+                        entry.local_emf.write(line + "\n")
+                        entry.local_emf.flush()
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(FLUSH_INTERVAL_S):

@@ -59,6 +59,7 @@ class Row:
     draining: int = 0
     started: int = 0  # ECS: workers started since the start
     invocations: int = 0  # Lambda
+    errors: int = 0  # Lambda: invocations that failed
 
 
 @dataclass
@@ -74,6 +75,8 @@ class ConsumerRunner:
     :param app_dir: the app's directory (image directories are relative to it).
     :param handlers: ``--handlers``: the ECS workers' handler directory (default: each image's build directory).
     :param logs_dir: where each process's output is kept (``<job type>/<task id or stream>.log``).
+    :param code_dir: where each Lambda job's code and layers are unpacked (``<job type>/``). Default: beside
+        ``logs_dir``, in ``lambda-code``.
     :param scale_in_after_s: seconds of a smaller backlog before workers stop (see :mod:`.scaler`).
     """
 
@@ -85,6 +88,7 @@ class ConsumerRunner:
         logs_dir: Path,
         endpoint: Emulator | None = None,
         handlers: Path | None = None,
+        code_dir: Path | None = None,
         scale_in_after_s: float = SCALE_IN_AFTER_S,
         out: Print = print,
         clock: Callable[[], float] = time.monotonic,
@@ -95,6 +99,7 @@ class ConsumerRunner:
         self.app_dir = app_dir
         self.logs_dir = logs_dir
         self.handlers = handlers
+        self.code_dir = code_dir or logs_dir.parent / "lambda-code"
         self.scale_in_after_s = scale_in_after_s
         self.out = out
         self.clock = clock
@@ -104,6 +109,7 @@ class ConsumerRunner:
         self.lambdas: dict[str, LambdaConsumerRun] = {}
         self.skipped: dict[str, str] = {}  # job type name -> why it does not run locally
         self.rows_by_name: dict[str, Row] = {}
+        self._last_error: dict[str, str] = {}  # job type name -> the function error last reported
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -122,11 +128,17 @@ class ConsumerRunner:
                     )
                     self.ecs[job.name] = _EcsJob(pool, policy)
                 elif isinstance(consumer, LambdaConsumer):
-                    workdir = self.logs_dir / "lambda-code" / job.job_type
+                    workdir = self.code_dir / job.job_type
                     shutil.rmtree(workdir, ignore_errors=True)  # an earlier run's code
                     run = LambdaConsumerRun(job, self.emulator, self.endpoint, self.shipper, workdir)
                     with sigint_blocked():  # the poller thread and every environment it starts
-                        run.runtime.start()  # the init phase now
+                        try:
+                            run.runtime.start()  # the init phase now
+                        except DriverError as error:
+                            # As on Lambda, the function still runs: each invocation fails, the messages are
+                            # retried, then dead-lettered, until the code is fixed.
+                            self.out(f"{job.name}: {error} (every invocation fails; log: {run.log_file})")
+                            self._last_error[job.name] = f"Runtime.InitError: {error}"
                         run.start()
                     self.lambdas[job.name] = run
                 else:
@@ -156,7 +168,8 @@ class ConsumerRunner:
                 row.workers, row.draining, row.started = len(pool.running), len(pool.draining), pool.started_total
             run = self.lambdas.get(job.name)
             if run is not None:
-                row.workers, row.invocations = int(run.busy), run.invocations
+                row.workers, row.invocations, row.errors = int(run.busy), run.invocations, run.errors
+                events += self._new_errors(job, run)
             self.rows_by_name[job.name] = row
         return events
 
@@ -176,6 +189,16 @@ class ConsumerRunner:
             self.shipper.close()
         return problems
 
+    def _new_errors(self, job: JobType, run: LambdaConsumerRun) -> list[str]:
+        """A line for each function error unlike the last one reported (a failing import fails every
+        invocation: one line, not one per batch)."""
+        events = []
+        for error in run.take_errors():
+            if self._last_error.get(job.name) != error:
+                self._last_error[job.name] = error
+                events.append(f"{job.name}: invocation failed: {error[:300]} (log: {run.log_file})")
+        return events
+
     # -- what others read ----------------------------------------------------------------------------
     def refresh(self) -> None:
         """Read the queues again for :meth:`rows`, scaling nothing (after :meth:`stop`, for the summary)."""
@@ -183,7 +206,7 @@ class ConsumerRunner:
             row = self._depths(job)
             previous = self.rows_by_name.get(job.name)
             if previous is not None:
-                row.started, row.invocations = previous.started, previous.invocations
+                row.started, row.invocations, row.errors = previous.started, previous.invocations, previous.errors
             self.rows_by_name[job.name] = row
 
     def worker_processes(self) -> list[subprocess.Popen[bytes]]:

@@ -52,12 +52,17 @@ def _forget_bootstrap_path() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(kept)
 
 
-def _error(error: BaseException) -> dict[str, Any]:
-    return {
-        "errorType": type(error).__name__,
-        "errorMessage": str(error),
+def _error(error: BaseException, error_type: str | None = None, message: str | None = None) -> dict[str, Any]:
+    """The error as Lambda answers it, and logged on stderr as Lambda's Python runtime logs it (``[ERROR]
+    Type: message`` and the traceback): a function's failure is in its log stream, not only in the answer."""
+    answer = {
+        "errorType": error_type or type(error).__name__,
+        "errorMessage": str(error) if message is None else message,
         "stackTrace": traceback.format_exc().splitlines(),
     }
+    print(f"[ERROR] {answer['errorType']}: {answer['errorMessage']}", file=sys.stderr)
+    print("\n".join(answer["stackTrace"]), file=sys.stderr, flush=True)
+    return answer
 
 
 def main() -> int:
@@ -73,7 +78,9 @@ def main() -> int:
     try:
         handler = getattr(importlib.import_module(module_name), attribute)
     except Exception as error:
-        send({"init_error": _error(error)})
+        # Lambda's own words for it: the function fails every invocation until its code is fixed
+        text = f"Unable to import module '{module_name}': {error}"
+        send({"init_error": _error(error, "Runtime.ImportModuleError", text)})
         return 1
     send(
         {

@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import select
+import site
 import subprocess
 import sys
 import time
@@ -37,6 +38,24 @@ class Invocation:
     error: dict[str, Any] | None = None
     duration_s: float = 0.0
     cold_start: bool = False
+
+
+def bootstrap_path(project_dir: Path, python_path: str, site_dirs: list[str] | None = None) -> dict[str, str]:
+    """What the function's interpreter needs to find :mod:`.bootstrap` under ``project_dir``: in a checkout,
+    ``project_dir`` last on ``PYTHONPATH`` (the bootstrap takes it off again, so the function sees its code and
+    layers, not this project's). Installed, ``project_dir`` is the interpreter's site-packages, found without
+    help: taking it off would take boto3, which Lambda's runtime provides, from the function too.
+
+    :param python_path: the function's ``PYTHONPATH`` (its code and layers).
+    """
+    if site_dirs is None:
+        site_dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    if any(Path(entry).resolve() == project_dir.resolve() for entry in site_dirs):
+        return {"PYTHONPATH": python_path}
+    return {
+        "PYTHONPATH": os.pathsep.join([python_path, str(project_dir)]),
+        bootstrap.BOOTSTRAP_PATH_ENV: str(project_dir),
+    }
 
 
 class LocalRuntime:
@@ -94,14 +113,8 @@ class LocalRuntime:
     def start(self) -> None:
         """Start the interpreter and import the handler (Lambda's init phase)."""
         read_fd, write_fd = os.pipe()
-        # PROJECT_DIR goes last on PYTHONPATH for ``python -m`` to find the bootstrap, which takes it off again.
         env = self.environment()
-        env = {
-            **env,
-            "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(PROJECT_DIR)]),
-            bootstrap.BOOTSTRAP_PATH_ENV: str(PROJECT_DIR),
-            bootstrap.RESPONSE_FD_ENV: str(write_fd),
-        }
+        env = {**env, **bootstrap_path(PROJECT_DIR, env["PYTHONPATH"]), bootstrap.RESPONSE_FD_ENV: str(write_fd)}
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", bootstrap.__name__],
@@ -124,10 +137,15 @@ class LocalRuntime:
         self.handler_file = message["ready"]["handler_file"]
 
     def invoke(self, event: dict[str, Any]) -> Invocation:
-        """Run the handler on ``event`` with the function's timeout; kill the environment on a timeout."""
+        """Run the handler on ``event`` with the function's timeout; kill the environment on a timeout. Code that
+        fails to import fails the invocation, as in Lambda (its error is in the function's log)."""
         cold = self.process is None or self.process.poll() is not None
         if cold:
-            self.start()
+            try:
+                self.start()
+            except DriverError as error:
+                failed = {"errorType": "Runtime.InitError", "errorMessage": str(error)}
+                return Invocation(str(uuid.uuid4()), error=failed, cold_start=True)
         assert self.process is not None and self.process.stdin is not None
         request_id = str(uuid.uuid4())
         started = time.time()

@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from jobqueues.cli.context import Aws, messages, pass_aws
-from jobqueues.cli.redrive import redrive
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
 from jobqueues.ops.errors import EXIT_FAILED
 
@@ -50,22 +49,36 @@ def _table(rows: list[DeadLetter]) -> Table:
 @click.argument("job_type")
 @STACK_OPTION
 @click.option("--max", "limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Messages shown.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (keys: docs/cli.md).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (keys: docs/cli.md); notes go to stderr.")
 @pass_aws
 def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool) -> None:
     """The DLQ's messages, without consuming them, each with the last error the consumer logged for it."""
     job = aws.job_type(job_type, stack)
-    rows = list_dead_letters(job, aws.client("sqs"), aws.client("logs"), limit)
+    found = list_dead_letters(job, aws.client("sqs"), aws.client("logs"), limit)
+    notes = []
+    if found.rows and found.no_log_reason:
+        notes.append(
+            f"no error from the log: {found.no_log_reason}; an error shown is from sqslease's dead-letter copy"
+        )
+    if not found.log_complete:
+        notes.append(f"the log search stopped after {found.log_calls} pages: older errors may be missing")
     if as_json:
-        click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
+        click.echo(json.dumps([row.as_dict() for row in found.rows], indent=2))
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
         return
     console = Console() if Console().is_terminal else Console(width=200)
-    if not rows:
+    if not found.rows:
         console.print(f"the DLQ of {job.name} is empty")
         return
-    if job.consumer is None or not job.consumer.log_group:
-        console.print(f"{job.name} has no consumer log group: errors come from sqslease's dead-letter copies only")
-    console.print(_table(rows))
+    total = depth(aws.client("sqs"), dead_letter_url(job))
+    shown = f"{len(found.rows)} of about {messages(max(total, len(found.rows)))}"
+    if job.fifo and total > len(found.rows):
+        shown += " (FIFO: a peek sees the first messages of each group only)"
+    console.print(f"{job.name}'s DLQ: {shown}, peeked, not consumed")
+    for note in notes:
+        console.print(f"note: {escape(note)}")
+    console.print(_table(found.rows))
 
 
 @command.command("purge")
@@ -86,4 +99,15 @@ def purge_(aws: Aws, job_type: str, stack: str | None, yes: bool) -> int:
     return 0
 
 
-command.add_command(redrive)
+def _add_redrive() -> None:
+    """``dlq redrive``, from its own module (:mod:`jobqueues.cli.redrive`) when it is there."""
+    try:
+        from jobqueues.cli.redrive import redrive
+    except ModuleNotFoundError as error:
+        if error.name != "jobqueues.cli.redrive":
+            raise
+        return
+    command.add_command(redrive)
+
+
+_add_redrive()

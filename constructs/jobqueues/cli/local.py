@@ -158,7 +158,7 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(".jobqueues/logs"),
     show_default=True,
-    help="Where each consumer process's output is kept.",
+    help="Where each consumer process's output is kept (EMF lines alone under DIR/emf, for jobstats).",
 )
 def up(
     app: str | None,
@@ -193,6 +193,7 @@ def up(
             job_types,
             app_dir=Path.cwd(),
             logs_dir=logs,
+            code_dir=Path.cwd() / ".jobqueues" / "lambda-code",
             endpoint=endpoint,
             handlers=handlers,
             scale_in_after_s=SCALE_IN_AFTER_S if scale_in_after is None else scale_in_after,
@@ -259,7 +260,7 @@ def status_table(runner: ConsumerRunner) -> Table:
         if row.consumer == "ecs":
             local = f"{row.workers} workers" + (f", {row.draining} draining" if row.draining else "")
         elif row.consumer == "lambda":
-            local = f"{row.invocations} invocations"
+            local = f"{row.invocations} invocations" + (f", [red]{row.errors} failed[/]" if row.errors else "")
         else:
             local = "-"
         dlq = "-" if row.dead_lettered is None else str(row.dead_lettered)
@@ -283,6 +284,9 @@ def _summary(runner: ConsumerRunner, wall_s: float) -> None:
         text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no message processed"
         ecs = runner.ecs.get(job.name)
         started = f"; {ecs.pool.started_total} workers started" if ecs is not None else ""
+        row = runner.rows_by_name.get(job.name)
+        if row is not None and row.errors:
+            started += f"; {row.errors} of {row.invocations} invocations failed (the function's log has why)"
         click.echo(f"summary {job.name}: {text}{started}")
     click.echo(f"ran {wall_s:.0f} s; {runner.shipper.shipped} log lines sent to CloudWatch Logs")
 

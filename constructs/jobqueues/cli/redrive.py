@@ -100,3 +100,7 @@ def redrive(
     if result.stopped:
         return EXIT_INTERRUPTED
     return EXIT_FAILED if result.failed else 0
+
+
+#: The command as ``jobqueues dlq`` adds it (``redrive`` is the same object).
+command = redrive

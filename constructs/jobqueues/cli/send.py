@@ -40,6 +40,8 @@ def command(
     """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed."""
     if (body is None) == (file is None):
         raise click.UsageError("pass one of --body TEXT or --file FILE")
+    if dedup_id is not None and file is not None:
+        raise click.UsageError("--dedup-id names one message: use it with --body (a file's bodies are their own ids)")
     job = aws.job_type(job_type, stack)
     if job.queue_url is None:
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
@@ -51,4 +53,6 @@ def command(
         click.echo(f"sent {messages(len(result.message_ids))} to {job.name}")
         for failed in result.failed:
             click.echo(f"refused: line {failed.line}: {failed.code}: {failed.message}", err=True)
+        if result.stopped_at_line is not None:
+            click.echo(f"stopped: nothing sent from line {result.stopped_at_line} on", err=True)
     return EXIT_FAILED if result.failed else 0

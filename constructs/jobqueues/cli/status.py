@@ -7,10 +7,12 @@ import time
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.ops.errors import aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
 
 
@@ -68,6 +70,14 @@ def table(rows: list[JobTypeStatus]) -> Table:
     return view
 
 
+def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
+    """The ``--watch`` view: the last table read, and why the latest refresh failed (if it did)."""
+    footer = f"refreshed every {every_s:g} s; Ctrl-C ends"
+    if failure is not None:
+        footer = f"[bold red]refresh failed: {escape(failure)}[/] (the table is the last one read); {footer}"
+    return Group(table(rows), footer)
+
+
 @click.command("status")
 @click.option("--stack", "stacks", multiple=True, metavar="STACK", help="Only this stack (repeatable). Default: all.")
 @click.option(
@@ -83,6 +93,8 @@ def table(rows: list[JobTypeStatus]) -> Table:
 @pass_aws
 def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: bool) -> int:
     """One row per job type: visible, in flight, delayed, oldest message, DLQ, VT, max receives, consumer."""
+    if as_json and watch is not None:
+        raise click.UsageError("--json prints once: drop --watch (or run it in a loop)")
     job_types = aws.discover(stacks).job_types
 
     def read() -> list[JobTypeStatus]:
@@ -97,13 +109,21 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
     if watch is None:
         console.print(table(read()) if job_types else "no job types in the stacks searched")
         return 0
+    from botocore.exceptions import BotoCoreError, ClientError
     from rich.live import Live
 
+    rows = read()  # the first read fails as a plain run does: one error line and its exit status
     live: Any
-    with Live(table(read()), console=console, refresh_per_second=1) as live:
+    with Live(watch_view(rows, None, watch), console=console, refresh_per_second=1) as live:
         try:
             while True:
                 time.sleep(watch)
-                live.update(table(read()))
+                failure = None
+                try:
+                    rows = read()
+                except (BotoCoreError, ClientError) as error:
+                    # A throttled or dropped request should not end an operator's watch: show it, try again.
+                    failure = str(aws_error(error, aws.endpoint_url) or error)
+                live.update(watch_view(rows, failure, watch))
         except KeyboardInterrupt:
             return 0  # Ctrl-C is how a watch ends

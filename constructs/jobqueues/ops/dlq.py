@@ -3,18 +3,22 @@
 ``list`` peeks: it receives the DLQ's messages with a short visibility timeout, then makes each visible again at
 once (``ChangeMessageVisibilityBatch`` to 0), so nothing is consumed. Each peek adds one to a message's receive
 count on the DLQ: the count shown is the one before this peek. For each message it finds **the last error the
-consumer logged for it**: sqslease writes ``ErrorType`` and ``Error`` on a failure's EMF line (docs/sqslease.md),
-and ``FilterLogEvents`` on the consumer's log group, with the message id as a quoted term (a pattern AWS and the
-emulator both read), finds the latest, one call per message, eight at a time, from the message's first send on.
+consumer logged for it**: sqslease writes ``ErrorType`` and ``Error`` on a failure's EMF line (docs/sqslease.md);
+``FilterLogEvents`` on the consumer's log group finds them, up to 25 message ids per search (``?"id1" ?"id2"``,
+any of the terms, within the API's 1,024-character pattern), from the oldest message's first send on (less a
+minute of clock skew), so a page of 20 messages costs one search, not one scan of the log per message. The
+emulator (moto) ignores a ``?`` pattern and returns every line of the range: the lines are matched here anyway.
 A message sqslease dead-lettered itself is a copy: it carries the original's id (``sqslease.source_message_id``)
 and the error's text (``sqslease.error``), used when no line is found.
+
+On a FIFO DLQ a receive locks the groups of the messages it brings until they are visible again, so a peek sees
+the first messages of each group only (up to 10 per receive); :func:`depth` says how many there are in all.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +30,13 @@ from jobqueues.ops.errors import OpsError
 PEEK_VISIBILITY_S = 30
 #: Characters of a body shown.
 BODY_PREVIEW = 60
-#: Log pages read per message, at most (a message's failures are a few lines; this bounds a pathological log).
-MAX_LOG_PAGES = 20
+#: Characters of a ``FilterLogEvents`` pattern (the API's limit).
+PATTERN_LIMIT = 1024
+#: Pages read per search, at most: AWS may answer a search of a large group with empty pages and a token while
+#: it scans; this bounds the calls, and a search cut short is reported (:attr:`ErrorSearch.complete`).
+MAX_LOG_PAGES = 100
+#: Milliseconds searched before a message's first send: the log's timestamps come from the consumer's clock.
+CLOCK_SKEW_MS = 60_000
 SOURCE_ID_ATTRIBUTE = "sqslease.source_message_id"
 ERROR_ATTRIBUTE = "sqslease.error"
 
@@ -117,38 +126,82 @@ def _release(sqs: Any, url: str, handles: list[str]) -> None:
 
 
 def parse_failure(message: str) -> dict[str, Any] | None:
-    """The EMF object of a log event, if it is a failure line (one with ``ErrorType``); a prefix before the JSON
-    (a runtime's own) is skipped."""
+    """The EMF object of a log event if it is a failure line (one with ``ErrorType``). Text before the JSON (a
+    runtime's prefix: Lambda's ``[ERROR]\\t<time>\\t<request id>\\t``) is skipped, and so is text after it."""
+    decoder = json.JSONDecoder()
     start = message.find("{")
-    if start < 0:
-        return None
-    try:
-        line = json.loads(message[start:])
-    except ValueError:
-        return None
-    return line if isinstance(line, dict) and "ErrorType" in line else None
+    for _ in range(5):  # a prefix may hold braces of its own; a line is short, a few tries suffice
+        if start < 0:
+            return None
+        try:
+            line, _end = decoder.raw_decode(message, start)
+        except ValueError:
+            start = message.find("{", start + 1)
+            continue
+        return line if isinstance(line, dict) and "ErrorType" in line else None
+    return None
 
 
-def last_logged_error(logs: Any, log_group: str, message_id: str, since_ms: int) -> LastError | None:
-    """The latest failure line for ``message_id`` in ``log_group`` since ``since_ms``, or ``None``."""
-    request: dict[str, Any] = {"logGroupName": log_group, "filterPattern": f'"{message_id}"', "startTime": since_ms}
-    latest: dict[str, Any] | None = None
-    latest_at = -1
-    for _ in range(MAX_LOG_PAGES):
-        response = logs.filter_log_events(**request)
-        for event in response.get("events", []):
-            line = parse_failure(event.get("message", ""))
-            if line is None or line.get("MessageId") != message_id:
-                continue
-            at = int(line.get("_aws", {}).get("Timestamp") or event.get("timestamp") or 0)
-            if at >= latest_at:
-                latest, latest_at = line, at
-        if not response.get("nextToken"):
-            break
-        request["nextToken"] = response["nextToken"]
-    if latest is None:
-        return None
-    return LastError(str(latest["ErrorType"]), str(latest.get("Error", "")), latest_at or None, "log")
+@dataclass(frozen=True)
+class ErrorSearch:
+    """The latest failure line found per message id, the ``FilterLogEvents`` calls made, and whether every
+    search ran to its end (``False``: one stopped at :data:`MAX_LOG_PAGES` pages; older errors may be missing)."""
+
+    errors: dict[str, LastError]
+    calls: int
+    complete: bool
+
+
+def any_term_patterns(message_ids: list[str]) -> list[tuple[list[str], str]]:
+    """``message_ids`` in groups, each with its pattern: ``"id"`` for one, ``?"id1" ?"id2"`` (any) for several,
+    each at most :data:`PATTERN_LIMIT` characters."""
+    groups: list[list[str]] = []
+    length = 0
+    for message_id in message_ids:
+        term = len(message_id) + 4  # ?"id" and a space
+        if not groups or length + term > PATTERN_LIMIT:
+            groups.append([])
+            length = 0
+        groups[-1].append(message_id)
+        length += term
+    return [(ids, f'"{ids[0]}"' if len(ids) == 1 else " ".join(f'?"{i}"' for i in ids)) for ids in groups]
+
+
+def last_logged_errors(logs: Any, log_group: str, since_ms: dict[str, int]) -> ErrorSearch:
+    """The latest failure line in ``log_group`` of each message id of ``since_ms`` (id -> its first send, ms
+    since the epoch): oldest ids first, 25 or so per search, each search from its oldest send on."""
+    ordered = sorted(since_ms, key=lambda message_id: since_ms[message_id])
+    latest: dict[str, tuple[int, dict[str, Any]]] = {}
+    calls, complete = 0, True
+    for ids, pattern in any_term_patterns(ordered):
+        wanted = set(ids)
+        request: dict[str, Any] = {
+            "logGroupName": log_group,
+            "filterPattern": pattern,
+            "startTime": max(0, min(since_ms[i] for i in ids) - CLOCK_SKEW_MS),
+        }
+        for page in range(MAX_LOG_PAGES):
+            response = logs.filter_log_events(**request)
+            calls += 1
+            for event in response.get("events", []):
+                line = parse_failure(event.get("message", ""))
+                message_id = line.get("MessageId") if line is not None else None
+                if line is None or message_id not in wanted:
+                    continue
+                stamp = line.get("_aws", {}).get("Timestamp") if isinstance(line.get("_aws"), dict) else None
+                at = int(stamp or event.get("timestamp") or 0)
+                if message_id not in latest or at >= latest[message_id][0]:
+                    latest[message_id] = (at, line)
+            if not response.get("nextToken"):
+                break
+            request["nextToken"] = response["nextToken"]
+            if page == MAX_LOG_PAGES - 1:
+                complete = False
+    errors = {
+        message_id: LastError(str(line["ErrorType"]), str(line.get("Error", "")), at or None, "log")
+        for message_id, (at, line) in latest.items()
+    }
+    return ErrorSearch(errors, calls, complete)
 
 
 def _system_int(message: dict[str, Any], name: str) -> int:
@@ -160,35 +213,57 @@ def _string_attribute(message: dict[str, Any], name: str) -> str | None:
     return None if value is None else value.get("StringValue")
 
 
+@dataclass(frozen=True)
+class DeadLetters:
+    """What ``dlq list`` found: the rows (oldest first), and why errors may be missing.
+
+    ``no_log_reason``: why the consumer's log was not searched (``None``: it was). ``log_calls``: the
+    ``FilterLogEvents`` calls made; ``log_complete``: ``False`` when a search stopped at :data:`MAX_LOG_PAGES`.
+    """
+
+    rows: list[DeadLetter]
+    no_log_reason: str | None = None
+    log_calls: int = 0
+    log_complete: bool = True
+
+
+def no_log_reason(job: JobType) -> str | None:
+    """Why ``job``'s consumer log cannot be searched (``None``: it can)."""
+    if job.consumer is None:
+        return f"{job.name} has no consumer in its stacks, so no log to search"
+    if not job.consumer.log_group:
+        return f"the log group of {job.name}'s {job.consumer.kind} consumer is unknown (a log driver of your own?)"
+    return None
+
+
 def list_dead_letters(
     job: JobType, sqs: Any, logs: Any | None, limit: int = 20, now_ms: int | None = None
-) -> list[DeadLetter]:
+) -> DeadLetters:
     """Peek at up to ``limit`` messages of ``job``'s DLQ, oldest first, each with the consumer's last error for
-    it (``logs`` ``None``, or a job type without a consumer log group: no log lookup)."""
+    it (``logs`` ``None``: no log search; sqslease's dead-letter copies still carry theirs)."""
     url = dead_letter_url(job)
     messages = peek(sqs, url, limit)
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    log_group = job.consumer.log_group if job.consumer is not None else None
-
-    def lookup(message: dict[str, Any]) -> LastError | None:
-        source_id = _string_attribute(message, SOURCE_ID_ATTRIBUTE) or message["MessageId"]
-        found = None
-        if logs is not None and log_group:
-            found = last_logged_error(logs, log_group, source_id, _system_int(message, "SentTimestamp"))
-        text = _string_attribute(message, ERROR_ATTRIBUTE)
-        if found is None and text:
-            found = LastError(text.split("(", 1)[0], text, None, "attribute")
-        return found
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        errors = list(pool.map(lookup, messages))
+    reason = no_log_reason(job) if logs is not None else "the log search was not asked for"
+    source_ids = [_string_attribute(m, SOURCE_ID_ATTRIBUTE) or m["MessageId"] for m in messages]
+    search = ErrorSearch({}, 0, True)
+    if messages and reason is None and job.consumer is not None and job.consumer.log_group:
+        since: dict[str, int] = {}
+        for source_id, message in zip(source_ids, messages, strict=True):
+            sent = _system_int(message, "SentTimestamp")
+            since[source_id] = min(since.get(source_id, sent), sent)
+        search = last_logged_errors(logs, job.consumer.log_group, since)
     rows = []
-    for message, error in zip(messages, errors, strict=True):
+    for source_id, message in zip(source_ids, messages, strict=True):
+        error = search.errors.get(source_id)
+        text = _string_attribute(message, ERROR_ATTRIBUTE)
+        if error is None and text:
+            error = LastError(text.split("(", 1)[0], text, None, "attribute")
         body = message.get("Body", "")
         rows.append(
             DeadLetter(
                 message_id=message["MessageId"],
-                source_message_id=_string_attribute(message, SOURCE_ID_ATTRIBUTE) or message["MessageId"],
+                source_message_id=source_id,
                 receive_count=max(0, _system_int(message, "ApproximateReceiveCount") - 1),  # this peek excluded
                 age_s=max(0.0, (now_ms - _system_int(message, "SentTimestamp")) / 1000),
                 group=message.get("Attributes", {}).get("MessageGroupId"),
@@ -197,7 +272,8 @@ def list_dead_letters(
                 last_error=error,
             )
         )
-    return sorted(rows, key=lambda row: -row.age_s)
+    rows.sort(key=lambda row: -row.age_s)
+    return DeadLetters(rows, reason, search.calls, search.complete)
 
 
 def depth(sqs: Any, url: str) -> int:

@@ -20,6 +20,12 @@ class OpsError(Exception):
     exit_status = EXIT_FAILED
 
 
+class BadInput(OpsError):
+    """Options that cannot go together, or that do not fit the job type (``--group`` on a standard queue)."""
+
+    exit_status = EXIT_USAGE
+
+
 class NotFound(OpsError):
     """An unknown job type or stack; the message names those that exist."""
 

@@ -6,7 +6,8 @@ Two methods:
   (a FIFO DLQ keeps each message's group; SQS replaced its deduplication id with its original message id when it
   dead-lettered it). Progress from ``ListMessageMoveTasks``; a stop request cancels the task
   (``CancelMessageMoveTask``), and what is left stays in the DLQ for the next run. A task already running on the
-  DLQ is followed, not started twice.
+  DLQ is followed, not started twice. A ``KeyboardInterrupt`` while following it (a second Ctrl-C) cancels the
+  task too, then goes on up.
 - **loop** (``--method loop``, and ``auto`` where the endpoint has no move tasks): receive up to 10 messages,
   send them to the source with ``SendMessageBatch``, keeping body, message attributes, ``MessageGroupId`` and
   ``MessageDeduplicationId``, then delete from the DLQ only the entries whose send succeeded. A refused entry is
@@ -14,6 +15,11 @@ Two methods:
   A stop request takes effect between batches. Killed between a send and its delete, a batch is sent again by the
   next run: on FIFO its deduplication ids make SQS drop the copies (within 5 minutes); on a standard queue the
   batch's messages (10 at most) may run twice, which at-least-once handlers already allow.
+
+FIFO and the 5-minute deduplication interval: a send that reuses a deduplication id the source saw in the last 5
+minutes is accepted but dropped. Keeping the DLQ copy's id is safe on SQS, which gave a dead-lettered FIFO message
+its own message id as deduplication id (never the id of the original send); the emulator (moto) deduplicates only
+against messages still in the queue, and a dead-lettered message has left it.
 """
 
 from __future__ import annotations
@@ -113,6 +119,46 @@ def move_task(
         if "UnsupportedOperation" not in _code(error) or "already a task running" not in str(error):
             raise
         handle = None  # one is running already: follow it
+    try:
+        _follow(sqs, source_arn, handle, result, progress, stop, poll_s)
+    except KeyboardInterrupt:
+        # Interrupted at once (a second Ctrl-C): the task must not go on moving unwatched.
+        _cancel_quietly(sqs, handle or _running_handle(sqs, source_arn))
+        raise
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _running_handle(sqs: Any, source_arn: str) -> str | None:
+    """The handle of the task running on ``source_arn``, if one is."""
+    try:
+        tasks = sqs.list_message_move_tasks(SourceArn=source_arn, MaxResults=1)["Results"]
+    except Exception:  # best effort, on the way out of an interrupt
+        return None
+    return str(tasks[0]["TaskHandle"]) if tasks and tasks[0].get("TaskHandle") else None
+
+
+def _cancel_quietly(sqs: Any, handle: str | None) -> None:
+    """Cancel the task of ``handle``; a task that ended meanwhile, or an endpoint that fails, is left alone."""
+    if handle:
+        try:
+            sqs.cancel_message_move_task(TaskHandle=handle)
+        except Exception:  # best effort, on the way out of an interrupt: what is left stays in the DLQ
+            pass
+
+
+def _follow(
+    sqs: Any,
+    source_arn: str,
+    handle: str | None,
+    result: RedriveResult,
+    progress: Progress,
+    stop: threading.Event,
+    poll_s: float,
+) -> None:
+    """Poll the newest task on ``source_arn`` until it ends; cancel it once ``stop`` is set."""
+    from botocore.exceptions import ClientError
+
     while True:
         tasks = sqs.list_message_move_tasks(SourceArn=source_arn, MaxResults=1)["Results"]
         if not tasks:
@@ -139,8 +185,6 @@ def move_task(
             time.sleep(poll_s / 4)  # cancelling: the task ends after the message it is moving
         else:
             stop.wait(poll_s)
-    result.seconds = time.monotonic() - started
-    return result
 
 
 def _attributes(message: dict[str, Any]) -> dict[str, Any]:

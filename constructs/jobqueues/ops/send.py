@@ -4,6 +4,10 @@
 FIFO queues need a message group (``--group``); the deduplication id is ``--dedup-id`` for one message, else,
 when the queue has no content-based deduplication, the SHA-256 of the body (so a body sent twice within SQS's
 5-minute deduplication window is delivered once, as content-based deduplication would).
+
+A refused entry is reported with its line; on a FIFO queue sending then stops after that batch, so that no later
+message of the group overtakes it (the result says from which line nothing was sent). A whole batch refused (a
+throttled KMS key, say) stops the send too: its entries are reported, the lines after it are not sent.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobqueues.ops.errors import OpsError
+from jobqueues.ops.errors import AwsUnavailable, BadInput, aws_error
 
 #: SQS's limits: messages per batch, and bytes per message and per batch (256 KiB).
 BATCH_MESSAGES = 10
@@ -35,6 +39,8 @@ class SendResult:
 
     message_ids: list[str] = field(default_factory=list)
     failed: list[Failed] = field(default_factory=list)
+    #: The first line not sent when sending stopped early (``None``: every line was tried).
+    stopped_at_line: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` form."""
@@ -42,6 +48,7 @@ class SendResult:
             "sent": len(self.message_ids),
             "message_ids": self.message_ids,
             "failed": [{"line": f.line, "code": f.code, "message": f.message} for f in self.failed],
+            "stopped_at_line": self.stopped_at_line,
         }
 
 
@@ -89,13 +96,15 @@ def send(
     """
     fifo, content_dedup = queue_kind(sqs, url)
     if fifo and not group:
-        raise OpsError("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
+        raise BadInput("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
     if not fifo and (group or dedup_id):
-        raise OpsError("--group and --dedup-id are for FIFO queues; this job type's queue is a standard one")
+        raise BadInput("--group and --dedup-id are for FIFO queues; this job type's queue is a standard one")
     result = SendResult()
-    for batch in batches(bodies):
+    pending = batches(bodies)
+    for batch in pending:
         if dedup_id is not None and len(batch) > 1:
-            raise OpsError("--dedup-id names one message: send a file without it (each body is its own id)")
+            raise BadInput("--dedup-id names one message: send a file without it (each body is its own id)")
+        refused = len(result.failed)
         entries = []
         for i, (number, body) in enumerate(batch):
             if len(body.encode()) > BATCH_BYTES:
@@ -107,13 +116,35 @@ def send(
                 if dedup_id is not None or not content_dedup:
                     entry["MessageDeduplicationId"] = dedup_id or hashlib.sha256(body.encode()).hexdigest()
             entries.append(entry)
-        if not entries:
-            continue
-        response = sqs.send_message_batch(QueueUrl=url, Entries=entries)
-        numbers = {str(i): number for i, (number, _) in enumerate(batch)}
-        sent = {s["Id"]: s["MessageId"] for s in response.get("Successful", [])}
-        result.message_ids += [sent[e["Id"]] for e in entries if e["Id"] in sent]
-        result.failed += [
-            Failed(numbers[f["Id"]], f.get("Code", ""), f.get("Message", "")) for f in response.get("Failed", [])
-        ]
+        request_refused = bool(entries) and not _send_batch(sqs, url, batch, entries, result)
+        if (fifo and len(result.failed) > refused) or request_refused:
+            following = next(pending, None)
+            result.stopped_at_line = following[0][0] if following else None
+            break
     return result
+
+
+def _send_batch(
+    sqs: Any, url: str, batch: list[tuple[int, str]], entries: list[dict[str, Any]], result: SendResult
+) -> bool:
+    """One ``SendMessageBatch``: the ids SQS took, and the entries it refused (all of them, when it refused the
+    request: then ``False``). AWS being unreachable or denying access ends the command."""
+    from botocore.exceptions import ClientError
+
+    numbers = {str(i): number for i, (number, _) in enumerate(batch)}
+    try:
+        response = sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    except ClientError as error:
+        translated = aws_error(error)
+        if isinstance(translated, AwsUnavailable):
+            raise AwsUnavailable(f"{translated} ({len(result.message_ids)} sent before it)") from None
+        code = error.response.get("Error", {}).get("Code", "")
+        text = error.response.get("Error", {}).get("Message", "")
+        result.failed += [Failed(numbers[e["Id"]], code, text) for e in entries]
+        return False
+    sent = {s["Id"]: s["MessageId"] for s in response.get("Successful", [])}
+    result.message_ids += [sent[e["Id"]] for e in entries if e["Id"] in sent]
+    result.failed += [
+        Failed(numbers[f["Id"]], f.get("Code", ""), f.get("Message", "")) for f in response.get("Failed", [])
+    ]
+    return True

@@ -4,13 +4,17 @@ lease numbers SQS holds, and its consumer's state.
 Queue attributes come from SQS (one ``GetQueueAttributes`` per queue, eight at a time); the oldest message's age
 and the Lambda errors and throttles from CloudWatch, in one ``GetMetricData`` call for every job type (SQS and
 Lambda publish them once a minute; the emulator publishes none, so they read ``None``); ECS tasks from
-``DescribeServices``, ten services a call. ``jobqueues local up`` keeps the emulator's ``desiredCount`` equal to
-its running workers, so locally the ECS columns are the local workers.
+``DescribeServices``, ten services a call, per cluster.
+
+Locally, ``jobqueues local up`` sets the emulator's ``desiredCount`` to the workers its scaler runs (``UpdateService``,
+on each change) and the emulator (moto) then reports ``runningCount`` equal to it: the ECS columns are the local
+workers (workers still draining after a scale-in are not counted, as on ECS a stopping task is not).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -80,8 +84,6 @@ def _int(attributes: dict[str, str] | None, name: str) -> int | None:
 
 
 def _max_receive_count(attributes: dict[str, str] | None) -> int | None:
-    import json
-
     redrive = (attributes or {}).get("RedrivePolicy")
     if not redrive:
         return None
@@ -150,8 +152,15 @@ def read_metrics(cloudwatch: Any, job_types: Sequence[JobType], now: datetime.da
     return values
 
 
+#: ``DescribeServices``' error codes for a cluster that is gone: its services are "not found", not a failure.
+_NO_CLUSTER = frozenset({"ClusterNotFoundException", "ClusterNotFound"})
+
+
 def read_services(ecs: Any, job_types: Sequence[JobType]) -> dict[str, dict[str, int]]:
-    """Service ARN -> ``{"running": n, "desired": n}``, ten services a ``DescribeServices`` call per cluster."""
+    """Service ARN (and name) -> ``{"running": n, "desired": n}``, ten services a ``DescribeServices`` call per
+    cluster. A service or cluster deleted outside its stack is absent, never an error."""
+    from botocore.exceptions import ClientError
+
     by_cluster: dict[str, list[str]] = defaultdict(list)
     for job in job_types:
         if isinstance(job.consumer, EcsConsumer) and job.consumer.service:
@@ -159,8 +168,15 @@ def read_services(ecs: Any, job_types: Sequence[JobType]) -> dict[str, dict[str,
     found: dict[str, dict[str, int]] = {}
     for cluster, services in by_cluster.items():
         for first in range(0, len(services), 10):
-            response = ecs.describe_services(cluster=cluster, services=services[first : first + 10])
+            try:
+                response = ecs.describe_services(cluster=cluster, services=services[first : first + 10])
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") in _NO_CLUSTER:
+                    break
+                raise
             for service in response.get("services", []):
+                if service.get("status") == "INACTIVE":  # deleted: DescribeServices still lists it for a while
+                    continue
                 counts = {
                     "running": int(service.get("runningCount", 0)),
                     "desired": int(service.get("desiredCount", 0)),
@@ -179,21 +195,22 @@ def job_status(
     services: dict[str, dict[str, int]],
 ) -> JobTypeStatus:
     """One row from what was read (pure)."""
-    consumer, running, desired, errors, throttles, note = "none", None, None, None, None, None
+    consumer, running, desired, errors, throttles = "none", None, None, None, None
+    notes = []
+    if job.queue_url is None:
+        notes.append("its queue's URL is unknown: the queue is another stack's")
+    elif queue is None:
+        notes.append(f"its queue {_queue_name(job.queue_url)} does not exist: deleted outside its stack?")
     if isinstance(job.consumer, EcsConsumer):
         consumer = "ecs"
         service = services.get(job.consumer.service or "")
         if service is not None:
             running, desired = service["running"], service["desired"]
         else:
-            note = "the ECS service was not found"
+            notes.append("the ECS service was not found")
     elif isinstance(job.consumer, LambdaConsumer):
         consumer = "lambda"
         errors, throttles = metrics.get(f"errors{index}"), metrics.get(f"throttles{index}")
-    if job.queue_url is None:
-        note = "its queue's URL is unknown: the queue is another stack's"
-    elif queue is None:
-        note = f"its queue {_queue_name(job.queue_url)} does not exist: deleted outside its stack?"
     return JobTypeStatus(
         name=job.name,
         job_type=job.job_type,
@@ -211,7 +228,7 @@ def job_status(
         ecs_desired=desired,
         lambda_errors=errors,
         lambda_throttles=throttles,
-        note=note,
+        note="; ".join(notes) or None,
     )
 
 
