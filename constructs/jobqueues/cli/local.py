@@ -258,14 +258,19 @@ def status_table(runner: ConsumerRunner) -> Table:
         table.add_column(column, justify="left" if column in ("job type", "consumer", "local") else "right")
     for row in runner.rows():
         if row.consumer == "ecs":
-            local = f"{row.workers} workers" + (f", {row.draining} draining" if row.draining else "")
+            local = _plural(row.workers, "worker") + (f", {row.draining} draining" if row.draining else "")
         elif row.consumer == "lambda":
-            local = f"{row.invocations} invocations" + (f", [red]{row.errors} failed[/]" if row.errors else "")
+            local = _plural(row.invocations, "invocation") + (f", [red]{row.errors} failed[/]" if row.errors else "")
         else:
             local = "-"
         dlq = "-" if row.dead_lettered is None else str(row.dead_lettered)
         table.add_row(row.job_type, row.consumer, str(row.visible), str(row.in_flight), dlq, local)
     return table
+
+
+def _plural(count: int, noun: str) -> str:
+    """``1 worker``, ``2 workers``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _summary(runner: ConsumerRunner, wall_s: float) -> None:
@@ -283,10 +288,10 @@ def _summary(runner: ConsumerRunner, wall_s: float) -> None:
         counts = outcomes.get(job.job_type, collections.Counter())
         text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no message processed"
         ecs = runner.ecs.get(job.name)
-        started = f"; {ecs.pool.started_total} workers started" if ecs is not None else ""
+        started = f"; {_plural(ecs.pool.started_total, 'worker')} started" if ecs is not None else ""
         row = runner.rows_by_name.get(job.name)
         if row is not None and row.errors:
-            started += f"; {row.errors} of {row.invocations} invocations failed (the function's log has why)"
+            started += f"; {row.errors} of {_plural(row.invocations, 'invocation')} failed (the function's log has why)"
         click.echo(f"summary {job.name}: {text}{started}")
     click.echo(f"ran {wall_s:.0f} s; {runner.shipper.shipped} log lines sent to CloudWatch Logs")
 

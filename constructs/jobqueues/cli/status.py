@@ -113,17 +113,24 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
     from rich.live import Live
 
     rows = read()  # the first read fails as a plain run does: one error line and its exit status
-    live: Any
-    with Live(watch_view(rows, None, watch), console=console, refresh_per_second=1) as live:
-        try:
-            while True:
-                time.sleep(watch)
-                failure = None
-                try:
-                    rows = read()
-                except (BotoCoreError, ClientError) as error:
-                    # A throttled or dropped request should not end an operator's watch: show it, try again.
-                    failure = str(aws_error(error, aws.endpoint_url) or error)
-                live.update(watch_view(rows, failure, watch))
-        except KeyboardInterrupt:
-            return 0  # Ctrl-C is how a watch ends
+    # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
+    live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
+    show = live.update if live is not None else console.print
+    if live is not None:
+        live.start()
+    try:
+        show(watch_view(rows, None, watch))
+        while True:
+            time.sleep(watch)
+            failure = None
+            try:
+                rows = read()
+            except (BotoCoreError, ClientError) as error:
+                # A throttled or dropped request should not end an operator's watch: show it, try again.
+                failure = str(aws_error(error, aws.endpoint_url) or error)
+            show(watch_view(rows, failure, watch))
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how a watch ends
+    finally:
+        if live is not None:
+            live.stop()
