@@ -132,3 +132,14 @@ def test_token_delay_and_size_reach_the_template_unchecked() -> None:
     # THEN both are the parameters' references
     assert source["Properties"]["DelaySeconds"] == {"Ref": "Delay"}
     assert json.dumps(source["Properties"]["MaximumMessageSize"]) == '{"Ref": "MaxSize"}'
+
+
+def test_the_emulator_app_of_the_queue_options_is_nag_and_lint_clean(tmp_path: Path) -> None:
+    from cfnlint.api import ManualArgs, lint_file
+    from emulator_apps.queue_options_app import STACK_NAME, build_app
+
+    app = build_app(cdk.App(outdir=str(tmp_path)))
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    assembly = app.synth()  # raises on any unacknowledged cdk-nag finding
+    findings = lint_file(Path(assembly.directory) / f"{STACK_NAME}.template.json", config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in findings] == []
