@@ -247,7 +247,11 @@ BAD_DECLARATIONS = [
     ),
     (
         "age alarm not above the delay",
-        {**P99, "delivery_delay": Duration.minutes(10), "alarms": JobQueueAlarmProps(oldest_message_age=Duration.minutes(5))},
+        {
+            **P99,
+            "delivery_delay": Duration.minutes(10),
+            "alarms": JobQueueAlarmProps(oldest_message_age=Duration.minutes(5)),
+        },
         "alarms.oldest_message_age 5 min is not above delivery_delay 10 min",
     ),
     (

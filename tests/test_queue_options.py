@@ -81,7 +81,9 @@ def test_every_option_lands_on_its_queues_nag_and_lint_clean(tmp_path: Path) -> 
 def test_the_default_age_alarm_adds_the_delay_a_message_waits() -> None:
     # GIVEN VT 8 min, 5 receives, a 10-minute delay
     _, template = synth_job_queue(processing_p99=Duration.minutes(4), delivery_delay=Duration.minutes(10))
-    alarms = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {"MetricName": "ApproximateAgeOfOldestMessage"}})
+    alarms = template.find_resources(
+        "AWS::CloudWatch::Alarm", {"Properties": {"MetricName": "ApproximateAgeOfOldestMessage"}}
+    )
     (alarm,) = alarms.values()
     # THEN the threshold is delay + receives x VT
     assert alarm["Properties"]["Threshold"] == 600 + 5 * 480 == oldest_message_age_s(480, 345_600, 5, 600)
@@ -111,7 +113,10 @@ def test_the_retries_warning_counts_the_delay() -> None:
     )
     Annotations.from_stack(stack).has_warning(
         "/Test/Late",
-        Match.string_like_regexp(r"delivery_delay 5 min \+ max_receive_count 5 x visibility_timeout 10 s = 350 s exceeds retention_period 330 s"),
+        Match.string_like_regexp(
+            r"delivery_delay 5 min \+ max_receive_count 5 x visibility_timeout 10 s = 350 s "
+            "exceeds retention_period 330 s"
+        ),
     )
 
 
@@ -141,5 +146,7 @@ def test_the_emulator_app_of_the_queue_options_is_nag_and_lint_clean(tmp_path: P
     app = build_app(cdk.App(outdir=str(tmp_path)))
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     assembly = app.synth()  # raises on any unacknowledged cdk-nag finding
-    findings = lint_file(Path(assembly.directory) / f"{STACK_NAME}.template.json", config=ManualArgs(regions=["us-east-1"]))
+    findings = lint_file(
+        Path(assembly.directory) / f"{STACK_NAME}.template.json", config=ManualArgs(regions=["us-east-1"])
+    )
     assert [f"{m.rule.id} {m.message}" for m in findings] == []

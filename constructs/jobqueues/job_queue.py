@@ -154,7 +154,9 @@ class JobQueue(JobQueueBase):
         """A job queue made elsewhere (another stack, another tool), adopted as a job type: consumers
         (:meth:`add_lambda_consumer`, :meth:`add_ecs_consumer`, :meth:`worker_command`), grants, metrics,
         consumer alarms and a dashboard, held to the facts given here. Nothing is created for the queues
-        themselves: their settings and alarms stay with their owner.
+        themselves: their settings and alarms stay with their owner. So do the queue options (delivery delay,
+        message size, FIFO throughput mode, removal policies), which are not taken here: no consumer setting
+        depends on them, and ``jobqueues send`` reads the queue's own size limit.
 
         :param scope: parent construct.
         :param id: construct id.
