@@ -8,6 +8,7 @@ from __future__ import annotations
 from local_emulator.cfn.registry import check_handlers_in_use
 from local_emulator.patches.cloudformation import (
     harden_change_set_execution,
+    keep_retained_resources_except_on_create,
     make_unsupported_types_fatal,
     tell_change_sets_apart_by_stack,
 )
@@ -28,6 +29,7 @@ def install() -> None:
     make_unsupported_types_fatal()
     harden_change_set_execution()
     tell_change_sets_apart_by_stack()
+    keep_retained_resources_except_on_create()
     report_redrive_allow_policy()
     keep_one_queue_encryption()
     keep_lambda_layers()

@@ -6,7 +6,8 @@ import datetime as dt
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Duration, Token
+from aws_cdk import Duration, RemovalPolicy, Size, Token
+from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Annotations, Match
 from cdk_helpers import new_stack
 
@@ -226,6 +227,90 @@ BAD_DECLARATIONS = [
         "DLQ name too long",
         {**P99, "queue_name": "q" * 78},
         "makes the dead-letter queue name",
+    ),
+    # --- queue options: each names the prop, the value and the fix ----------------------------------------------
+    (
+        "delay over 15 min",
+        {**P99, "delivery_delay": Duration.minutes(16)},
+        "delivery_delay must be between 0 s and 15 min (got 16 min): pass e.g. Duration.minutes(5)",
+    ),
+    (
+        "delay in milliseconds",
+        {**P99, "delivery_delay": Duration.millis(1500)},
+        "delivery_delay is 1.5 s: SQS's DelaySeconds takes whole seconds; pass Duration.seconds(2)",
+    ),
+    ("int delay", {**P99, "delivery_delay": 30}, "delivery_delay=30 is an int, not a Duration"),
+    (
+        "delay not below retention",
+        {**P99, "delivery_delay": Duration.minutes(15), "retention_period": Duration.minutes(10)},
+        "delivery_delay 15 min is not below retention_period 10 min: every message would expire",
+    ),
+    (
+        "age alarm not above the delay",
+        {
+            **P99,
+            "delivery_delay": Duration.minutes(10),
+            "alarms": JobQueueAlarmProps(oldest_message_age=Duration.minutes(5)),
+        },
+        "alarms.oldest_message_age 5 min is not above delivery_delay 10 min",
+    ),
+    (
+        "default age alarm capped below the delay",
+        {**P99, "delivery_delay": Duration.minutes(10), "retention_period": Duration.minutes(15)},
+        "delivery_delay 10 min is at least half of retention_period 15 min",
+    ),
+    (
+        "message size below 1 KiB",
+        {**P99, "max_message_size": Size.bytes(1000)},
+        "max_message_size must be between 1 KiB and 1 MiB (got 1,000 bytes): pass e.g. Size.kibibytes(256)",
+    ),
+    ("message size over 1 MiB", {**P99, "max_message_size": Size.mebibytes(2)}, "(got 2,097,152 bytes)"),
+    (
+        "int message size",
+        {**P99, "max_message_size": 65536},
+        "max_message_size=65536 is an int, not a Size: pass a Size, e.g. Size.kibibytes(64)",
+    ),
+    (
+        "str removal policy",
+        {**P99, "removal_policy": "retain"},
+        "removal_policy='retain' is a str, not a RemovalPolicy member: pass e.g. RemovalPolicy.RETAIN",
+    ),
+    (
+        "snapshot of a DLQ",
+        {**P99, "dlq_removal_policy": RemovalPolicy.SNAPSHOT},
+        "dlq_removal_policy=RemovalPolicy.SNAPSHOT does not apply to an SQS queue (it has no snapshot)",
+    ),
+    (
+        "high-throughput scope on a standard queue",
+        {**P99, "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP},
+        "deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP needs fifo=True",
+    ),
+    (
+        "throughput limit on a standard queue",
+        {**P99, "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_QUEUE},
+        "fifo_throughput_limit=sqs.FifoThroughputLimit.PER_QUEUE needs fifo=True",
+    ),
+    (
+        "message-group deduplication alone",
+        {**P99, "fifo": True, "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP},
+        "without fifo_throughput_limit=sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID leaves the queue at normal "
+        "throughput: pass both",
+    ),
+    (
+        "per-group throughput with queue deduplication",
+        {
+            **P99,
+            "fifo": True,
+            "deduplication_scope": sqs.DeduplicationScope.QUEUE,
+            "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+        },
+        "needs deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP (got sqs.DeduplicationScope.QUEUE)",
+    ),
+    (
+        "str throughput limit",
+        {**P99, "fifo": True, "fifo_throughput_limit": "perMessageGroupId"},
+        "fifo_throughput_limit='perMessageGroupId' is a str, not a FifoThroughputLimit member: pass e.g. "
+        "sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID",
     ),
 ]
 

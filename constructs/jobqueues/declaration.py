@@ -3,9 +3,9 @@
 warning at once.
 
 Pure Python (no aws_cdk) so every rule runs and is tested without the CDK's Node kernel. The rules live beside
-this module by concern: :mod:`jobqueues.timing_rules` and :mod:`jobqueues.queue_rules`; the declaration and the
-result in :mod:`jobqueues.queue_declaration`. :func:`jobqueues.plan.plan_job_queue` turns a checked declaration
-into the values its queues get.
+this module by concern: :mod:`jobqueues.timing_rules`, :mod:`jobqueues.queue_rules` and
+:mod:`jobqueues.queue_option_rules`; the declaration and the result in :mod:`jobqueues.queue_declaration`.
+:func:`jobqueues.plan.plan_job_queue` turns a checked declaration into the values its queues get.
 
 Unresolved tokens (a ``CfnParameter``, an imported value) are not known at synth: they are never checked, and
 a visibility timeout is never derived from one. An explicit ``visibility_timeout`` token is used as given.
@@ -16,6 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jobqueues.queue_declaration import CheckResult, QueueDeclaration, RuleContext, in_flight_threshold
+from jobqueues.queue_option_rules import (
+    delay_within_retention,
+    delivery_delay,
+    fifo_high_throughput,
+    message_size,
+    removal_policies,
+)
 from jobqueues.queue_rules import alarm_thresholds, fifo_and_names, resolve_visibility_timeout, retries_and_retention
 from jobqueues.timing_rules import (
     consumer_lease,
@@ -44,9 +51,14 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     explicit_visibility_timeout,
     consumer_lease,
     max_processing_time,
+    delivery_delay,
     retries_and_retention,
     fifo_and_names,
+    fifo_high_throughput,
+    message_size,
+    removal_policies,
     alarm_thresholds,
+    delay_within_retention,
     resolve_visibility_timeout,
 )
 

@@ -13,6 +13,15 @@ RETENTION_S = 4 * 86_400
 DLQ_RETENTION_S = 14 * 86_400
 #: Deliveries before a message moves to the DLQ.
 MAX_RECEIVE_COUNT = 5
+#: Source queue delivery delay: none.
+DELIVERY_DELAY_S = 0
+#: Largest message the source queue accepts: 256 KiB, the SQS maximum in every region (1 MiB only in some), so a
+#: job queue behaves the same wherever it is deployed.
+MAX_MESSAGE_SIZE = 262_144
+#: What a stack deletion does to the source queue: deletes it (its pending jobs have no consumer left).
+REMOVAL_POLICY = "DESTROY"
+#: What a stack deletion does to the DLQ: keeps it, with its messages (the evidence of failures).
+DLQ_REMOVAL_POLICY = "RETAIN"
 #: In-flight alarm: this share of the quota.
 IN_FLIGHT_FRACTION = 0.8
 IN_FLIGHT_QUOTA = SQS_IN_FLIGHT_QUOTA
@@ -24,11 +33,14 @@ IMAGE_CONTEXT = "jobqueues:image"
 OLDEST_MESSAGE_AGE_MIN_S = 300
 
 
-def oldest_message_age_s(visibility_timeout_s: float, retention_s: float, max_receive_count: int) -> int:
+def oldest_message_age_s(
+    visibility_timeout_s: float, retention_s: float, max_receive_count: int, delivery_delay_s: float = 0
+) -> int:
     """Default threshold of the oldest-message-age alarm, in seconds.
 
-    ``max_receive_count x VT`` is how long a message may legitimately stay on the source queue while it is
-    retried; older than that means consumers are not keeping up. At least 5 min (metric noise) and at most
-    half the retention period (time to act before messages expire).
+    ``delivery_delay + max_receive_count x VT`` is how long a message may legitimately stay on the source queue
+    (a delayed message ages while it waits, then is retried); older than that means consumers are not keeping
+    up. At least 5 min (metric noise) and at most half the retention period (time to act before messages expire).
     """
-    return int(min(max(max_receive_count * visibility_timeout_s, OLDEST_MESSAGE_AGE_MIN_S), retention_s // 2))
+    legitimate = delivery_delay_s + max_receive_count * visibility_timeout_s
+    return int(min(max(legitimate, OLDEST_MESSAGE_AGE_MIN_S), retention_s // 2))

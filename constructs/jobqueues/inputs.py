@@ -12,9 +12,10 @@ import datetime as dt
 import difflib
 import math
 from collections.abc import Iterable, Mapping
+from enum import Enum
 from typing import Any
 
-from aws_cdk import Duration, Token
+from aws_cdk import Duration, Size, SizeRoundingBehavior, Token
 
 
 class PropReader:
@@ -81,6 +82,34 @@ class PropReader:
             )
             return None
         return seconds
+
+    def size_bytes(self, prop: str) -> int | None:
+        """Bytes of a ``Size`` prop (any unit); ``None`` when absent, wrong or a token. A fraction of a byte is an
+        error: SQS takes whole bytes."""
+        value = self.props.get(prop)
+        if value is None:
+            return None
+        if not isinstance(value, Size):
+            self._wrong(prop, value, "a Size", f"a Size, e.g. {_size_example(value)}")
+            return None
+        size = value.to_bytes(rounding=SizeRoundingBehavior.NONE)
+        if is_token(size):
+            self.tokens.add(prop)
+            return None
+        if not float(size).is_integer():
+            self.errors.append(f"{self._label(prop)} is {size:g} bytes: SQS takes whole bytes; pass Size.bytes(N)")
+            return None
+        return int(size)
+
+    def member(self, prop: str, kind: type[Enum], example: str) -> str | None:
+        """The name of an enum prop's member (``"RETAIN"``); ``None`` when absent or wrong."""
+        value = self.props.get(prop)
+        if value is None:
+            return None
+        if not isinstance(value, kind):
+            self._wrong(prop, value, f"{_a(kind.__name__)} member", f"e.g. {example}")
+            return None
+        return value.name
 
     def boolean(self, prop: str, default: bool) -> bool:
         """A ``bool`` prop: ``"false"`` or ``1`` are errors, not truthy values."""
@@ -177,6 +206,12 @@ def _duration_example(value: object) -> str:
             return f"Duration.seconds({int(value)})"
         return f"Duration.millis({round(value * 1000)})"
     return "Duration.seconds(90)"
+
+
+def _size_example(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return f"Size.bytes({value})" if value % 1024 else f"Size.kibibytes({value // 1024})"
+    return "Size.kibibytes(256)"
 
 
 def _a(noun: str) -> str:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Unpack
+from typing import Any, Unpack
 
-from aws_cdk import Annotations, Duration, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy, SizeRoundingBehavior, Stack
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -83,7 +83,9 @@ class JobQueue(JobQueueBase):
         key = plan.encryption_key
         encryption = sqs.QueueEncryption.KMS if key else sqs.QueueEncryption.SQS_MANAGED
         fifo = plan.fifo or None
-        #: The dead-letter queue. Its redrive-allow policy admits only the source queue.
+        throughput = _throughput(plan)
+        #: The dead-letter queue. Its redrive-allow policy admits only the source queue. SQS's own maximum message
+        #: size (the region's largest): a message sqslease dead-letters carries two more attributes.
         self.dead_letter_queue: sqs.Queue = sqs.Queue(
             self,
             "DeadLetterQueue",
@@ -93,6 +95,8 @@ class JobQueue(JobQueueBase):
             encryption=encryption,
             encryption_master_key=key,
             enforce_ssl=True,
+            removal_policy=RemovalPolicy[plan.dlq_removal_policy],
+            **throughput,
         )
         #: The source queue consumers receive from.
         self.queue: sqs.Queue = sqs.Queue(
@@ -103,12 +107,16 @@ class JobQueue(JobQueueBase):
             content_based_deduplication=plan.content_based_deduplication or None,
             visibility_timeout=self.visibility_timeout,
             retention_period=_duration(plan.retention_period),
+            delivery_delay=_duration(plan.delivery_delay) if plan.delivery_delay else None,
+            max_message_size_bytes=_bytes(plan.max_message_size),
             encryption=encryption,
             encryption_master_key=key,
             enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(
                 max_receive_count=self.max_receive_count, queue=self.dead_letter_queue
             ),
+            removal_policy=RemovalPolicy[plan.removal_policy],
+            **throughput,
         )
         if plan.queue_name is not None:
             # By ARN built from the fixed name: a reference to the source queue would be circular (the source's
@@ -146,7 +154,9 @@ class JobQueue(JobQueueBase):
         """A job queue made elsewhere (another stack, another tool), adopted as a job type: consumers
         (:meth:`add_lambda_consumer`, :meth:`add_ecs_consumer`, :meth:`worker_command`), grants, metrics,
         consumer alarms and a dashboard, held to the facts given here. Nothing is created for the queues
-        themselves: their settings and alarms stay with their owner.
+        themselves: their settings and alarms stay with their owner. So do the queue options (delivery delay,
+        message size, FIFO throughput mode, removal policies), which are not taken here: no consumer setting
+        depends on them, and ``jobqueues send`` reads the queue's own size limit.
 
         :param scope: parent construct.
         :param id: construct id.
@@ -178,6 +188,21 @@ class JobQueue(JobQueueBase):
             max_batching_window=max_batching_window,
             alarm_topic=alarm_topic,
         )
+
+
+def _throughput(plan: QueuePlan) -> dict[str, Any]:
+    """A FIFO queue's deduplication scope and throughput limit, as declared (both queues get them)."""
+    throughput: dict[str, Any] = {}
+    if plan.deduplication_scope is not None:
+        throughput["deduplication_scope"] = sqs.DeduplicationScope[plan.deduplication_scope]
+    if plan.fifo_throughput_limit is not None:
+        throughput["fifo_throughput_limit"] = sqs.FifoThroughputLimit[plan.fifo_throughput_limit]
+    return throughput
+
+
+def _bytes(value: int | Given) -> Any:
+    """The bytes a queue gets: a ``Size`` token's, or the number."""
+    return value.value.to_bytes(rounding=SizeRoundingBehavior.NONE) if isinstance(value, Given) else value
 
 
 def _duration(value: float | Given | None) -> Duration:

@@ -17,6 +17,7 @@ from jobqueues import defaults
 from jobqueues.consumer_rules import ConsumerCheck
 from jobqueues.declaration import QueueDeclaration, check_declaration, in_flight_threshold
 from jobqueues.declaration_warnings import DeclarationWarning
+from jobqueues.queue_declaration import fmt
 from sqslease.rules import DerivedVisibilityTimeout
 
 
@@ -66,6 +67,12 @@ class QueuePlan:
     :param lambda_timeout: the consuming function's timeout; ``None``: not declared.
     :param max_batching_window: the Lambda event source's batching window (0: none).
     :param alarms: the queue alarms' thresholds; ``None`` when ``alarms.enabled`` is False.
+    :param delivery_delay: the source queue's delivery delay, whole seconds, or a token as given.
+    :param max_message_size: the largest message the source queue accepts, in bytes, or a token as given.
+    :param deduplication_scope: the ``sqs.DeduplicationScope`` member's name, both queues; ``None``: SQS's.
+    :param fifo_throughput_limit: the ``sqs.FifoThroughputLimit`` member's name, both queues; ``None``: SQS's.
+    :param removal_policy: the source queue's ``RemovalPolicy`` member's name.
+    :param dlq_removal_policy: the DLQ's ``RemovalPolicy`` member's name.
     :param errors: every problem of the declaration, each with its fix; a plan with errors is never built.
     :param warnings: findings that deploy but deserve a look, each with an id to acknowledge it by.
     """
@@ -87,6 +94,12 @@ class QueuePlan:
     lambda_timeout: float | None
     max_batching_window: float
     alarms: AlarmPlan | None
+    delivery_delay: float | Given = defaults.DELIVERY_DELAY_S
+    max_message_size: int | Given = defaults.MAX_MESSAGE_SIZE
+    deduplication_scope: str | None = None
+    fifo_throughput_limit: str | None = None
+    removal_policy: str = defaults.REMOVAL_POLICY
+    dlq_removal_policy: str = defaults.DLQ_REMOVAL_POLICY
     encryption_key: Any = None
     alarm_topic: Any = None
     errors: list[str] = field(default_factory=list)
@@ -139,11 +152,19 @@ def plan_job_queue(
         vt_s = result.visibility_timeout_s
         if age is None:
             known = vt_s is not None and not d.tokens.keys() & {"max_receive_count", "retention_period"}
+            delay = 0 if "delivery_delay" in d.tokens else result.delivery_delay_s
             age = (
-                defaults.oldest_message_age_s(vt_s, result.retention_s, result.max_receive_count)
+                defaults.oldest_message_age_s(vt_s, result.retention_s, result.max_receive_count, delay)
                 if known and vt_s is not None
                 else defaults.OLDEST_MESSAGE_AGE_MIN_S
             )
+            if delay and age <= delay < result.retention_s:
+                errors.append(
+                    f"delivery_delay {fmt(delay)} is at least half of retention_period {fmt(result.retention_s)}, the "
+                    "most the default oldest-message-age alarm threshold may be, so the alarm would fire on every "
+                    "message (a message's age includes its delay): raise retention_period above twice "
+                    "delivery_delay, or pass alarms.oldest_message_age"
+                )
         alarms = AlarmPlan(
             in_flight_threshold=in_flight_threshold(quota, fraction),
             in_flight_quota=quota,
@@ -175,6 +196,14 @@ def plan_job_queue(
         lambda_timeout=d.lambda_timeout,
         max_batching_window=d.max_batching_window or 0,
         alarms=alarms,
+        delivery_delay=_given(d, "delivery_delay", result.delivery_delay_s),
+        max_message_size=(
+            Given(d.tokens["max_message_size"]) if "max_message_size" in d.tokens else result.max_message_size
+        ),
+        deduplication_scope=d.deduplication_scope,
+        fifo_throughput_limit=d.fifo_throughput_limit,
+        removal_policy=d.removal_policy or defaults.REMOVAL_POLICY,
+        dlq_removal_policy=d.dlq_removal_policy or defaults.DLQ_REMOVAL_POLICY,
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
         errors=errors,

@@ -12,7 +12,8 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from jobqueues import defaults
@@ -28,6 +29,7 @@ from jobqueues.props import JobQueueProps
 _ALARM_FIELDS = ("in_flight_quota", "in_flight_fraction", "oldest_message_age", "dlq_depth", "topic", "enabled")
 _LAMBDA_WHOLE_SECONDS = "a Lambda function timeout"
 _WINDOW_WHOLE_SECONDS = "the event source's MaximumBatchingWindowInSeconds"
+_DELAY_WHOLE_SECONDS = "SQS's DelaySeconds"
 
 
 def plan_from_props(
@@ -74,6 +76,16 @@ def plan_from_props(
         content_based_deduplication=read.boolean("content_based_deduplication", False),
         queue_name=read.string("queue_name"),
         name_prefix=facts.name,
+        delivery_delay=read.whole_seconds("delivery_delay", _DELAY_WHOLE_SECONDS),
+        max_message_size=read.size_bytes("max_message_size"),
+        deduplication_scope=read.member(
+            "deduplication_scope", sqs.DeduplicationScope, "sqs.DeduplicationScope.MESSAGE_GROUP"
+        ),
+        fifo_throughput_limit=read.member(
+            "fifo_throughput_limit", sqs.FifoThroughputLimit, "sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID"
+        ),
+        removal_policy=read.member("removal_policy", RemovalPolicy, "RemovalPolicy.RETAIN"),
+        dlq_removal_policy=read.member("dlq_removal_policy", RemovalPolicy, "RemovalPolicy.RETAIN"),
         in_flight_quota=alarm_read.integer("in_flight_quota", defaults.IN_FLIGHT_QUOTA),
         in_flight_fraction=alarm_read.number("in_flight_fraction", 0.8),
         oldest_message_age=alarm_read.duration_s("oldest_message_age"),

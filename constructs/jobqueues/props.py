@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy, Size
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 
 from jobqueues.alarms import JobQueueAlarmProps
 
@@ -41,6 +42,30 @@ class QueueOptions(TypedDict, total=False):
         KMS key that encrypts both queues. Default: SQS-managed server-side encryption.
     alarms:
         Alarm thresholds and actions. Default: ``JobQueueAlarmProps()``.
+    delivery_delay:
+        Source queue only: how long every new message stays invisible before its first delivery, 0 s - 15 min in
+        whole seconds (FIFO too: a queue's delay, as SQS has no per-message delay there). A message ages while
+        delayed, so the delay counts against ``retention_period`` and the oldest-message-age alarm: its default
+        threshold adds the delay, and an explicit one must be above it. Default: 0 s.
+    max_message_size:
+        Source queue only: the largest message (body and attributes) it accepts, 1 KiB - 1 MiB in whole bytes
+        (CloudFormation's range; regions without 1 MiB messages take 256 KiB at most). ``jobqueues send`` reads it
+        from the queue. The DLQ keeps SQS's default, its region's maximum, so that a message ``sqslease``
+        dead-letters with its two added attributes fits. Default: 256 KiB.
+    deduplication_scope:
+        FIFO only, both queues: ``sqs.DeduplicationScope.MESSAGE_GROUP`` with ``fifo_throughput_limit``
+        ``PER_MESSAGE_GROUP_ID`` is SQS's high-throughput FIFO (one without the other is refused).
+        Default: SQS's, ``QUEUE``.
+    fifo_throughput_limit:
+        FIFO only, both queues: ``sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID`` with ``deduplication_scope``
+        ``MESSAGE_GROUP``, see there. Default: SQS's, ``PER_QUEUE``.
+    removal_policy:
+        What deleting the stack (or replacing the queue) does to the source queue and the jobs still in it:
+        ``RemovalPolicy.DESTROY``, ``RETAIN`` or ``RETAIN_ON_UPDATE_OR_DELETE``. Default: ``RemovalPolicy.DESTROY``
+        (a deleted job type's pending jobs have no consumer left).
+    dlq_removal_policy:
+        The same for the DLQ. A retained DLQ keeps its name: delete it once read, before deploying the stack again
+        under the same name. Default: ``RemovalPolicy.RETAIN`` (its messages are the evidence of failures).
     """
 
     max_receive_count: int
@@ -51,6 +76,12 @@ class QueueOptions(TypedDict, total=False):
     queue_name: str
     encryption_key: kms.IKey
     alarms: JobQueueAlarmProps
+    delivery_delay: Duration
+    max_message_size: Size
+    deduplication_scope: sqs.DeduplicationScope
+    fifo_throughput_limit: sqs.FifoThroughputLimit
+    removal_policy: RemovalPolicy
+    dlq_removal_policy: RemovalPolicy
 
 
 class LeaseOptions(TypedDict, total=False):

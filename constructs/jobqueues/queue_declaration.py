@@ -32,6 +32,8 @@ class QueueDeclaration:
         needs no basis to derive it from; it is still checked against the declared p99 and Lambda timeout.
         Default: False.
     :param ecs_consumer: declared by an ``EcsJob``: hints never suggest Lambda props. Default: False.
+    :param max_message_size: bytes; ``deduplication_scope``, ``fifo_throughput_limit``, ``removal_policy`` and
+        ``dlq_removal_policy`` are the names of the CDK enum members given (``"MESSAGE_GROUP"``, ``"RETAIN"``).
     :param prop_names: how the user spelled each prop, for messages (e.g. ``lambda_timeout`` is ``timeout``
         on a ``LambdaJob``, ``in_flight_fraction`` is ``alarms.in_flight_fraction``). Default: these names.
     """
@@ -50,6 +52,12 @@ class QueueDeclaration:
     content_based_deduplication: bool = False
     queue_name: str | None = None
     name_prefix: str | None = None
+    delivery_delay: float | None = None
+    max_message_size: int | None = None
+    deduplication_scope: str | None = None
+    fifo_throughput_limit: str | None = None
+    removal_policy: str | None = None
+    dlq_removal_policy: str | None = None
     in_flight_quota: int | None = None
     in_flight_fraction: float | None = None
     oldest_message_age: float | None = None
@@ -77,6 +85,8 @@ class CheckResult:
     retention_s: float = defaults.RETENTION_S
     dlq_retention_s: float = defaults.DLQ_RETENTION_S
     max_receive_count: int = defaults.MAX_RECEIVE_COUNT
+    delivery_delay_s: float = defaults.DELIVERY_DELAY_S
+    max_message_size: int = defaults.MAX_MESSAGE_SIZE
     errors: list[str] = field(default_factory=list)
     warnings: list[DeclarationWarning] = field(default_factory=list)
 

@@ -53,12 +53,17 @@ def retries_and_retention(c: RuleContext) -> None:
             "scale-in) received but did not start has used its only receive and moves to the DLQ without "
             "having run; raise max_receive_count to at least 2",
         )
-    if "max_receive_count" not in d.tokens and c.vt is not None and r.max_receive_count * c.vt > r.retention_s:
+    # A message's retention counts from when it was sent: its delivery delay included.
+    delay = 0 if "delivery_delay" in d.tokens else r.delivery_delay_s
+    if "max_receive_count" not in d.tokens and c.vt is not None and delay + r.max_receive_count * c.vt > r.retention_s:
+        waited = f"delivery_delay {fmt(delay)} + " if delay else ""
         c.warn(
             RETRIES_OUTLIVE_RETENTION,
-            f"max_receive_count {r.max_receive_count} x visibility_timeout {fmt(c.vt)} = "
-            f"{fmt(r.max_receive_count * c.vt)} exceeds retention_period {fmt(r.retention_s)}: messages can "
-            "expire before reaching the DLQ; lower max_receive_count or raise retention_period",
+            f"{waited}max_receive_count {r.max_receive_count} x visibility_timeout {fmt(c.vt)} = "
+            f"{fmt(delay + r.max_receive_count * c.vt)} exceeds retention_period {fmt(r.retention_s)}: messages can "
+            "expire before reaching the DLQ; lower max_receive_count"
+            + (" or delivery_delay" if delay else "")
+            + " or raise retention_period",
         )
 
 

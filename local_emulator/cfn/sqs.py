@@ -15,10 +15,13 @@ class SQSQueuePolicy(Handler, CloudFormationModel):
 
     cfn_type = "AWS::SQS::QueuePolicy"
 
-    def _apply(self, policy: str) -> None:
+    def _apply(self, policy: str, missing_ok: bool = False) -> None:
         backend = sqs_backends[self.account_id][self.region_name]
         for url in self.properties["Queues"]:
-            backend.set_queue_attributes(url.rstrip("/").rsplit("/", 1)[-1], {"Policy": policy})
+            name = url.rstrip("/").rsplit("/", 1)[-1]
+            if missing_ok and name not in backend.queues:
+                continue
+            backend.set_queue_attributes(name, {"Policy": policy})
 
     @classmethod
     def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
@@ -27,4 +30,5 @@ class SQSQueuePolicy(Handler, CloudFormationModel):
         return handler
 
     def delete(self, account_id: str, region_name: str) -> None:
-        self._apply("")
+        # A stack deletion may delete the queue first: its policy went with it (a retained queue loses its policy).
+        self._apply("", missing_ok=True)

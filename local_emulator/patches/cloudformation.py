@@ -149,3 +149,21 @@ def make_unsupported_types_fatal() -> None:
         return parsed
 
     parsing.parse_resource = strict_parse_resource
+
+
+def keep_retained_resources_except_on_create() -> None:
+    """Keep a ``RetainExceptOnCreate`` resource when its stack is deleted, as CloudFormation does.
+
+    moto keeps only ``Retain`` resources (a job queue's DLQ by default, ``RemovalPolicy.RETAIN``) and deletes the
+    ones of ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``. A stack deleted here was created (a failed create
+    is not rolled back by deleting it), so both are kept. Update and replacement policies are not emulated.
+    """
+    original = parsing.ResourceMap.delete
+
+    def delete(self: parsing.ResourceMap) -> None:
+        for resource in self._resource_json_map.values():
+            if resource.get("DeletionPolicy") == "RetainExceptOnCreate":
+                resource["DeletionPolicy"] = "Retain"
+        original(self)
+
+    parsing.ResourceMap.delete = delete  # type: ignore[method-assign]

@@ -1,5 +1,6 @@
 """``jobqueues send``: jobs into a job type's queue, in ``SendMessageBatch`` batches of up to 10 messages and
-256 KiB (SQS's limits).
+256 KiB (a batch SQS takes in every region); each message at most the queue's own ``MaximumMessageSize``, read from
+the queue (a job queue's ``max_message_size``), a larger one alone in its batch.
 
 FIFO queues need a message group (``--group``); the deduplication id is ``--dedup-id`` for one message, else,
 when the queue has no content-based deduplication, the SHA-256 of the body (so a body sent twice within SQS's
@@ -19,9 +20,20 @@ from typing import Any
 
 from jobqueues.ops.errors import AwsUnavailable, BadInput, aws_error
 
-#: SQS's limits: messages per batch, and bytes per message and per batch (256 KiB).
+#: SQS's limits: messages per batch, and bytes per batch in every region (256 KiB; 1 MiB in most).
 BATCH_MESSAGES = 10
 BATCH_BYTES = 262_144
+#: A queue's ``MaximumMessageSize`` when it reports none.
+DEFAULT_MAX_MESSAGE_SIZE = 262_144
+
+
+@dataclass(frozen=True)
+class QueueKind:
+    """What sending to a queue depends on: FIFO, content-based deduplication, and its message size limit."""
+
+    fifo: bool
+    content_based_deduplication: bool
+    max_message_size: int
 
 
 @dataclass(frozen=True)
@@ -75,11 +87,15 @@ def batches(bodies: Iterable[tuple[int, str]]) -> Iterator[list[tuple[int, str]]
         yield batch
 
 
-def queue_kind(sqs: Any, url: str) -> tuple[bool, bool]:
-    """(FIFO, content-based deduplication) of the queue at ``url``."""
-    names = ["FifoQueue", "ContentBasedDeduplication"]
+def queue_kind(sqs: Any, url: str) -> QueueKind:
+    """FIFO, content-based deduplication and the message size limit of the queue at ``url``."""
+    names = ["FifoQueue", "ContentBasedDeduplication", "MaximumMessageSize"]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names).get("Attributes", {})
-    return attributes.get("FifoQueue") == "true", attributes.get("ContentBasedDeduplication") == "true"
+    return QueueKind(
+        fifo=attributes.get("FifoQueue") == "true",
+        content_based_deduplication=attributes.get("ContentBasedDeduplication") == "true",
+        max_message_size=int(attributes.get("MaximumMessageSize", DEFAULT_MAX_MESSAGE_SIZE)),
+    )
 
 
 def send(
@@ -94,7 +110,8 @@ def send(
     :param group: the FIFO message group (required on a FIFO queue, refused on a standard one).
     :param dedup_id: the FIFO deduplication id (one message only). Default: content-based, or the body's SHA-256.
     """
-    fifo, content_dedup = queue_kind(sqs, url)
+    kind = queue_kind(sqs, url)
+    fifo, content_dedup, limit = kind.fifo, kind.content_based_deduplication, kind.max_message_size
     if fifo and not group:
         raise BadInput("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
     if not fifo and (group or dedup_id):
@@ -107,8 +124,10 @@ def send(
         refused = len(result.failed)
         entries = []
         for i, (number, body) in enumerate(batch):
-            if len(body.encode()) > BATCH_BYTES:
-                result.failed.append(Failed(number, "MessageTooLong", f"{len(body.encode())} bytes; SQS takes 256 KiB"))
+            if len(body.encode()) > limit:
+                result.failed.append(
+                    Failed(number, "MessageTooLong", f"{len(body.encode()):,} bytes; the queue takes {limit:,}")
+                )
                 continue
             entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
             if fifo:
