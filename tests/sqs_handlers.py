@@ -6,6 +6,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from sqslease.message import Message
 
@@ -54,7 +55,7 @@ def hang_job(body: str, message: Message) -> None:
 class RecordedHooks:
     """Hooks named by import path in tests (``sqs_handlers:RecordedHooks``): every call, in ``CALLS``."""
 
-    CALLS: list[tuple[str, str, str | None]] = []  # (before|after, message id, outcome)
+    CALLS: ClassVar[list[tuple[str, str, str | None]]] = []  # (before|after, message id, outcome)
 
     def before(self, message: Message) -> None:
         self.CALLS.append(("before", message.message_id, None))

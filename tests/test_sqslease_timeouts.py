@@ -276,7 +276,13 @@ def test_a_timed_out_async_record_is_cancelled() -> None:
         visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=0.3
     )
     response = process_event(
-        fake_event(["a"]), FakeContext(60), handler, settings, sqs, emf=EmfLogger(emf), raise_on_entire_batch_failure=False
+        fake_event(["a"]),
+        FakeContext(60),
+        handler,
+        settings,
+        sqs,
+        emf=EmfLogger(emf),
+        raise_on_entire_batch_failure=False,
     )
     assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert outcomes(emf) == {"m0": "timed_out"} and cancelled.is_set()

@@ -55,7 +55,9 @@ class AsyncLoop:
         loop.call_soon_threadsafe(_cancel_all_and_stop, loop)
         thread.join(timeout)
         if thread.is_alive():
-            logger.error("the asyncio loop of the async handlers did not stop within %.1f s: a coroutine blocks it", timeout)
+            logger.error(
+                "the asyncio loop of the async handlers did not stop within %.1f s: a coroutine blocks it", timeout
+            )
         else:
             loop.close()
 

@@ -89,7 +89,9 @@ def load_hooks(paths: Iterable[str]) -> list[MessageHooks]:
         if isinstance(obj, type):
             obj = obj()
         if not isinstance(obj, MessageHooks):
-            raise ValueError(f"hooks entry {path!r} has no before(message) and after(message, outcome, duration_s, error)")
+            raise ValueError(
+                f"hooks entry {path!r} has no before(message) and after(message, outcome, duration_s, error)"
+            )
         loaded.append(obj)
     return loaded
 

@@ -208,7 +208,9 @@ class MessageProcessor:
             message.message_id,
             message.receive_count,
             error,
-            "its task is cancelled" if attempt.cancellable else "its thread cannot be stopped and its result will be ignored",
+            "its task is cancelled"
+            if attempt.cancellable
+            else "its thread cannot be stopped and its result will be ignored",
         )
         if message.lease.lost:
             logger.warning("message %s timed out after its lease was lost; not settling it", message.message_id)

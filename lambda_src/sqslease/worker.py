@@ -29,9 +29,9 @@ handler's thread cannot be stopped: the worker stops receiving, drains as on SIG
 within ``shutdown_grace``), and exits with status 3 for ECS to start a fresh task; the hung thread's late result
 is ignored (logged). So is a cancelled task that still runs ``ASYNC_CANCEL_GRACE_S`` (5 s) later.
 
-Exit status: 0 after a shutdown, 3 after a hung handler, 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
+Exit status: 0 after a shutdown; 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
 logged on one line, so that ECS restarts the task and alarms fire; 2 for a bad option or environment (one
-line naming the option and the fix). Without a configured region (``AWS_REGION``, ``AWS_DEFAULT_REGION``, a
+line naming the option and the fix); 3 after a hung handler, once drained. Without a configured region (``AWS_REGION``, ``AWS_DEFAULT_REGION``, a
 profile) the region is the queue URL's (``https://sqs.REGION.amazonaws.com/...``).
 """
 
@@ -42,8 +42,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqslease.async_loop import AsyncLoop

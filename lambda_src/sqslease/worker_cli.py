@@ -14,11 +14,11 @@ import sys
 from typing import NoReturn
 
 from sqslease.clients import consumer_region, make_clients
+from sqslease.hooks import load_hooks
 from sqslease.processor import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
 from sqslease.settings import ENV_PREFIX, LeaseSettings
-from sqslease.hooks import load_hooks
 from sqslease.worker import HandlerHungError, Worker
 
 FATAL_EXIT_CODE = 1
