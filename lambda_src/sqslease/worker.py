@@ -31,8 +31,9 @@ is ignored (logged). So is a cancelled task that still runs ``ASYNC_CANCEL_GRACE
 
 Exit status: 0 after a shutdown; 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
 logged on one line, so that ECS restarts the task and alarms fire; 2 for a bad option or environment (one
-line naming the option and the fix); 3 after a hung handler, once drained. Without a configured region (``AWS_REGION``, ``AWS_DEFAULT_REGION``, a
-profile) the region is the queue URL's (``https://sqs.REGION.amazonaws.com/...``).
+line naming the option and the fix); 3 after a hung handler, once drained. Without a configured region
+(``AWS_REGION``, ``AWS_DEFAULT_REGION``, a profile) the region is the queue URL's
+(``https://sqs.REGION.amazonaws.com/...``).
 """
 
 from __future__ import annotations
