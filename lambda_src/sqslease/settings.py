@@ -79,7 +79,7 @@ class LeaseSettings:
         protection on for this many minutes (1-2880), renewed at half time. Default 60.
     :param max_processing_time: seconds a handler may run on one message; one still running then has failed
         (Outcome ``timed_out``): its lease is settled by the failure policy and its late result ignored. See
-        docs/sqslease.md, "Per-message timeout". Default ``None``: no limit but ``max_total_lease``.
+        docs/sqslease.md, "Runtime controls". Default ``None``: no limit but ``max_total_lease``.
     :param hooks: import paths (``package.module:name``) of :class:`sqslease.hooks.Hooks` objects, called
         before and after each message. Default none.
     """
