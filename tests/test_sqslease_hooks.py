@@ -133,6 +133,17 @@ def test_hooks_named_in_the_settings_run_in_the_lambda_adapter_against_moto(loca
     assert counts(local_aws, queues.url) == (1, 1)  # the failure released; the success waits for Lambda's delete
 
 
+def test_hooks_named_in_the_settings_run_in_the_worker_against_moto(local_aws: LocalServer) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["one", "two"])
+    RecordedHooks.CALLS.clear()
+    with running_worker(local_aws, queues.url, handler, hooks=("sqs_handlers:RecordedHooks",)):
+        assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0) and len(RecordedHooks.CALLS) == 4, timeout_s=20)
+    assert sorted(c[2] for c in RecordedHooks.CALLS if c[0] == "after") == ["success", "success"]
+    for message_id in {c[1] for c in RecordedHooks.CALLS}:
+        assert [c[0] for c in RecordedHooks.CALLS if c[1] == message_id] == ["before", "after"]
+
+
 def test_a_bad_hooks_path_is_refused_up_front() -> None:
     with pytest.raises(EntryConfigurationError, match=r"SQSLEASE_HOOKS='sqs_handlers:slow_job'.*no before"):
         build_handler({"SQSLEASE_HANDLER": "sqs_handlers:slow_job", "SQSLEASE_HOOKS": "sqs_handlers:slow_job"})

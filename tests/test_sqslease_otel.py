@@ -7,14 +7,15 @@ import asyncio
 import importlib.util
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from support.fakes import FakeClock, FakeContext, FakeSQS
-from support.lambda_events import fake_event
+from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue
 from support.waiting import wait_for
 from support.worker_threads import running_worker
@@ -34,15 +35,32 @@ XRAY_HEADER = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;
 EXPORTER = InMemorySpanExporter()
 
 
+class WhileTesting(SimpleSpanProcessor):
+    """Exports only while a test of this module runs: the global provider outlives the module (OpenTelemetry
+    refuses a second), and the other tests of the process must not pile spans up in memory."""
+
+    enabled = False
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.enabled:
+            super().on_end(span)
+
+
+PROCESSOR = WhileTesting(EXPORTER)
+
+
 @pytest.fixture(autouse=True)
-def spans() -> InMemorySpanExporter:
-    """The global tracer provider (set once per process: OpenTelemetry refuses a second) exporting to memory."""
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The global tracer provider (set once per process) exporting to memory during the test."""
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        provider.add_span_processor(PROCESSOR)
         trace.set_tracer_provider(provider)
     EXPORTER.clear()
-    return EXPORTER
+    PROCESSOR.enabled = True
+    yield EXPORTER
+    PROCESSOR.enabled = False
+    EXPORTER.clear()
 
 
 def message_spans(exporter: InMemorySpanExporter) -> list:
@@ -138,6 +156,24 @@ def test_the_lambda_adapter_makes_spans_for_sync_async_and_timed_out_records(spa
     # the coroutine's span is a child of its record's span (the context went with the task), cancelled with it
     work = {s.parent.span_id for s in spans.get_finished_spans() if s.name == "job work"}
     assert work == {by_id["m0"].context.span_id, timed_out.context.span_id}
+
+
+def test_the_lambda_adapter_links_a_records_xray_header_against_moto(
+    local_aws: LocalServer, spans: InMemorySpanExporter
+) -> None:
+    queues = make_queue(local_aws, vt=30)
+    local_aws.client("sqs").send_message(
+        QueueUrl=queues.url,
+        MessageBody="traced",
+        MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": XRAY_HEADER}},
+    )
+    event = lambda_event(local_aws, queues.url, vt=30)
+    settings = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2, job_type="traced-jobs")
+    response = process_event(event, FakeContext(60), handler, settings, local_aws.client("sqs"), queues.url)
+    assert response == {"batchItemFailures": []}
+    (span,) = message_spans(spans)
+    assert span.attributes["sqslease.job_type"] == "traced-jobs" and span.attributes["sqslease.outcome"] == "success"
+    assert [format(link.context.trace_id, "032x") for link in span.links] == ["5759e988bd862e3fe1be46a994272793"]
 
 
 def test_without_opentelemetry_there_is_no_builtin_hook(monkeypatch: pytest.MonkeyPatch) -> None:
