@@ -14,7 +14,7 @@ import sys
 from typing import NoReturn
 
 from sqslease.clients import consumer_region, make_clients
-from sqslease.hooks import load_hooks
+from sqslease.hooks import configured_hooks
 from sqslease.processor import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(f"--non-retryable ({ENV_PREFIX}NON_RETRYABLE): {error}")
     try:
-        load_hooks(settings.hooks)
+        configured_hooks(settings.job_type, settings.hooks)  # made once: the worker reuses them
     except ValueError as error:
         parser.error(f"--hooks ({ENV_PREFIX}HOOKS): {error}")
 
