@@ -37,4 +37,4 @@ EMF_SCHEMA = StructType(
 SAMPLE_SCHEMA = StructType([*EMF_SCHEMA.fields, StructField("MessageId", StringType())])
 
 #: Outcomes that count as failures of the handler.
-FAILURE_OUTCOMES = ("failure", "dead_lettered")
+FAILURE_OUTCOMES = ("failure", "dead_lettered", "timed_out")

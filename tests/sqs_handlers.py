@@ -6,6 +6,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from sqslease.message import Message
 
@@ -43,3 +44,21 @@ def slow_job(body: str, message: Message) -> None:
     _log("start", message)
     time.sleep(float(os.environ.get("SLOW_JOB_SECONDS", "5")))
     _log("end", message)
+
+
+def hang_job(body: str, message: Message) -> None:
+    """Never returns in time: sleeps ``HANG_JOB_SECONDS`` (default 600), recording its start (a hung handler)."""
+    _log("start", message)
+    time.sleep(float(os.environ.get("HANG_JOB_SECONDS", "600")))
+
+
+class RecordedHooks:
+    """Hooks named by import path in tests (``sqs_handlers:RecordedHooks``): every call, in ``CALLS``."""
+
+    CALLS: ClassVar[list[tuple[str, str, str | None]]] = []  # (before|after, message id, outcome)
+
+    def before(self, message: Message) -> None:
+        self.CALLS.append(("before", message.message_id, None))
+
+    def after(self, message: Message, outcome: str, duration_s: float, error: BaseException | None) -> None:
+        self.CALLS.append(("after", message.message_id, outcome))

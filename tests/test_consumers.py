@@ -201,6 +201,7 @@ def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthes
     ]
     settings = LeaseSettings.from_args(lease_args, environ={})
     assert settings.visibility_timeout == 480 and settings.max_total_lease == 10_800 and settings.heartbeat
+    assert settings.max_processing_time == 10_800  # a handler still running then has failed (timed_out)
     assert definition["StopTimeout"] == 30  # shutdown grace 25 s + 5 s
     assert definition["LogConfiguration"]["LogDriver"] == "awslogs"
     assert definition["Image"] == REGISTRY_IMAGE

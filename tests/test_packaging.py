@@ -68,13 +68,16 @@ print(json.dumps({
 }))
 """
 
-# Every sqslease module imports where aws_cdk (and boto3: imported at run time only) is not installed.
+# Every sqslease module imports where aws_cdk (and boto3: imported at run time only) is not installed, nor
+# OpenTelemetry (the extra sqslease[otel]): then no built-in hook is made.
 SQSLEASE_ALONE = """
 import importlib, pkgutil, sys
 import sqslease
 for m in pkgutil.walk_packages(sqslease.__path__, "sqslease."):
     importlib.import_module(m.name)
-assert "aws_cdk" not in sys.modules and "boto3" not in sys.modules, sorted(sys.modules)
+assert not {"aws_cdk", "boto3", "opentelemetry"} & set(sys.modules), sorted(sys.modules)
+from sqslease.hooks import builtin_hooks
+assert builtin_hooks("jobs") == []
 print(sqslease.__file__)
 """
 
@@ -194,6 +197,7 @@ def test_wheels_install_and_synth_with_cdk_nag_outside_the_repository(wheels: di
         assert metadata_version == module_version, dist
     assert any(r.startswith("sqslease") for r in facts["requires"]["cdk-jobqueues"])
     assert not [r for r in facts["requires"]["sqslease"] if "cdk" in r or "constructs" in r]
+    assert 'opentelemetry-api>=1.20; extra == "otel"' in facts["requires"]["sqslease"]
 
     # The console script: `jobqueues` is installed, and names itself and the version.
     version = run([str(tmp_path / "venv" / "bin" / "jobqueues"), "--version"], tmp_path, env=env).stdout

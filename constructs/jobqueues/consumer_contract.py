@@ -66,6 +66,8 @@ class ConsumerContract:
             max_total_lease=max_processing_time_s
             if lease_extension and max_processing_time_s is not None
             else LeaseSettings.max_total_lease,
+            # The declared longest a message may take: a handler still running then has failed (timed_out).
+            max_processing_time=max_processing_time_s,
             dead_letter_queue_url=dead_letter_queue_url,
             max_batching_window=max_batching_window_s,
             job_type=job_type,

@@ -5,10 +5,14 @@
 - ``sqslease.worker``: the long-polling consumer (``python -m sqslease.worker``).
 - ``sqslease.lambda_adapter``: ``@sqs_batch_handler`` for SQS-triggered Lambda functions, and
   ``leases_held`` to add lease extension around Powertools' batch processing.
+- ``sqslease.hooks``: code called before and after each message; ``sqslease.otel``, one OpenTelemetry span per
+  message when ``opentelemetry-api`` is installed (``sqslease[otel]``).
 - Underneath: ``LeaseScheduler`` (the lease table), ``Heartbeat`` (extensions), ``Settler`` (deletes and
   visibility changes), ``MessageProcessor`` (failure policies, DLQ), ``EmfLogger`` (one line per message),
   ``sqslease.clients`` (one client and connection pool each for lease requests, long polls and the rest),
-  ``ReadyQueue`` (receive order, one running message per FIFO group), ``TaskProtection`` (ECS scale-in).
+  ``ReadyQueue`` (receive order, one running message per FIFO group), ``TaskProtection`` (ECS scale-in),
+  ``Attempt`` (one handler run, settled once: by its end or its ``max_processing_time``), ``AsyncLoop`` (the
+  event loop of ``async def`` handlers).
 
 boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """

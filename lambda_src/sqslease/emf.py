@@ -23,7 +23,7 @@ METRICS = (
     {"Name": "ReceiveCount", "Unit": "Count"},
 )
 
-OUTCOMES = ("success", "failure", "dead_lettered", "released", "lost")
+OUTCOMES = ("success", "failure", "dead_lettered", "released", "lost", "timed_out")
 #: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
 #: handler cannot flood the logs (CloudWatch Logs takes 256 KiB per event).
 ERROR_TEXT_LIMIT = 500

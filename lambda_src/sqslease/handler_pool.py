@@ -4,6 +4,12 @@ A FIFO message that fails sends its group's later messages back to the queue (re
 :mod:`sqslease.fifo`). During a drain they are held back instead, and released with the other unstarted
 messages at the drain's release point (see :mod:`sqslease.drain`): released earlier, they could meet the long poll
 of another worker drained at the same moment, which might have no handler for them.
+
+With ``max_processing_time`` set, a watchdog thread times out handlers still running then (see
+:mod:`sqslease.attempt`): the message is settled as failed at once, and its handler thread no longer counts as
+running it. A thread cannot be stopped, so a timed-out plain handler is *hung*; an ``async def`` one is cancelled
+and hung only if it still runs :data:`sqslease.rules.ASYNC_CANCEL_GRACE_S` later. ``on_hung`` is told of each
+hung handler (the worker then drains and exits, see :mod:`sqslease.worker`).
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ import threading
 import time
 from collections.abc import Callable
 
+from sqslease.attempt import Attempt
 from sqslease.fifo import ReadyQueue
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
+from sqslease.rules import ASYNC_CANCEL_GRACE_S
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
+
+JOIN_LOOK_S = 0.1  # how often a drain waiting for a handler looks whether it timed out
 
 
 class HandlerPool:
@@ -29,6 +39,7 @@ class HandlerPool:
     :param fifo: one message per ``MessageGroupId`` at a time (a FIFO queue).
     :param stopping: set when the worker stops receiving (a drain begins).
     :param clock: monotonic clock in seconds.
+    :param on_hung: called (on the watchdog thread) with each timed-out handler that did not end. Default: none.
     """
 
     def __init__(
@@ -38,13 +49,19 @@ class HandlerPool:
         fifo: bool,
         stopping: threading.Event,
         clock: Callable[[], float],
+        on_hung: Callable[[Attempt], None] | None = None,
     ) -> None:
         self.processor = processor
         self.settler = settler
         self.clock = clock
+        self.on_hung = on_hung
+        self.max_processing_time = processor.settings.max_processing_time
         self._stopping = stopping
         self._ready = ReadyQueue(fifo=fifo)
-        self._running: dict[int, Message] = {}
+        self._running: dict[threading.Thread, Attempt] = {}
+        self._timed_out: dict[threading.Thread, Attempt] = {}  # still running, their message settled
+        self._reported: set[int] = set()  # ids of the hung attempts told to on_hung
+        self._watchdog_stop = threading.Event()
         self._running_lock = threading.Lock()
         self._held_back: list[Message] = []  # FIFO messages kept from release until the drain releases (below)
         self._released = False  # the drain released what was not started
@@ -61,6 +78,9 @@ class HandlerPool:
         ]
         for thread in self._threads:
             thread.start()
+        if self.max_processing_time is not None:
+            interval = min(1.0, self.max_processing_time / 10)
+            threading.Thread(target=self._watch, args=(interval,), name="sqslease-watchdog", daemon=True).start()
 
     def put(self, messages: list[Message]) -> bool:
         """Queue received messages for the handlers. False (nothing queued) once :meth:`take_unstarted` ran."""
@@ -86,35 +106,85 @@ class HandlerPool:
     def close(self) -> None:
         """Stop at once (a fatal error): waiting messages are dropped, their leases left to run out."""
         self._ready.close()
+        self._watchdog_stop.set()
 
     def join(self, until: float) -> None:
-        """Wait for the handler threads to end, until ``until`` (clock) at most."""
+        """Wait for the handler threads to end, until ``until`` (clock) at most; timed-out ones are not waited for."""
         for thread in self._threads:
-            thread.join(timeout=max(0.0, until - self.clock()))
+            ends = time.monotonic() + max(0.0, until - self.clock())
+            while thread.is_alive() and (left := min(ends - time.monotonic(), until - self.clock())) > 0:
+                with self._running_lock:
+                    if thread in self._timed_out:
+                        break
+                thread.join(timeout=min(JOIN_LOOK_S, left))  # in slices: it may time out meanwhile
+        self._watchdog_stop.set()
 
     def still_running(self) -> list[Message]:
+        """Messages whose handler runs and that are not settled (a timed-out one is)."""
         with self._running_lock:
-            return list(self._running.values())
+            return [attempt.message for attempt in self._running.values()]
+
+    def check_timeouts(self, now: float) -> None:
+        """Time out the handlers running for ``max_processing_time`` by ``now`` (clock); report the hung ones."""
+        limit = self.max_processing_time
+        if limit is None:
+            return
+        with self._running_lock:
+            overdue = [(t, a) for t, a in self._running.items() if now - a.started >= limit]
+        for thread, attempt in overdue:
+            if not self.processor.time_out(attempt, now, f"max_processing_time is {limit:g} s"):
+                continue  # it ended meanwhile, and settled itself
+            with self._running_lock:
+                if self._running.get(thread) is attempt:
+                    del self._running[thread]
+                if not attempt.ended.is_set():  # else its thread is back already (and saw it timed out)
+                    self._timed_out[thread] = attempt
+                self.processed += 1
+            self._finished(attempt.message, failed=True)
+        with self._running_lock:
+            hung = [a for a in self._timed_out.values() if _hung(a, now) and id(a) not in self._reported]
+            self._reported.update(id(a) for a in hung)
+        for attempt in hung:
+            if self.on_hung is not None:
+                self.on_hung(attempt)
+
+    def _watch(self, interval: float) -> None:
+        while not self._watchdog_stop.wait(interval):
+            try:
+                self.check_timeouts(self.clock())
+            except Exception:  # a bug must not silently end every timeout: log it and keep watching
+                logger.exception("handler watchdog failed")
 
     def _handle_loop(self) -> None:
+        me = threading.current_thread()
         while True:
             message = self._ready.get()
             if message is None:
                 return
+            attempt = Attempt(message, self.clock())
             with self._running_lock:
-                self._running[id(message)] = message
+                self._running[me] = attempt
             failed = True
             try:
-                failed = self.processor.process(message).retry
+                failed = self.processor.process(message, attempt).retry
             except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
                 logger.exception("processing message %s failed unexpectedly", message.message_id)
             finally:
                 with self._running_lock:
-                    del self._running[id(message)]
-                    self.processed += 1
-                later = self._ready.done(message, failed)
-            if later:
-                self._release_later(message, later)
+                    late = attempt.timed_out_at is not None  # its timeout settled it and counted it
+                    if self._timed_out.get(me) is attempt:
+                        del self._timed_out[me]
+                    if self._running.get(me) is attempt:
+                        del self._running[me]
+                    if not late:
+                        self.processed += 1
+            if not late:  # a timed-out message's group was finished by its timeout
+                self._finished(message, failed)
+
+    def _finished(self, message: Message, failed: bool) -> None:
+        later = self._ready.done(message, failed)
+        if later:
+            self._release_later(message, later)
 
     def _release_later(self, message: Message, later: list[Message]) -> None:
         # FIFO: the group's later messages must not run before this one succeeds.
@@ -135,3 +205,10 @@ class HandlerPool:
             for other in later:
                 self.settler.change_visibility(other.lease, 0)
                 self.processor.record_released(other)
+
+
+def _hung(attempt: Attempt, now: float) -> bool:
+    """Timed out and still running: at once for a thread, after a grace for a cancelled task."""
+    if attempt.timed_out_at is None or attempt.ended.is_set():
+        return False
+    return now >= attempt.timed_out_at + (ASYNC_CANCEL_GRACE_S if attempt.cancellable else 0)

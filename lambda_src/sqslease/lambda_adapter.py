@@ -18,7 +18,13 @@ are released and reported as failures. With ``skip_group_on_error=False`` (the d
 
 The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
 most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
-unstarted records are released and reported as failures.
+unstarted records are released and reported as failures. A record still running then, or at
+``max_processing_time``, is timed out (:mod:`sqslease.record_runner`): settled by the failure policy, reported
+as a failure, EMF ``timed_out``.
+
+``async def`` handlers: their coroutines run one record at a time, like plain handlers, on an event loop the
+invocation starts on the first one and stops (cancelling what is left) before it returns. Hooks
+(:mod:`sqslease.hooks`) are called before and after each record.
 
 With the heartbeat on (``lease_extension=True`` on the job type), every record's lease is renewed as the
 invocation starts (ceil(records / 10) ChangeMessageVisibilityBatch requests, before the first record runs) and
@@ -49,13 +55,16 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from sqslease.async_loop import AsyncLoop
 from sqslease.emf import EmfLogger
+from sqslease.hooks import MessageHooks
 from sqslease.invocation import EventLeases, event_queue_url
 from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor
+from sqslease.record_runner import run_record
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
@@ -82,13 +91,16 @@ def process_event(
     *,
     skip_group_on_error: bool = False,
     raise_on_entire_batch_failure: bool = True,
+    hooks: Iterable[MessageHooks] = (),
 ) -> dict[str, Any]:
-    """Run ``handler(body, message)`` on each record; return the partial batch response.
+    """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
+    batch response.
 
     :param sqs: client for extensions, releases and DLQ sends. Default: one per process (see module doc).
     :param queue_url: the records' queue. Default ``SQSLEASE_QUEUE_URL``, else the records' ARN's (module doc).
     :param skip_group_on_error: FIFO only: after a failure stop only that record's group, not the batch.
     :param raise_on_entire_batch_failure: raise :class:`BatchFailedError` when every record failed.
+    :param hooks: called before and after each record, after those ``settings.hooks`` names. Default none.
     """
     records = event.get("Records", [])
     if not records:
@@ -105,6 +117,8 @@ def process_event(
         emf,
         queue_name=held.queue_url.rsplit("/", 1)[-1],
         delete_on_success=False,
+        hooks=hooks,
+        loop=AsyncLoop(),  # this invocation's: started by the first coroutine, stopped before it returns
     )
     fifo = held.queue_url.endswith(".fifo")
     failures: list[dict[str, str]] = []
@@ -136,7 +150,7 @@ def process_event(
                     batch_stopped = not skip_group_on_error
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            if processor.process(message).retry:
+            if run_record(processor, message, held.out_of_time).retry:
                 failures.append({"itemIdentifier": record["messageId"]})
                 if fifo:
                     failed_groups.add(group)
@@ -151,6 +165,7 @@ def process_event(
                     Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
                 )
     finally:
+        processor.loop.stop()
         held.close()  # waits (bounded) for the releases and backoffs to be confirmed
     held.raise_if_fatal()
     if fifo:  # Lambda retries in order only if failures are reported in record order
@@ -169,6 +184,7 @@ def sqs_batch_handler(
     queue_url: str | None = None,
     skip_group_on_error: bool = False,
     raise_on_entire_batch_failure: bool = True,
+    hooks: Iterable[MessageHooks] = (),
 ) -> Any:
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
@@ -187,6 +203,7 @@ def sqs_batch_handler(
                 queue_url,
                 skip_group_on_error=skip_group_on_error,
                 raise_on_entire_batch_failure=raise_on_entire_batch_failure,
+                hooks=hooks,
             )
 
         return lambda_handler

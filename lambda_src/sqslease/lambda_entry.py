@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqslease.hooks import configured_hooks
 from sqslease.lambda_adapter import sqs_batch_handler
 from sqslease.processor import import_object
 from sqslease.settings import ENV_PREFIX, LeaseSettings
@@ -46,7 +47,12 @@ def build_handler(environ: Mapping[str, str] | None = None) -> BatchHandler:
         raise EntryConfigurationError(f"{HANDLER_ENV}={path!r}: {error}") from error
     if not callable(func):
         raise EntryConfigurationError(f"{HANDLER_ENV}={path!r} is not callable")
-    handler: BatchHandler = sqs_batch_handler(func, settings=LeaseSettings.from_env(environ))
+    settings = LeaseSettings.from_env(environ)
+    try:
+        configured_hooks(settings.job_type, settings.hooks)
+    except ValueError as error:
+        raise EntryConfigurationError(f"{ENV_PREFIX}HOOKS={','.join(settings.hooks)!r}: {error}") from error
+    handler: BatchHandler = sqs_batch_handler(func, settings=settings)
     return handler
 
 

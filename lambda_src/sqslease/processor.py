@@ -6,15 +6,19 @@ the records not reported in ``batchItemFailures``).
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sqslease.async_loop import AsyncLoop
+from sqslease.attempt import Attempt, HandlerTimeoutError
 from sqslease.emf import EmfLogger
+from sqslease.hooks import HookChain, MessageHooks, configured_hooks
 from sqslease.message import Message
 from sqslease.retry import backoff_delay
 from sqslease.settings import FailurePolicy, LeaseSettings
@@ -25,6 +29,7 @@ logger = logging.getLogger("sqslease")
 Handler = Callable[[str, Message], Any]
 
 MAX_DLQ_ATTRIBUTES = 10
+TIMED_OUT = "timed_out"
 
 
 @dataclass(frozen=True)
@@ -37,17 +42,15 @@ class ProcessResult:
 
 
 class AsyncHandlerError(TypeError):
-    """The handler returned an awaitable (an ``async def`` handler): nothing awaits it, so the job never ran."""
+    """The handler returned an awaitable that is not a coroutine (an ``asyncio.Future``, a ``Task`` of another
+    loop, an object with ``__await__``): sqslease runs coroutines only, so the job never ran."""
 
     def __init__(self, handler: Handler, returned: Any) -> None:
         name = getattr(handler, "__qualname__", None) or repr(handler)
         super().__init__(
-            f"handler {name} returned a {type(returned).__name__}: async handlers are not supported yet; "
-            "make it a plain def (run coroutines inside it with asyncio.run)"
+            f"handler {name} returned a {type(returned).__name__}, an awaitable that is not a coroutine: sqslease "
+            "runs async def handlers (coroutines) only; make it async def and await this inside"
         )
-        close = getattr(returned, "close", None)
-        if callable(close):
-            close()  # never started: closing it runs none of it and avoids "never awaited"
 
 
 def import_object(path: str) -> Any:
@@ -78,12 +81,15 @@ def resolve_exceptions(paths: tuple[str, ...]) -> tuple[type[BaseException], ...
 class MessageProcessor:
     """Calls ``handler(body, message)`` and settles the lease.
 
-    The handler failed if it raised anything, any ``BaseException`` included (``SystemExit`` from a library's
-    ``sys.exit()``, ``KeyboardInterrupt``), or returned an awaitable (async handlers are not supported yet: the
-    coroutine is closed unrun). Each failure is logged and settled by the failure policy, never deleted.
+    A handler that returns a coroutine (``async def``) has it run on ``loop``. The handler failed if it raised
+    anything, any ``BaseException`` included (``SystemExit`` from a library's ``sys.exit()``,
+    ``KeyboardInterrupt``), returned an awaitable that is not a coroutine, or ran past ``max_processing_time``
+    (:meth:`time_out`). Each failure is logged and settled by the failure policy, never deleted.
 
     :param delete_on_success: the worker deletes; the Lambda adapter leaves deleting to Lambda.
     :param non_retryable: exception types that go straight to the DLQ (in addition to the settings' paths).
+    :param hooks: called before and after each message, after the built-in and the settings' ones. Default none.
+    :param loop: runs the coroutines of ``async def`` handlers. Default: one of its own, started on first use.
     """
 
     def __init__(
@@ -97,6 +103,8 @@ class MessageProcessor:
         queue_name: str,
         delete_on_success: bool = True,
         non_retryable: tuple[type[BaseException], ...] = (),
+        hooks: Iterable[MessageHooks] = (),
+        loop: AsyncLoop | None = None,
     ) -> None:
         self.handler = handler
         self.settler = settler
@@ -106,8 +114,13 @@ class MessageProcessor:
         self.queue_name = queue_name
         self.delete_on_success = delete_on_success
         self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
+        self.hooks = HookChain([*configured_hooks(settings.job_type, settings.hooks), *hooks])
+        self.loop = loop or AsyncLoop()
 
-    def process(self, message: Message) -> ProcessResult:
+    def process(self, message: Message, attempt: Attempt | None = None) -> ProcessResult:
+        """Run the handler on ``message`` and settle it, unless ``attempt`` timed out meanwhile (then its late
+        result is logged and ignored, and the outcome is ``timed_out``)."""
+        attempt = attempt or Attempt(message, time.monotonic())
         if message.receive_count > self.settings.receive_count_warning:
             logger.warning(
                 "message %s of %s received %d times (warning threshold %d): investigate",
@@ -119,15 +132,24 @@ class MessageProcessor:
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            returned = self.handler(message.body, message)
-            if inspect.isawaitable(returned):
-                raise AsyncHandlerError(self.handler, returned)
+            # The message's own context: what a before hook makes current, the handler (and its task) sees.
+            contextvars.copy_context().run(self._run, message, attempt)
         except BaseException as caught:
             # The handler's failure is data here: it picks the settle. Any BaseException (SystemExit from a
             # library's sys.exit(), KeyboardInterrupt...) too: it must not end the handler's thread and leave its
             # lease extended with no one to settle it. The process stops only on the signals the worker handles.
             error = caught
+        finally:
+            attempt.ended.set()
         elapsed_ms = (time.perf_counter() - started) * 1000
+        if not attempt.claim():  # its timeout settled it: the result comes too late to count
+            logger.warning(
+                "message %s: handler returned %.1f s after it started, past its timeout; its result (%s) is ignored",
+                message.message_id,
+                elapsed_ms / 1000,
+                "success" if error is None else repr(error),
+            )
+            return ProcessResult(TIMED_OUT, elapsed_ms, True)
 
         if message.lease.lost:
             outcome, retry = "lost", True
@@ -161,7 +183,52 @@ class MessageProcessor:
             lease_lost=message.lease.lost,
             error=error,
         )
+        self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry)
+
+    def _run(self, message: Message, attempt: Attempt) -> None:
+        self.hooks.before(message)
+        returned = self.handler(message.body, message)
+        if inspect.iscoroutine(returned):
+            self.loop.run(returned, attempt)
+        elif inspect.isawaitable(returned):
+            raise AsyncHandlerError(self.handler, returned)
+
+    def time_out(self, attempt: Attempt, now: float, reason: str) -> bool:
+        """Fail a handler still running (``reason``: past ``max_processing_time``, or the Lambda deadline): settle
+        its message by the failure policy, cancel its task (``async def``), log its EMF line (``timed_out``) and
+        call the hooks. False (nothing done) when the handler ended first."""
+        if not attempt.time_out(now):
+            return False
+        message = attempt.message
+        elapsed_s = now - attempt.started
+        error = HandlerTimeoutError(f"handler still running after {elapsed_s:.1f} s: {reason}")
+        logger.error(
+            "message %s (receive %d) timed out: %s; %s",
+            message.message_id,
+            message.receive_count,
+            error,
+            "its task is cancelled"
+            if attempt.cancellable
+            else "its thread cannot be stopped and its result will be ignored",
+        )
+        if message.lease.lost:
+            logger.warning("message %s timed out after its lease was lost; not settling it", message.message_id)
+        else:
+            self.apply_failure_policy(message)
+        self.emf.record(
+            job_type=self.settings.job_type,
+            queue=self.queue_name,
+            message_id=message.message_id,
+            processing_ms=elapsed_s * 1000,
+            outcome=TIMED_OUT,
+            receive_count=message.receive_count,
+            extensions=message.lease.extensions,
+            lease_lost=message.lease.lost,
+            error=error,
+        )
+        self.hooks.after(message, TIMED_OUT, elapsed_s, error)
+        return True
 
     def record_released(self, message: Message) -> None:
         """Log the EMF line of a message released without running (a drain, the Lambda deadline guard, a FIFO

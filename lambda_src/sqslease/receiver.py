@@ -22,7 +22,14 @@ from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
 
-RECEIVE_ATTRIBUTES = ["ApproximateReceiveCount", "SentTimestamp", "MessageGroupId", "ApproximateFirstReceiveTimestamp"]
+#: AWSTraceHeader: the producer's X-Ray trace context, which the OpenTelemetry span links to (sqslease.otel).
+RECEIVE_ATTRIBUTES = [
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "MessageGroupId",
+    "ApproximateFirstReceiveTimestamp",
+    "AWSTraceHeader",
+]
 #: Seconds (clock) between two looks at the queue's in-flight count.
 GOVERNOR_CHECK_INTERVAL_S = 10
 

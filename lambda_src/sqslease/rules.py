@@ -51,6 +51,9 @@ DEFAULT_LAMBDA_BATCH_SIZE = 10
 #: After SIGTERM, how long running handlers may finish before their messages are released (ECS stopTimeout
 #: is this + 5 s, at most 120 s).
 DEFAULT_SHUTDOWN_GRACE_S = 25
+#: Seconds an ``async def`` handler cancelled at its ``max_processing_time`` may take to end (it may catch the
+#: cancellation, or block its loop); one still running then is hung, like a thread that ran past its time.
+ASYNC_CANCEL_GRACE_S = 5
 
 
 def visibility_timeout_for_p99(processing_p99_s: float) -> int:

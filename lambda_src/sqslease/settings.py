@@ -77,6 +77,11 @@ class LeaseSettings:
     :param job_type: name in log lines and metrics. Default ``"default"``.
     :param task_protection_minutes: ECS only: while the worker holds leases it keeps ECS task scale-in
         protection on for this many minutes (1-2880), renewed at half time. Default 60.
+    :param max_processing_time: seconds a handler may run on one message; one still running then has failed
+        (Outcome ``timed_out``): its lease is settled by the failure policy and its late result ignored. See
+        docs/sqslease.md, "Runtime controls". Default ``None``: no limit but ``max_total_lease``.
+    :param hooks: import paths (``package.module:name``) of :class:`sqslease.hooks.Hooks` objects, called
+        before and after each message. Default none.
     """
 
     visibility_timeout: float = 30
@@ -102,6 +107,8 @@ class LeaseSettings:
     max_batching_window: float = 0
     job_type: str = "default"
     task_protection_minutes: int = 60
+    max_processing_time: float | None = None
+    hooks: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         problems = lease_timing_problems(
@@ -125,6 +132,8 @@ class LeaseSettings:
             )
         if not 1 <= self.task_protection_minutes <= 2880:
             problems.append(f"task_protection_minutes must be 1-2880, got {self.task_protection_minutes}")
+        if self.max_processing_time is not None and not 0 < self.max_processing_time <= SQS_MAX_VISIBILITY_TIMEOUT_S:
+            problems.append(f"max_processing_time must be in (0, 43200] s, got {self.max_processing_time}")
         if problems:
             raise ValueError(INVALID_SETTINGS + "; ".join(problems))
 
@@ -268,7 +277,7 @@ def _metavar(annotation: object) -> str:
     if kind == "FailurePolicy":
         return "{" + ",".join(p.value for p in FailurePolicy) + "}"
     if kind.startswith("tuple"):
-        return "PATH[,PATH...]"  # non_retryable: exception import paths
+        return "PATH[,PATH...]"  # non_retryable, hooks: import paths
     return kind.upper()
 
 

@@ -19,13 +19,21 @@ brought it to the draining worker; so with maxReceiveCount >= 2 no drain sends a
 DLQ. When the grace ends, the handlers still running are released. Deletes are confirmed (or retried) and
 releases confirmed (or, once one may have landed, left to their lease) before the heartbeat stops.
 
-A handler that raises anything (``SystemExit`` and ``KeyboardInterrupt`` included) or returns an awaitable
-(an ``async def`` handler, not supported yet) fails that message only (see :mod:`sqslease.processor`).
+A handler that raises anything (``SystemExit`` and ``KeyboardInterrupt`` included) or returns an awaitable that is
+not a coroutine fails that message only (see :mod:`sqslease.processor`). An ``async def`` handler's coroutine runs
+on the worker's event loop thread (:mod:`sqslease.async_loop`), holding its handler slot until it ends.
 
-Exit status: 0 after a shutdown, 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
+A handler still running at ``max_processing_time`` has failed (:mod:`sqslease.handler_pool`): its message is
+settled by the failure policy (EMF ``timed_out``). An ``async def`` handler's task is cancelled. A plain
+handler's thread cannot be stopped: the worker stops receiving, drains as on SIGTERM (the other handlers finish
+within ``shutdown_grace``), and exits with status 3 for ECS to start a fresh task; the hung thread's late result
+is ignored (logged). So is a cancelled task that still runs ``ASYNC_CANCEL_GRACE_S`` (5 s) later.
+
+Exit status: 0 after a shutdown; 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
 logged on one line, so that ECS restarts the task and alarms fire; 2 for a bad option or environment (one
-line naming the option and the fix). Without a configured region (``AWS_REGION``, ``AWS_DEFAULT_REGION``, a
-profile) the region is the queue URL's (``https://sqs.REGION.amazonaws.com/...``).
+line naming the option and the fix); 3 after a hung handler, once drained. Without a configured region
+(``AWS_REGION``, ``AWS_DEFAULT_REGION``, a profile) the region is the queue URL's
+(``https://sqs.REGION.amazonaws.com/...``).
 """
 
 from __future__ import annotations
@@ -35,13 +43,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from sqslease.async_loop import AsyncLoop
+from sqslease.attempt import Attempt
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
 from sqslease.handler_pool import HandlerPool
 from sqslease.heartbeat import Heartbeat
+from sqslease.hooks import MessageHooks
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.receiver import Receiver
 from sqslease.retry import FatalSqsError
@@ -57,13 +68,18 @@ logger = logging.getLogger("sqslease")
 DEFAULT_CONCURRENCY = DEFAULT_WORKER_CONCURRENCY
 
 
+class HandlerHungError(RuntimeError):
+    """A handler ran past ``max_processing_time`` and did not end: the worker drained and stops (exit status 3)."""
+
+
 class Worker:
     """Receives, runs and settles messages of one queue.
 
     :param sqs: the boto3 SQS client for lease requests (extend, delete, release); see
         :func:`sqslease.clients.make_clients` for one with the right timeouts.
     :param queue_url: the queue to consume. A ``.fifo`` queue runs one message per group at a time.
-    :param handler: ``handler(body, message)``; raising (any ``BaseException``) or returning an awaitable means failure.
+    :param handler: ``handler(body, message)``, a plain function or an ``async def`` one; raising (any
+        ``BaseException``) means failure.
     :param settings: lease and failure settings.
     :param concurrency: handlers running at once. Default 4 (``sqslease.rules.DEFAULT_WORKER_CONCURRENCY``).
     :param emf: where the per-message EMF lines go. Default stdout.
@@ -71,6 +87,8 @@ class Worker:
     :param receive_sqs: client for long polls (its own connection pool). Default ``sqs``.
     :param control_sqs: client for the in-flight governor and DLQ sends. Default ``sqs``.
     :param ecs_agent_uri: ``ECS_AGENT_URI``: enables ECS task scale-in protection. Default none.
+    :param hooks: called before and after each message (:mod:`sqslease.hooks`), after those the settings name.
+        Default none.
     """
 
     def __init__(
@@ -85,6 +103,7 @@ class Worker:
         receive_sqs: Any = None,
         control_sqs: Any = None,
         ecs_agent_uri: str | None = None,
+        hooks: Iterable[MessageHooks] = (),
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -105,10 +124,19 @@ class Worker:
             self.control_sqs,
             emf,
             queue_name=queue_url.rstrip("/").rsplit("/", 1)[-1],
+            hooks=hooks,
+            loop=AsyncLoop(),
         )
         self._stopping = threading.Event()
+        #: Handlers that ran past ``max_processing_time`` and did not end.
+        self.hung: list[Attempt] = []
         self.handlers = HandlerPool(
-            self.processor, self.settler, fifo=queue_url.endswith(".fifo"), stopping=self._stopping, clock=clock
+            self.processor,
+            self.settler,
+            fifo=queue_url.endswith(".fifo"),
+            stopping=self._stopping,
+            clock=clock,
+            on_hung=self._on_hung,
         )
         self.receiver = Receiver(
             sqs=sqs,
@@ -139,6 +167,7 @@ class Worker:
         """Consume until :meth:`shutdown` (or SIGTERM/SIGINT), then drain and return.
 
         Raises :class:`FatalSqsError` after a fatal SQS error, without draining: the leases it held run out.
+        Raises :class:`HandlerHungError` after the drain that followed a hung handler.
         """
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -164,6 +193,13 @@ class Worker:
             protection=self.protection,
             clock=self.clock,
         )
+        self.processor.loop.stop()
+        if self.hung:
+            raise HandlerHungError(
+                f"{len(self.hung)} handler(s) still running past max_processing_time "
+                f"({self.settings.max_processing_time:g} s): message(s) "
+                + ", ".join(attempt.message.message_id for attempt in self.hung)
+            )
 
     def shutdown(self) -> None:
         """Stop receiving now; :meth:`run` drains and returns."""
@@ -177,6 +213,16 @@ class Worker:
             logger.critical("fatal: %s (queue %s); no retry can fix this, exiting", error, self.queue_url)
         self._stopping.set()
 
+    def _on_hung(self, attempt: Attempt) -> None:
+        self.hung.append(attempt)
+        logger.critical(
+            "the handler of message %s still runs past max_processing_time (%g s) and a thread cannot be stopped: "
+            "draining, then exiting (status 3) for a fresh worker",
+            attempt.message.message_id,
+            self.settings.max_processing_time,
+        )
+        self.shutdown()
+
     def _holding(self) -> bool:
         return len(self.scheduler) > 0
 
@@ -184,6 +230,7 @@ class Worker:
         self.handlers.close()
         self.heartbeat.stop()
         self.settler.close(timeout=1)
+        self.processor.loop.stop()
         if self.protection is not None:
             self.protection.stop()
 

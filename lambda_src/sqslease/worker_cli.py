@@ -14,14 +14,16 @@ import sys
 from typing import NoReturn
 
 from sqslease.clients import consumer_region, make_clients
+from sqslease.hooks import configured_hooks
 from sqslease.processor import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
 from sqslease.settings import ENV_PREFIX, LeaseSettings
-from sqslease.worker import Worker
+from sqslease.worker import HandlerHungError, Worker
 
 FATAL_EXIT_CODE = 1
 USAGE_EXIT_CODE = 2
+HUNG_EXIT_CODE = 3
 
 
 class _CommandLine(argparse.ArgumentParser):
@@ -88,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         resolve_exceptions(settings.non_retryable)
     except ValueError as error:
         parser.error(f"--non-retryable ({ENV_PREFIX}NON_RETRYABLE): {error}")
+    try:
+        configured_hooks(settings.job_type, settings.hooks)  # made once: the worker reuses them
+    except ValueError as error:
+        parser.error(f"--hooks ({ENV_PREFIX}HOOKS): {error}")
 
     import boto3
     from botocore.exceptions import BotoCoreError
@@ -117,4 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         worker.run()
     except FatalSqsError:
         return FATAL_EXIT_CODE  # logged once, by the worker
+    except HandlerHungError as error:
+        logging.getLogger("sqslease").critical("exiting: %s", error)
+        return HUNG_EXIT_CODE
     return 0

@@ -71,14 +71,25 @@ class FakeSQS:
         """Every entry of every ``operation`` call, in order (for a receive or a send: its parameters)."""
         return [entry for _, _, entries in self.of(operation) for entry in entries]
 
-    def add(self, *bodies: str, group: str | None = None, receive_count: int = 1) -> list[str]:
-        """Make messages visible; returns their message ids (``m-<body>``)."""
+    def add(
+        self,
+        *bodies: str,
+        group: str | None = None,
+        receive_count: int = 1,
+        system_attributes: dict[str, str] | None = None,
+        message_attributes: dict[str, dict[str, str]] | None = None,
+    ) -> list[str]:
+        """Make messages visible; returns their message ids (``m-<body>``). ``system_attributes`` (e.g.
+        ``AWSTraceHeader``) and ``message_attributes`` (boto3's shape) are handed out with each."""
         with self._arrived:
             for body in bodies:
-                attributes = {"ApproximateReceiveCount": str(receive_count)}
+                attributes = {"ApproximateReceiveCount": str(receive_count), **(system_attributes or {})}
                 if group is not None:
                     attributes["MessageGroupId"] = group
-                self._visible.append({"MessageId": f"m-{body}", "Body": body, "Attributes": attributes})
+                message = {"MessageId": f"m-{body}", "Body": body, "Attributes": attributes}
+                if message_attributes:
+                    message["MessageAttributes"] = dict(message_attributes)
+                self._visible.append(message)
             self._arrived.notify_all()
         return [f"m-{body}" for body in bodies]
 

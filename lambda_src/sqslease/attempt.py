@@ -1,0 +1,66 @@
+"""One run of a handler on one message, settled once: by the handler's end or by its timeout, whichever comes first.
+
+A per-message timeout (``LeaseSettings.max_processing_time``) and the handler race to settle the message;
+:meth:`Attempt.claim` lets exactly one of them. A handler that returns after its timeout claimed the settle has
+its result ignored (logged): the failure policy already released its lease, and the message may be running
+elsewhere. A timed-out ``async def`` handler's task is cancelled; a thread cannot be.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sqslease.message import Message
+
+
+class HandlerTimeoutError(TimeoutError):
+    """The handler was still running at its ``max_processing_time`` (or at the Lambda invocation's deadline)."""
+
+
+class Attempt:
+    """One handler run of ``message``, begun at ``started`` (seconds, on the consumer's monotonic clock)."""
+
+    __slots__ = ("_cancel", "_claimed", "_lock", "ended", "message", "started", "timed_out_at")
+
+    def __init__(self, message: Message, started: float) -> None:
+        self.message = message
+        self.started = started
+        #: When (clock) its timeout claimed the settle; None while it has not timed out.
+        self.timed_out_at: float | None = None
+        #: Set once the handler returned (or raised), however late.
+        self.ended = threading.Event()
+        self._lock = threading.Lock()
+        self._claimed = False
+        self._cancel: Callable[[], object] | None = None
+
+    @property
+    def cancellable(self) -> bool:
+        """An ``async def`` handler's task, which a timeout cancels. False for a plain function's thread."""
+        return self._cancel is not None
+
+    def claim(self) -> bool:
+        """True for the first caller only: it settles the message."""
+        with self._lock:
+            claimed, self._claimed = self._claimed, True
+        return not claimed
+
+    def time_out(self, now: float) -> bool:
+        """Claim the settle for the timeout and cancel the task, if any. False when the handler ended first."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            self.timed_out_at = now
+            cancel = self._cancel
+        if cancel is not None:
+            cancel()
+        return True
+
+    def on_cancel(self, cancel: Callable[[], object]) -> None:
+        """Register how to cancel the handler's task; called at once if the attempt already timed out."""
+        with self._lock:
+            self._cancel = cancel
+            late = self.timed_out_at is not None
+        if late:
+            cancel()

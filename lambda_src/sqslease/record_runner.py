@@ -1,0 +1,86 @@
+"""The Lambda adapter's per-record timeout: each record's handler runs on a spare thread, watched by the
+invocation's thread.
+
+A record still running at ``max_processing_time``, or when less than the deadline margin is left (the point
+where no record starts, see :mod:`sqslease.invocation`), is timed out (:meth:`MessageProcessor.time_out`): its
+lease is settled by the failure policy, it is reported in ``batchItemFailures``, its EMF line says
+``timed_out``, and the invocation goes on (with time left) or returns. So the invocation answers before Lambda
+kills it, and the records it finished are not delivered again.
+
+Threads are kept for the process (Lambda reuses it): a record costs no thread start but the first. A thread
+still running a timed-out handler is not reused; a plain handler's thread cannot be stopped, so it goes on while
+the environment is frozen between invocations and thawed by the next ones, and its late result is ignored
+(logged). An ``async def`` handler's task is cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from sqslease.attempt import Attempt
+from sqslease.message import Message
+from sqslease.processor import TIMED_OUT, MessageProcessor, ProcessResult
+
+logger = logging.getLogger("sqslease")
+
+#: Seconds between two looks at the record's limits while its handler runs (its end is seen at once).
+LOOK_S = 0.05
+
+_Job = tuple[Callable[[], None], threading.Event]
+_idle: list[queue.SimpleQueue[_Job]] = []  # spare threads' inboxes
+_idle_lock = threading.Lock()
+
+
+def run_record(
+    processor: MessageProcessor,
+    message: Message,
+    out_of_time: Callable[[], bool],
+    clock: Callable[[], float] = time.monotonic,
+) -> ProcessResult:
+    """Run ``message`` through ``processor`` on a spare thread; time it out at ``max_processing_time`` or once
+    ``out_of_time()``. Returns its result (``timed_out`` with ``retry`` when timed out)."""
+    limit = processor.settings.max_processing_time
+    attempt = Attempt(message, clock())
+    results: list[ProcessResult] = []
+    ended = _start(lambda: results.append(processor.process(message, attempt)))
+    while not ended.wait(LOOK_S):
+        now = clock()
+        if limit is not None and now - attempt.started >= limit:
+            reason = f"max_processing_time is {limit:g} s"
+        elif out_of_time():
+            reason = "the invocation's deadline is near (less than the deadline margin left)"
+        else:
+            continue
+        if processor.time_out(attempt, now, reason):
+            return ProcessResult(TIMED_OUT, (now - attempt.started) * 1000, retry=True)
+        ended.wait()  # it ended as it timed out: its result comes at once
+        break
+    return results[0] if results else ProcessResult("failure", 0, retry=True)
+
+
+def _start(call: Callable[[], None]) -> threading.Event:
+    ended = threading.Event()
+    with _idle_lock:
+        inbox = _idle.pop() if _idle else None
+    if inbox is None:
+        inbox = queue.SimpleQueue()
+        threading.Thread(target=_serve, args=(inbox,), name="sqslease-record", daemon=True).start()
+    inbox.put((call, ended))
+    return ended
+
+
+def _serve(inbox: queue.SimpleQueue[_Job]) -> None:
+    while True:
+        call, ended = inbox.get()
+        try:
+            call()
+        except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
+            logger.exception("processing a record failed unexpectedly")
+        finally:
+            ended.set()
+            with _idle_lock:
+                _idle.append(inbox)  # a thread back from a timed-out handler serves again

@@ -1,0 +1,320 @@
+"""The per-message timeout (``max_processing_time``): a handler still running then has failed. In the worker (a
+scripted client and a clock moved by the test, then moto_server and ``python -m sqslease.worker``) and in the
+Lambda adapter (the same, with the invocation's deadline)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.emf import outcomes, read_emf
+from support.fakes import FakeClock, FakeContext, FakeSQS
+from support.lambda_events import fake_event, lambda_event
+from support.moto_queues import counts, make_queue, receive_all, send
+from support.waiting import wait_for
+from support.worker_processes import start_worker_process
+from support.worker_runs import WorkerRun
+from support.worker_threads import FAST
+
+from local_emulator.server import LocalServer
+from sqslease.emf import EmfLogger
+from sqslease.lambda_adapter import process_event
+from sqslease.message import Message
+from sqslease.rules import ASYNC_CANCEL_GRACE_S
+from sqslease.settings import FailurePolicy, LeaseSettings
+from sqslease.worker import HandlerHungError, Worker
+from sqslease.worker_cli import HUNG_EXIT_CODE
+
+URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
+#: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
+UNIT = {
+    "visibility_timeout": 300,
+    "receive_visibility_timeout": 300,
+    "extension_threshold": 5,
+    "heartbeat_interval": 0.2,
+    "wait_time": 1,
+}
+
+
+def changes(sqs: FakeSQS) -> list[tuple[str, int]]:
+    """The releases (visibility 0): a clock moved by minutes also makes the heartbeat extend leases."""
+    return [
+        (e["ReceiptHandle"], e["VisibilityTimeout"])
+        for e in sqs.entries("ChangeMessageVisibilityBatch")
+        if e["VisibilityTimeout"] == 0
+    ]
+
+
+def deleted(sqs: FakeSQS) -> list[str]:
+    return [e["ReceiptHandle"] for e in sqs.entries("DeleteMessageBatch")]
+
+
+def unit_worker(sqs: FakeSQS, handler, emf: io.StringIO, **settings) -> Worker:  # type: ignore[no-untyped-def]
+    return Worker(
+        sqs,
+        URL,
+        handler,
+        LeaseSettings(**{**UNIT, "failure_policy": FailurePolicy.VISIBLE_NOW, **settings}),
+        concurrency=2,
+        emf=EmfLogger(emf),
+        clock=sqs.clock,
+    )
+
+
+# -- the worker, on a scripted client ----------------------------------------------------------------------------
+def test_a_hung_handler_is_released_at_its_timeout_and_the_worker_drains_then_exits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a worker whose handler of "hang" never returns in time, and a healthy message
+    clock = FakeClock()
+    sqs, emf = FakeSQS(clock), io.StringIO()
+    sqs.add("hang", "ok")
+    unblock, started = threading.Event(), threading.Event()
+
+    def handler(body: str, message: Message) -> None:
+        if body == "hang":
+            started.set()
+            unblock.wait(30)
+
+    run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=60))
+    assert wait_for(lambda: started.is_set() and sqs.handle_of("ok") and deleted(sqs), timeout_s=10)
+    assert changes(sqs) == []  # not yet: the clock stands still
+    # WHEN it has run for max_processing_time
+    clock.sleep(61)
+    # THEN its message is released by the failure policy, logged as timed_out, and the worker exits (hung)
+    raised = run.join()
+    assert isinstance(raised, HandlerHungError) and "m-hang" in str(raised)
+    assert (sqs.handle_of("hang")[0], 0) in changes(sqs)
+    assert deleted(sqs) == sqs.handle_of("ok")
+    assert outcomes(emf) == {"m-ok": "success", "m-hang": "timed_out"}
+    (line,) = [r for r in read_emf(emf) if r["Outcome"] == "timed_out"]
+    assert line["ErrorType"] == "sqslease.attempt.HandlerTimeoutError" and line["ProcessingTime"] >= 60_000
+    # AND its late return settles nothing: no delete, no second line, a log line says it was ignored
+    unblock.set()
+    assert wait_for(lambda: "its result (success) is ignored" in caplog.text, timeout_s=10)
+    assert deleted(sqs) == sqs.handle_of("ok") and len(read_emf(emf)) == 2
+
+
+def test_a_handler_that_ends_before_its_timeout_is_settled_as_usual() -> None:
+    clock = FakeClock()
+    sqs, emf = FakeSQS(clock), io.StringIO()
+    sqs.add("quick")
+
+    def handler(body: str, message: Message) -> None:
+        clock.sleep(59)  # ran 59 s of its 60
+
+    run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=60))
+    assert wait_for(lambda: deleted(sqs), timeout_s=10)
+    clock.sleep(10)
+    time.sleep(1.5)  # the watchdog looks every second at most: it must find nothing to time out
+    assert run.stop() is None
+    assert outcomes(emf) == {"m-quick": "success"} and changes(sqs) == []
+
+
+def test_a_timed_out_async_handler_is_cancelled_and_the_worker_goes_on() -> None:
+    # GIVEN an async handler that awaits forever on "slow"
+    clock = FakeClock()
+    sqs, emf = FakeSQS(clock), io.StringIO()
+    sqs.add("slow")
+    cancelled, started = threading.Event(), threading.Event()
+
+    async def handler(body: str, message: Message) -> None:
+        if body == "slow":
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+    run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=60))
+    assert wait_for(started.is_set, timeout_s=10)
+    # WHEN it times out
+    clock.sleep(61)
+    # THEN its task is cancelled, its message released, and the worker keeps consuming (no exit)
+    assert wait_for(cancelled.is_set, timeout_s=10)
+    assert wait_for(lambda: outcomes(emf) == {"m-slow": "timed_out"}, timeout_s=10)
+    sqs.add("next")
+    assert wait_for(lambda: deleted(sqs) == sqs.handle_of("next"), timeout_s=10)
+    assert run.stop() is None and run.worker.hung == []
+    assert changes(sqs) == [(sqs.handle_of("slow")[0], 0)]
+
+
+def test_an_async_handler_that_ignores_its_cancellation_is_hung_after_the_grace() -> None:
+    clock = FakeClock()
+    sqs, emf = FakeSQS(clock), io.StringIO()
+    sqs.add("stubborn")
+    release = threading.Event()
+
+    async def handler(body: str, message: Message) -> None:
+        while not release.is_set():
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                pass  # swallowed: the task goes on
+
+    run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=60))
+    assert wait_for(lambda: sqs.handle_of("stubborn"), timeout_s=10)
+    clock.sleep(61)
+    assert wait_for(lambda: outcomes(emf) == {"m-stubborn": "timed_out"}, timeout_s=10)
+    time.sleep(1.5)
+    assert run.thread.is_alive()  # within the grace: still consuming
+    clock.sleep(ASYNC_CANCEL_GRACE_S)
+    assert isinstance(run.join(), HandlerHungError)
+    release.set()
+
+
+# -- the worker, against moto_server -----------------------------------------------------------------------------
+def test_a_hung_handler_against_moto_is_visible_again_at_its_timeout(local_aws: LocalServer) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["hang", "ok"])
+    unblock = threading.Event()
+
+    def handler(body: str, message: Message) -> None:
+        if body == "hang":
+            unblock.wait(30)
+
+    emf = io.StringIO()
+    worker = Worker(
+        local_aws.client("sqs"),
+        queues.url,
+        handler,
+        LeaseSettings(**{**FAST, "failure_policy": FailurePolicy.VISIBLE_NOW, "max_processing_time": 1}),
+        concurrency=2,
+        emf=EmfLogger(emf),
+    )
+    started = time.monotonic()
+    raised = WorkerRun(worker).join()
+    unblock.set()
+    assert isinstance(raised, HandlerHungError)
+    (again,) = receive_all(local_aws, queues.url)  # "ok" deleted; "hang" visible again, long before its 30 s VT
+    assert again["Body"] == "hang" and time.monotonic() - started < 20
+    assert sorted(outcomes(emf).values()) == ["success", "timed_out"]
+
+
+def test_the_worker_process_exits_with_status_3_after_a_hung_handler(local_aws: LocalServer, tmp_path: Path) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["stuck"])
+    process = start_worker_process(
+        local_aws, queues.url, tmp_path / "events", handler="sqs_handlers:hang_job", args=["--max-processing-time", "1"]
+    )
+    try:
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == HUNG_EXIT_CODE
+    assert b"still runs past max_processing_time" in stderr
+    assert wait_for(lambda: counts(local_aws, queues.url) == (1, 0), timeout_s=10)  # released, not lost
+
+
+# -- the Lambda adapter ------------------------------------------------------------------------------------------
+def test_a_record_still_running_at_the_deadline_is_timed_out_and_the_rest_released() -> None:
+    # GIVEN an invocation with 60 s left whose first record runs until 4 s are left (below the 5 s margin)
+    clock = FakeClock()
+    sqs, emf, context = FakeSQS(clock), io.StringIO(), FakeContext(60, clock)
+    unblock = threading.Event()
+
+    def handler(body: str, message: Message) -> None:
+        clock.sleep(56)
+        unblock.wait(30)
+
+    settings = LeaseSettings(visibility_timeout=120, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW)
+    # WHEN it runs
+    response = process_event(
+        fake_event(["long", "next"]),
+        context,
+        handler,
+        settings,
+        sqs,
+        emf=EmfLogger(emf),
+        raise_on_entire_batch_failure=False,
+    )
+    unblock.set()
+    # THEN the invocation answers in time: the running record timed out, the unstarted one released, both failed
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}, {"itemIdentifier": "m1"}]}
+    assert outcomes(emf) == {"m0": "timed_out", "m1": "released"}
+    assert sorted(changes(sqs)) == [("rh-0", 0), ("rh-1", 0)]
+
+
+def test_a_record_still_running_at_max_processing_time_is_timed_out_and_the_next_one_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sqs, emf = FakeSQS(), io.StringIO()
+    unblock = threading.Event()
+
+    def handler(body: str, message: Message) -> None:
+        if body == "hang":
+            unblock.wait(30)
+
+    settings = LeaseSettings(
+        visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=0.3
+    )
+    response = process_event(fake_event(["hang", "ok"]), FakeContext(60), handler, settings, sqs, emf=EmfLogger(emf))
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert outcomes(emf) == {"m0": "timed_out", "m1": "success"} and changes(sqs) == [("rh-0", 0)]
+    unblock.set()
+    assert wait_for(lambda: "its result (success) is ignored" in caplog.text, timeout_s=10)
+    assert len(read_emf(emf)) == 2
+
+
+def test_a_timed_out_async_record_is_cancelled() -> None:
+    sqs, emf = FakeSQS(), io.StringIO()
+    cancelled = threading.Event()
+
+    async def handler(body: str, message: Message) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    settings = LeaseSettings(
+        visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=0.3
+    )
+    response = process_event(
+        fake_event(["a"]),
+        FakeContext(60),
+        handler,
+        settings,
+        sqs,
+        emf=EmfLogger(emf),
+        raise_on_entire_batch_failure=False,
+    )
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert outcomes(emf) == {"m0": "timed_out"} and cancelled.is_set()
+
+
+def test_a_hung_record_against_moto_is_visible_again_after_the_invocation(local_aws: LocalServer) -> None:
+    queues = make_queue(local_aws, vt=30)
+    send(local_aws, queues.url, ["hang"])
+    event = lambda_event(local_aws, queues.url, vt=30)
+    unblock = threading.Event()
+    settings = LeaseSettings(
+        visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=1
+    )
+    emf = io.StringIO()
+    response = process_event(
+        event,
+        FakeContext(60),
+        lambda body, message: unblock.wait(30),
+        settings,
+        local_aws.client("sqs"),
+        queues.url,
+        EmfLogger(emf),
+        raise_on_entire_batch_failure=False,
+    )
+    unblock.set()
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    assert list(outcomes(emf).values()) == ["timed_out"]
+    (again,) = receive_all(local_aws, queues.url)
+    assert again["Body"] == "hang"
+
+
+def test_max_processing_time_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"max_processing_time must be in \(0, 43200\] s, got 0"):
+        LeaseSettings(max_processing_time=0)
+    assert LeaseSettings.from_env({"SQSLEASE_MAX_PROCESSING_TIME": "90"}).max_processing_time == 90
