@@ -1,4 +1,4 @@
-"""Lambda: functions keep their layers and architectures, a layer version's ``Ref`` is its ARN, and SQS event
+"""Lambda: functions keep their layers, architectures and tracing, a layer version's ``Ref`` is its ARN, and SQS event
 source mappings are records only."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from local_emulator.patches.after_create import after_create
 
 
 def keep_lambda_layers() -> None:
-    """Give functions created by CloudFormation their ``Layers`` and ``Architectures`` (moto drops them).
+    """Give functions created by CloudFormation their ``Layers``, ``Architectures`` and ``TracingConfig`` (moto
+    drops them; it keeps ``VpcConfig`` and ``ReservedConcurrentExecutions``).
 
     moto's ``AWS::Lambda::LayerVersion`` has no physical id, so its ``Ref`` would be the Python
     object; CloudFormation's is the layer version ARN.
@@ -25,6 +26,8 @@ def keep_lambda_layers() -> None:
             function.update_configuration({"Layers": properties["Layers"]})
         if "Architectures" in properties:
             function.architectures = list(properties["Architectures"])
+        if "TracingConfig" in properties:
+            function.tracing_config = dict(properties["TracingConfig"])
 
     after_create(LambdaFunction, apply)
 
