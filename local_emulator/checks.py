@@ -164,7 +164,8 @@ def _lambda_function(server: LocalServer, physical_id: str, c: Comparison) -> No
     vpc = c.properties.get("VpcConfig")
     if vpc is not None:
         kept = f.get("VpcConfig") or {}
-        c.expect_value("VpcConfig.SubnetIds", _sorted(resolve(vpc.get("SubnetIds"), c.stack)), sorted(kept.get("SubnetIds", [])))
+        subnets = _sorted(resolve(vpc.get("SubnetIds"), c.stack))
+        c.expect_value("VpcConfig.SubnetIds", subnets, sorted(kept.get("SubnetIds", [])))
         groups = [_group_id(g, c.stack) for g in vpc.get("SecurityGroupIds", [])]
         c.expect_value("VpcConfig.SecurityGroupIds", _sorted(groups), sorted(kept.get("SecurityGroupIds", [])))
 
