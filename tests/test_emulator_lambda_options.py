@@ -70,7 +70,7 @@ def test_the_function_keeps_its_architecture_vpc_tracing_concurrency_and_layers(
     lambda_ = deployed.server.client("lambda")
     layers = [lambda_.get_layer_version(LayerName=a.split(":")[-2], VersionNumber=int(a.split(":")[-1]))
               for a in (x["Arn"] for x in function["Layers"])]  # fmt: skip
-    assert [layer["Description"] for layer in layers][0] == "a layer of the team's own"
+    assert layers[0]["Description"] == "a layer of the team's own"
     assert layers[1]["Description"].startswith("sqslease ")  # last: no layer of yours replaces it
     assert layers[1]["CompatibleArchitectures"] == ["x86_64", "arm64"]
 
@@ -80,7 +80,7 @@ def test_the_event_sources_keep_filters_metrics_and_pollers(deployed: Deployment
     patterns = [json.loads(f["Pattern"]) for f in thumbs["FilterCriteria"]["Filters"]]
     assert patterns == [
         {"body": {"kind": ["thumb"]}},
-        {"body": {"priority": [{"numeric": [">=", 5, "<=", 9]}]}},
+        {"body": {"priority": [{"numeric": [">", 5, "<=", 9]}]}},  # FilterRule.between: (5, 9]
     ]
     assert thumbs["MetricsConfig"] == {"Metrics": ["EventCount"]}
     assert thumbs["ScalingConfig"] == {"MaximumConcurrency": 5}

@@ -15,8 +15,8 @@ def keep_lambda_layers() -> None:
     """Give functions created by CloudFormation their ``Layers``, ``Architectures`` and ``TracingConfig`` (moto
     drops them; it keeps ``VpcConfig`` and ``ReservedConcurrentExecutions``).
 
-    moto's ``AWS::Lambda::LayerVersion`` has no physical id, so its ``Ref`` would be the Python
-    object; CloudFormation's is the layer version ARN.
+    A layer version keeps its ``CompatibleArchitectures``. moto's ``AWS::Lambda::LayerVersion`` has no physical
+    id, so its ``Ref`` would be the Python object; CloudFormation's is the layer version ARN.
     """
     LayerVersion.physical_resource_id = property(lambda self: self.arn)  # type: ignore[attr-defined]
 
@@ -30,6 +30,12 @@ def keep_lambda_layers() -> None:
             function.tracing_config = dict(properties["TracingConfig"])
 
     after_create(LambdaFunction, apply)
+
+    def keep_architectures(layer: LayerVersion, properties: dict[str, Any], account_id: str, region_name: str) -> None:
+        # moto's handler drops a layer version's CompatibleArchitectures; GetLayerVersion reports them.
+        layer.compatible_architectures = list(properties.get("CompatibleArchitectures", []))
+
+    after_create(LayerVersion, keep_architectures)
 
 
 def make_sqs_event_source_mappings_inert() -> None:
