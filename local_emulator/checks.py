@@ -26,9 +26,14 @@ NOT_VERIFIABLE: dict[str, str] = {
     ),
     "AWS::Lambda::Function": (
         "LoggingConfig (the explicit log group), DeadLetterConfig, EphemeralStorage, SnapStart are dropped "
-        "by moto, which never runs the code (`jobqueues local up` runs it through a local event-source driver)"
+        "by moto, which never runs the code (`jobqueues local up` runs it through a local event-source driver, "
+        "on the host's architecture, outside any VPC, without X-Ray or a concurrency limit); VpcConfig's "
+        "security groups are compared by id, its VpcId is moto's placeholder"
     ),
-    "AWS::Lambda::EventSourceMapping": "a record only in moto: `jobqueues local up`'s local driver polls the queue",
+    "AWS::Lambda::EventSourceMapping": (
+        "a record only in moto: `jobqueues local up`'s local driver polls the queue and applies FilterCriteria; "
+        "MetricsConfig produces no metric, ProvisionedPollerConfig and ScalingConfig scale nothing (one poller)"
+    ),
     "AWS::ECS::Service": (
         "DeploymentConfiguration (circuit breaker, healthy percents), CapacityProviderStrategy, "
         "EnableECSManagedTags, EnableExecuteCommand, HealthCheckGracePeriodSeconds are dropped; moto runs no "
@@ -162,6 +167,14 @@ def _lambda_function(server: LocalServer, physical_id: str, c: Comparison) -> No
     c.expect("Layers", [layer["Arn"] for layer in f.get("Layers", [])], default=[])
     c.expect("Architectures", f.get("Architectures"))
     c.expect("ReservedConcurrentExecutions", response.get("Concurrency", {}).get("ReservedConcurrentExecutions"))
+    c.expect("TracingConfig", f.get("TracingConfig"), default={"Mode": "PassThrough"})
+    vpc = c.properties.get("VpcConfig")
+    if vpc is not None:
+        kept = f.get("VpcConfig") or {}
+        subnets = _sorted(resolve(vpc.get("SubnetIds"), c.stack))
+        c.expect_value("VpcConfig.SubnetIds", subnets, sorted(kept.get("SubnetIds", [])))
+        groups = [_group_id(g, c.stack) for g in vpc.get("SecurityGroupIds", [])]
+        c.expect_value("VpcConfig.SecurityGroupIds", _sorted(groups), sorted(kept.get("SecurityGroupIds", [])))
 
 
 def _layer_version(server: LocalServer, physical_id: str, c: Comparison) -> None:
@@ -169,6 +182,7 @@ def _layer_version(server: LocalServer, physical_id: str, c: Comparison) -> None
     name, version = physical_id.rsplit(":", 2)[1:]
     layer = server.client("lambda").get_layer_version(LayerName=name, VersionNumber=int(version))
     c.expect("CompatibleRuntimes", layer.get("CompatibleRuntimes"))
+    c.expect("CompatibleArchitectures", layer.get("CompatibleArchitectures"))
     c.expect("Description", layer.get("Description"))
 
 
@@ -179,10 +193,29 @@ def _event_source_mapping(server: LocalServer, physical_id: str, c: Comparison) 
     c.expect("FunctionResponseTypes", m.get("FunctionResponseTypes"))
     c.expect("EventSourceArn", m.get("EventSourceArn"))
     c.expect("ScalingConfig", m.get("ScalingConfig"))
+    c.expect("FilterCriteria", m.get("FilterCriteria"))
+    c.expect("MetricsConfig", m.get("MetricsConfig"))
+    c.expect("ProvisionedPollerConfig", m.get("ProvisionedPollerConfig"))
     # FunctionName may be a name or an ARN; the mapping reports the ARN.
     function = resolve(c.properties.get("FunctionName"), c.stack)
     if isinstance(function, str):
         c.expect_value("FunctionName", function.rsplit(":", 1)[-1], m["FunctionArn"].rsplit(":", 1)[-1])
+
+
+def _group_id(value: Any, stack: DeployedStack) -> Any:
+    """A security group id from the template: ``Fn::GetAtt [Group, GroupId]`` is the group's physical id."""
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        target = value["Fn::GetAtt"]
+        logical_id, attribute = target.split(".", 1) if isinstance(target, str) else target
+        return stack.physical_ids.get(logical_id, UNRESOLVED) if attribute == "GroupId" else UNRESOLVED
+    return resolve(value, stack)
+
+
+def _sorted(values: Any) -> Any:
+    """``values`` resolved and sorted (the order of subnets and groups does not matter); unresolved stays so."""
+    if not isinstance(values, list) or any(v is UNRESOLVED for v in values):
+        return UNRESOLVED
+    return sorted(values)
 
 
 def _alarm(server: LocalServer, physical_id: str, c: Comparison) -> None:

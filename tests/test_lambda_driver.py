@@ -71,6 +71,7 @@ class Deployed:
         timeout: int = 10,
         vt: int = 2,
         code: str = HANDLER_CODE,
+        filters: list[str] | None = None,
     ) -> None:
         self.server = server
         suffix = uuid.uuid4().hex[:8]
@@ -107,6 +108,7 @@ class Deployed:
             BatchSize=batch_size,
             MaximumBatchingWindowInSeconds=window,
             FunctionResponseTypes=["ReportBatchItemFailures"],
+            **({"FilterCriteria": {"Filters": [{"Pattern": p} for p in filters]}} if filters else {}),
         )
         code = {"S3Bucket": self.bucket, "S3Key": "code.zip"}
         layer = {"S3Bucket": self.bucket, "S3Key": "layer.zip"}
@@ -319,3 +321,61 @@ def test_lambda_entry_names_a_missing_or_bad_handler() -> None:
     with pytest.raises(EntryConfigurationError, match="not callable"):
         build_handler({"SQSLEASE_HANDLER": "sqslease.settings.ENV_PREFIX"})
     assert callable(build_handler({"SQSLEASE_HANDLER": "json.loads", "SQSLEASE_VISIBILITY_TIMEOUT": "30"}))
+
+
+# -- FilterCriteria: Lambda's event filtering ---------------------------------------------------------------------
+def test_filter_patterns_match_as_lambda_s_do() -> None:
+    from local_emulator.lambda_driver.filters import matches, parse_filters
+
+    def keeps(pattern: dict[str, Any], body: Any) -> bool:
+        text = body if isinstance(body, str) else json.dumps(body)
+        return matches(parse_filters([json.dumps(pattern)]), text)
+
+    assert keeps({"body": {"kind": ["thumb"]}}, {"kind": "thumb"})
+    assert not keeps({"body": {"kind": ["thumb"]}}, {"kind": "video"})
+    assert not keeps({"body": {"kind": ["thumb"]}}, {"other": "thumb"})  # absent: no match
+    assert keeps({"body": {"tags": ["a"]}}, {"tags": ["b", "a"]})  # an array matches on any element
+    assert keeps({"body": {"size": [300]}}, {"size": 300.0}) and not keeps({"body": {"size": ["300"]}}, {"size": 300})
+    assert keeps({"body": {"path": [{"prefix": "img/"}]}}, {"path": "img/a.png"})
+    assert not keeps({"body": {"path": [{"prefix": "img/"}]}}, {"path": "doc/a.png"})
+    assert keeps({"body": {"n": [{"numeric": [">", 0, "<=", 10]}]}}, {"n": 10})
+    assert not keeps({"body": {"n": [{"numeric": [">", 0, "<=", 10]}]}}, {"n": 11})
+    assert not keeps({"body": {"n": [{"numeric": [">", 0]}]}}, {"n": "5"})  # a string is no number
+    assert keeps({"body": {"retry": [{"exists": False}]}}, {"kind": "x"})
+    assert not keeps({"body": {"retry": [{"exists": True}]}}, {"kind": "x"})
+    assert keeps({"body": {"kind": [{"anything-but": ["a", "b"]}]}}, {"kind": "c"})
+    assert not keeps({"body": {"kind": [{"anything-but": "a"}]}}, {"kind": "a"})
+    assert not keeps({"body": {"kind": [{"anything-but": "a"}]}}, {})  # anything-but needs the field
+    assert keeps({"body": {"meta": {"tier": ["gold"]}}}, {"meta": {"tier": "gold"}})
+    # The body's format must be the pattern's: a JSON pattern never matches plain text, and the other way round.
+    assert not keeps({"body": {"kind": ["thumb"]}}, "kind=thumb")
+    assert keeps({"body": [{"prefix": "Result: "}]}, "Result: ok") and not keeps({"body": ["x"]}, {"x": 1})
+    # Any of several patterns; none at all keeps everything.
+    both = parse_filters([json.dumps({"body": {"k": ["a"]}}), json.dumps({"body": {"k": ["b"]}})])
+    assert matches(both, '{"k": "b"}') and not matches(both, '{"k": "c"}') and matches((), "anything")
+
+
+@pytest.mark.parametrize(
+    "pattern", ['{"body": {"ip": [{"cidr": "10.0.0.0/8"}]}}', '{"body": {"$or": []}}', '{"attributes": {}}', "[1]"]
+)
+def test_a_filter_the_driver_cannot_apply_is_refused_not_guessed(pattern: str) -> None:
+    from local_emulator.lambda_driver.filters import UnsupportedFilter, parse_filters
+
+    with pytest.raises(UnsupportedFilter):
+        parse_filters([pattern])
+
+
+def test_records_that_match_no_filter_are_deleted_unprocessed(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN a mapping that keeps {"kind": "thumb"} only
+    deployed = Deployed(local_aws, filters=[json.dumps({"body": {"kind": ["thumb"]}})])
+    driver, stdout = deployed.driver(tmp_path)
+    # WHEN a matching, a non-matching and a plain-text message arrive
+    deployed.send(json.dumps({"kind": "thumb", "n": 1}), json.dumps({"kind": "video"}), "not json")
+    driver.poll_once()
+    # THEN only the match runs, and the queue is empty: the others were deleted without running
+    (run,) = [json.loads(line) for line in stdout.read_text().splitlines() if line.startswith("{")]
+    assert [json.loads(r["body"]) for r in run["records"]] == [{"kind": "thumb", "n": 1}]
+    assert driver.stats.filtered_out == 2 and driver.stats.deleted == 1
+    attributes = local_aws.client("sqs").get_queue_attributes(QueueUrl=deployed.queue_url, AttributeNames=["All"])
+    assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0"
+    assert attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0"

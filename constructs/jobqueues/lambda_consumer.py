@@ -4,6 +4,9 @@ environment, the ``sqslease`` layer, and the function's own alarms and graphs be
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
@@ -38,6 +41,7 @@ def bind_lambda_consumer(
     add_layer: bool = True,
     checked: bool = False,
     add_environment: bool = True,
+    event_source_options: Mapping[str, Any] | None = None,
 ) -> ConsumerAlarms:
     """Make ``function`` the consumer of ``job_queue``: event source (partial batch failures), grants, the
     consumer environment, the ``sqslease`` layer, alarms and a dashboard.
@@ -49,6 +53,8 @@ def bind_lambda_consumer(
     :param checked: the caller validated the timeout and event source already. Default: False.
     :param add_environment: add the consumer environment (a caller that created the function with it already
         passes False). Default: True.
+    :param event_source_options: more ``SqsEventSource`` props, checked by the caller (a ``LambdaJob``'s
+        ``filters``, ``metrics_config``, ``provisioned_poller_config``). Default: none.
     """
     claim_consumer(job_queue, scope, "add_lambda_consumer")
     timeout_s = function_timeout_s(function)
@@ -61,6 +67,7 @@ def bind_lambda_consumer(
             max_batching_window=max_batching_window,
             max_concurrency=max_concurrency,
             report_batch_item_failures=True,
+            **(event_source_options or {}),
         )
     )
     if add_environment:

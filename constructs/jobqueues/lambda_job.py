@@ -15,6 +15,7 @@ from jobqueues.consumer_rules import check_lambda_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
+from jobqueues.lambda_options import acknowledge_wildcards, grant_vpc_access, read_lambda_options
 from jobqueues.lease_layer import LAMBDA_RUNTIME
 from jobqueues.planning import plan_from_props
 from jobqueues.props import LambdaJobProps, LeaseOptions, QueueOptions
@@ -74,7 +75,10 @@ class LambdaJob(Construct):
             max_concurrency=max_concurrency,
             fifo=props.get("fifo") is True,
         )
+        deployment, options_check = read_lambda_options(read, max_concurrency)
         check.errors[:0] = read.errors
+        check.errors += options_check.errors
+        check.warnings += options_check.warnings
         queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
         if props.get("timeout") is not None:
             queue_props["lambda_timeout"] = props["timeout"]
@@ -88,6 +92,7 @@ class LambdaJob(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"{job_type}: consumes {job_type}'s job queue",
         )
+        grant_vpc_access(role, deployment)
         log_group = logs.LogGroup(self, "Logs", retention=props.get("log_retention", logs.RetentionDays.ONE_MONTH))
         #: The consumer function; its handler is sqslease's entry point, which calls ``handler`` per message.
         self.function = lambda_.Function(
@@ -102,8 +107,10 @@ class LambdaJob(Construct):
             log_group=log_group,
             environment={**environment, **self.job_queue.consumer_contract().environment(handler or "")},
             description=f"{job_type} consumer (sqslease)",
+            **deployment.function_props,
         )
         log_group.grant_write(role)
+        acknowledge_wildcards(role, deployment)
         _without_redundant_role_dependency(self.function, role)
         #: The consumer alarms.
         self.alarms = bind_lambda_consumer(
@@ -115,6 +122,7 @@ class LambdaJob(Construct):
             max_concurrency=max_concurrency,
             checked=True,
             add_environment=False,
+            event_source_options=deployment.event_source_props,
         )
 
 

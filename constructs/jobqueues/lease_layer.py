@@ -71,6 +71,8 @@ def sqslease_layer(scope: Construct) -> lambda_.LayerVersion:
             ),
         ),
         compatible_runtimes=[LAMBDA_RUNTIME],
+        # Pure Python: one layer serves the stack's x86_64 and arm64 functions alike.
+        compatible_architectures=[lambda_.Architecture.X86_64, lambda_.Architecture.ARM_64],
         description=f"sqslease {sqslease.__version__}: SQS lease extension for jobqueues consumers",
         removal_policy=RemovalPolicy.RETAIN,  # functions being updated may still use the old version
     )

@@ -7,10 +7,11 @@ enters at run time (:mod:`jobqueues.inputs`), for users without a type checker.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from aws_cdk import Duration, RemovalPolicy, Size
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -159,6 +160,36 @@ class LambdaJobProps(QueueOptions, total=False):
         More environment variables for the function. Default: none.
     log_retention:
         Retention of the function's log group. Default: one month.
+    architecture:
+        The function's instruction set; the ``sqslease`` layer is pure Python and declares both. Default:
+        ``lambda_.Architecture.X86_64``.
+    vpc:
+        The VPC the function runs in. Its subnets need a route to SQS (a NAT gateway or an SQS interface
+        endpoint): ``sqslease`` calls SQS from the function. Default: none (Lambda's own network).
+    vpc_subnets:
+        Private subnets of ``vpc`` for the function (not public: Lambda gives it no public IP). Only with ``vpc``.
+        Default: the VPC's private subnets.
+    security_groups:
+        Security groups of the function, only with ``vpc``. Default: one new group, all outbound traffic allowed.
+    reserved_concurrent_executions:
+        Concurrency reserved for the function, at least 2, with ``max_concurrency`` at or below it: the event
+        source's invocations above it are throttled, and without ``max_concurrency`` it makes up to 1,250 at once.
+        Default: none (the account's unreserved pool).
+    tracing:
+        X-Ray tracing, e.g. ``lambda_.Tracing.ACTIVE``. Default: disabled.
+    layers:
+        Layers of your own, at most 4: a function takes 5, the ``sqslease`` layer comes last so that none of yours
+        replaces it. Default: none.
+    filters:
+        Filter criteria of the event source, each ``lambda_.FilterCriteria.filter({"body": {...}})`` (an SQS event
+        source filters on the body only), at most 10 (5 without a quota increase). A record that matches none is
+        deleted from the queue unprocessed: it never reaches the function or the DLQ. Default: none (every record).
+    metrics_config:
+        Event source mapping metrics, ``lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])`` (the only
+        kind an SQS event source has). Default: none.
+    provisioned_poller_config:
+        Provisioned mode: ``minimum_pollers`` 2-200, ``maximum_pollers`` 2-2,000, minimum <= maximum; not with
+        ``max_concurrency``. Default: none (standard mode).
     """
 
     code: lambda_.Code
@@ -173,6 +204,16 @@ class LambdaJobProps(QueueOptions, total=False):
     max_processing_time: Duration
     environment: Mapping[str, str]
     log_retention: logs.RetentionDays
+    architecture: lambda_.Architecture
+    vpc: ec2.IVpc
+    vpc_subnets: ec2.SubnetSelection
+    security_groups: Sequence[ec2.ISecurityGroup]
+    reserved_concurrent_executions: int
+    tracing: lambda_.Tracing
+    layers: Sequence[lambda_.ILayerVersion]
+    filters: Sequence[Mapping[str, Any]]
+    metrics_config: lambda_.MetricsConfig
+    provisioned_poller_config: lambda_.ProvisionedPollerConfig
 
 
 class EcsJobProps(QueueOptions, LeaseOptions, total=False):

@@ -18,7 +18,8 @@ deployed function:
   waiting up to ``MaximumBatchingWindowInSeconds`` to fill the batch, with the queue's visibility timeout;
   builds the SQS event Lambda sends; invokes; then deletes exactly the records that ``batchItemFailures`` does
   not name. A function error, a timeout, or an invalid ``itemIdentifier`` fails the whole batch (nothing is
-  deleted), as in Lambda.
+  deleted), as in Lambda. With ``FilterCriteria``, a record that matches no filter is deleted unprocessed
+  (:mod:`.filters`, the pattern subset it applies).
 
 Not emulated: concurrent invocations (one poller, one runtime), scaling of pollers, the 6 MB payload limit.
 This package's ``__init__`` imports nothing: the function's interpreter imports :mod:`.bootstrap` through it.

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from local_emulator.lambda_driver.filters import matches, parse_filters
 from local_emulator.lambda_driver.function import DeployedFunction, DriverError
 from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
 from local_emulator.server import Emulator
@@ -89,6 +90,8 @@ class DriverStats:
     records: int = 0
     deleted: int = 0
     reported_failures: int = 0
+    #: Records that matched none of the mapping's filters: deleted unprocessed, as Lambda does.
+    filtered_out: int = 0
     function_errors: int = 0
     delete_errors: int = 0
     batch_sizes: list[int] = field(default_factory=list)
@@ -119,6 +122,8 @@ class LambdaDriver:
         _, _, _, self.region, account, name = self.mapping.queue_arn.split(":", 5)
         self.queue_url = self.sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
         self.stats = DriverStats()
+        #: The mapping's filter patterns; one the driver cannot apply as Lambda would is refused here.
+        self.filters = parse_filters(self.mapping.filter_patterns)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
@@ -180,9 +185,23 @@ class LambdaDriver:
                 self.stats.delete_errors += 1
                 logger.error("DeleteMessageBatch entry failed: %s", entry)
 
+    def drop_filtered(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages that match the mapping's filters; the others are deleted unprocessed (Lambda's rule)."""
+        kept: list[dict[str, Any]] = []
+        dropped: list[dict[str, Any]] = []
+        for message in messages:
+            (kept if matches(self.filters, message.get("Body", "")) else dropped).append(message)
+        if dropped:
+            self._delete(dropped)
+            self.stats.filtered_out += len(dropped)
+            logger.info("%s: %d record(s) matched no filter, deleted unprocessed", self.function.name, len(dropped))
+        return kept
+
     def poll_once(self) -> Invocation | None:
-        """Gather one batch and invoke on it; None if nothing arrived."""
-        messages = self.gather()
+        """Gather one batch, drop what the filters filter out, and invoke on the rest; None if nothing is left.
+
+        Lambda filters before it batches; here a batch is gathered first, so a filtered batch can be smaller."""
+        messages = self.drop_filtered(self.gather())
         return self.invoke(messages)[1] if messages else None
 
     # -- background ------------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ class Mapping:
     batching_window_s: int
     report_batch_item_failures: bool
     state: str
+    #: ``FilterCriteria``'s patterns, as JSON strings (:mod:`.filters` applies them).
+    filter_patterns: tuple[str, ...] = ()
 
     @property
     def queue_name(self) -> str:
@@ -164,6 +166,7 @@ def _sqs_mapping(lambda_client: Any, function_name: str) -> Mapping:
         batching_window_s=int(m.get("MaximumBatchingWindowInSeconds") or 0),
         report_batch_item_failures="ReportBatchItemFailures" in (m.get("FunctionResponseTypes") or []),
         state=str(m.get("State", "")),
+        filter_patterns=tuple(f.get("Pattern", "") for f in (m.get("FilterCriteria") or {}).get("Filters") or []),
     )
 
 

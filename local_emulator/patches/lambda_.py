@@ -1,4 +1,4 @@
-"""Lambda: functions keep their layers and architectures, a layer version's ``Ref`` is its ARN, and SQS event
+"""Lambda: functions keep their layers, architectures and tracing, a layer version's ``Ref`` is its ARN, and SQS event
 source mappings are records only."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from local_emulator.patches.after_create import after_create
 
 
 def keep_lambda_layers() -> None:
-    """Give functions created by CloudFormation their ``Layers`` and ``Architectures`` (moto drops them).
+    """Give functions created by CloudFormation their ``Layers``, ``Architectures`` and ``TracingConfig`` (moto
+    drops them; it keeps ``VpcConfig`` and ``ReservedConcurrentExecutions``).
 
-    moto's ``AWS::Lambda::LayerVersion`` has no physical id, so its ``Ref`` would be the Python
-    object; CloudFormation's is the layer version ARN.
+    A layer version keeps its ``CompatibleArchitectures``. moto's ``AWS::Lambda::LayerVersion`` has no physical
+    id, so its ``Ref`` would be the Python object; CloudFormation's is the layer version ARN.
     """
     LayerVersion.physical_resource_id = property(lambda self: self.arn)  # type: ignore[attr-defined]
 
@@ -25,8 +26,16 @@ def keep_lambda_layers() -> None:
             function.update_configuration({"Layers": properties["Layers"]})
         if "Architectures" in properties:
             function.architectures = list(properties["Architectures"])
+        if "TracingConfig" in properties:
+            function.tracing_config = dict(properties["TracingConfig"])
 
     after_create(LambdaFunction, apply)
+
+    def keep_architectures(layer: LayerVersion, properties: dict[str, Any], account_id: str, region_name: str) -> None:
+        # moto's handler drops a layer version's CompatibleArchitectures; GetLayerVersion reports them.
+        layer.compatible_architectures = list(properties.get("CompatibleArchitectures", []))
+
+    after_create(LayerVersion, keep_architectures)
 
 
 def make_sqs_event_source_mappings_inert() -> None:
