@@ -41,7 +41,6 @@ class EmfLogger:
         self.stream = stream or sys.stdout
         self.namespace = namespace
         self._lock = threading.Lock()
-        self._templates: dict[tuple[Any, ...], tuple[str, str]] = {}  # see _encode
 
     def record(
         self,
@@ -104,13 +103,17 @@ class EmfLogger:
             type(timestamp) is int
             and type(message_id) is str
             and (type(processing) is int or (type(processing) is float and math.isfinite(processing)))
-            and all(type(count) is int for count in counts)
+            and type(counts[0]) is int
+            and type(counts[1]) is int
+            and type(counts[2]) is int
         ):
             return _ENCODER.encode(line) + "\n"
-        key = (line["JobType"], line["Queue"], line["Outcome"], line["SchemaVersion"])
-        template = self._templates.get(key)
+        key = (self.namespace, line["JobType"], line["Queue"], line["Outcome"], line["SchemaVersion"])
+        template = _TEMPLATES.get(key)
         if template is None:
-            template = self._templates[key] = _template(aws["CloudWatchMetrics"], *key)
+            if len(_TEMPLATES) >= _MAX_TEMPLATES:
+                _TEMPLATES.clear()
+            template = _TEMPLATES[key] = _template(aws["CloudWatchMetrics"], *key[1:])
         head, middle = template
         extra = (
             ""
@@ -139,6 +142,12 @@ _TEMPLATE_FIELDS = (
     "Extensions",
     "LeaseLost",
 )
+
+
+#: (namespace, job type, queue, outcome, schema version) -> :func:`_template`, shared by every logger (the
+#: Lambda adapter makes one per invocation), at most this many.
+_TEMPLATES: dict[tuple[Any, ...], tuple[str, str]] = {}
+_MAX_TEMPLATES = 1024
 
 
 def _template(directives: Any, job_type: str, queue: str, outcome: str, schema_version: int) -> tuple[str, str]:
