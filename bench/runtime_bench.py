@@ -124,7 +124,9 @@ def powertools_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         return None
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
 
     return handler
 

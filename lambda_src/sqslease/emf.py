@@ -11,7 +11,7 @@ import math
 import sys
 import threading
 import time
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii
 from typing import IO, Any
 
 NAMESPACE = "jobqueues"
@@ -89,7 +89,6 @@ class EmfLogger:
             self.stream.write(text)
             self.stream.flush()
         return line
-
 
     def _encode(self, line: dict[str, Any]) -> str:
         """The line as one JSON object and a newline. Its fixed parts (the metric directives, job type, queue,
