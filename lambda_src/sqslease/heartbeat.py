@@ -30,6 +30,8 @@ logger = logging.getLogger("sqslease")
 ROUND_THREADS_PER_REQUEST = 4
 #: Below this much slack no request can land in time: the lease is given up (logged).
 MIN_SLACK_S = 0.02
+#: The retry jitter's default source, shared: seeding one per heartbeat (per Lambda invocation) reads os.urandom.
+_RNG = random.Random()
 
 
 @dataclass
@@ -105,12 +107,12 @@ class Heartbeat:
         self._stop = threading.Event()
         self.sleep = sleep or self._stop.wait
         self.on_fatal = on_fatal
-        self.rng = rng or random.Random()
+        self.rng = rng or _RNG
         self.request_timeout = settings.lease_request_timeout
         self._requests = threading.BoundedSemaphore(settings.max_requests_in_flight)
-        self._executor = ThreadPoolExecutor(
-            settings.max_requests_in_flight * ROUND_THREADS_PER_REQUEST, thread_name_prefix="sqslease-extend"
-        )
+        # Created with the first round it runs: a Lambda invocation whose renewal fits one request needs none.
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._fatal: FatalSqsError | None = None
         self._fatal_lock = threading.Lock()
@@ -121,8 +123,13 @@ class Heartbeat:
         return self._fatal
 
     # -- one tick ---------------------------------------------------------------------------------
-    def tick(self) -> Tick:
-        """Take the due leases and start one round per batch of 10. Returns at once."""
+    def tick(self, *, first_inline: bool = False) -> Tick:
+        """Take the due leases and start one round per batch of 10. Returns at once.
+
+        :param first_inline: run the first round on the calling thread, then start the others on the pool: for
+            a caller that waits for the tick anyway, so that a tick of at most 10 leases starts no thread.
+            Default False.
+        """
         tick = Tick()
         if self._fatal is not None:
             return tick
@@ -142,8 +149,23 @@ class Heartbeat:
         if batch:
             batches.append(batch)
         tick.stats.due = sum(len(b) for b in batches)
-        tick.rounds = [self._executor.submit(self._round, b) for b in batches]
+        if first_inline and batches:
+            done: Future[TickStats] = Future()
+            done.set_result(self._round(batches[0]))
+            tick.rounds.append(done)
+        tick.rounds += [self._pool().submit(self._round, b) for b in batches[first_inline:]]
         return tick
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                if self._stop.is_set():
+                    raise RuntimeError("cannot schedule new futures after shutdown")  # as a shut-down pool
+                self._executor = ThreadPoolExecutor(
+                    self.settings.max_requests_in_flight * ROUND_THREADS_PER_REQUEST,
+                    thread_name_prefix="sqslease-extend",
+                )
+            return self._executor
 
     # -- one round: a batch of up to 10, retried within its slack ----------------------------------
     def _round(self, batch: list[Lease]) -> TickStats:
@@ -330,4 +352,7 @@ class Heartbeat:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        self._executor.shutdown(wait=True)  # queued rounds see the stop and hand their leases back
+        with self._executor_lock:
+            executor = self._executor
+        if executor is not None:
+            executor.shutdown(wait=True)  # queued rounds see the stop and hand their leases back

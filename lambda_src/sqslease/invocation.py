@@ -7,6 +7,7 @@ import logging
 import os
 import time
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 from sqslease.clients import queue_region
@@ -48,15 +49,21 @@ class EventLeases:
         # it): every lease counts as due now and is renewed before any record starts, retried for at most this.
         renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
         first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
-        self.leases: dict[str, Lease] = {
-            r["messageId"]: self.scheduler.add(r["receiptHandle"], received_at, first_lease) for r in records
-        }
-        self.heartbeat = Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
+        leases = self.scheduler.add_all([r["receiptHandle"] for r in records], received_at, first_lease)
+        self.leases: dict[str, Lease] = {r["messageId"]: lease for r, lease in zip(records, leases, strict=True)}
+        #: None with the heartbeat off (``lease_extension=False``): nothing renews or extends the leases.
+        self.heartbeat = (
+            Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
+            if settings.heartbeat
+            else None
+        )
         self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
-        if settings.heartbeat:
-            renewed = self.heartbeat.tick().wait()
+        if self.heartbeat is not None:
+            renewed = self.heartbeat.tick(first_inline=True).wait()
             logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
-            self.heartbeat.start()
+            ends_at = None if started_with is None else now + started_with
+            if heartbeat_needed(self.leases.values(), settings.extension_threshold, ends_at):
+                self.heartbeat.start()
 
     def _on_fatal(self, error: FatalSqsError) -> None:
         if self.fatal is None:
@@ -77,9 +84,19 @@ class EventLeases:
         return at_most if remaining_s is None else max(0.0, min(at_most, remaining_s))
 
     def close(self) -> None:
-        self.heartbeat.stop()
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         # Unconfirmed releases are safe: those records are reported as failures and reappear after their lease.
         self.settler.close(timeout=self.time_left())
+
+
+def heartbeat_needed(leases: Iterable[Lease], extension_threshold: float, ends_at: float | None) -> bool:
+    """Whether a lease would come due (within ``extension_threshold`` seconds of its deadline) before the invocation
+    ends at ``ends_at`` (monotonic seconds; None: unknown). After the renewal at the start, a lease longer than the
+    function's timeout never does: a ``LambdaJob``'s (timeout + 10 s), so its invocations start no heartbeat."""
+    if ends_at is None:
+        return True
+    return any(not lease.lost and lease.deadline - extension_threshold < ends_at for lease in leases)
 
 
 def event_queue_url(records: list[dict[str, Any]], queue_url: str | None = None) -> str:

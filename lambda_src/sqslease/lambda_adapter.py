@@ -43,7 +43,17 @@ are settled on the queue of their ARN: their receipt handles are valid there onl
 queue would fail their leases (a record not renewed is not started) and send messages that never ran to the DLQ.
 So no message is lost, and the log says which setting to fix.
 
-The SQS clients are created once per process (the first invocation), not per invocation.
+The SQS clients are created once per process (the first invocation), not per invocation, and so are the lease
+settings read from the ``SQSLEASE_*`` variables (:func:`env_settings`): Lambda fixes a function's environment for
+the life of its execution environment (a configuration change starts new ones). ``SQSLEASE_QUEUE_URL`` is still
+read on every invocation (one lookup). Code that changes the variables within one process (a test, a script)
+passes ``settings=LeaseSettings.from_env()`` instead.
+
+What an invocation costs besides the handlers (``bench/runtime_bench.py``): with every record successful and no
+lease needing an extension, no thread. The renewal at the start (lease extension on) runs its first request of
+10 on the invocation's thread (further ones on a pool); the heartbeat thread starts only if a renewed lease would
+come due before the invocation's end, which a lease longer than the function's timeout never does (a
+``LambdaJob``'s is timeout + 10 s); a sender thread starts with the first release.
 
 Already on Powertools' ``BatchProcessor``? Keep it, and wrap its call in :func:`leases_held` to add lease
 extension and the deadline guard's release of unstarted records.
@@ -105,7 +115,7 @@ def process_event(
     records = event.get("Records", [])
     if not records:
         return {"batchItemFailures": []}
-    settings = settings or LeaseSettings.from_env()
+    settings = settings or env_settings()
     queue_url = event_queue_url(records, queue_url)
     sqs = sqs or default_client(settings, queue_url)
     held = EventLeases(event, context, settings, sqs, queue_url)
@@ -227,7 +237,7 @@ def leases_held(
     if not event.get("Records"):
         yield
         return
-    settings = settings or LeaseSettings.from_env()
+    settings = settings or env_settings()
     queue_url = event_queue_url(event["Records"], queue_url)
     held = EventLeases(event, context, settings, sqs or default_client(settings, queue_url), queue_url)
     try:
@@ -239,6 +249,15 @@ def leases_held(
 
 _client: Any = None
 _client_lock = threading.Lock()
+_env_settings: LeaseSettings | None = None
+
+
+def env_settings() -> LeaseSettings:
+    """The ``SQSLEASE_*`` lease settings of this process: parsed on first use, then kept (see the module doc)."""
+    global _env_settings
+    if _env_settings is None:
+        _env_settings = LeaseSettings.from_env()  # two threads may both parse: the same result
+    return _env_settings
 
 
 def default_client(settings: LeaseSettings, queue_url: str) -> Any:

@@ -49,9 +49,10 @@ class Message:
     @classmethod
     def from_lambda_record(cls, record: dict[str, Any], queue_url: str, lease: Lease) -> Message:
         """From one record of an SQS-triggered Lambda event (camelCase keys)."""
-        attributes = {
-            key: value for key, value in record.get("messageAttributes", {}).items() if isinstance(value, dict)
-        }
+        raw_attributes = record.get("messageAttributes")
+        attributes = (
+            {key: value for key, value in raw_attributes.items() if isinstance(value, dict)} if raw_attributes else {}
+        )
         return cls(
             message_id=record["messageId"],
             receipt_handle=record["receiptHandle"],

@@ -102,6 +102,15 @@ class LeaseScheduler:
             self._schedule(lease)
         return lease
 
+    def add_all(self, receipt_handles: list[str], received_at: float, visibility_timeout: float) -> list[Lease]:
+        """:meth:`add` for several leases of one receive (one lock acquisition: a Lambda invocation's records)."""
+        leases = [Lease(handle, received_at, received_at + visibility_timeout) for handle in receipt_handles]
+        with self._lock:
+            for lease in leases:
+                self._leases[lease.receipt_handle] = lease
+                self._schedule(lease)
+        return leases
+
     def get(self, receipt_handle: str) -> Lease | None:
         return self._leases.get(receipt_handle)
 

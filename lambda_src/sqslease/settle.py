@@ -80,21 +80,12 @@ class Settler:
         self.on_fatal = on_fatal
         self.clock = clock
         self._close_by: float | None = None
-        self._deletes: queue.Queue[_Item] = queue.Queue()
-        self._changes: queue.Queue[_Item] = queue.Queue()
-        self._threads = [
-            threading.Thread(
-                target=self._loop, args=(self._deletes, "DeleteMessageBatch"), name="sqslease-delete", daemon=True
-            ),
-            threading.Thread(
-                target=self._loop,
-                args=(self._changes, "ChangeMessageVisibilityBatch"),
-                name="sqslease-release",
-                daemon=True,
-            ),
-        ]
-        for thread in self._threads:
-            thread.start()
+        # Each sender's queue and thread start with its first settle: a Lambda invocation whose records all
+        # succeed settles nothing (Lambda deletes them) and so starts none.
+        self._queues: dict[str, queue.Queue[_Item]] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._threads_lock = threading.Lock()
+        self._closed = False
 
     # -- public operations ------------------------------------------------------------------------
     def delete(self, lease: Lease) -> Future[bool]:
@@ -103,7 +94,7 @@ class Settler:
         if not self.scheduler.begin_delete(lease):
             self._refused(lease, future)
             return future
-        self._deletes.put(_Item(lease, None, LeaseState.DELETED, future))
+        self._sender("DeleteMessageBatch").put(_Item(lease, None, LeaseState.DELETED, future))
         return future
 
     def change_visibility(self, lease: Lease, seconds: int) -> Future[bool]:
@@ -112,7 +103,7 @@ class Settler:
         if not self.scheduler.begin_change(lease):
             self._refused(lease, future)
             return future
-        self._changes.put(_Item(lease, int(seconds), LeaseState.RELEASED, future))
+        self._sender("ChangeMessageVisibilityBatch").put(_Item(lease, int(seconds), LeaseState.RELEASED, future))
         return future
 
     def release_all(self, leases: list[Lease], timeout: float = 30) -> list[bool]:
@@ -137,10 +128,28 @@ class Settler:
     def close(self, timeout: float = 30) -> None:
         """Send what is queued (retrying failures) for at most ``timeout`` seconds, then stop the sender threads."""
         self._close_by = self.clock() + timeout
-        self._deletes.put(_CLOSE)
-        self._changes.put(_CLOSE)
-        for thread in self._threads:
+        with self._threads_lock:
+            self._closed = True  # as before, nothing queued after close starts a sender
+            started = dict(self._threads)
+        for operation, thread in started.items():
+            self._queues[operation].put(_CLOSE)
             thread.join()
+
+    def _sender(self, operation: str) -> queue.Queue[_Item]:
+        """The queue of ``operation``'s sender, its thread started unless it runs (or the settler is closed)."""
+        q = self._queues.get(operation)
+        if q is not None:
+            return q
+        with self._threads_lock:
+            q = self._queues.get(operation)
+            if q is None:
+                q = self._queues[operation] = queue.Queue()
+                if not self._closed:  # as before: nothing queued after close is sent
+                    name = "sqslease-delete" if operation == "DeleteMessageBatch" else "sqslease-release"
+                    thread = threading.Thread(target=self._loop, args=(q, operation), name=name, daemon=True)
+                    thread.start()
+                    self._threads[operation] = thread
+            return q
 
     def _refused(self, lease: Lease, future: Future[bool]) -> None:
         if lease.lost:
