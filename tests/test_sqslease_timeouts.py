@@ -212,15 +212,16 @@ def test_the_worker_process_exits_with_status_3_after_a_hung_handler(local_aws: 
 
 
 # -- the Lambda adapter ------------------------------------------------------------------------------------------
-def test_a_record_still_running_at_the_deadline_is_timed_out_and_the_rest_released() -> None:
-    # GIVEN an invocation with 60 s left whose first record runs until 4 s are left (below the 5 s margin)
+def test_without_max_processing_time_a_record_runs_on_the_invocations_thread_and_the_guard_releases_the_rest() -> None:
+    # GIVEN an invocation with 60 s left whose first record runs until 4 s are left (below the 5 s margin), and no
+    # max_processing_time: the function's own timeout bounds the handler
     clock = FakeClock()
     sqs, emf, context = FakeSQS(clock), io.StringIO(), FakeContext(60, clock)
-    unblock = threading.Event()
+    threads: list[str] = []
 
     def handler(body: str, message: Message) -> None:
+        threads.append(threading.current_thread().name)
         clock.sleep(56)
-        unblock.wait(30)
 
     settings = LeaseSettings(visibility_timeout=120, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW)
     # WHEN it runs
@@ -233,11 +234,31 @@ def test_a_record_still_running_at_the_deadline_is_timed_out_and_the_rest_releas
         emf=EmfLogger(emf),
         raise_on_entire_batch_failure=False,
     )
-    unblock.set()
-    # THEN the invocation answers in time: the running record timed out, the unstarted one released, both failed
-    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}, {"itemIdentifier": "m1"}]}
-    assert outcomes(emf) == {"m0": "timed_out", "m1": "released"}
-    assert sorted(changes(sqs)) == [("rh-0", 0), ("rh-1", 0)]
+    # THEN the record ran on the invocation's thread (no handoff) to its end, and the deadline guard released the
+    # one it left no time for
+    assert threads == [threading.current_thread().name]
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert outcomes(emf) == {"m0": "success", "m1": "released"}
+    assert changes(sqs) == [("rh-1", 0)]
+
+
+def test_a_max_processing_time_at_least_the_time_left_leaves_the_record_on_the_invocations_thread() -> None:
+    # GIVEN 60 s left (55 s before the margin) and a max_processing_time of 55 s: the deadline binds first
+    clock = FakeClock()
+    sqs, emf, context = FakeSQS(clock), io.StringIO(), FakeContext(60, clock)
+    threads: list[str] = []
+    settings = LeaseSettings(visibility_timeout=120, heartbeat_interval=0.2, max_processing_time=55)
+    # WHEN a record runs
+    process_event(
+        fake_event(["a"]),
+        context,
+        lambda body, message: threads.append(threading.current_thread().name),
+        settings,
+        sqs,
+        emf=EmfLogger(emf),
+    )
+    # THEN no spare thread ran it
+    assert threads == [threading.current_thread().name] and outcomes(emf) == {"m0": "success"}
 
 
 def test_a_record_still_running_at_max_processing_time_is_timed_out_and_the_next_one_runs(

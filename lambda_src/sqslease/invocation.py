@@ -78,6 +78,11 @@ class EventLeases:
         remaining_s = remaining_seconds(self.context)
         return remaining_s is not None and remaining_s < self.deadline_margin
 
+    def remaining(self) -> float:
+        """Seconds before the function's timeout, less the deadline margin (infinite when the context has none)."""
+        remaining_s = remaining_seconds(self.context)
+        return float("inf") if remaining_s is None else remaining_s - self.deadline_margin
+
     def time_left(self, at_most: float = 30) -> float:
         """Seconds the invocation may still spend waiting for SQS (at most ``at_most``)."""
         remaining_s = remaining_seconds(self.context)

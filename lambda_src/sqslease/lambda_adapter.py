@@ -160,7 +160,7 @@ def process_event(
                     batch_stopped = not skip_group_on_error
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            if run_record(processor, message, held.out_of_time).retry:
+            if run_record(processor, message, held.out_of_time, held.remaining).retry:
                 failures.append({"itemIdentifier": record["messageId"]})
                 if fifo:
                     failed_groups.add(group)

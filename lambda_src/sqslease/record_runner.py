@@ -1,11 +1,17 @@
-"""The Lambda adapter's per-record timeout: each record's handler runs on a spare thread, watched by the
-invocation's thread.
+"""The Lambda adapter's per-record timeout (``max_processing_time``).
 
-A record still running at ``max_processing_time``, or when less than the deadline margin is left (the point
-where no record starts, see :mod:`sqslease.invocation`), is timed out (:meth:`MessageProcessor.time_out`): its
-lease is settled by the failure policy, it is reported in ``batchItemFailures``, its EMF line says
-``timed_out``, and the invocation goes on (with time left) or returns. So the invocation answers before Lambda
-kills it, and the records it finished are not delivered again.
+A record whose ``max_processing_time`` is shorter than the time the invocation has left runs on a spare thread,
+watched by the invocation's thread. Still running at ``max_processing_time``, or once less than the deadline margin
+is left (the point where no record starts, see :mod:`sqslease.invocation`), it is timed out
+(:meth:`MessageProcessor.time_out`): its lease is settled by the failure policy, it is reported in
+``batchItemFailures``, its EMF line says ``timed_out``, and the invocation goes on (with time left) or returns. So
+the invocation answers before Lambda kills it, and the records it finished are not delivered again.
+
+Every other record runs on the invocation's thread, as it did before: a thread handoff costs tens of
+microseconds a record (``bench/runtime_bench.py``), which every invocation would pay for a hang that the function's
+own timeout already bounds. There the deadline guard covers a hung handler: no record starts with less than the
+margin left, and a record still running at the timeout ends with the invocation (Lambda's timeout: the batch's
+records come back after their visibility timeout, the finished ones too).
 
 Threads are kept for the process (Lambda reuses it): a record costs no thread start but the first. A thread
 still running a timed-out handler is not reused; a plain handler's thread cannot be stopped, so it goes on while
@@ -39,12 +45,16 @@ def run_record(
     processor: MessageProcessor,
     message: Message,
     out_of_time: Callable[[], bool],
+    time_left: Callable[[], float] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ProcessResult:
-    """Run ``message`` through ``processor`` on a spare thread; time it out at ``max_processing_time`` or once
-    ``out_of_time()``. Returns its result (``timed_out`` with ``retry`` when timed out)."""
+    """Run ``message`` through ``processor``. With a ``max_processing_time`` below ``time_left()`` (seconds the
+    invocation has; ``None``: unknown), on a spare thread, timed out at ``max_processing_time`` or once
+    ``out_of_time()``; else on this thread. Returns its result (``timed_out`` with ``retry`` when timed out)."""
     limit = processor.settings.max_processing_time
     attempt = Attempt(message, clock())
+    if limit is None or (time_left is not None and limit >= time_left()):
+        return processor.process(message, attempt)  # the function's own timeout bounds it: no handoff
     results: list[ProcessResult] = []
     ended = _start(lambda: results.append(processor.process(message, attempt)))
     while not ended.wait(LOOK_S):
