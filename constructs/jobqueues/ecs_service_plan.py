@@ -155,7 +155,14 @@ def _private_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None, error
     # The CDK's own default with assign_public_ip: the public subnets.
     selection = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC)
     try:
-        selected = vpc.select_subnets(selection).subnets
+        selected = vpc.select_subnets(
+            availability_zones=selection.availability_zones,
+            one_per_az=selection.one_per_az,
+            subnet_filters=selection.subnet_filters,
+            subnet_group_name=selection.subnet_group_name,
+            subnets=selection.subnets,
+            subnet_type=selection.subnet_type,
+        ).subnets
     except jsii.errors.JSIIError as error:
         errors.append(f"vpc_subnets={selection!r} selects no subnet of vpc={vpc.node.path}: {error}")
         return []

@@ -54,7 +54,7 @@ def acknowledge_execute_command(role: iam.IRole) -> None:
                 reason=(
                     "enable_execute_command=True: ECS Exec's ssmmessages channel actions and logs:DescribeLogGroups "
                     "have no resource-level permissions, so AWS requires Resource *; a session's log writes are "
-                    "limited to the worker's log group (a cluster with its own exec configuration: what the CDK grants for it)"
+                    "limited to the worker's log group (with a cluster exec configuration: what the CDK grants for it)"
                 ),
             )
         )
