@@ -135,9 +135,10 @@ def architecture_name(cpu_architecture: ecs.CpuArchitecture) -> str:
     """``"X86_64"``, ``"ARM64"``, or the name a ``CpuArchitecture.of(name)`` was given."""
     # The name is private in the CDK; its two constants are told apart by their jsii object reference (one
     # round-trip each), any other as the task definition it renders.
-    ref = cpu_architecture.__jsii_ref__.ref
+    given: Any = cpu_architecture
     for name in ("X86_64", "ARM64"):
-        if getattr(ecs.CpuArchitecture, name).__jsii_ref__.ref == ref:
+        known: Any = getattr(ecs.CpuArchitecture, name)
+        if known.__jsii_ref__.ref == given.__jsii_ref__.ref:
             return name
     scratch = Stack()
     platform = ecs.RuntimePlatform(cpu_architecture=cpu_architecture)

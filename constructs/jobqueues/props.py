@@ -208,8 +208,9 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     assign_public_ip:
         Tasks get a public IP: only in public subnets, for a VPC without NAT gateway. Default: False.
     enable_execute_command:
-        ECS Exec (``aws ecs execute-command``) into the worker container; the task role gets the four
-        ``ssmmessages`` channel actions (cdk-nag IAM5 acknowledged: they take no resource). Default: False.
+        ECS Exec (``aws ecs execute-command``) into the worker container: the task role gets the four
+        ``ssmmessages`` channel actions and ``logs:DescribeLogGroups`` (cdk-nag IAM5 acknowledged: they take no
+        resource), and writes session logs to the worker's log group only. Default: False.
     propagate_tags:
         Copy the service's or the task definition's tags to its tasks (``ecs.PropagatedTagSource``), e.g. for
         cost allocation. Default: none copied.

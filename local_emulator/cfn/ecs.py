@@ -151,8 +151,9 @@ class EcsService(Handler, CloudFormationModel):
             for deployment in service.deployments:
                 deployment["launchType"] = None
                 deployment["capacityProviderStrategy"] = strategy
-        service.capacity_provider_strategy = strategy or []
-        service.enable_execute_command = _flag(p.get("EnableExecuteCommand", False))
+        # Attributes moto's Service lacks; DescribeServices serializes them by name.
+        setattr(service, "capacity_provider_strategy", strategy or [])  # noqa: B010
+        setattr(service, "enable_execute_command", _flag(p.get("EnableExecuteCommand", False)))  # noqa: B010
         return cls(name, properties, account_id, region_name, service.arn)
 
     def delete(self, account_id: str, region_name: str) -> None:
