@@ -11,7 +11,7 @@ from aws_cdk import Duration, Validations, cx_api
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
-from emulator_apps import consumers_app, stages_app
+from emulator_apps import consumers_app, ecs_options_app, stages_app
 
 from app import build_app
 from jobqueues import JobQueue
@@ -54,20 +54,24 @@ def test_nag_is_live_and_job_queues_pass_it() -> None:
     assert "Nag/Job" not in str(raised.value)
 
 
-def test_cfn_lint_passes_on_every_template_of_the_example_and_emulator_apps_with_no_lookup(
+def test_cfn_lint_and_nag_pass_on_every_template_of_the_example_and_emulator_apps_with_no_lookup(
     example_app: tuple[cdk.App, cx_api.CloudAssembly], tmp_path: Path
 ) -> None:
     from cfnlint.api import ManualArgs, lint_file
 
     consumers = consumers_app.build_app(cdk.App(outdir=str(tmp_path / "consumers.out"))).synth()
     stages = stages_app.build_app(cdk.App(outdir=str(tmp_path / "stages.out"))).synth()
+    ecs_options_app.build_app(options := cdk.App(outdir=str(tmp_path / "ecs_options.out")))
+    Validations.of(options).add_plugins(AwsSolutionsChecks(options))
+    ecs_options = options.synth()  # raises ValidationFailed on any unacknowledged finding
     templates = []
-    for assembly in (example_app[1], consumers, stages):
+    for assembly in (example_app[1], consumers, stages, ecs_options):
         for directory in [Path(assembly.directory), *(Path(a.full_path) for a in assembly.nested_assemblies)]:
             manifest = json.loads((directory / "manifest.json").read_text())
             assert not manifest.get("missing"), manifest["missing"]  # synth looked nothing up in the account
         templates += [stack.template_file for stack in stack_artifacts(Path(assembly.directory))]
-    assert len(templates) == 5  # the example, the consumers app, and the Stages app's top-level stack + 2 Stages
+    # the example, the consumers app, the Stages app's top-level stack + 2 Stages, the ECS options app
+    assert len(templates) == 6
     findings = [
         f"{template.name}: {match.rule.id} {match.message}"
         for template in templates

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Fn
+from aws_cdk import Fn, Names
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
@@ -23,8 +23,9 @@ def deploy_time_availability_zones(count: int = 2) -> list[str]:
     return [Fn.select(i, Fn.get_azs()) for i in range(count)]
 
 
-def shared_cluster(scope: Construct) -> ecs.ICluster:
-    """The stack's cluster for ECS jobs that bring none: Container Insights on, in a new VPC with flow logs.
+def shared_cluster(scope: Construct, vpc: ec2.IVpc | None = None) -> ecs.Cluster:
+    """The stack's cluster for ECS jobs that bring none: Container Insights on, in a new VPC with flow logs, or
+    in ``vpc``: one per VPC, shared by the stack's ECS jobs in it.
 
     Two availability zones, the region's first two as CloudFormation resolves them at deploy time
     (:func:`deploy_time_availability_zones`). CDK's ``ec2.Vpc`` still reads the stack's
@@ -32,9 +33,12 @@ def shared_cluster(scope: Construct) -> ecs.ICluster:
     such a stack returns :func:`deploy_time_availability_zones` from that property to synthesize without one.
     """
     stack = stack_of(scope)
-    existing = stack.node.try_find_child(CLUSTER_ID)
+    cluster_id = CLUSTER_ID if vpc is None else f"{CLUSTER_ID}{Names.unique_id(vpc)}"
+    existing = stack.node.try_find_child(cluster_id)
     if existing is not None:
         return existing  # type: ignore[return-value]
+    if vpc is not None:
+        return ecs.Cluster(stack, cluster_id, vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
     flow_log_group = logs.LogGroup(stack, "JobQueuesVpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH)
     vpc = ec2.Vpc(
         stack,

@@ -22,6 +22,25 @@ from sqslease.settings import ENV_PREFIX, LeaseSettings
 LEASE_FIELDS = ("dead_letter_queue_url", "job_type", "heartbeat", "visibility_timeout", "extension_threshold")
 #: The worker's command.
 WORKER_MODULE = ("python", "-m", "sqslease.worker")
+#: Variables the worker reads besides its options: ECS sets ``ECS_AGENT_URI`` (task scale-in protection).
+WORKER_VARIABLES = ("ECS_AGENT_URI",)
+
+
+def reserved_variable(name: str) -> str | None:
+    """Why a consumer's own environment must not hold variable ``name``, or ``None`` when it may.
+
+    ``sqslease`` reads ``SQSLEASE_<FIELD>`` for every setting the contract does not write (a fallback of the
+    options), so such a variable would change the lease the declaration planned; the worker's other variables
+    are set by ECS.
+    """
+    if name.upper().startswith(ENV_PREFIX):
+        return (
+            f"{ENV_PREFIX}* variables are sqslease's settings, which the construct sets from the declaration "
+            "(a variable would override a default the plan relies on); declare the setting on the job instead"
+        )
+    if name in WORKER_VARIABLES:
+        return f"{name} is set by ECS (the worker's task scale-in protection calls it)"
+    return None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import weakref
 from typing import Any, Unpack
 
 from aws_cdk import Acknowledgment, Duration, Stack, Validations
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -16,6 +17,12 @@ from jobqueues.cluster import shared_cluster
 from jobqueues.consumer_rules import check_ecs_consumer, stop_timeout_s
 from jobqueues.defaults import IMAGE_CONTEXT
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
+from jobqueues.ecs_service_plan import EcsServicePlan, plan_ecs_service
+from jobqueues.execute_command import (
+    acknowledge_execute_command,
+    cdk_configures_execute_command,
+    enable_execute_command,
+)
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.names import stack_of
@@ -66,22 +73,33 @@ class EcsJob(Construct):
             )
         elif image is None and not _registry_image(self):
             read.errors += missing_dockerfile(image_directory or DEFAULT_IMAGE_DIRECTORY)
+        service_plan = plan_ecs_service(read, cluster)
         check = check_ecs_consumer(
             concurrency=concurrency, min_tasks=min_tasks, max_tasks=max_tasks, shutdown_grace_s=grace_s
         )
-        check.errors[:0] = read.errors
+        check.errors[:0] = read.errors + service_plan.errors
         queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
         queue_props.setdefault("lease_extension", True)  # the worker heartbeats by default
         #: The queue + DLQ pair.
         plan = plan_from_props(self, KIND, job_type, queue_props, consumer=check, ecs_consumer=True)
         self.job_queue = JobQueue(self, "Queue", plan=plan)
 
-        self.cluster: ecs.ICluster = cluster or shared_cluster(self)
+        #: The service plan: every deployment option, checked.
+        self.service_plan = service_plan
+        self.cluster: ecs.ICluster = cluster or shared_cluster(self, service_plan.vpc)
+        if service_plan.capacity_provider_strategies is not None and isinstance(self.cluster, ecs.Cluster):
+            self.cluster.enable_fargate_capacity_providers()  # idempotent; an imported cluster must have them
         log_group = logs.LogGroup(self, "Logs", retention=props.get("log_retention", logs.RetentionDays.ONE_MONTH))
         #: The task definition (Fargate).
-        self.task_definition = ecs.FargateTaskDefinition(self, "Task", cpu=cpu, memory_limit_mib=memory)
+        self.task_definition = ecs.FargateTaskDefinition(
+            self,
+            "Task",
+            cpu=cpu,
+            memory_limit_mib=memory,
+            runtime_platform=_runtime_platform(service_plan),
+        )
         grace = DEFAULT_SHUTDOWN_GRACE_S if grace_s is None else grace_s
-        worker_image = image or _default_image(self, image_directory or DEFAULT_IMAGE_DIRECTORY)
+        worker_image = image or _default_image(self, image_directory or DEFAULT_IMAGE_DIRECTORY, service_plan)
         #: The worker container: ``python -m sqslease.worker`` with the declaration's settings as arguments.
         self.container = self.task_definition.add_container(
             "Worker",
@@ -89,7 +107,20 @@ class EcsJob(Construct):
             command=self.job_queue.consumer_contract().worker_command(handler or "", concurrency, grace),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=job_type, log_group=log_group),
             stop_timeout=Duration.seconds(stop_timeout_s(grace)),
+            environment=service_plan.environment or None,
+            secrets=service_plan.secrets or None,
         )
+        if service_plan.environment:
+            Validations.of(self.task_definition).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions::AwsSolutions-ECS2",
+                    reason=(
+                        f"the variables are the environment= prop's ({', '.join(sorted(service_plan.environment))}), "
+                        "plain settings; secret values go through secrets= (Secrets Manager or SSM), and the lease "
+                        "settings are the worker's command-line options"
+                    ),
+                )
+            )
         execution_role = self.task_definition.execution_role
         policy = execution_role.node.try_find_child("DefaultPolicy") if execution_role is not None else None
         if policy is not None and not isinstance(worker_image, ecs.RepositoryImage):
@@ -104,6 +135,7 @@ class EcsJob(Construct):
                     ),
                 )
             )
+        exec_by_cdk = service_plan.enable_execute_command and cdk_configures_execute_command(self.cluster)
         #: The Fargate service; its task count is scaled on backlog per task.
         self.service = ecs.FargateService(
             self,
@@ -114,7 +146,17 @@ class EcsJob(Construct):
             min_healthy_percent=100,
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            capacity_provider_strategies=service_plan.capacity_provider_strategies,
+            vpc_subnets=service_plan.vpc_subnets,
+            security_groups=service_plan.security_groups,
+            assign_public_ip=service_plan.assign_public_ip or None,
+            enable_execute_command=exec_by_cdk or None,
+            propagate_tags=service_plan.propagate_tags,
         )
+        if exec_by_cdk:
+            acknowledge_execute_command(self.task_definition.task_role)
+        elif service_plan.enable_execute_command:
+            enable_execute_command(self.service, log_group)
         #: The consumer alarms.
         self.alarms = bind_ecs_consumer(
             self,
@@ -145,12 +187,22 @@ def missing_dockerfile(image_directory: str) -> list[str]:
     ]
 
 
-def _default_image(scope: Construct, directory: str) -> ecs.ContainerImage:
+def _default_image(scope: Construct, directory: str, plan: EcsServicePlan) -> ecs.ContainerImage:
     registry_image = _registry_image(scope)
     if registry_image:
         return ecs.ContainerImage.from_registry(str(registry_image))
+    # Built for the task's architecture: an x86 image on ARM64 Fargate exits with "exec format error".
+    platform = ecr_assets.Platform.LINUX_ARM64 if plan.architecture == "ARM64" else None
     # Absolute, as checked: the CDK kernel would resolve a relative path against its own start directory.
-    return ecs.ContainerImage.from_asset(os.path.abspath(directory))
+    return ecs.ContainerImage.from_asset(os.path.abspath(directory), platform=platform)
+
+
+def _runtime_platform(plan: EcsServicePlan) -> ecs.RuntimePlatform | None:
+    if plan.cpu_architecture is None:
+        return None  # Fargate's default, X86_64 Linux: no RuntimePlatform in the template
+    return ecs.RuntimePlatform(
+        cpu_architecture=plan.cpu_architecture, operating_system_family=ecs.OperatingSystemFamily.LINUX
+    )
 
 
 def _registry_image(scope: Construct) -> Any:

@@ -170,6 +170,42 @@ class PropReader:
             return None
         return value
 
+    def mapping(self, prop: str, kind: type, fix: str) -> dict[str, Any] | None:
+        """A mapping of ``str`` to ``kind`` (checked with ``isinstance``); ``None`` when absent or wrong, each
+        wrong key or value named."""
+        value = self.props.get(prop)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            self._wrong(prop, value, "a mapping", fix)
+            return None
+        wrong = [
+            f"{self._label(prop)}[{k!r}]={v!r} is {_a(type(v).__name__)}, not {_a(kind.__name__)}: pass {fix}"
+            for k, v in value.items()
+            if not isinstance(v, kind)
+        ]
+        wrong += [f"{self._label(prop)} key {k!r} is not a str: pass {fix}" for k in value if not isinstance(k, str)]
+        self.errors += wrong
+        return None if wrong else dict(value)
+
+    def sequence(self, prop: str, kind: type | None, attribute: str, fix: str) -> list[Any] | None:
+        """A list (or tuple) of ``kind`` (``isinstance``), or of constructs with ``attribute`` when ``kind`` is
+        ``None`` (a jsii interface); ``None`` when absent or wrong, each wrong item named."""
+        value = self.props.get(prop)
+        if value is None:
+            return None
+        if not isinstance(value, list | tuple):
+            self._wrong(prop, value, "a list", fix)
+            return None
+        wrong = [
+            f"{self._label(prop)}[{i}]={item!r} is {_a(type(item).__name__)}, not "
+            f"{_a(kind.__name__) if kind is not None else f'a construct with {attribute}'}: pass {fix}"
+            for i, item in enumerate(value)
+            if not (isinstance(item, kind) if kind is not None else hasattr(item, attribute))
+        ]
+        self.errors += wrong
+        return None if wrong else list(value)
+
 
 def is_token(value: object) -> bool:
     """Token check without a round-trip to the CDK's Node kernel for plainly resolved values.

@@ -253,6 +253,38 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         container's stopTimeout is this + 5 s, at most 120 s. Default: 25 s.
     log_retention:
         Retention of the worker's log group. Default: one month.
+    environment:
+        More variables for the worker container; none named ``SQSLEASE_*`` (the lease settings are the worker's
+        options) or ``ECS_AGENT_URI``. cdk-nag's ECS2 is acknowledged for them: put secret values in ``secrets``.
+        Default: none.
+    secrets:
+        Variables from Secrets Manager or SSM Parameter Store (``ecs.Secret``), read when a task starts; the
+        task execution role may read exactly these, plus ``kms:Decrypt`` on a secret's own key. Default: none.
+    capacity_provider_strategies:
+        Where tasks run: ``FARGATE`` and ``FARGATE_SPOT`` items, each once, weight 0-1000 (some above 0), base
+        0-100,000 (on one item only); Spot only for X86_64. An ``ecs.Cluster`` gets both providers enabled;
+        an imported cluster must have them. Default: the ``FARGATE`` launch type.
+    cpu_architecture:
+        ``ecs.CpuArchitecture.ARM64`` (Graviton) or ``X86_64``; the default image is built for it, an ``image``
+        of yours must match it. Default: X86_64.
+    vpc:
+        The VPC the tasks run in: without ``cluster``, the job gets a cluster in it (Container Insights on),
+        shared by the stack's ECS jobs in this VPC; with ``cluster``, it must be the cluster's. Default: the
+        cluster's VPC.
+    vpc_subnets:
+        The tasks' subnets, a selection in ``vpc`` (which it needs). Default: the private subnets, or the public
+        ones with ``assign_public_ip``.
+    security_groups:
+        The tasks' security groups. Default: a new group, all egress and no ingress.
+    assign_public_ip:
+        Tasks get a public IP: only in public subnets, for a VPC without NAT gateway. Default: False.
+    enable_execute_command:
+        ECS Exec (``aws ecs execute-command``) into the worker container: the task role gets the four
+        ``ssmmessages`` channel actions and ``logs:DescribeLogGroups`` (cdk-nag IAM5 acknowledged: they take no
+        resource), and writes session logs to the worker's log group only. Default: False.
+    propagate_tags:
+        Copy the service's or the task definition's tags to its tasks (``ecs.PropagatedTagSource``), e.g. for
+        cost allocation. Default: none copied.
     """
 
     handler: str
@@ -267,3 +299,13 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     memory_limit_mib: int
     shutdown_grace: Duration
     log_retention: logs.RetentionDays
+    environment: Mapping[str, str]
+    secrets: Mapping[str, ecs.Secret]
+    capacity_provider_strategies: Sequence[ecs.CapacityProviderStrategy]
+    cpu_architecture: ecs.CpuArchitecture
+    vpc: ec2.IVpc
+    vpc_subnets: ec2.SubnetSelection
+    security_groups: Sequence[ec2.ISecurityGroup]
+    assign_public_ip: bool
+    enable_execute_command: bool
+    propagate_tags: ecs.PropagatedTagSource

@@ -1,7 +1,10 @@
-"""ECS: ``Cluster``, ``TaskDefinition`` and ``Service``, replacing moto's handlers.
+"""ECS: ``Cluster``, ``ClusterCapacityProviderAssociations``, ``TaskDefinition`` and ``Service``, replacing (or
+filling in for) moto's handlers.
 
 moto's own keep little beyond names, containers and desired count: they drop ``ClusterSettings``, ``Cpu``,
-``NetworkMode``, roles, ``LaunchType`` and ``NetworkConfiguration``.
+``NetworkMode``, roles, ``LaunchType``, ``NetworkConfiguration``, ``RuntimePlatform``, ``PropagateTags``; moto's
+backend has no place for a service's ``CapacityProviderStrategy`` or ``EnableExecuteCommand``, which these keep
+on its service (``DescribeServices`` returns them), and no handler for capacity provider associations.
 """
 
 from __future__ import annotations
@@ -39,6 +42,28 @@ class EcsCluster(Handler, CloudFormationModel):
 
     def attribute(self, name: str) -> str:
         return str(ecs_backends[self.account_id][self.region_name].clusters[self.name].arn)
+
+
+class EcsClusterCapacityProviderAssociations(Handler, CloudFormationModel):
+    """``AWS::ECS::ClusterCapacityProviderAssociations``: the cluster's capacity providers and default strategy
+    (``DescribeClusters`` returns them). Its ``Ref`` is the cluster name."""
+
+    cfn_type = "AWS::ECS::ClusterCapacityProviderAssociations"
+
+    @classmethod
+    def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:
+        cluster = str(properties["Cluster"]).rsplit("/", 1)[-1]  # a name or an ARN
+        ecs_backends[account_id][region_name].put_cluster_capacity_providers(
+            cluster,
+            properties.get("CapacityProviders", []),
+            camel(properties.get("DefaultCapacityProviderStrategy", [])),
+        )
+        return cls(cluster, properties, account_id, region_name)
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        clusters = ecs_backends[account_id][region_name].clusters
+        if self.name in clusters:
+            ecs_backends[account_id][region_name].put_cluster_capacity_providers(self.name, [], [])
 
 
 class EcsTaskDefinition(Handler, CloudFormationModel):
@@ -81,10 +106,11 @@ class EcsTaskDefinition(Handler, CloudFormationModel):
 
 
 class EcsService(Handler, CloudFormationModel):
-    """``AWS::ECS::Service`` with launch type, network configuration and platform version.
+    """``AWS::ECS::Service`` with launch type or capacity provider strategy, network configuration, platform
+    version, tag propagation and ECS Exec.
 
-    Its ``Ref`` is the service ARN. ``DeploymentConfiguration``, ``CapacityProviderStrategy``,
-    ``EnableECSManagedTags`` and ``HealthCheckGracePeriodSeconds`` have no place in moto's model.
+    Its ``Ref`` is the service ARN. ``DeploymentConfiguration``, ``EnableECSManagedTags`` and
+    ``HealthCheckGracePeriodSeconds`` have no place in moto's model.
     """
 
     cfn_type = "AWS::ECS::Service"
@@ -118,6 +144,16 @@ class EcsService(Handler, CloudFormationModel):
             network_configuration=camel(p.get("NetworkConfiguration")),
             role_arn=p.get("Role"),
         )
+        strategy = camel(p.get("CapacityProviderStrategy"))
+        if strategy:
+            # A strategy replaces the launch type (moto's create_service would default it to EC2).
+            service.launch_type = None
+            for deployment in service.deployments:
+                deployment["launchType"] = None
+                deployment["capacityProviderStrategy"] = strategy
+        # Attributes moto's Service lacks; DescribeServices serializes them by name.
+        setattr(service, "capacity_provider_strategy", strategy or [])  # noqa: B010
+        setattr(service, "enable_execute_command", _flag(p.get("EnableExecuteCommand", False)))  # noqa: B010
         return cls(name, properties, account_id, region_name, service.arn)
 
     def delete(self, account_id: str, region_name: str) -> None:
@@ -125,3 +161,8 @@ class EcsService(Handler, CloudFormationModel):
 
     def attribute(self, name: str) -> str:
         return self.name if name == "Name" else self.arn
+
+
+def _flag(value: Any) -> bool:
+    """A CloudFormation boolean: ``true``, ``"true"`` or ``"True"``."""
+    return str(value).lower() == "true"

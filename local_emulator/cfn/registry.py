@@ -13,7 +13,7 @@ from local_emulator.cfn.autoscaling import ScalableTarget, ScalingPolicy
 from local_emulator.cfn.cdk import CdkMetadata
 from local_emulator.cfn.cloudwatch import CloudWatchAlarm
 from local_emulator.cfn.ec2 import SecurityGroupEgress
-from local_emulator.cfn.ecs import EcsCluster, EcsService, EcsTaskDefinition
+from local_emulator.cfn.ecs import EcsCluster, EcsClusterCapacityProviderAssociations, EcsService, EcsTaskDefinition
 from local_emulator.cfn.handler import Handler
 from local_emulator.cfn.s3 import S3BucketPolicy
 from local_emulator.cfn.sns import SNSTopicPolicy
@@ -32,6 +32,7 @@ HANDLERS: dict[str, type[Handler]] = {
         ScalableTarget,
         ScalingPolicy,
         EcsCluster,
+        EcsClusterCapacityProviderAssociations,
         EcsTaskDefinition,
         EcsService,
     )
