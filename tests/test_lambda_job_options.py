@@ -213,6 +213,11 @@ def _bad(stack: cdk.Stack) -> dict[str, Any]:
             "and the invocations above 40 are throttled; set max_concurrency=40",
         ),
         "tracing": ({"tracing": True}, "tracing=True is a bool, not a Tracing"),
+        "sqslease variable": (
+            {"environment": {"SQSLEASE_VISIBILITY_TIMEOUT": "5"}},
+            "environment['SQSLEASE_VISIBILITY_TIMEOUT'] collides with a variable the function reads: SQSLEASE_* "
+            "variables are sqslease's settings",
+        ),
         "six layers": (
             {"layers": [own_layer(stack, f"L{i}") for i in range(5)]},
             "layers has 5 layers: a function takes at most 5, and the sqslease layer is one of them; pass at most 4",

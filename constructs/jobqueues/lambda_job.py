@@ -11,6 +11,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from jobqueues.consumer_contract import reserved_variable
 from jobqueues.consumer_rules import check_lambda_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
@@ -75,6 +76,10 @@ class LambdaJob(Construct):
             max_concurrency=max_concurrency,
             fifo=props.get("fifo") is True,
         )
+        for name in environment:
+            why = reserved_variable(str(name))
+            if why is not None:
+                read.errors.append(f"environment[{name!r}] collides with a variable the function reads: {why}")
         deployment, options_check = read_lambda_options(read, max_concurrency)
         check.errors[:0] = read.errors
         check.errors += options_check.errors

@@ -157,7 +157,8 @@ class LambdaJobProps(QueueOptions, total=False):
     max_processing_time:
         The longest one message may take. Default: none.
     environment:
-        More environment variables for the function. Default: none.
+        More environment variables for the function; none named ``SQSLEASE_*`` (sqslease's settings, which the
+        construct sets from the declaration). Default: none.
     log_retention:
         Retention of the function's log group. Default: one month.
     architecture:
