@@ -1,8 +1,7 @@
-"""The DynamoDB requests of idempotency records (schema in :mod:`sqslease.idempotency`), with the SQS discipline:
-each request has ``LeaseSettings.lease_request_timeout`` for connect and read and no botocore retries; sqslease
-retries throttling, 5xx and timeouts itself, with :func:`sqslease.retry.extension_retry_delay`, only while the
-lease's slack allows another attempt. A record that cannot be written in time is reported UNAVAILABLE: the
-caller does not run the message and lets its lease lapse. Never a run without a record.
+"""The idempotency store: begin, extend, complete and fail records (schema in :mod:`sqslease.idempotency`), each
+request with the discipline of SQS lease requests (:mod:`sqslease.idempotency_requests`): timeouts, and retries
+only within the lease's slack. A record that cannot be written in time is reported UNAVAILABLE: the caller does
+not run the message and lets its lease lapse. Never a run without a record.
 
 Requests: ``begin`` one PutItem (plus a GetItem when DynamoDB does not return the item that failed the
 condition), ``complete`` one UpdateItem, ``fail`` one DeleteItem, ``extend`` ceil(due / 100) TransactWriteItems
@@ -11,14 +10,12 @@ condition), ``complete`` one UpdateItem, ``fail`` one DeleteItem, ``extend`` cei
 
 from __future__ import annotations
 
-import collections
 import logging
 import random
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from sqslease.idempotency import (
     KEY_ATTRIBUTE,
@@ -38,36 +35,22 @@ from sqslease.idempotency import (
     record_key,
     ttl_of,
 )
-from sqslease.retry import FatalSqsError, error_code, extension_retry_delay
+from sqslease.idempotency_requests import (
+    THROTTLING,
+    FatalStoreError,
+    Refused,
+    Requests,
+    Retry,
+    Unavailable,
+    store_client,
+)
+from sqslease.retry import extension_retry_delay
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
 
-T = TypeVar("T")
+__all__ = ["FatalStoreError", "IdempotencyStore", "store_client"]
 
-THROTTLING = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "ThrottlingError",  # a transaction's cancellation reasons
-        "ProvisionedThroughputExceeded",
-    }
-)
-#: Errors no retry can fix: the role, the table (missing, wrong key schema) or its KMS key.
-FATAL = frozenset(
-    {
-        "AccessDeniedException",
-        "ResourceNotFoundException",
-        "ValidationException",
-        "UnrecognizedClientException",
-        "MissingAuthenticationTokenException",
-        "KMSAccessDeniedException",
-        "NoCredentialsError",
-    }
-)
-CONDITION_FAILED = "ConditionalCheckFailedException"
-TRANSACTION_CANCELED = "TransactionCanceledException"
 #: Expression attribute names: ``status``, ``owner`` and ``ttl`` are DynamoDB reserved words.
 NAMES = {"#k": KEY_ATTRIBUTE, "#s": "status", "#o": "owner", "#e": "expires_at", "#t": TTL_ATTRIBUTE, "#r": "result"}
 #: A record may be (re)written when it is absent or void: a lapsed IN_PROGRESS or an expired COMPLETED.
@@ -76,38 +59,8 @@ EXTEND_CONDITION = "#o = :o AND #s = :p AND #e > :now"
 OWNER_CONDITION = "#o = :o AND #s = :p"
 
 
-class FatalStoreError(FatalSqsError):
-    """A DynamoDB error that retrying cannot fix. A :class:`FatalSqsError`, so a consumer stops on it as on SQS's."""
-
-
-class _Retry(Exception):
-    """A fault worth another attempt; ``pause``: back off first (not for a race that a retry at once resolves)."""
-
-    def __init__(self, code: str, message: str, pause: bool = True) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.pause = pause
-        self.throttled = code in THROTTLING or "throttl" in code.lower()
-
-
 def _names(*keys: str) -> dict[str, str]:
     return {key: NAMES[key] for key in keys}
-
-
-def store_client(settings: LeaseSettings, concurrency: int = 1, session: Any = None, **client_kwargs: Any) -> Any:
-    """A DynamoDB client like :func:`sqslease.clients.lease_client`: ``lease_request_timeout``, no botocore retries,
-    a connection for each request in flight (heartbeat's and handlers')."""
-    import boto3
-    from botocore.config import Config
-
-    timeout = settings.lease_request_timeout
-    config = Config(
-        connect_timeout=timeout,
-        read_timeout=timeout,
-        retries={"mode": "standard", "total_max_attempts": 1},
-        max_pool_connections=settings.max_requests_in_flight + concurrency,
-    )
-    return (session or boto3.session.Session()).client("dynamodb", config=config, **client_kwargs)
 
 
 class IdempotencyStore:
@@ -141,9 +94,9 @@ class IdempotencyStore:
         self.sleep = sleep
         self.rng = rng or random.Random()
         self.request_timeout = settings.lease_request_timeout
+        self.io = Requests(client, settings, clock, sleep, self.rng)
         #: Requests sent, by DynamoDB operation (for tests and benchmarks).
-        self.requests: collections.Counter[str] = collections.Counter()
-        self._lock = threading.Lock()
+        self.requests = self.io.counts
 
     # -- begin ------------------------------------------------------------------------------------------------
     def begin(self, key: str, lease_expires_at: float) -> Begin:
@@ -165,16 +118,16 @@ class IdempotencyStore:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
             try:
-                self._call("PutItem", request)
+                self.io.call("PutItem", request)
                 return None
-            except _Refused as refused:
-                old = self._item_in_the_way(pk, refused.error)
+            except Refused as refused:
+                old = self.io.item_in_the_way(self.table, pk, refused.error)
                 if old is None:  # deleted between the two requests: try again at once
-                    raise _Retry("Vanished", "the record in the way was deleted", pause=False) from None
+                    raise Retry("Vanished", "the record in the way was deleted", pause=False) from None
                 return old
 
-        found = self._retrying("PutItem", pk, lease_expires_at, attempt, first_always=False)
-        if isinstance(found, _Unavailable):
+        found = self.io.retrying("PutItem", pk, lease_expires_at, attempt, first_always=False)
+        if isinstance(found, Unavailable):
             return Begin(BeginStatus.UNAVAILABLE, error=found.reason)
         if found is None or _text(found, "owner") == hold.token:  # ours (perhaps a timed-out attempt's)
             return Begin(BeginStatus.RUN, hold=hold)
@@ -215,10 +168,10 @@ class IdempotencyStore:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
             try:
-                self._call("UpdateItem", request)
+                self.io.call("UpdateItem", request)
                 return SettleOutcome.DONE
-            except _Refused as refused:
-                old = self._item_in_the_way(hold.pk, refused.error)
+            except Refused as refused:
+                old = self.io.item_in_the_way(self.table, hold.pk, refused.error)
                 ours = old is not None and _text(old, "owner") == hold.token
                 if ours and _text(old or {}, "status") == RecordStatus.COMPLETED:
                     return SettleOutcome.DONE  # an earlier attempt landed though its answer was lost
@@ -240,12 +193,14 @@ class IdempotencyStore:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
             try:
-                self._call("DeleteItem", request)
+                self.io.call("DeleteItem", request)
                 return SettleOutcome.DONE
-            except _Refused as refused:
+            except Refused as refused:
                 # Gone: an earlier attempt landed (or TTL cleanup ran). Present: another holder's, or completed.
                 return (
-                    SettleOutcome.DONE if self._item_in_the_way(hold.pk, refused.error) is None else SettleOutcome.LOST
+                    SettleOutcome.DONE
+                    if self.io.item_in_the_way(self.table, hold.pk, refused.error) is None
+                    else SettleOutcome.LOST
                 )
 
         return self._settle("DeleteItem", hold, deadline, attempt)
@@ -253,8 +208,8 @@ class IdempotencyStore:
     def _settle(
         self, operation: str, hold: Hold, deadline: float | None, attempt: Callable[[float], SettleOutcome]
     ) -> SettleOutcome:
-        outcome = self._retrying(operation, hold.pk, hold.expires_at if deadline is None else deadline, attempt, True)
-        if isinstance(outcome, _Unavailable):
+        outcome = self.io.retrying(operation, hold.pk, hold.expires_at if deadline is None else deadline, attempt, True)
+        if isinstance(outcome, Unavailable):
             return SettleOutcome.UNAVAILABLE
         if outcome is SettleOutcome.LOST:
             hold.lost = True
@@ -341,72 +296,16 @@ class IdempotencyStore:
             for hold, expiry in batch
         ]
         try:
-            self._call("TransactWriteItems", {"TransactItems": items})
+            self.io.call("TransactWriteItems", {"TransactItems": items})
             return [""] * len(batch)
-        except _Retry as fault:
+        except Retry as fault:
             logger.info("TransactWriteItems failed (%s); %d idempotency records to retry", fault, len(batch))
             return [fault.code] * len(batch)
-        except _Refused as refused:
+        except Refused as refused:
             reasons = getattr(refused.error, "response", {}).get("CancellationReasons") or []
             if len(reasons) != len(batch):  # no reason per record: retry all rather than guess
                 return ["Unknown"] * len(batch)
             return [str(reason.get("Code", "Unknown")) for reason in reasons]
-
-    # -- requests -------------------------------------------------------------------------------------------------
-    def _retrying(
-        self, operation: str, pk: str, deadline: float, attempt: Callable[[float], T], first_always: bool
-    ) -> T | _Unavailable:
-        """``attempt(now)`` until it returns, retrying faults while ``deadline`` leaves more than a request timeout."""
-        tries = 0
-        reason = "less than a request timeout of the lease was left"
-        while True:
-            now = self.clock()
-            slack = deadline - now
-            if slack <= self.request_timeout and not (first_always and tries == 0):
-                logger.error("%s of idempotency record %s gave up (%s)", operation, pk, reason)
-                return _Unavailable(reason)
-            tries += 1
-            try:
-                return attempt(now)
-            except _Retry as fault:
-                reason = str(fault)
-                if fault.pause:
-                    logger.info("%s of idempotency record %s failed (%s); retrying", operation, pk, fault)
-                    interval = self.settings.heartbeat_interval
-                    delay = extension_retry_delay(
-                        tries, fault.throttled, interval, max(slack, 0.0), self.request_timeout, self.rng
-                    )
-                    self.sleep(delay)
-
-    def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send one request. Raises :class:`_Refused` (a condition failed), :class:`_Retry` (throttling, 5xx, a
-        timeout, a dropped connection) or :class:`FatalStoreError`."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        with self._lock:
-            self.requests[operation] += 1
-        method = getattr(self.client, _METHODS[operation])
-        try:
-            answer: dict[str, Any] = method(**request)
-            return answer
-        except (ClientError, BotoCoreError) as error:
-            code, message = error_code(error)
-            if code in (CONDITION_FAILED, TRANSACTION_CANCELED):
-                raise _Refused(error) from None
-            if code in FATAL:
-                raise FatalStoreError(operation, code, message) from error
-            raise _Retry(code, message) from error
-
-    def _item_in_the_way(self, pk: str, error: BaseException) -> dict[str, Any] | None:
-        """The item a condition failed on: from the error (``ALL_OLD``), else read (strongly consistent)."""
-        response = getattr(error, "response", {})
-        if "Item" in response:
-            return dict(response["Item"])
-        answer = self._call(
-            "GetItem", {"TableName": self.table, "Key": {KEY_ATTRIBUTE: {"S": pk}}, "ConsistentRead": True}
-        )
-        item: dict[str, Any] | None = answer.get("Item")
-        return item
 
     def _item(self, pk: str, status: RecordStatus, token: str, expires_at: float) -> dict[str, Any]:
         return {
@@ -416,26 +315,6 @@ class IdempotencyStore:
             "expires_at": {"N": epoch_text(expires_at)},
             TTL_ATTRIBUTE: {"N": str(ttl_of(expires_at, status))},
         }
-
-
-_METHODS = {
-    "PutItem": "put_item",
-    "GetItem": "get_item",
-    "UpdateItem": "update_item",
-    "DeleteItem": "delete_item",
-    "TransactWriteItems": "transact_write_items",
-}
-
-
-class _Unavailable:
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-class _Refused(Exception):
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _text(item: dict[str, Any], name: str) -> str | None:
