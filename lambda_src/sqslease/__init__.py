@@ -9,6 +9,8 @@
   visibility changes), ``MessageProcessor`` (failure policies, DLQ), ``EmfLogger`` (one line per message),
   ``sqslease.clients`` (one client and connection pool each for lease requests, long polls and the rest),
   ``ReadyQueue`` (receive order, one running message per FIFO group), ``TaskProtection`` (ECS scale-in).
+- ``sqslease.idempotency`` and ``sqslease.idempotency_store``: exactly-once completion records in DynamoDB, tied
+  to the leases (the store only: not yet called by the worker or the adapter).
 
 boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """

@@ -1,7 +1,9 @@
-"""The idempotency store: begin, extend, complete and fail records (schema in :mod:`sqslease.idempotency`), each
-request with the discipline of SQS lease requests (:mod:`sqslease.idempotency_requests`): timeouts, and retries
-only within the lease's slack. A record that cannot be written in time is reported UNAVAILABLE: the caller does
-not run the message and lets its lease lapse. Never a run without a record.
+"""The idempotency store: begin, extend, complete and fail records.
+
+The schema is in :mod:`sqslease.idempotency`. Each request has the discipline of SQS lease requests
+(:mod:`sqslease.idempotency_requests`): timeouts, and retries only within the lease's slack. A record that
+cannot be written in time is reported UNAVAILABLE: the caller does not run the message and lets its lease
+lapse. Never a run without a record.
 
 Requests: ``begin`` one PutItem (plus a GetItem when DynamoDB does not return the item that failed the
 condition), ``complete`` one UpdateItem, ``fail`` one DeleteItem, ``extend`` ceil(due / 100) TransactWriteItems
