@@ -21,6 +21,7 @@ from sqslease.idempotency import (
     compute_key,
     leading_keys_pattern,
     lease_expiry_epoch,
+    message_id_key,
     record_key,
 )
 from sqslease.idempotency_store import FatalStoreError, IdempotencyStore
@@ -45,6 +46,7 @@ def message(message_id: str, body: str) -> Message:
 
 def test_keys_are_prefixed_with_the_job_type_for_a_leading_keys_condition() -> None:
     by_order = compute_key(lambda body, m: json.loads(body)["order_id"], '{"order_id": "A-1"}', message("m1", ""))
+    assert compute_key(message_id_key, "{}", message("m1", "{}")) == "m1"  # the default: redeliveries
     assert record_key("Orders", by_order) == "Orders#A-1"
     assert leading_keys_pattern("Orders") == "Orders#*"
     with pytest.raises(ValueError, match="without '#'"):
@@ -273,3 +275,13 @@ def test_a_record_void_within_a_request_timeout_is_not_extended() -> None:
     hold.expires_at = T0 + 40  # the caller thinks it has longer than the record says
     clock.now = T0 + 30 - SETTINGS.lease_request_timeout / 2
     assert store.extend([(hold, T0 + 60)]) == [ExtendOutcome.LOST]
+
+
+def test_a_fatal_error_in_an_extension_raises_instead_of_losing_records_quietly() -> None:
+    clock = FakeClock(T0)
+    store, db = store_on(clock)
+    holds = held(store, 2, T0 + 30)
+    db.script("TransactWriteItems", "no_table")
+    with pytest.raises(FatalStoreError, match="TransactWriteItems failed with ResourceNotFoundException"):
+        store.extend([(hold, T0 + 55) for hold in holds])
+    assert not any(hold.lost for hold in holds) and store.requests == {"TransactWriteItems": 1}
