@@ -13,6 +13,8 @@
   ``ReadyQueue`` (receive order, one running message per FIFO group), ``TaskProtection`` (ECS scale-in),
   ``Attempt`` (one handler run, settled once: by its end or its ``max_processing_time``), ``AsyncLoop`` (the
   event loop of ``async def`` handlers).
+- ``sqslease.idempotency`` and ``sqslease.idempotency_store``: exactly-once completion records in DynamoDB, tied
+  to the leases (the store only: not yet called by the worker or the adapter).
 
 boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """

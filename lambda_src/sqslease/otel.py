@@ -11,8 +11,9 @@ have many producers) to the producer's trace context when the message carries on
 ``sqslease.lease_extensions``; a failed, dead-lettered or timed-out message sets the span's status to ERROR and
 records the exception.
 
-Spans go wherever the application's tracer provider sends them; without an SDK configured the API's no-op
-tracer costs next to nothing. This module imports ``opentelemetry`` only when :class:`OtelHooks` is created, so
+Spans go wherever the application's tracer provider sends them; while no provider is set (the API alone, or an
+SDK not configured yet) the hook does nothing, checked per message, so a provider set later is used. This
+module imports ``opentelemetry`` only when :class:`OtelHooks` is created, so
 sqslease imports without it.
 """
 
@@ -40,14 +41,23 @@ class OtelHooks:
         from sqslease import __version__
 
         self._trace = trace
+        self._explicit = tracer_provider is not None
+        self._no_op_providers = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
         self._tracer = trace.get_tracer("sqslease", __version__, tracer_provider=tracer_provider)
         self._spans: dict[int, Any] = {}
         self._lock = threading.Lock()
         self.job_type = job_type
 
+    def recording(self) -> bool:
+        """Whether spans go anywhere: an explicit provider, or a global one an SDK installed. Without one the API
+        gives a no-op tracer; building a span's links and attributes for it would cost every message for nothing."""
+        return self._explicit or not isinstance(self._trace.get_tracer_provider(), self._no_op_providers)
+
     def before(self, message: Message) -> None:
         from opentelemetry import context
 
+        if not self.recording():
+            return
         queue = message.queue_url.rstrip("/").rsplit("/", 1)[-1]
         span = self._tracer.start_span(
             f"{queue} process",

@@ -1,0 +1,324 @@
+"""The idempotency store: begin, extend, complete and fail records.
+
+The schema is in :mod:`sqslease.idempotency`. Each request has the discipline of SQS lease requests
+(:mod:`sqslease.idempotency_requests`): timeouts, and retries only within the lease's slack. A record that
+cannot be written in time is reported UNAVAILABLE: the caller does not run the message and lets its lease
+lapse. Never a run without a record.
+
+Requests: ``begin`` one PutItem (plus a GetItem when DynamoDB does not return the item that failed the
+condition), ``complete`` one UpdateItem, ``fail`` one DeleteItem, ``extend`` ceil(due / 100) TransactWriteItems
+(one more per batch in which a record was lost: a transaction is all-or-nothing; see :meth:`extend`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqslease.idempotency import (
+    KEY_ATTRIBUTE,
+    TRANSACTION_MAX_ITEMS,
+    TTL_ATTRIBUTE,
+    Begin,
+    BeginStatus,
+    ExtendOutcome,
+    Hold,
+    IdempotencySettings,
+    RecordStatus,
+    SettleOutcome,
+    completed_expiry,
+    decode_result,
+    encode_result,
+    epoch_text,
+    record_key,
+    ttl_of,
+)
+from sqslease.idempotency_requests import (
+    THROTTLING,
+    FatalStoreError,
+    Refused,
+    Requests,
+    Retry,
+    Unavailable,
+    store_client,
+)
+from sqslease.retry import extension_retry_delay
+from sqslease.settings import LeaseSettings
+
+logger = logging.getLogger("sqslease")
+
+__all__ = ["FatalStoreError", "IdempotencyStore", "store_client"]
+
+#: Expression attribute names: ``status``, ``owner`` and ``ttl`` are DynamoDB reserved words.
+NAMES = {"#k": KEY_ATTRIBUTE, "#s": "status", "#o": "owner", "#e": "expires_at", "#t": TTL_ATTRIBUTE, "#r": "result"}
+#: A record may be (re)written when it is absent or void: a lapsed IN_PROGRESS or an expired COMPLETED.
+BEGIN_CONDITION = "attribute_not_exists(#k) OR #e <= :now"
+EXTEND_CONDITION = "#o = :o AND #s = :p AND #e > :now"
+OWNER_CONDITION = "#o = :o AND #s = :p"
+
+
+def _names(*keys: str) -> dict[str, str]:
+    return {key: NAMES[key] for key in keys}
+
+
+class IdempotencyStore:
+    """Idempotency records of one job type in one table. Thread-safe; all times are epoch seconds on ``clock``.
+
+    :param client: a boto3 DynamoDB client (:func:`store_client`).
+    :param settings: the lease settings: request timeout and retry pacing (``heartbeat_interval``).
+    :param idempotency: table, retention and result limit.
+    :param clock: wall clock, epoch seconds. Default ``time.time``.
+    :param sleep: ``sleep(seconds)`` between retries. Default ``time.sleep``.
+    :param rng: random source of the retry jitter.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        settings: LeaseSettings,
+        idempotency: IdempotencySettings,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], object] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not idempotency.table:
+            raise ValueError("IdempotencySettings.table is not set: give the table (SQSLEASE_IDEMPOTENCY_TABLE)")
+        record_key(settings.job_type, "")  # refuses a job type that cannot prefix keys
+        self.client = client
+        self.settings = settings
+        self.idempotency = idempotency
+        self.table: str = idempotency.table
+        self.clock = clock
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.request_timeout = settings.lease_request_timeout
+        self.io = Requests(client, settings, clock, sleep, self.rng)
+        #: Requests sent, by DynamoDB operation (for tests and benchmarks).
+        self.requests = self.io.counts
+
+    # -- begin ------------------------------------------------------------------------------------------------
+    def begin(self, key: str, lease_expires_at: float) -> Begin:
+        """Claim ``key`` until ``lease_expires_at`` (the message's lease, epoch seconds) and say what to do.
+
+        The record is written if absent or void (a lapsed IN_PROGRESS: its holder died or lost its lease).
+        Sent only while more than a request timeout of the lease is left.
+        """
+        pk = record_key(self.settings.job_type, key)
+        hold = Hold(pk, uuid.uuid4().hex, lease_expires_at)
+
+        def attempt(now: float) -> dict[str, Any] | None:
+            request = {
+                "TableName": self.table,
+                "Item": self._item(pk, RecordStatus.IN_PROGRESS, hold.token, lease_expires_at),
+                "ConditionExpression": BEGIN_CONDITION,
+                "ExpressionAttributeNames": _names("#k", "#e"),
+                "ExpressionAttributeValues": {":now": {"N": epoch_text(now)}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+            try:
+                self.io.call("PutItem", request)
+                return None
+            except Refused as refused:
+                old = self.io.item_in_the_way(self.table, pk, refused.error)
+                if old is None:  # deleted between the two requests: try again at once
+                    raise Retry("Vanished", "the record in the way was deleted", pause=False) from None
+                return old
+
+        found = self.io.retrying("PutItem", pk, lease_expires_at, attempt, first_always=False)
+        if isinstance(found, Unavailable):
+            return Begin(BeginStatus.UNAVAILABLE, error=found.reason)
+        if found is None or _text(found, "owner") == hold.token:  # ours (perhaps a timed-out attempt's)
+            return Begin(BeginStatus.RUN, hold=hold)
+        if _text(found, "status") == RecordStatus.COMPLETED:
+            return Begin(BeginStatus.COMPLETED, result=decode_result(_text(found, "result")))
+        return Begin(BeginStatus.IN_PROGRESS_ELSEWHERE, expires_at=float(found["expires_at"]["N"]))
+
+    # -- complete and fail --------------------------------------------------------------------------------------
+    def complete(self, hold: Hold, result: Any = None, deadline: float | None = None) -> SettleOutcome:
+        """Mark the record COMPLETED (with ``result`` as JSON unless ``None``) until retention plus margin.
+
+        Raises :class:`~sqslease.idempotency.ResultTooLargeError` (or ``TypeError``) before any request: the record
+        stays IN_PROGRESS. One attempt always; retries while ``deadline`` (epoch seconds; default the record's
+        expiry) leaves slack. LOST: the record is another holder's, untouched.
+        """
+        text = encode_result(result, self.idempotency.max_result_bytes)
+
+        def attempt(now: float) -> SettleOutcome:
+            expires_at = completed_expiry(now, self.idempotency)
+            values = {
+                ":o": {"S": hold.token},
+                ":p": {"S": RecordStatus.IN_PROGRESS.value},
+                ":c": {"S": RecordStatus.COMPLETED.value},
+                ":e": {"N": epoch_text(expires_at)},
+                ":t": {"N": str(ttl_of(expires_at, RecordStatus.COMPLETED))},
+            }
+            update = "SET #s = :c, #e = :e, #t = :t"
+            if text is not None:
+                update += ", #r = :r"
+                values[":r"] = {"S": text}
+            request = {
+                "TableName": self.table,
+                "Key": {KEY_ATTRIBUTE: {"S": hold.pk}},
+                "UpdateExpression": update,
+                "ConditionExpression": OWNER_CONDITION,
+                "ExpressionAttributeNames": _names("#s", "#o", "#e", "#t", *(["#r"] if text is not None else [])),
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+            try:
+                self.io.call("UpdateItem", request)
+                return SettleOutcome.DONE
+            except Refused as refused:
+                old = self.io.item_in_the_way(self.table, hold.pk, refused.error)
+                ours = old is not None and _text(old, "owner") == hold.token
+                if ours and _text(old or {}, "status") == RecordStatus.COMPLETED:
+                    return SettleOutcome.DONE  # an earlier attempt landed though its answer was lost
+                return SettleOutcome.LOST
+
+        return self._settle("UpdateItem", hold, deadline, attempt)
+
+    def fail(self, hold: Hold, deadline: float | None = None) -> SettleOutcome:
+        """Delete the record, if it is still ours, so that a retry runs. Same attempts and deadline as
+        :meth:`complete`; not deleted (UNAVAILABLE), it lapses at its expiry and a retry runs then."""
+
+        def attempt(now: float) -> SettleOutcome:
+            request = {
+                "TableName": self.table,
+                "Key": {KEY_ATTRIBUTE: {"S": hold.pk}},
+                "ConditionExpression": OWNER_CONDITION,
+                "ExpressionAttributeNames": _names("#s", "#o"),
+                "ExpressionAttributeValues": {":o": {"S": hold.token}, ":p": {"S": RecordStatus.IN_PROGRESS.value}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+            try:
+                self.io.call("DeleteItem", request)
+                return SettleOutcome.DONE
+            except Refused as refused:
+                # Gone: an earlier attempt landed (or TTL cleanup ran). Present: another holder's, or completed.
+                return (
+                    SettleOutcome.DONE
+                    if self.io.item_in_the_way(self.table, hold.pk, refused.error) is None
+                    else SettleOutcome.LOST
+                )
+
+        return self._settle("DeleteItem", hold, deadline, attempt)
+
+    def _settle(
+        self, operation: str, hold: Hold, deadline: float | None, attempt: Callable[[float], SettleOutcome]
+    ) -> SettleOutcome:
+        outcome = self.io.retrying(operation, hold.pk, hold.expires_at if deadline is None else deadline, attempt, True)
+        if isinstance(outcome, Unavailable):
+            return SettleOutcome.UNAVAILABLE
+        if outcome is SettleOutcome.LOST:
+            hold.lost = True
+            logger.warning("idempotency record %s is another holder's: %s left it untouched", hold.pk, operation)
+        return outcome
+
+    # -- extend ---------------------------------------------------------------------------------------------------
+    def extend(self, due: Sequence[tuple[Hold, float]]) -> list[ExtendOutcome]:
+        """Move each held record's expiry to its new lease (epoch seconds); outcomes in ``due``'s order.
+
+        One TransactWriteItems of up to 100 conditional updates per batch, ceil(due / 100) requests: each update
+        is conditional (ours, IN_PROGRESS, not void a request timeout from now). BatchWriteItem (25 a request)
+        cannot be conditional, so it could revive a record a successor holds. A transaction is all-or-nothing:
+        when records were lost it is cancelled with a reason per record; those are marked lost and the rest
+        sent again at once: one more request per batch however many were lost. Throttled, conflicting and
+        timed-out records are retried, paced as the heartbeat's, within the slack of the earliest expiry.
+        """
+        if len({id(hold) for hold, _ in due}) != len(due):
+            raise ValueError("extend: each hold at most once (a transaction cannot name an item twice)")
+        outcomes = {id(hold): ExtendOutcome.LOST if hold.lost else ExtendOutcome.UNAVAILABLE for hold, _ in due}
+        pending = [(hold, expiry) for hold, expiry in due if not hold.lost]
+        attempt = 0
+        tried = False
+        while pending:
+            now = self.clock()
+            # Void within a request timeout: an update could land after the expiry. Lost if never tried.
+            for hold, _ in pending:
+                if hold.expires_at - now <= self.request_timeout:
+                    hold.lost = True
+                    if not tried:
+                        outcomes[id(hold)] = ExtendOutcome.LOST
+                    else:
+                        logger.error("idempotency record %s could not be extended before it lapses", hold.pk)
+            pending = [(hold, expiry) for hold, expiry in pending if not hold.lost]
+            if not pending:
+                break
+            slack = min(hold.expires_at for hold, _ in pending) - now
+            tried = True
+            again: list[tuple[Hold, float]] = []
+            pause = throttled = False
+            for start in range(0, len(pending), TRANSACTION_MAX_ITEMS):
+                batch = pending[start : start + TRANSACTION_MAX_ITEMS]
+                codes = self._extend_batch(batch, now)
+                for (hold, expiry), code in zip(batch, codes, strict=True):
+                    if code == "":
+                        hold.expires_at = expiry
+                        outcomes[id(hold)] = ExtendOutcome.EXTENDED
+                    elif code == "ConditionalCheckFailed":
+                        hold.lost = True
+                        outcomes[id(hold)] = ExtendOutcome.LOST
+                        logger.warning("idempotency record %s is no longer ours or has lapsed: not extended", hold.pk)
+                    else:
+                        again.append((hold, expiry))
+                        pause = pause or code != "None"  # "None": cancelled only because another record failed
+                        throttled = throttled or code in THROTTLING
+            pending = again
+            if pending and pause:
+                attempt += 1
+                interval = self.settings.heartbeat_interval
+                self.sleep(extension_retry_delay(attempt, throttled, interval, slack, self.request_timeout, self.rng))
+        return [outcomes[id(hold)] for hold, _ in due]
+
+    def _extend_batch(self, batch: list[tuple[Hold, float]], now: float) -> list[str]:
+        """One TransactWriteItems: per record ``""`` (extended), or the cancellation reason's code, or the whole
+        request's error code for each."""
+        items = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": {KEY_ATTRIBUTE: {"S": hold.pk}},
+                    "UpdateExpression": "SET #e = :e, #t = :t",
+                    "ConditionExpression": EXTEND_CONDITION,
+                    "ExpressionAttributeNames": _names("#o", "#s", "#e", "#t"),
+                    "ExpressionAttributeValues": {
+                        ":e": {"N": epoch_text(expiry)},
+                        ":t": {"N": str(ttl_of(expiry, RecordStatus.IN_PROGRESS))},
+                        ":o": {"S": hold.token},
+                        ":p": {"S": RecordStatus.IN_PROGRESS.value},
+                        # Void a request timeout from now is void when the update lands: never revive it.
+                        ":now": {"N": epoch_text(now + self.request_timeout)},
+                    },
+                }
+            }
+            for hold, expiry in batch
+        ]
+        try:
+            self.io.call("TransactWriteItems", {"TransactItems": items})
+            return [""] * len(batch)
+        except Retry as fault:
+            logger.info("TransactWriteItems failed (%s); %d idempotency records to retry", fault, len(batch))
+            return [fault.code] * len(batch)
+        except Refused as refused:
+            reasons = getattr(refused.error, "response", {}).get("CancellationReasons") or []
+            if len(reasons) != len(batch):  # no reason per record: retry all rather than guess
+                return ["Unknown"] * len(batch)
+            return [str(reason.get("Code", "Unknown")) for reason in reasons]
+
+    def _item(self, pk: str, status: RecordStatus, token: str, expires_at: float) -> dict[str, Any]:
+        return {
+            KEY_ATTRIBUTE: {"S": pk},
+            "status": {"S": status.value},
+            "owner": {"S": token},
+            "expires_at": {"N": epoch_text(expires_at)},
+            TTL_ATTRIBUTE: {"N": str(ttl_of(expires_at, status))},
+        }
+
+
+def _text(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name, {}).get("S")
+    return None if value is None else str(value)
