@@ -186,9 +186,16 @@ def test_purge_asks_first(ops_deployment: Deployment) -> None:
         return int(attributes["Attributes"][names[0]])
 
     assert depth() == 3
+    # no input at all (a CI step without --yes): declined, not "interrupted"
+    unanswered = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert unanswered.returncode == 1 and "nothing deleted; pass --yes" in unanswered.stdout, unanswered
+    assert depth() == 3
     done = subprocess.run([*command, "--yes"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "purged Prod-Billing/Receipts's DLQ" in done.stdout, done
     assert depth() == 0
+    # an empty DLQ: nothing to ask
+    empty = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert empty.returncode == 0 and "is empty: nothing to purge" in empty.stdout, empty
 
 
 # dlq list: a real poison message, dead-lettered by the real worker under `jobqueues local up`.
@@ -394,3 +401,26 @@ def test_search_patterns_fit_the_api_s_1024_characters() -> None:
     assert all(len(pattern) <= 1024 for _, pattern in patterns)
     assert patterns[0][1].startswith(f'?"{ids[0]}" ?"{ids[1]}"')
     assert any_term_patterns(ids[:1]) == [([ids[0]], f'"{ids[0]}"')]
+
+
+def test_a_message_released_unrun_says_it_never_failed() -> None:
+    from jobqueues.ops.dlq import last_logged_errors
+
+    # GIVEN a FIFO group-mate released twice after its group's earlier message failed, and a message that failed
+    lines = [
+        emf_line("mate", "released", None, 1),
+        emf_line("mate", "released", None, 2),
+        emf_line("poison", "failure", ValueError("bad order"), 1),
+        emf_line("poison", "released", None, 2),
+    ]
+
+    class Logs:
+        def filter_log_events(self, **request: Any) -> dict[str, Any]:
+            return {"events": [{"message": line, "timestamp": 1000 + i} for i, line in enumerate(lines)]}
+
+    # WHEN the log is searched for both
+    errors = last_logged_errors(Logs(), "/group", {"mate": 0, "poison": 0}).errors
+    # THEN the failed one shows its error, and the released one that it never failed, and why it was released
+    assert (errors["poison"].error_type, errors["poison"].error) == ("ValueError", "bad order")
+    assert errors["mate"].error_type == "released"
+    assert errors["mate"].error.startswith("never failed: released unrun 2 times (FIFO: an earlier message")

@@ -205,6 +205,7 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
     emf = [line for f in (up_run.logs_dir / "emf" / "Invoices").glob("*.log") for line in f.read_text().splitlines()]
     assert emf and all(json.loads(line)["JobType"] == "Invoices" for line in emf)
     assert sum(json.loads(line)["Outcome"] == "success" for line in emf) == 12
+    assert all(f.stat().st_size > 0 for f in (up_run.logs_dir / "emf").rglob("*.log"))  # no empty file for jobstats
     assert not (up_run.logs_dir / "lambda-code").exists()
     assert (OPS_APP_DIR / ".jobqueues" / "lambda-code" / "Receipts").is_dir()
 

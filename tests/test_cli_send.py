@@ -45,9 +45,22 @@ def test_a_file_goes_in_batches_keeping_the_fifo_group(
     received = take_all(ops_deployment.server.client("sqs"), invoices.queue_url or "")
     assert [json.loads(m["Body"])["id"] for m in received] == [f"send-{i}" for i in range(23)]  # in order
     assert {m["Attributes"]["MessageGroupId"] for m in received} == {"customer-7"}
-    # no content-based deduplication on this queue: each body's SHA-256 is its deduplication id
+    # no content-based deduplication on this queue: the SHA-256 of group and body is the deduplication id
     first = received[0]
-    assert first["Attributes"]["MessageDeduplicationId"] == hashlib.sha256(first["Body"].encode()).hexdigest()
+    expected = hashlib.sha256(f"customer-7\n{first['Body']}".encode()).hexdigest()
+    assert first["Attributes"]["MessageDeduplicationId"] == expected
+
+
+@NEEDS_CDK
+def test_the_same_body_to_two_groups_is_two_messages(ops_deployment: Deployment) -> None:
+    # GIVEN one body, sent to two FIFO groups (SQS deduplicates across the whole queue)
+    invoices = job(ops_deployment, "Invoices")
+    body = json.dumps({"id": "same-body-two-groups"})
+    for group in ("customer-1", "customer-2"):
+        assert jq(ops_deployment, "send", "Invoices", "--body", body, "--group", group) == 0
+    # WHEN the queue is read THEN both arrived, one per group
+    received = take_all(ops_deployment.server.client("sqs"), invoices.queue_url or "")
+    assert sorted(m["Attributes"]["MessageGroupId"] for m in received) == ["customer-1", "customer-2"]
 
 
 @NEEDS_CDK

@@ -33,7 +33,9 @@ class QueueOptions(TypedDict, total=False):
         How long the DLQ keeps a message; longer than ``retention_period``, because a message keeps its
         original enqueue time there. Default: 14 days.
     fifo:
-        FIFO queues (both get ``.fifo`` names); consumers keep order per message group. Default: False.
+        FIFO queues (both get ``.fifo`` names); consumers keep order per message group. A message that fails
+        until the DLQ takes with it the later messages of its group received with it (released unrun to keep the
+        order, they reach ``max_receive_count`` together): ``jobqueues dlq list`` marks them. Default: False.
     content_based_deduplication:
         FIFO only: deduplicate on the body's SHA-256. Default: False.
     queue_name:

@@ -28,8 +28,9 @@ class Attempt:
         self.started = started
         #: When (clock) its timeout claimed the settle; None while it has not timed out.
         self.timed_out_at: float | None = None
-        #: Set once the handler returned (or raised), however late.
-        self.ended = threading.Event()
+        #: True once the handler returned (or raised), however late. A flag, not an Event: nothing waits on it
+        #: (a watcher looks at it), and an Event's condition costs every record.
+        self.ended = False
         self._lock = threading.Lock()
         self._claimed = False
         self._cancel: Callable[[], object] | None = None

@@ -137,7 +137,7 @@ class HandlerPool:
             with self._running_lock:
                 if self._running.get(thread) is attempt:
                     del self._running[thread]
-                if not attempt.ended.is_set():  # else its thread is back already (and saw it timed out)
+                if not attempt.ended:  # else its thread is back already (and saw it timed out)
                     self._timed_out[thread] = attempt
                 self.processed += 1
             self._finished(attempt.message, failed=True)
@@ -209,6 +209,6 @@ class HandlerPool:
 
 def _hung(attempt: Attempt, now: float) -> bool:
     """Timed out and still running: at once for a thread, after a grace for a cancelled task."""
-    if attempt.timed_out_at is None or attempt.ended.is_set():
+    if attempt.timed_out_at is None or attempt.ended:
         return False
     return now >= attempt.timed_out_at + (ASYNC_CANCEL_GRACE_S if attempt.cancellable else 0)

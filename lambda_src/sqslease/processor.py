@@ -140,7 +140,7 @@ class MessageProcessor:
             # lease extended with no one to settle it. The process stops only on the signals the worker handles.
             error = caught
         finally:
-            attempt.ended.set()
+            attempt.ended = True
         elapsed_ms = (time.perf_counter() - started) * 1000
         if not attempt.claim():  # its timeout settled it: the result comes too late to count
             logger.warning(

@@ -35,7 +35,8 @@ class _Stream:
     group: str
     name: str
     local: IO[str]
-    local_emf: IO[str]
+    emf_path: Path  # opened with the first EMF line: jobstats reads an empty file as a foreign log
+    local_emf: IO[str] | None = None
     pending: list[dict[str, Any]] = field(default_factory=list)
     last_ms: int = 0
     emf: list[str] = field(default_factory=list)
@@ -65,10 +66,9 @@ class LogShipper:
         """Read ``source`` (a pipe's reading end) until end of file on a thread: each line to ``logs_dir /
         local_name`` and to log stream ``stream`` of group ``group`` (both created if missing)."""
         self._create(group, stream)
-        path, emf_path = self.local_path(local_name), self.logs_dir / EMF_DIR / local_name
+        path = self.local_path(local_name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        emf_path.parent.mkdir(parents=True, exist_ok=True)
-        entry = _Stream(group, stream, path.open("a", encoding="utf-8"), emf_path.open("a", encoding="utf-8"))
+        entry = _Stream(group, stream, path.open("a", encoding="utf-8"), self.logs_dir / EMF_DIR / local_name)
         with self._lock:
             self._streams[group, stream] = entry
         reader = threading.Thread(target=self._read, args=(source, entry), name=f"log-{stream}", daemon=True)
@@ -95,7 +95,8 @@ class LogShipper:
         with self._lock:
             for entry in self._streams.values():
                 entry.local.close()
-                entry.local_emf.close()
+                if entry.local_emf is not None:
+                    entry.local_emf.close()
 
     # -- internals ------------------------------------------------------------------------------------
     def _create(self, group: str, stream: str) -> None:
@@ -125,6 +126,9 @@ class LogShipper:
                     entry.pending.append({"timestamp": entry.last_ms, "message": line[:MAX_EVENT_CHARS]})
                     if line.startswith("{"):
                         entry.emf.append(line)
+                        if entry.local_emf is None:
+                            entry.emf_path.parent.mkdir(parents=True, exist_ok=True)
+                            entry.local_emf = entry.emf_path.open("a", encoding="utf-8")
                         entry.local_emf.write(line + "\n")
                         entry.local_emf.flush()
 

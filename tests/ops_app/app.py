@@ -13,6 +13,7 @@ A job body is JSON: ``{"id": ..., "work_s": seconds, "fail": "text"}``; ``fail``
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import aws_cdk as cdk
@@ -23,7 +24,8 @@ from constructs import Construct
 
 from jobqueues import EcsJob, JobQueue, LambdaJob, deploy_time_availability_zones
 
-ENV = cdk.Environment(account="123456789012", region="us-east-1")
+# The README's pattern for an app deployed locally and on AWS: cdk sets both (jobqueues local: the emulator's).
+ENV = cdk.Environment(account=os.environ["CDK_DEFAULT_ACCOUNT"], region=os.environ["CDK_DEFAULT_REGION"])
 
 
 class BillingStack(Stack):

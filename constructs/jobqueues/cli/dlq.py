@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import sys
 
 import click
 from rich.console import Console
@@ -60,6 +61,12 @@ def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool)
         notes.append(
             f"no error from the log: {found.no_log_reason}; an error shown is from sqslease's dead-letter copy"
         )
+    if job.consumer is not None and job.consumer.kind == "lambda" and any(r.last_error is None for r in found.rows):
+        group = job.consumer.log_group or "the function's log group"
+        notes.append(
+            f"an error that names no message is not shown: a function that cannot import its code, times out, or "
+            f"fails a whole batch logs it without message ids; see {group}"
+        )
     if not found.log_complete:
         notes.append(f"the log search stopped after {found.log_calls} pages: older errors may be missing")
     if as_json:
@@ -91,9 +98,18 @@ def purge_(aws: Aws, job_type: str, stack: str | None, yes: bool) -> int:
     job = aws.job_type(job_type, stack)
     url = dead_letter_url(job)
     count = depth(aws.client("sqs"), url)
-    if not yes and not click.confirm(f"delete the {messages(count)} of {job.name}'s DLQ ({url})?", default=False):
-        click.echo("nothing deleted")
-        return EXIT_FAILED
+    if count == 0:
+        click.echo(f"the DLQ of {job.name} is empty: nothing to purge")
+        return 0
+    if not yes:
+        click.echo(f"delete the {messages(count)} of {job.name}'s DLQ ({url})? [y/N]: ", nl=False)
+        answer = sys.stdin.readline()  # Ctrl-C here is an interrupt (130), as anywhere
+        if not answer:  # end of input: a script or CI step, nobody to ask
+            click.echo("\nno answer (no input to read): nothing deleted; pass --yes to purge without asking")
+            return EXIT_FAILED
+        if answer.strip().lower() not in ("y", "yes"):
+            click.echo("nothing deleted")
+            return EXIT_FAILED
     purge(aws.client("sqs"), url)
     click.echo(f"purged {job.name}'s DLQ: about {messages(count)} deleted (SQS takes up to 60 s to finish)")
     return 0

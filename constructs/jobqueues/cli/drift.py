@@ -4,6 +4,7 @@ deployed visibility timeouts against jobstats' measurements (:mod:`jobqueues.ops
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -82,7 +83,11 @@ def command(
         from jobqueues.ops.synth import synth
 
         with tempfile.TemporaryDirectory(prefix="jobqueues-drift-") as output:
-            synth(Path.cwd(), app, Path(output))
+            # No AWS needed: an app whose env reads CDK_DEFAULT_ACCOUNT/REGION (set by cdk from credentials) gets
+            # placeholders where there are none; the queues' numbers do not depend on the account.
+            placeholders = {"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "us-east-1"}
+            environment = {name: value for name, value in placeholders.items() if not os.environ.get(name)}
+            synth(Path.cwd(), app, Path(output), environment=environment)
             templates = [StackTemplate(a.name, a.template()) for a in stack_artifacts(Path(output))]
         job_types = discover_templates(templates).job_types
     else:
@@ -95,7 +100,7 @@ def command(
         console = Console() if Console().is_terminal else Console(width=200)
         console.print(table(rows))
         for row in rows:
-            if row.drifted or row.fixes:
+            if row.drifted or row.fixes or row.status == "no_recommendation":  # why nothing was compared, too
                 click.echo(f"{row.name}: {row.reason}")
                 for fix in row.fixes:
                     click.echo(f"  change: {fix} on job type {row.job_type}")

@@ -38,6 +38,11 @@ MAX_LOG_PAGES = 100
 #: Milliseconds searched before a message's first send: the log's timestamps come from the consumer's clock.
 CLOCK_SKEW_MS = 60_000
 SOURCE_ID_ATTRIBUTE = "sqslease.source_message_id"
+#: Why sqslease releases a message it did not run (docs/sqslease.md): what a DLQ row of such a message says.
+RELEASED_WHY = (
+    "FIFO: an earlier message of its group failed in the same receive, and each retry of that one received it "
+    "again; or a drain, or a Lambda deadline, left it unstarted"
+)
 ERROR_ATTRIBUTE = "sqslease.error"
 
 
@@ -126,8 +131,14 @@ def _release(sqs: Any, url: str, handles: list[str]) -> None:
 
 
 def parse_failure(message: str) -> dict[str, Any] | None:
-    """The EMF object of a log event if it is a failure line (one with ``ErrorType``). Text before the JSON (a
-    runtime's prefix: Lambda's ``[ERROR]\\t<time>\\t<request id>\\t``) is skipped, and so is text after it."""
+    """The EMF object of a log event if it is a failure line (one with ``ErrorType``); see :func:`parse_line`."""
+    line = parse_line(message)
+    return line if line is not None and "ErrorType" in line else None
+
+
+def parse_line(message: str) -> dict[str, Any] | None:
+    """The EMF object of a log event (one with a ``MessageId``). Text before the JSON (a runtime's prefix:
+    Lambda's ``[ERROR]\\t<time>\\t<request id>\\t``) is skipped, and so is text after it."""
     decoder = json.JSONDecoder()
     start = message.find("{")
     for _ in range(5):  # a prefix may hold braces of its own; a line is short, a few tries suffice
@@ -138,7 +149,7 @@ def parse_failure(message: str) -> dict[str, Any] | None:
         except ValueError:
             start = message.find("{", start + 1)
             continue
-        return line if isinstance(line, dict) and "ErrorType" in line else None
+        return line if isinstance(line, dict) and "MessageId" in line else None
     return None
 
 
@@ -172,6 +183,7 @@ def last_logged_errors(logs: Any, log_group: str, since_ms: dict[str, int]) -> E
     since the epoch): oldest ids first, 25 or so per search, each search from its oldest send on."""
     ordered = sorted(since_ms, key=lambda message_id: since_ms[message_id])
     latest: dict[str, tuple[int, dict[str, Any]]] = {}
+    released: dict[str, tuple[int, int]] = {}  # id -> (latest release, releases): lines without an error
     calls, complete = 0, True
     for ids, pattern in any_term_patterns(ordered):
         wanted = set(ids)
@@ -184,14 +196,18 @@ def last_logged_errors(logs: Any, log_group: str, since_ms: dict[str, int]) -> E
             response = logs.filter_log_events(**request)
             calls += 1
             for event in response.get("events", []):
-                line = parse_failure(event.get("message", ""))
+                line = parse_line(event.get("message", ""))
                 message_id = line.get("MessageId") if line is not None else None
                 if line is None or message_id not in wanted:
                     continue
                 stamp = line.get("_aws", {}).get("Timestamp") if isinstance(line.get("_aws"), dict) else None
                 at = int(stamp or event.get("timestamp") or 0)
-                if message_id not in latest or at >= latest[message_id][0]:
-                    latest[message_id] = (at, line)
+                if "ErrorType" in line:
+                    if message_id not in latest or at >= latest[message_id][0]:
+                        latest[message_id] = (at, line)
+                elif line.get("Outcome") == "released":
+                    first, count = released.get(message_id, (at, 0))
+                    released[message_id] = (max(first, at), count + 1)
             if not response.get("nextToken"):
                 break
             request["nextToken"] = response["nextToken"]
@@ -201,6 +217,10 @@ def last_logged_errors(logs: Any, log_group: str, since_ms: dict[str, int]) -> E
         message_id: LastError(str(line["ErrorType"]), str(line.get("Error", "")), at or None, "log")
         for message_id, (at, line) in latest.items()
     }
+    for message_id, (at, count) in released.items():
+        if message_id not in errors:  # it never failed itself: say so, or it reads as lost or corrupted
+            text = f"never failed: released unrun {count} time{'s' if count != 1 else ''} ({RELEASED_WHY})"
+            errors[message_id] = LastError("released", text, at or None, "log")
     return ErrorSearch(errors, calls, complete)
 
 

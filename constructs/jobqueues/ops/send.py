@@ -3,8 +3,9 @@
 the queue (a job queue's ``max_message_size``), a larger one alone in its batch.
 
 FIFO queues need a message group (``--group``); the deduplication id is ``--dedup-id`` for one message, else,
-when the queue has no content-based deduplication, the SHA-256 of the body (so a body sent twice within SQS's
-5-minute deduplication window is delivered once, as content-based deduplication would).
+when the queue has no content-based deduplication, the SHA-256 of the group and the body (so a body sent twice
+to a group within SQS's 5-minute deduplication window is delivered once; the same body to another group is
+another message).
 
 A refused entry is reported with its line; on a FIFO queue sending then stops after that batch, so that no later
 message of the group overtakes it (the result says from which line nothing was sent). A whole batch refused (a
@@ -98,6 +99,12 @@ def queue_kind(sqs: Any, url: str) -> QueueKind:
     )
 
 
+def body_dedup_id(group: str, body: str) -> str:
+    """The deduplication id of a body sent to ``group``: the SHA-256 of both. SQS deduplicates across the whole
+    queue, so the same body sent to two groups (two customers' identical jobs) must not share an id."""
+    return hashlib.sha256(f"{group}\n{body}".encode()).hexdigest()
+
+
 def send(
     sqs: Any,
     url: str,
@@ -133,7 +140,7 @@ def send(
             if fifo:
                 entry["MessageGroupId"] = group
                 if dedup_id is not None or not content_dedup:
-                    entry["MessageDeduplicationId"] = dedup_id or hashlib.sha256(body.encode()).hexdigest()
+                    entry["MessageDeduplicationId"] = dedup_id or body_dedup_id(group or "", body)
             entries.append(entry)
         request_refused = bool(entries) and not _send_batch(sqs, url, batch, entries, result)
         if (fifo and len(result.failed) > refused) or request_refused:
