@@ -49,7 +49,14 @@ def ops_app_templates(tmp_path_factory: pytest.TempPathFactory) -> list[StackTem
     """tests/ops_app synthesized as `cdk synth` runs it: `python app.py` in its own directory (its asset paths are
     relative to it), the assembly read back with every nested Stage."""
     out = tmp_path_factory.mktemp("ops.out")
-    env = {**os.environ, "CDK_OUTDIR": str(out), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    env = {
+        **os.environ,
+        "CDK_OUTDIR": str(out),
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        # what cdk sets from credentials, and the app's env reads (the README's pattern)
+        "CDK_DEFAULT_ACCOUNT": "123456789012",
+        "CDK_DEFAULT_REGION": "us-east-1",
+    }
     subprocess.run([sys.executable, "app.py"], cwd=OPS_APP_DIR, env=env, check=True, capture_output=True)
     return [StackTemplate(a.name, a.template()) for a in stack_artifacts(out)]
 

@@ -64,8 +64,7 @@ def test_the_worker_calls_before_and_after_each_message_with_its_outcome() -> No
     sqs = FakeSQS(FakeClock())
     sqs.add("good", "bad")
     recorder = Recorder()
-    with running_worker(sqs, URL, handler, clock=sqs.clock, **UNIT) as worker:
-        worker.processor.hooks.hooks += (recorder,)
+    with running_worker(sqs, URL, handler, clock=sqs.clock, hook_objects=(recorder,), **UNIT):
         assert wait_for(lambda: len(recorder.calls) == 4, timeout_s=10)
     # THEN each message had before (on a handler thread) then after, with its outcome and error
     for body, outcome, error in (("good", "success", "NoneType"), ("bad", "failure", "ValueError")):

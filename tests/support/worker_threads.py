@@ -27,6 +27,7 @@ def running_worker(
     concurrency: int = 2,
     client: Any = None,
     clock: Callable[[], float] | None = None,
+    hook_objects: tuple[Any, ...] = (),
     **settings: Any,
 ) -> Iterator[Worker]:
     """A worker on ``client`` (default: a client of ``server``, the moto_server; or ``server`` itself when it is
@@ -40,6 +41,7 @@ def running_worker(
         LeaseSettings(**{**FAST, **settings}),
         concurrency=concurrency,
         emf=EmfLogger(emf),
+        hooks=hook_objects,
         **({"clock": clock} if clock is not None else {}),
     )
     worker.emf_lines = emf  # type: ignore[attr-defined]
