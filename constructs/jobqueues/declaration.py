@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jobqueues.queue_declaration import CheckResult, QueueDeclaration, RuleContext, in_flight_threshold
-from jobqueues.queue_rules import alarm_thresholds, fifo_and_names, resolve_visibility_timeout, retries_and_retention
+from jobqueues.queue_rules import (
+    alarm_thresholds,
+    fifo_and_names,
+    queue_time_slo,
+    resolve_visibility_timeout,
+    retries_and_retention,
+)
 from jobqueues.timing_rules import (
     consumer_lease,
     consumer_lease_problems,
@@ -47,6 +53,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     retries_and_retention,
     fifo_and_names,
     alarm_thresholds,
+    queue_time_slo,
     resolve_visibility_timeout,
 )
 

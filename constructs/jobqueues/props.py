@@ -41,6 +41,10 @@ class QueueOptions(TypedDict, total=False):
         KMS key that encrypts both queues. Default: SQS-managed server-side encryption.
     alarms:
         Alarm thresholds and actions. Default: ``JobQueueAlarmProps()``.
+    max_queue_time:
+        The latency the team promises: an alarm fires when the p99 queue time (from ``SentTimestamp`` to the
+        start of the run, milliseconds in the ``QueueTime`` metric ``sqslease`` consumers write) stays above it
+        for 15 min. Positive, at most ``retention_period``; needs the alarms on. Default: none (no alarm).
     """
 
     max_receive_count: int
@@ -51,6 +55,7 @@ class QueueOptions(TypedDict, total=False):
     queue_name: str
     encryption_key: kms.IKey
     alarms: JobQueueAlarmProps
+    max_queue_time: Duration
 
 
 class LeaseOptions(TypedDict, total=False):

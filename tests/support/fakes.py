@@ -71,11 +71,15 @@ class FakeSQS:
         """Every entry of every ``operation`` call, in order (for a receive or a send: its parameters)."""
         return [entry for _, _, entries in self.of(operation) for entry in entries]
 
-    def add(self, *bodies: str, group: str | None = None, receive_count: int = 1) -> list[str]:
-        """Make messages visible; returns their message ids (``m-<body>``)."""
+    def add(
+        self, *bodies: str, group: str | None = None, receive_count: int = 1, sent_ms: int | None = None
+    ) -> list[str]:
+        """Make messages visible; returns their message ids (``m-<body>``). ``sent_ms``: their ``SentTimestamp``
+        (wall clock, ms since the epoch). Default: now."""
+        sent = str(int(time.time() * 1000) if sent_ms is None else sent_ms)
         with self._arrived:
             for body in bodies:
-                attributes = {"ApproximateReceiveCount": str(receive_count)}
+                attributes = {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": sent}
                 if group is not None:
                     attributes["MessageGroupId"] = group
                 self._visible.append({"MessageId": f"m-{body}", "Body": body, "Attributes": attributes})
