@@ -15,7 +15,9 @@ from jobstats.files import LogFile
 from jobstats.histogram import BUCKETS_PER_DECADE
 
 #: 2: rows per (file, day, reason, job type, queue) with a ``cells`` map, integer microsecond sums.
-CACHE_VERSION = 3  # 3: partial rows count released lines apart
+#: The partial rows' maps, stored as pairs.
+_MAPS = ("cells", "queue_cells")
+CACHE_VERSION = 4  # 3: partial rows count released lines apart; 4: and carry queue-time buckets
 
 
 class PartialsCache:
@@ -42,11 +44,12 @@ class PartialsCache:
         ]
 
     def store(self, log: LogFile, rows: list[dict], malformed_sample: list[str]) -> None:
-        """Keep a file's partial rows (``cells`` maps as ``[cell, count]`` pairs: JSON keys are strings)."""
+        """Keep a file's partial rows (``cells`` and ``queue_cells`` maps as ``[key, count]`` pairs: JSON keys are
+        strings)."""
         name = hashlib.sha1(log.uri.encode()).hexdigest()
         part = self.directory / "partials" / f"{name}.json"
         part.parent.mkdir(parents=True, exist_ok=True)
-        part.write_text(json.dumps([{**row, "cells": list(row["cells"].items())} for row in rows]))
+        part.write_text(json.dumps([{**row, **{m: list(row[m].items()) for m in _MAPS}} for row in rows]))
         self.files[log.uri] = {
             "size": log.size,
             "mtime": log.mtime,
@@ -57,7 +60,7 @@ class PartialsCache:
     def rows(self, uri: str) -> list[dict]:
         """The partial rows stored for ``uri``."""
         rows = json.loads((self.directory / self.files[uri]["partials"]).read_text())
-        return [{**row, "cells": dict(row["cells"])} for row in rows]
+        return [{**row, **{m: dict(row[m]) for m in _MAPS}} for row in rows]
 
     def malformed_sample(self, uri: str) -> list[str]:
         """The malformed-line sample stored for ``uri``."""

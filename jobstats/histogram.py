@@ -51,6 +51,9 @@ class Summary:
     histogram: dict[int, int] = field(default_factory=dict)  # bucket -> messages
     success_receives: dict[int, int] = field(default_factory=dict)  # receive count -> successful messages
     queues: set[str] = field(default_factory=set)
+    queue_histogram: dict[int, int] = field(default_factory=dict)  # queue-time bucket -> messages with a QueueTime
+    queue_min_ms: float = math.inf
+    queue_max_ms: float = -math.inf
 
     def add(self, row: Mapping) -> None:
         """Fold in one well-formed row of :func:`jobstats.stats.partial_aggregate`."""
@@ -71,6 +74,24 @@ class Summary:
                 self.success_receives[receives] = self.success_receives.get(receives, 0) + n
         if row.get("queue") is not None:
             self.queues.add(row["queue"])
+        for bucket, n in (row.get("queue_cells") or {}).items():
+            self.queue_histogram[bucket] = self.queue_histogram.get(bucket, 0) + n
+        if row.get("queue_min_ms") is not None:
+            self.queue_min_ms = min(self.queue_min_ms, row["queue_min_ms"])
+            self.queue_max_ms = max(self.queue_max_ms, row["queue_max_ms"])
+
+    @property
+    def queue_count(self) -> int:
+        """Messages whose line had a ``QueueTime`` (sqslease wrote one on every run since it measured it)."""
+        return sum(self.queue_histogram.values())
+
+    def queue_percentile(self, p: float) -> float | None:
+        """Smallest queue time with at least ``p`` of the messages that have one at or below it (within
+        0.2305 %); ``None`` when no line had a ``QueueTime``."""
+        count = self.queue_count
+        if not count:
+            return None
+        return percentile(self.queue_histogram, p, count, self.queue_min_ms, self.queue_max_ms)
 
     @property
     def mean_ms(self) -> float:

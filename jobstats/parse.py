@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 
 from jobstats.files import LogFile
 from jobstats.schema import CORRUPT, EMF_SCHEMA
+from sqslease.rules import SQS_MAX_RETENTION_S
 
 #: Why a line is malformed; a row's ``reason`` is an index into this tuple (null for a record).
 MALFORMED_REASONS = (
@@ -29,16 +30,20 @@ MALFORMED_REASONS = (
     "_aws.Timestamp missing or outside years 1970-9999",
     "Outcome missing",
     "ReceiveCount below 1, or Extensions or LeaseLost negative",
+    "QueueTime negative, not finite or above 14 days (the longest SQS keeps a message)",
 )
 #: 11.6 days, far beyond any SQS lease (12 h). The bound keeps integer-microsecond sums exact and finite.
 MAX_PROCESSING_MS = 1e9
 MAX_TIMESTAMP_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+#: No message waits longer than the longest retention SQS allows.
+MAX_QUEUE_MS = SQS_MAX_RETENTION_S * 1000
 
 RECORD_COLUMNS = (
     "timestamp_ms",
     "job_type",
     "queue",
     "processing_ms",
+    "queue_ms",
     "outcome",
     "receive_count",
     "extensions",
@@ -64,6 +69,7 @@ def records(raw: DataFrame) -> DataFrame:
         "job_type": F.col("job_type"),
         "queue": F.col("Queue"),
         "processing_ms": F.col("ProcessingTime"),
+        "queue_ms": F.col("QueueTime"),  # null without one (lines of older sqslease, released messages)
         "outcome": F.col("Outcome"),
         "receive_count": F.coalesce(F.col("ReceiveCount"), F.lit(1)),
         "extensions": F.coalesce(F.col("Extensions"), F.lit(0)),
@@ -106,7 +112,7 @@ def _checked(raw: DataFrame) -> DataFrame:
 
 def _reason() -> Column:
     """The index of the first :data:`MALFORMED_REASONS` entry that applies, or null."""
-    ms, ts = F.col("ProcessingTime"), F.col("_aws.Timestamp")
+    ms, ts, queued = F.col("ProcessingTime"), F.col("_aws.Timestamp"), F.col("QueueTime")
     return (
         F.when(F.col(CORRUPT).isNotNull(), 0)
         .when(F.col("job_type").isNull() | (F.col("job_type") == ""), 1)
@@ -114,6 +120,7 @@ def _reason() -> Column:
         .when(ts.isNull() | (ts < 0) | (ts > MAX_TIMESTAMP_MS), 3)
         .when(F.col("Outcome").isNull(), 4)
         .when((F.col("ReceiveCount") < 1) | (F.col("Extensions") < 0) | (F.col("LeaseLost") < 0), 5)
+        .when(F.isnan(queued) | (queued < 0) | (queued > MAX_QUEUE_MS), 6)
     )
 
 

@@ -39,6 +39,10 @@ def profile_entry(
         "lease_lost": summary.lease_lost,
         "window": {"from": iso(summary.first_ms), "to": iso(summary.last_ms)},
     }
+    queue_p50, queue_p99 = summary.queue_percentile(0.5), summary.queue_percentile(0.99)
+    if queue_p50 is not None and queue_p99 is not None:  # optional: only lines of sqslease that measures it
+        entry["queue_time_p50_ms"] = round(queue_p50, 3)
+        entry["queue_time_p99_ms"] = round(queue_p99, 3)
     entry.update(recommend(summary, min_samples))
     entry["what_if"] = what_if(summary, candidate_vts_s)
     if queues:
@@ -89,8 +93,13 @@ def summary_line(job_type: str, entry: dict[str, Any]) -> str:
     recommendation = (
         f"VT {vt} s, max_receive_count {entry['recommended_max_receive_count']}" if vt else entry["refused"]
     )
+    queued = (
+        f", queued p50 {entry['queue_time_p50_ms']:.0f} ms, p99 {entry['queue_time_p99_ms']:.0f} ms"
+        if "queue_time_p99_ms" in entry
+        else ""
+    )
     return (
         f"{job_type}: {entry['count']:,} messages, p50 {entry['p50_ms']:.0f} ms, p99 {entry['p99_ms']:.0f} ms, "
         f"max {entry['max_ms']:.0f} ms, failures {entry['failure_rate']:.1%}, redelivered "
-        f"{entry['redelivery_rate']:.1%} -> {recommendation}"
+        f"{entry['redelivery_rate']:.1%}{queued} -> {recommendation}"
     )

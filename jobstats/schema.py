@@ -25,6 +25,7 @@ EMF_SCHEMA = StructType(
         StructField("JobType", VariantType()),
         StructField("Queue", StringType()),
         StructField("ProcessingTime", DoubleType()),
+        StructField("QueueTime", DoubleType()),  # absent from lines of sqslease before it wrote one: null
         StructField("Outcome", StringType()),
         StructField("ReceiveCount", IntegerType()),
         StructField("Extensions", IntegerType()),

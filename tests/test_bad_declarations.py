@@ -312,6 +312,28 @@ BAD_DECLARATIONS = [
         "fifo_throughput_limit='perMessageGroupId' is a str, not a FifoThroughputLimit member: pass e.g. "
         "sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID",
     ),
+    # --- the queue-time promise ---------------------------------------------------------------------------------
+    (
+        "zero max queue time",
+        {**P99, "max_queue_time": Duration.seconds(0)},
+        "max_queue_time must be positive (got 0 s): declare the p99 wait the team promises",
+    ),
+    (
+        "max queue time beyond retention",
+        {**P99, "max_queue_time": Duration.days(5)},
+        "max_queue_time 5 days exceeds retention_period 4 days: a message expires before it waits that long",
+    ),
+    (
+        "max queue time beyond a declared retention",
+        {**P99, "retention_period": Duration.hours(1), "max_queue_time": Duration.minutes(61)},
+        "max_queue_time 61 min exceeds retention_period 1 h",
+    ),
+    ("int max queue time", {**P99, "max_queue_time": 300}, "max_queue_time=300 is an int, not a Duration"),
+    (
+        "max queue time with the alarms off",
+        {**P99, "max_queue_time": Duration.minutes(5), "alarms": JobQueueAlarmProps(enabled=False)},
+        "max_queue_time declares a queue-time alarm, but alarms.enabled is False",
+    ),
 ]
 
 

@@ -45,7 +45,12 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         max_concurrency=50,
     )
     resize = LambdaJob(
-        stack, "Resize", code=lambda_.Code.from_asset(HANDLERS), handler="thumbs.handle", timeout=Duration.seconds(10)
+        stack,
+        "Resize",
+        code=lambda_.Code.from_asset(HANDLERS),
+        handler="thumbs.handle",
+        timeout=Duration.seconds(10),
+        max_queue_time=Duration.seconds(30),
     )
     transcode = EcsJob(
         stack,
@@ -311,8 +316,29 @@ def test_dashboard_shows_the_lease_and_queue_picture(synthesized: dict) -> None:
         "Processing time p50 / p99 (ms) vs the VT",
         "Dead-letter queue depth",
         "Lease extensions / leases lost",
+        "Queue time p50 / p99 (ms), sent to started",
     ):
         assert title in body
+
+
+def test_a_declared_max_queue_time_gets_its_alarm_and_a_line_on_the_queue_time_graph(synthesized: dict) -> None:
+    # GIVEN Resize declared max_queue_time=30 s, the other two job types nothing
+    stack, jobs, template = synthesized["stack"], synthesized["jobs"], synthesized["json"]
+    resize = jobs["Resize"].job_queue
+    assert resize.alarms is not None and resize.alarms.queue_time is not None
+    alarm = template["Resources"][logical_id(stack, resize.alarms.queue_time)]["Properties"]
+    assert alarm["MetricName"] == "QueueTime" and alarm["Threshold"] == 30_000
+    assert alarm["Dimensions"] == [{"Name": "JobType", "Value": "Resize"}]
+    assert [job.job_queue.alarms.queue_time for name, job in jobs.items() if name != "Resize"] == [None, None]
+    # THEN its dashboard graphs the QueueTime p50 and p99 with the promise as a line; the others without a line
+    bodies = {
+        json.dumps(dashboard["Properties"]["DashboardName"]): json.dumps(dashboard["Properties"]["DashboardBody"])
+        for dashboard in resources(template, "AWS::CloudWatch::Dashboard").values()
+    }
+    (resize_body,) = [body for name, body in bodies.items() if "Resize" in name]
+    assert "QueueTime" in resize_body
+    assert "max_queue_time" in resize_body and "30000" in resize_body
+    assert all("max_queue_time" not in body for name, body in bodies.items() if "Resize" not in name)
 
 
 def test_resource_budget_counts_what_consumers_add(synthesized: dict) -> None:

@@ -26,8 +26,9 @@ def test_every_resource_of_the_app_is_created(example_deployment: Deployment) ->
     types = sorted(report.stacks["JobQueuesExample"].values())
     assert types.count("AWS::SQS::Queue") == 12
     assert types.count("AWS::SQS::QueuePolicy") == 12
-    # 6 job types x 3 queue alarms, 5 Lambda-job and 4 ECS-job consumer alarms, the scale-from-zero alarm
-    assert types.count("AWS::CloudWatch::Alarm") == 28
+    # 6 job types x 3 queue alarms, Transcode's queue-time alarm, 5 Lambda-job and 4 ECS-job consumer alarms, the
+    # scale-from-zero alarm
+    assert types.count("AWS::CloudWatch::Alarm") == 29
     assert {"AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key"} <= set(types)
     consumers = {
         "AWS::Lambda::Function",
@@ -89,6 +90,9 @@ def test_alarms_are_deployed_with_their_thresholds(example_deployment: Deploymen
     assert dlq["Threshold"] == 1
     age = by_queue_metric[("JobQueuesExample-VideoTranscode", "ApproximateAgeOfOldestMessage")]
     assert age["Threshold"] == 3 * 480
+    queue_time = by_queue_metric[("Transcode", "QueueTime")]  # max_queue_time=2 min, on the EMF metric's p99
+    assert queue_time["Threshold"] == 120_000 and queue_time["ExtendedStatistic"] == "p99"
+    assert queue_time["Namespace"] == "jobqueues" and queue_time["ComparisonOperator"] == "GreaterThanThreshold"
     topic_arn = in_flight["AlarmActions"][0]
     assert topic_arn.startswith("arn:aws:sns:") and in_flight["OKActions"] == [topic_arn]
 

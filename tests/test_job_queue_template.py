@@ -174,6 +174,39 @@ def test_every_alarm_threshold_is_overridable_and_topic_gets_alarm_and_ok_action
         assert alarm["Properties"]["OKActions"] == alarm["Properties"]["AlarmActions"]
 
 
+def test_max_queue_time_alarms_on_the_p99_queue_time_sqslease_consumers_write() -> None:
+    # GIVEN a queue with no consumer in this stack (the team's own sqslease consumer writes the metric), a promised
+    # p99 wait of 90 s and an alarm topic
+    stack = new_stack()
+    topic = sns.Topic(stack, "Topic")
+    job_queue = JobQueue(
+        stack,
+        "Email",
+        processing_p99=Duration.seconds(3),
+        max_queue_time=Duration.seconds(90),
+        alarms=JobQueueAlarmProps(topic=topic),
+    )
+    template = Template.from_stack(stack)
+    # THEN one alarm reads the EMF metric's p99 per job type, over 5-minute periods, above 90,000 ms for 15 min
+    alarm = alarm_on(template, "QueueTime")
+    assert alarm["Namespace"] == "jobqueues" and alarm["Dimensions"] == [{"Name": "JobType", "Value": "Email"}]
+    assert alarm["ExtendedStatistic"] == "p99" and alarm["Period"] == 300 and alarm["EvaluationPeriods"] == 3
+    assert alarm["Threshold"] == 90_000 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching" and "max_queue_time 90 s" in alarm["AlarmDescription"]
+    # AND it notifies the topic like the other alarms
+    (action,) = alarm["AlarmActions"]
+    assert action["Ref"].startswith("Topic") and alarm["OKActions"] == alarm["AlarmActions"]
+    assert job_queue.alarms is not None and job_queue.alarms.queue_time is not None
+    assert job_queue.max_queue_time_seconds == 90
+
+
+def test_without_max_queue_time_there_is_no_queue_time_alarm() -> None:
+    job_queue, template = synth_job_queue(processing_p99=Duration.seconds(3))
+    assert template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {"MetricName": "QueueTime"}}) == {}
+    assert job_queue.alarms is not None and job_queue.alarms.queue_time is None
+    assert job_queue.max_queue_time_seconds is None
+
+
 def test_alarms_can_be_disabled() -> None:
     job_queue, template = synth_job_queue(processing_p99=Duration.seconds(3), alarms=JobQueueAlarmProps(enabled=False))
     template.resource_count_is("AWS::CloudWatch::Alarm", 0)

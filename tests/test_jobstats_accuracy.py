@@ -45,8 +45,11 @@ def test_p99_error_through_spark_stays_under_half_a_percent(spark, median_ms: fl
         .withColumn("receive_count", F.lit(1))
         .withColumn("extensions", F.lit(0))
         .withColumn("lease_lost", F.lit(0))
+        .withColumn("queue_ms", F.col("processing_ms") * 3)  # queue times through the same histogram
     )
     (summary,) = summarize(r.asDict() for r in partial_aggregate(parsed).collect()).values()
     exact = np.quantile(values, PERCENTILES, method="inverted_cdf")
     errors = [abs(summary.percentile(p) - e) / e for p, e in zip(PERCENTILES, exact, strict=True)]
     assert errors[2] <= 0.005 and max(errors) <= MAX_RELATIVE_ERROR, errors
+    queue_errors = [abs(summary.queue_percentile(p) - 3 * e) / (3 * e) for p, e in zip(PERCENTILES, exact, strict=True)]
+    assert max(queue_errors) <= MAX_RELATIVE_ERROR, queue_errors

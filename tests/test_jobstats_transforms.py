@@ -117,7 +117,7 @@ def test_every_malformed_value_gets_its_reason_and_no_value(spark, tmp_path: Pat
         if row["reason"] is not None:
             assert {k for k, v in row.items() if v is not None} == {"file", "reason"}, row
     assert rows[-1]["job_type"] == "日本語 ジョブ" and rows[-1]["processing_ms"] == 0.0
-    assert len(MALFORMED_REASONS) == 6
+    assert len(MALFORMED_REASONS) == 7
 
 
 def test_whitespace_only_lines_are_blank_not_malformed(spark, tmp_path: Path) -> None:

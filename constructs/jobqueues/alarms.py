@@ -6,6 +6,7 @@ The thresholds come from the same declaration as the queue: :mod:`jobqueues.decl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -45,13 +46,18 @@ class JobQueueAlarmProps:
     enabled: bool = True
 
 
+#: Periods (of the consumer metrics' 5 minutes) the p99 queue time stays above ``max_queue_time`` before its alarm.
+QUEUE_TIME_EVALUATION_PERIODS = 3
+
+
 @dataclass(frozen=True)
 class JobQueueAlarms:
-    """The queue alarms of one job type."""
+    """The queue alarms of one job type; ``queue_time`` only with a declared ``max_queue_time``."""
 
     in_flight: cloudwatch.Alarm
     dlq_not_empty: cloudwatch.Alarm
     oldest_message_age: cloudwatch.Alarm
+    queue_time: cloudwatch.Alarm | None = None
 
 
 _minute: list[Duration] = []
@@ -104,11 +110,14 @@ def create_queue_alarms(
     dead_letter_queue: sqs.IQueue,
     plan: AlarmPlan,
     topic: sns.ITopic | None = None,
+    queue_time_p99: cloudwatch.IMetric | None = None,
 ) -> JobQueueAlarms:
-    """The three queue alarms, with the planned thresholds: in flight near the quota, DLQ not empty, oldest
-    message too old.
+    """The queue alarms, with the planned thresholds: in flight near the quota, DLQ not empty, oldest message too
+    old, and with ``plan.max_queue_time_s`` the p99 queue time above it.
 
     :param topic: notified on ALARM and OK. Default: none.
+    :param queue_time_p99: the p99 of the ``QueueTime`` EMF metric (milliseconds), needed with
+        ``plan.max_queue_time_s``. Default: none.
     """
     minute = one_minute()
     in_flight = alarm(
@@ -145,6 +154,30 @@ def create_queue_alarms(
             "consumers are not keeping up or are stuck."
         ),
     )
-    alarms = JobQueueAlarms(in_flight=in_flight, dlq_not_empty=dlq_not_empty, oldest_message_age=oldest)
-    notify(topic, [in_flight, dlq_not_empty, oldest])
+    queue_time = None
+    if plan.max_queue_time_s is not None:
+        assert queue_time_p99 is not None, "a max_queue_time alarm needs the QueueTime p99 metric"
+        queue_time = alarm(
+            scope,
+            "QueueTimeAlarm",
+            queue_time_p99,
+            threshold=queue_time_threshold_ms(plan.max_queue_time_s),
+            evaluation_periods=QUEUE_TIME_EVALUATION_PERIODS,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=(
+                f"{job_type}: the p99 queue time (sent to started) is above max_queue_time "
+                f"{format_duration(plan.max_queue_time_s)}: the promised latency is not met. Add consumers (raise "
+                "max_tasks, concurrency or max_concurrency) or look for a backlog behind failing messages. Written "
+                "by sqslease consumers only."
+            ),
+        )
+    alarms = JobQueueAlarms(
+        in_flight=in_flight, dlq_not_empty=dlq_not_empty, oldest_message_age=oldest, queue_time=queue_time
+    )
+    notify(topic, [in_flight, dlq_not_empty, oldest, *([queue_time] if queue_time else [])])
     return alarms
+
+
+def queue_time_threshold_ms(max_queue_time_s: float) -> int:
+    """The queue-time alarm's threshold: ``max_queue_time`` in whole milliseconds (the metric's unit), rounded up."""
+    return math.ceil(max_queue_time_s * 1000)

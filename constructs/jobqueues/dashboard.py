@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from jobqueues.alarms import queue_time_threshold_ms
 from jobqueues.defaults import IN_FLIGHT_QUOTA
 from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
@@ -20,10 +21,16 @@ def job_dashboard(
     consumer_widgets: list[cloudwatch.IWidget],
 ) -> cloudwatch.Dashboard:
     """Backlog, in flight vs the quota, oldest message, p50/p99 vs the VT, DLQ depth, extensions, leases lost,
-    then the consumer's own graphs."""
+    queue time p50/p99 (vs ``max_queue_time`` when declared), then the consumer's own graphs."""
     vt_s = job_queue.visibility_timeout_seconds
     vt_annotation = (
         [cloudwatch.HorizontalAnnotation(value=vt_s * 1000, label="visibility timeout")] if vt_s is not None else []
+    )
+    slo_s = job_queue.max_queue_time_seconds
+    slo_annotation = (
+        [cloudwatch.HorizontalAnnotation(value=queue_time_threshold_ms(slo_s), label="max_queue_time")]
+        if slo_s is not None
+        else []
     )
     widgets: list[cloudwatch.IWidget] = [
         cloudwatch.GraphWidget(title="Backlog (visible + in flight)", left=[metrics.backlog], width=WIDTH),
@@ -49,6 +56,12 @@ def job_dashboard(
             title="Lease extensions / leases lost",
             left=[metrics.extensions],
             right=[metrics.leases_lost],
+            width=WIDTH,
+        ),
+        cloudwatch.GraphWidget(
+            title="Queue time p50 / p99 (ms), sent to started",
+            left=[metrics.queue_time_p50, metrics.queue_time_p99],
+            left_annotations=slo_annotation,
             width=WIDTH,
         ),
         *consumer_widgets,

@@ -23,7 +23,13 @@ from jobqueues.queue_option_rules import (
     message_size,
     removal_policies,
 )
-from jobqueues.queue_rules import alarm_thresholds, fifo_and_names, resolve_visibility_timeout, retries_and_retention
+from jobqueues.queue_rules import (
+    alarm_thresholds,
+    fifo_and_names,
+    queue_time_slo,
+    resolve_visibility_timeout,
+    retries_and_retention,
+)
 from jobqueues.timing_rules import (
     consumer_lease,
     consumer_lease_problems,
@@ -59,6 +65,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     removal_policies,
     alarm_thresholds,
     delay_within_retention,
+    queue_time_slo,
     resolve_visibility_timeout,
 )
 

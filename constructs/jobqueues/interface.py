@@ -83,6 +83,11 @@ class IJobQueue(Protocol):
         ...
 
     @property
+    def max_queue_time_seconds(self) -> float | None:
+        """The declared ``max_queue_time`` (the p99 wait promised), in seconds; ``None`` when not declared."""
+        ...
+
+    @property
     def fifo(self) -> bool:
         """Both queues are FIFO: consumers keep order per message group."""
         ...
@@ -126,6 +131,10 @@ class IJobQueue(Protocol):
 
     def metric_processing_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
         """Handler time of one message, in milliseconds, from ``sqslease``'s EMF lines."""
+        ...
+
+    def metric_queue_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
+        """Time from sent to the start of a run, in milliseconds, from ``sqslease``'s EMF lines."""
         ...
 
     def metric_extensions(self, period: Duration | None = None) -> cloudwatch.Metric:

@@ -16,6 +16,7 @@ from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.inputs import whole_seconds_duration
 from jobqueues.job_queue_base import JobQueueBase
 from jobqueues.marker import mark_job_queue
+from jobqueues.metrics import consumer_period
 from jobqueues.names import stack_facts, stack_of
 from jobqueues.plan import Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props, take_claimed
@@ -128,8 +129,19 @@ class JobQueue(JobQueueBase):
         #: The queue alarms, or ``None`` when ``alarms.enabled`` is False.
         self.alarms: JobQueueAlarms | None = None
         if plan.alarms is not None:
+            self.max_queue_time_seconds = plan.alarms.max_queue_time_s
+            queue_time_p99 = None
+            if self.max_queue_time_seconds is not None:
+                # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
+                queue_time_p99 = self.metric_queue_time("p99", consumer_period())
             self.alarms = create_queue_alarms(
-                self, plan.job_type, self.queue, self.dead_letter_queue, plan.alarms, plan.alarm_topic
+                self,
+                plan.job_type,
+                self.queue,
+                self.dead_letter_queue,
+                plan.alarms,
+                plan.alarm_topic,
+                queue_time_p99,
             )
         self.alarm_topic = plan.alarm_topic
         mark_job_queue(self)

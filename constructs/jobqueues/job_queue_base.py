@@ -55,6 +55,8 @@ class JobQueueBase(Construct):
     lambda_timeout_seconds: float | None
     #: The event source's batching window, in seconds (Lambda consumers).
     max_batching_window_seconds: float
+    #: The declared ``max_queue_time`` in seconds (the queue-time alarm's bound); ``None`` when not declared.
+    max_queue_time_seconds: float | None = None
     #: Whether both queues are FIFO.
     fifo: bool
     #: Where alarm notifications go; consumers send theirs there too.
@@ -222,6 +224,12 @@ class JobQueueBase(Construct):
     def metric_processing_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
         """Handler time of one message in milliseconds, from ``sqslease``'s EMF lines. Default: p99, 1 minute."""
         return metrics.emf_metric(self.job_type, "ProcessingTime", statistic, period)
+
+    def metric_queue_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
+        """How long a message waited before a run started, in milliseconds: from its ``SentTimestamp`` (delay and
+        earlier attempts included), from ``sqslease``'s EMF lines. Written only where sqslease consumers run.
+        Default: p99, 1 minute."""
+        return metrics.emf_metric(self.job_type, "QueueTime", statistic, period)
 
     def metric_extensions(self, period: Duration | None = None) -> cloudwatch.Metric:
         """Lease extensions (Sum), from ``sqslease``'s EMF lines. Default period: 1 minute."""

@@ -23,7 +23,8 @@ CONSUMER_PERIOD_S = 300
 def emf_metric(job_type: str, metric_name: str, statistic: str, period: Duration | None = None) -> cloudwatch.Metric:
     """A metric ``sqslease`` publishes per processed message, for one job type.
 
-    :param metric_name: ``ProcessingTime`` (milliseconds), ``Extensions``, ``LeaseLost`` or ``ReceiveCount``.
+    :param metric_name: ``ProcessingTime`` or ``QueueTime`` (milliseconds), ``Extensions``, ``LeaseLost`` or
+        ``ReceiveCount``.
     :param statistic: e.g. ``"p99"``, ``"Sum"``, ``"Maximum"``.
     :param period: Default: 1 minute.
     """
@@ -67,6 +68,8 @@ class ConsumerMetrics:
     deleted: cloudwatch.Metric
     processing_p50: cloudwatch.Metric
     processing_p99: cloudwatch.Metric
+    queue_time_p50: cloudwatch.Metric
+    queue_time_p99: cloudwatch.Metric
     extensions: cloudwatch.Metric
     leases_lost: cloudwatch.Metric
 
@@ -87,6 +90,8 @@ class ConsumerMetrics:
             deleted=job_queue.metric_deleted(period),
             processing_p50=job_queue.metric_processing_time("p50", period),
             processing_p99=job_queue.metric_processing_time("p99", period),
+            queue_time_p50=job_queue.metric_queue_time("p50", period),
+            queue_time_p99=job_queue.metric_queue_time("p99", period),
             extensions=job_queue.metric_extensions(period),
             leases_lost=job_queue.metric_leases_lost(period),
         )

@@ -39,6 +39,7 @@ class AlarmPlan:
     :param oldest_message_age_s: seconds the oldest message may wait.
     :param dlq_depth: messages in the DLQ that raise the alarm.
     :param receives: how the DLQ alarm's description counts receives (``max_receive_count`` when a token).
+    :param max_queue_time_s: seconds the p99 queue time may reach (``max_queue_time``); ``None``: no alarm.
     """
 
     in_flight_threshold: int
@@ -47,6 +48,7 @@ class AlarmPlan:
     oldest_message_age_s: float
     dlq_depth: int
     receives: str
+    max_queue_time_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,16 @@ def plan_job_queue(
             for p in ("in_flight_quota", "in_flight_fraction")
             if p in d.tokens
         ]
+        if "max_queue_time" in d.tokens:
+            errors.append(
+                "max_queue_time is an unresolved token: the queue-time alarm threshold is computed at synth from it; "
+                "pass a Duration such as Duration.minutes(5)"
+            )
+    elif d.max_queue_time is not None or "max_queue_time" in d.tokens:
+        errors.append(
+            "max_queue_time declares a queue-time alarm, but alarms.enabled is False: remove max_queue_time or turn "
+            "the alarms on"
+        )
     explicit_vt = d.visibility_timeout is not None or "visibility_timeout" in d.tokens
     vt: float | Given | None = result.visibility_timeout_s
     if "visibility_timeout" in d.tokens:
@@ -172,6 +184,7 @@ def plan_job_queue(
             oldest_message_age_s=age,
             dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
             receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
+            max_queue_time_s=d.max_queue_time,
         )
     resources = resources or {}
     return QueuePlan(

@@ -90,6 +90,7 @@ def plan_from_props(
         in_flight_fraction=alarm_read.number("in_flight_fraction", 0.8),
         oldest_message_age=alarm_read.duration_s("oldest_message_age"),
         dlq_depth=alarm_read.integer("dlq_depth", 1),
+        max_queue_time=read.duration_s("max_queue_time"),
         ecs_consumer=ecs_consumer,
         tokens={
             **{p: props[p] for p in read.tokens},

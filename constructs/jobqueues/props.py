@@ -69,6 +69,10 @@ class QueueOptions(TypedDict, total=False):
     dlq_removal_policy:
         The same for the DLQ. A retained DLQ keeps its name: delete it once read, before deploying the stack again
         under the same name. Default: ``RemovalPolicy.RETAIN`` (its messages are the evidence of failures).
+    max_queue_time:
+        The latency the team promises: an alarm fires when the p99 queue time (from ``SentTimestamp`` to the
+        start of the run, milliseconds in the ``QueueTime`` metric ``sqslease`` consumers write) stays above it
+        for 15 min. Positive, at most ``retention_period``; needs the alarms on. Default: none (no alarm).
     """
 
     max_receive_count: int
@@ -85,6 +89,7 @@ class QueueOptions(TypedDict, total=False):
     fifo_throughput_limit: sqs.FifoThroughputLimit
     removal_policy: RemovalPolicy
     dlq_removal_policy: RemovalPolicy
+    max_queue_time: Duration
 
 
 class LeaseOptions(TypedDict, total=False):

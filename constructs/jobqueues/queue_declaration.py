@@ -62,6 +62,7 @@ class QueueDeclaration:
     in_flight_fraction: float | None = None
     oldest_message_age: float | None = None
     dlq_depth: int | None = None
+    max_queue_time: float | None = None
     tokens: Mapping[str, object] = field(default_factory=dict)
     adopted: bool = False
     ecs_consumer: bool = False

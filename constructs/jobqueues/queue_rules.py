@@ -151,5 +151,22 @@ def alarm_thresholds(c: RuleContext) -> None:
         c.error(f"{n('dlq_depth')} must be at least 1 message (got {d.dlq_depth})")
 
 
+def queue_time_slo(c: RuleContext) -> None:
+    d, r = c.d, c.result
+    slo = d.max_queue_time
+    if slo is None:
+        return
+    if slo <= 0:
+        c.error(
+            f"max_queue_time must be positive (got {fmt(slo)}): declare the p99 wait the team promises, e.g. "
+            "Duration.minutes(5), or leave it out for no queue-time alarm"
+        )
+    elif "retention_period" not in d.tokens and slo > r.retention_s:
+        c.error(
+            f"max_queue_time {fmt(slo)} exceeds retention_period {fmt(r.retention_s)}: a message expires before it "
+            "waits that long, so the alarm could never fire; lower max_queue_time or raise retention_period"
+        )
+
+
 def resolve_visibility_timeout(c: RuleContext) -> None:
     c.result.visibility_timeout_s = c.vt

@@ -24,6 +24,8 @@ METRICS = (
     {"Name": "LeaseLost", "Unit": "Count"},
     {"Name": "ReceiveCount", "Unit": "Count"},
 )
+#: Published from a line that has ``QueueTime``: a message that ran, with a ``SentTimestamp``.
+QUEUE_TIME_METRIC = {"Name": "QueueTime", "Unit": "Milliseconds"}
 
 OUTCOMES = ("success", "failure", "dead_lettered", "released", "lost", "timed_out")
 #: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
@@ -55,8 +57,14 @@ class EmfLogger:
         lease_lost: bool,
         timestamp_ms: int | None = None,
         error: BaseException | None = None,
+        queue_ms: float | None = None,
     ) -> dict[str, Any]:
         """Log one processed message and return the line's object.
+
+        :param queue_ms: how long the message waited before this run started, in milliseconds (from its
+            ``SentTimestamp``; see :meth:`sqslease.message.Message.queue_time_ms`): the line gets ``QueueTime``
+            and publishes it as a metric. Default: none (a message released unrun, or without a
+            ``SentTimestamp``).
 
         :param error: what the handler raised, if anything: the line gets ``ErrorType`` (the exception's
             module-qualified class) and ``Error`` (its text, at most :data:`ERROR_TEXT_LIMIT` characters), which
@@ -64,12 +72,11 @@ class EmfLogger:
         """
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        metrics = _metrics(outcome, queue_ms is not None)
         line = {
             "_aws": {
                 "Timestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
-                "CloudWatchMetrics": [
-                    {"Namespace": self.namespace, "Dimensions": [["JobType"]], "Metrics": _metrics(outcome)}
-                ],
+                "CloudWatchMetrics": [{"Namespace": self.namespace, "Dimensions": [["JobType"]], "Metrics": metrics}],
             },
             "SchemaVersion": SCHEMA_VERSION,
             "JobType": job_type,
@@ -81,6 +88,8 @@ class EmfLogger:
             "Extensions": extensions,
             "LeaseLost": int(lease_lost),
         }
+        if queue_ms is not None:
+            line["QueueTime"] = round(queue_ms, 3)
         if error is not None:
             line["ErrorType"] = error_type(error)
             line["Error"] = error_text(error)
@@ -174,7 +183,6 @@ def error_text(error: BaseException) -> str:
     return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
 
 
-def _metrics(outcome: str) -> list[dict[str, str]]:
-    if outcome == UNRUN_OUTCOME:
-        return [m for m in METRICS if m["Name"] != "ProcessingTime"]
-    return list(METRICS)
+def _metrics(outcome: str, queued: bool) -> list[dict[str, str]]:
+    metrics = [m for m in METRICS if m["Name"] != "ProcessingTime"] if outcome == UNRUN_OUTCOME else list(METRICS)
+    return [*metrics, QUEUE_TIME_METRIC] if queued else metrics

@@ -29,6 +29,18 @@ class Message:
         """``ApproximateReceiveCount``: 1 on the first delivery."""
         return int(self.attributes.get("ApproximateReceiveCount", "1"))
 
+    def queue_time_ms(self, now_ms: float) -> float | None:
+        """Milliseconds from ``SentTimestamp`` (when SQS accepted the message, its delay and earlier attempts
+        included) to ``now_ms`` (wall clock, ms since the epoch); ``None`` without a ``SentTimestamp``.
+
+        Never negative: a consumer clock behind SQS's gives 0, since CloudWatch computes no percentile of a
+        metric with a negative value.
+        """
+        sent = self.attributes.get("SentTimestamp")
+        if not isinstance(sent, str) or not sent.isdigit():
+            return None  # SQS always sends one when asked; a hand-made Message may have none
+        return max(0.0, now_ms - int(sent))
+
     @property
     def message_group_id(self) -> str | None:
         return self.attributes.get("MessageGroupId")

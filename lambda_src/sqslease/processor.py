@@ -129,6 +129,7 @@ class MessageProcessor:
                 message.receive_count,
                 self.settings.receive_count_warning,
             )
+        queue_ms = message.queue_time_ms(time.time() * 1000)
         started = time.perf_counter()
         error: BaseException | None = None
         try:
@@ -182,6 +183,7 @@ class MessageProcessor:
             extensions=message.lease.extensions,
             lease_lost=message.lease.lost,
             error=error,
+            queue_ms=queue_ms,
         )
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry)

@@ -78,12 +78,19 @@ class FakeSQS:
         receive_count: int = 1,
         system_attributes: dict[str, str] | None = None,
         message_attributes: dict[str, dict[str, str]] | None = None,
+        sent_ms: int | None = None,
     ) -> list[str]:
         """Make messages visible; returns their message ids (``m-<body>``). ``system_attributes`` (e.g.
-        ``AWSTraceHeader``) and ``message_attributes`` (boto3's shape) are handed out with each."""
+        ``AWSTraceHeader``) and ``message_attributes`` (boto3's shape) are handed out with each; ``sent_ms``: their
+        ``SentTimestamp`` (wall clock, ms since the epoch). Default: now."""
+        sent = str(int(time.time() * 1000) if sent_ms is None else sent_ms)
         with self._arrived:
             for body in bodies:
-                attributes = {"ApproximateReceiveCount": str(receive_count), **(system_attributes or {})}
+                attributes = {
+                    "ApproximateReceiveCount": str(receive_count),
+                    "SentTimestamp": sent,
+                    **(system_attributes or {}),
+                }
                 if group is not None:
                     attributes["MessageGroupId"] = group
                 message = {"MessageId": f"m-{body}", "Body": body, "Attributes": attributes}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from local_emulator.server import LocalServer
 from support.moto_queues import receive_all
 
@@ -29,9 +31,13 @@ def lambda_event(server: LocalServer, url: str, vt: int) -> dict:
     }
 
 
-def fake_event(bodies: list[str], arn: str = FAKE_QUEUE_ARN, groups: list[str] | None = None) -> dict:
+def fake_event(
+    bodies: list[str], arn: str = FAKE_QUEUE_ARN, groups: list[str] | None = None, sent_ms: int | None = None
+) -> dict:
     """Lambda's SQS event for ``bodies`` (message ids ``m0``, ``m1``, ...; receipt handles ``rh-0``, ...), without a
-    queue behind it (for :class:`support.fakes.FakeSQS`). ``groups``: each record's ``MessageGroupId`` (FIFO)."""
+    queue behind it (for :class:`support.fakes.FakeSQS`). ``groups``: each record's ``MessageGroupId`` (FIFO).
+    ``sent_ms``: each record's ``SentTimestamp`` (ms since the epoch), which Lambda always sets. Default: now."""
+    sent = str(int(time.time() * 1000) if sent_ms is None else sent_ms)
     return {
         "Records": [
             {
@@ -40,6 +46,7 @@ def fake_event(bodies: list[str], arn: str = FAKE_QUEUE_ARN, groups: list[str] |
                 "body": body,
                 "attributes": {
                     "ApproximateReceiveCount": "1",
+                    "SentTimestamp": sent,
                     **({"MessageGroupId": groups[i]} if groups else {}),
                 },
                 "messageAttributes": {},
