@@ -163,7 +163,9 @@ def test_the_heartbeat_moves_the_record_with_the_lease(local_aws: LocalServer, t
             expiries.append(float(item["expires_at"]["N"]))  # type: ignore[index]
             assert item["expires_at"]["N"] and float(item["expires_at"]["N"]) > time.time()  # type: ignore[index]
 
-    with running_worker(local_aws, queues.url, handler, worker_args={"idempotency": consumer}, job_type=job_type) as worker:
+    with running_worker(
+        local_aws, queues.url, handler, worker_args={"idempotency": consumer}, job_type=job_type
+    ) as worker:
         assert wait_for(lambda: worker_outcomes(worker), timeout_s=20)
     # THEN the record never lapsed while the handler ran, and every lease extension moved it: one
     # TransactWriteItems per extension (one lease per tick), plus the PutItem and the UpdateItem
@@ -255,7 +257,11 @@ def test_lambda_does_not_run_a_record_while_dynamodb_throttles_past_the_slack_an
 
     # WHEN the record arrives: THEN it is not run, retried within the lease, and reported for a retry
     assert invoke() == {"batchItemFailures": [{"itemIdentifier": message_id}]}
-    assert runs.bodies == [] and faults.sent("PutItem") > 1 and record(local_aws, table, f"{job_type}#{message_id}") is None
+    assert (
+        runs.bodies == []
+        and faults.sent("PutItem") > 1
+        and record(local_aws, table, f"{job_type}#{message_id}") is None
+    )
     # AND once DynamoDB answers, the redelivery (after its lease lapsed) runs it
     throttling[0] = False
     assert wait_for(lambda: counts(local_aws, queues.url)[0] == 1, timeout_s=10)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from support.emf import outcomes, read_emf
@@ -92,9 +94,13 @@ def test_a_redelivered_record_whose_first_run_completed_is_reported_done_unrun_a
     # WHEN it is delivered again (its delete was lost)
     emf = io.StringIO()
     response = process_event(
-        fake_event(["a"]), FakeContext(60), handler, SETTINGS, FakeSQS(), emf=EmfLogger(emf), idempotency=store_on(
-            dynamodb, wall
-        )
+        fake_event(["a"]),
+        FakeContext(60),
+        handler,
+        SETTINGS,
+        FakeSQS(),
+        emf=EmfLogger(emf),
+        idempotency=store_on(dynamodb, wall),
     )
     # THEN it is not run, reported done (Lambda deletes it), and its line says duplicate with no ProcessingTime metric
     assert response == {"batchItemFailures": []} and handler.runs == ["a"]
@@ -187,7 +193,10 @@ def test_a_key_function_that_raises_fails_the_record_unrun() -> None:
     wall = FakeClock(EPOCH)
     handler = Counting()
     response, lines = invoke(
-        fake_event(["not json"]), handler, store_on(FakeDynamoDB(wall), wall), key=lambda body, m: json.loads(body)["id"]
+        fake_event(["not json"]),
+        handler,
+        store_on(FakeDynamoDB(wall), wall),
+        key=lambda body, m: json.loads(body)["id"],
     )
     assert handler.runs == [] and lines == {"m0": "failure"}
     assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
@@ -275,6 +284,50 @@ def test_the_worker_deletes_a_duplicate_unrun_and_runs_a_new_message_once() -> N
     assert dynamodb.items["Orders#m-b"]["status"]["S"] == RecordStatus.COMPLETED
 
 
+def test_a_drain_deletes_the_record_of_a_message_it_releases_at_the_grace_end() -> None:
+    # GIVEN a worker with a 1 s shutdown grace, running a handler that does not end
+    wall = FakeClock(EPOCH)
+    dynamodb = FakeDynamoDB(wall)
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    sqs.add("forever")
+    started, gate = threading.Event(), threading.Event()
+    held_at_release: list[bool] = []
+    sqs.script("ChangeMessageVisibilityBatch", lambda: held_at_release.append("Orders#m-forever" in dynamodb.items))
+
+    def handler(body: str, message: Message) -> None:
+        started.set()
+        gate.wait(30)
+
+    try:
+        with running_worker(
+            sqs,
+            "https://sqs.us-east-1.amazonaws.com/1/jobs",
+            handler,
+            concurrency=1,
+            clock=clock,
+            worker_args={"idempotency": store_on(dynamodb, wall)},
+            job_type="Orders",
+            visibility_timeout=30,
+            extension_threshold=5,
+            shutdown_grace=1,
+        ) as worker:
+            assert started.wait(10) and "Orders#m-forever" in dynamodb.items
+            # WHEN it shuts down and the grace ends
+            worker.shutdown()
+            assert advance_until(clock, lambda: bool(sqs.of("ChangeMessageVisibilityBatch")))
+        # THEN the record was deleted before the release, so the next consumer runs the message at once
+        assert [e["VisibilityTimeout"] for e in sqs.entries("ChangeMessageVisibilityBatch")] == [0]
+        assert held_at_release == [False] and dynamodb.items == {} and len(dynamodb.of("DeleteItem")) == 1
+    finally:
+        gate.set()
+
+
+def advance_until(clock: FakeClock, done: Callable[[], bool], step_s: float = 0.25) -> bool:
+    """Move the fake clock ``step_s`` at a time until ``done()``."""
+    return wait_for(lambda: done() or bool(clock.sleep(step_s)), timeout_s=20, interval_s=0.05)
+
+
 # -- the heartbeat ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("due", "transactions"), [(1, 1), (25, 1), (101, 2)])
 def test_a_tick_extends_the_due_leases_records_in_ceil_due_over_100_transactions(due: int, transactions: int) -> None:
@@ -302,3 +355,31 @@ def test_a_tick_extends_the_due_leases_records_in_ceil_due_over_100_transactions
     }
     assert {float(item["expires_at"]["N"]) for item in dynamodb.items.values()} == {EPOCH + 30}
     assert all(lease.deadline == 30.0 for lease in leases)
+
+
+# -- configuration ------------------------------------------------------------------------------------------
+def test_setting_the_table_variable_turns_idempotency_on_and_leaving_it_unset_builds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sqslease import lambda_adapter
+    from sqslease.worker import Worker
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    url = "https://sqs.us-east-1.amazonaws.com/1/jobs"
+    # GIVEN no SQSLEASE_IDEMPOTENCY_TABLE: THEN neither the worker nor the Lambda adapter builds a store
+    monkeypatch.delenv("SQSLEASE_IDEMPOTENCY_TABLE", raising=False)
+    monkeypatch.setattr(lambda_adapter, "_env_store", lambda_adapter._UNSET)
+    off = Worker(FakeSQS(), url, Counting(), SETTINGS)
+    assert off.processor.idempotency is None and off.heartbeat.idempotency is None
+    assert lambda_adapter.env_idempotency(SETTINGS) is None
+    # GIVEN the table set (and a retention): THEN both build one store on it, with the consumer's job type
+    monkeypatch.setenv("SQSLEASE_IDEMPOTENCY_TABLE", "orders-idempotency")
+    monkeypatch.setenv("SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD", "3600")
+    monkeypatch.setattr(lambda_adapter, "_env_store", lambda_adapter._UNSET)
+    on = Worker(FakeSQS(), url, Counting(), SETTINGS)
+    assert on.processor.idempotency is not None and on.heartbeat.idempotency is on.processor.idempotency
+    assert on.processor.idempotency.store.table == "orders-idempotency"
+    assert on.processor.idempotency.store.idempotency.retention_period == 3600
+    lambda_store = lambda_adapter.env_idempotency(SETTINGS)
+    assert lambda_store is not None and lambda_store.table == "orders-idempotency"
+    assert lambda_adapter.env_idempotency(SETTINGS) is lambda_store  # once per process

@@ -170,7 +170,9 @@ class Heartbeat:
 
     def _allowed(self, lease: Lease, now: float) -> int:
         """The visibility timeout an extension sent at ``now`` asks for: at most the 12 h from receipt."""
-        return max(int(min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))), 0)
+        return max(
+            int(min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))), 0
+        )
 
     def _extend_records(self, records: list[tuple[Hold, float]]) -> TickStats:
         """The idempotency round: each record to its lease's new end, computed when the tick took the lease, so

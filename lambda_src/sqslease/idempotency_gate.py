@@ -128,7 +128,9 @@ class IdempotencyGate:
         try:
             outcome = self.store.complete(hold, result)
         except (TypeError, ValueError) as error:  # too large, or not JSON: the job is done all the same
-            logger.error("message %s: result not stored (%s); completing its record without it", message.message_id, error)
+            logger.error(
+                "message %s: result not stored (%s); completing its record without it", message.message_id, error
+            )
             outcome = self.store.complete(hold)
         if outcome is not SettleOutcome.DONE:
             logger.warning(
@@ -155,7 +157,11 @@ class IdempotencyGate:
         """One ``store.extend`` of :meth:`held`'s records. Returns (records extended, records not extended); those
         not extended are logged: their handlers run on, and their SQS leases are kept."""
         outcomes = self.store.extend(records)
-        missed = [hold.pk for (hold, _), outcome in zip(records, outcomes, strict=True) if outcome is not ExtendOutcome.EXTENDED]
+        missed = [
+            hold.pk
+            for (hold, _), outcome in zip(records, outcomes, strict=True)
+            if outcome is not ExtendOutcome.EXTENDED
+        ]
         if missed:
             logger.error(
                 "%d idempotency records not extended (%s...): another consumer may run their messages once they lapse",

@@ -145,7 +145,7 @@ class IdempotencyStore:
         item = self.io.call("GetItem", request).get("Item")
         if item is None or float(item["expires_at"]["N"]) <= self.clock():
             return None
-        status = RecordStatus(_text(item, "status"))
+        status = RecordStatus(_text(item, "status") or "")
         return status, decode_result(_text(item, "result")) if status is RecordStatus.COMPLETED else None
 
     # -- complete and fail --------------------------------------------------------------------------------------
