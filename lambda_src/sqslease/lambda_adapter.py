@@ -55,6 +55,11 @@ lease needing an extension, no thread. The renewal at the start (lease extension
 come due before the invocation's end, which a lease longer than the function's timeout never does (a
 ``LambdaJob``'s is timeout + 10 s); a sender thread starts with the first release.
 
+Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (the store is
+built once per process) or a store passed, each record claims its DynamoDB record before its handler runs; a
+duplicate is reported done unrun, a record another consumer holds (or that no record could be written for) is a
+``batchItemFailure`` left to its lease.
+
 Already on Powertools' ``BatchProcessor``? Keep it, and wrap its call in :func:`leases_held` to add lease
 extension and the deadline guard's release of unstarted records.
 """

@@ -29,6 +29,11 @@ handler's thread cannot be stopped: the worker stops receiving, drains as on SIG
 within ``shutdown_grace``), and exits with status 3 for ECS to start a fresh task; the hung thread's late result
 is ignored (logged). So is a cancelled task that still runs ``ASYNC_CANCEL_GRACE_S`` (5 s) later.
 
+Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (or a store
+passed), each message claims its DynamoDB record before its handler runs, the heartbeat moves the records with the
+leases, and a success completes the record before the delete. A DynamoDB error no retry can fix stops the worker
+like a fatal SQS error.
+
 Exit status: 0 after a shutdown; 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
 logged on one line, so that ECS restarts the task and alarms fire; 2 for a bad option or environment (one
 line naming the option and the fix); 3 after a hung handler, once drained. Without a configured region
