@@ -233,3 +233,19 @@ def test_the_refusal_says_what_the_minimum_guarantees() -> None:
     assert recommend(summary_of([5.0] * 4), min_samples=5)["refused"] == (
         "only 4 messages (at least 5 are needed (--min-samples)): collect more logs or widen --since"
     )
+
+
+def test_lines_of_unrun_messages_duplicates_included_stay_out_of_the_runs(spark, tmp_path: Path) -> None:
+    # GIVEN 10 runs and, for each outcome of a message whose handler did not run, a 0 ms line of a redelivery
+    from sqslease.emf import UNRUN_OUTCOMES
+
+    assert "duplicate" in UNRUN_OUTCOMES and "in_progress_elsewhere" in UNRUN_OUTCOMES
+    runs = [emf(ms=float(100 + i), ts=i) for i in range(10)]
+    unrun = [emf(ms=0.0, outcome=outcome, receives=2, extensions=0, ts=20) for outcome in UNRUN_OUTCOMES]
+    # WHEN they are aggregated
+    (row,) = partials(spark, tmp_path, {"a.log": runs + unrun})
+    (summary,) = summarize([row]).values()
+    # THEN only the runs count and time: the unrun lines count as released lines only
+    assert (row["count"], row["released"], row["redeliveries"]) == (10, len(UNRUN_OUTCOMES), 0)
+    assert summary.count == 10 and summary.sum_us == sum(range(100, 110)) * 1000
+    assert file_counts([row]) == {"a.log": (10 + len(UNRUN_OUTCOMES), 0)}

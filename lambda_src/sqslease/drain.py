@@ -3,7 +3,8 @@
 In order: wait for the long poll in flight; let handlers that come free run the received messages until the
 release point (``poll_wait`` + :data:`DRAIN_POLL_MARGIN_S` after the signal, capped by ``shutdown_grace``); release
 what is still unstarted; wait for the running handlers until the grace ends, then release theirs; confirm the
-deletes and releases before the heartbeat stops.
+deletes and releases before the heartbeat stops. With idempotency, a running message released at the grace's end has
+its record deleted first, so that the consumer that receives it next runs it at once.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ def drain(
     still_running = handlers.still_running()
     if still_running:
         logger.warning("grace period over: releasing %d messages still being handled", len(still_running))
+        if processor.idempotency is not None:  # their records first: the next consumer takes over at once
+            for message in still_running:
+                processor.idempotency.fail(message.lease, message.message_id)
         settler.release_all([m.lease for m in still_running], timeout=1)
     # The heartbeat keeps holding leases until their deletes and releases are confirmed.
     settler.close(timeout=max(1.0, grace_ends - clock()))

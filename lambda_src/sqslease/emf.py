@@ -27,13 +27,25 @@ METRICS = (
 #: Published from a line that has ``QueueTime``: a message that ran, with a ``SentTimestamp``.
 QUEUE_TIME_METRIC = {"Name": "QueueTime", "Unit": "Milliseconds"}
 
-OUTCOMES = ("success", "failure", "dead_lettered", "released", "lost", "timed_out")
+OUTCOMES = (
+    "success",
+    "failure",
+    "dead_lettered",
+    "released",
+    "lost",
+    "timed_out",
+    "duplicate",
+    "in_progress_elsewhere",
+    "store_unavailable",
+)
 #: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
 #: handler cannot flood the logs (CloudWatch Logs takes 256 KiB per event).
 ERROR_TEXT_LIMIT = 500
 
-#: Outcome of a message released without running: its line publishes no ProcessingTime metric (it ran 0 ms).
-UNRUN_OUTCOME = "released"
+#: Outcomes of a message whose handler did not run: released unstarted, or stopped by its idempotency record
+#: (done before, held by another consumer, or no record could be written). Their lines publish no ProcessingTime
+#: metric (0 ms), and jobstats leaves them out of its durations.
+UNRUN_OUTCOMES = ("released", "duplicate", "in_progress_elsewhere", "store_unavailable")
 
 
 class EmfLogger:
@@ -184,5 +196,5 @@ def error_text(error: BaseException) -> str:
 
 
 def _metrics(outcome: str, queued: bool) -> list[dict[str, str]]:
-    metrics = [m for m in METRICS if m["Name"] != "ProcessingTime"] if outcome == UNRUN_OUTCOME else list(METRICS)
+    metrics = [m for m in METRICS if m["Name"] != "ProcessingTime"] if outcome in UNRUN_OUTCOMES else list(METRICS)
     return [*metrics, QUEUE_TIME_METRIC] if queued else metrics

@@ -18,6 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqslease.idempotency import Hold
+from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, extension_retry_delay
 from sqslease.retry import is_throttling as _is_throttling
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
@@ -45,6 +47,8 @@ class TickStats:
     retried: int = 0  # entries sent again after a failed attempt
     limit_reached: int = 0
     throttled: int = 0  # requests or entries answered with throttling
+    records_extended: int = 0  # idempotency records moved with their leases
+    records_missed: int = 0  # idempotency records not extended (lost or unavailable)
 
     def add(self, other: TickStats) -> None:
         for name in self.__dataclass_fields__:
@@ -86,6 +90,8 @@ class Heartbeat:
     :param sleep: ``sleep(seconds)`` between retries; returns early when the heartbeat stops. Injectable.
     :param on_fatal: called once with the :class:`FatalSqsError`. Default: log it.
     :param rng: random source of the retry jitter.
+    :param idempotency: the records held with the leases: each tick moves those of its due leases to the leases'
+        new ends, in one ``IdempotencyStore.extend`` (a round of its own). Default none.
     """
 
     def __init__(
@@ -98,8 +104,10 @@ class Heartbeat:
         sleep: Callable[[float], object] | None = None,
         on_fatal: Callable[[FatalSqsError], None] | None = None,
         rng: random.Random | None = None,
+        idempotency: IdempotencyGate | None = None,
     ) -> None:
         self.sqs = sqs
+        self.idempotency = idempotency
         self.queue_url = queue_url
         self.scheduler = scheduler
         self.settings = settings
@@ -154,7 +162,31 @@ class Heartbeat:
             done.set_result(self._round(batches[0]))
             tick.rounds.append(done)
         tick.rounds += [self._pool().submit(self._round, b) for b in batches[first_inline:]]
+        if self.idempotency is not None and batches:
+            records = self.idempotency.held([(lease, now + self._allowed(lease, now)) for b in batches for lease in b])
+            if records:
+                tick.rounds.append(self._pool().submit(self._extend_records, records))
         return tick
+
+    def _allowed(self, lease: Lease, now: float) -> int:
+        """The visibility timeout an extension sent at ``now`` asks for: at most the 12 h from receipt."""
+        return max(
+            int(min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))), 0
+        )
+
+    def _extend_records(self, records: list[tuple[Hold, float]]) -> TickStats:
+        """The idempotency round: each record to its lease's new end, computed when the tick took the lease, so
+        never past the end SQS grants (whose extension is sent later). A record not extended keeps its SQS lease:
+        its handler runs on (logged)."""
+        assert self.idempotency is not None
+        stats = TickStats()
+        try:
+            stats.records_extended, stats.records_missed = self.idempotency.extend(records)
+        except FatalSqsError as error:  # FatalStoreError: the table or the role
+            self._report_fatal(error, [])
+        except Exception:
+            logger.exception("idempotency heartbeat round failed")
+        return stats
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:
@@ -234,10 +266,7 @@ class Heartbeat:
             entries: list[dict[str, object]] = []
             vts: list[int] = []
             for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
-                allowed = int(
-                    min(self.settings.visibility_timeout, self.settings.max_total_lease - (sent_at - lease.received_at))
-                )
-                vts.append(max(allowed, 0))
+                vts.append(self._allowed(lease, sent_at))
                 entries.append({"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": vts[-1]})
             stats.requests += 1
             if logger.isEnabledFor(logging.DEBUG):

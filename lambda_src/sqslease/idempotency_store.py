@@ -137,6 +137,17 @@ class IdempotencyStore:
             return Begin(BeginStatus.COMPLETED, result=decode_result(_text(found, "result")))
         return Begin(BeginStatus.IN_PROGRESS_ELSEWHERE, expires_at=float(found["expires_at"]["N"]))
 
+    def get(self, key: str) -> tuple[RecordStatus, Any] | None:
+        """What a producer reads: ``key``'s status and stored result (``None`` unless COMPLETED with one), or
+        ``None`` when it has no record or a void one. One strongly consistent GetItem, not retried."""
+        pk = record_key(self.settings.job_type, key)
+        request = {"TableName": self.table, "Key": {KEY_ATTRIBUTE: {"S": pk}}, "ConsistentRead": True}
+        item = self.io.call("GetItem", request).get("Item")
+        if item is None or float(item["expires_at"]["N"]) <= self.clock():
+            return None
+        status = RecordStatus(_text(item, "status") or "")
+        return status, decode_result(_text(item, "result")) if status is RecordStatus.COMPLETED else None
+
     # -- complete and fail --------------------------------------------------------------------------------------
     def complete(self, hold: Hold, result: Any = None, deadline: float | None = None) -> SettleOutcome:
         """Mark the record COMPLETED (with ``result`` as JSON unless ``None``) until retention plus margin.

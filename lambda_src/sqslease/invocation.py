@@ -12,6 +12,7 @@ from typing import Any
 
 from sqslease.clients import queue_region
 from sqslease.heartbeat import Heartbeat
+from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.message import queue_url_from_arn
 from sqslease.retry import FatalSqsError
 from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
@@ -28,7 +29,15 @@ QUEUE_URL_ENV = ENV_PREFIX + "QUEUE_URL"
 class EventLeases:
     """Leases for every record of one invocation, with their heartbeat and settler."""
 
-    def __init__(self, event: dict[str, Any], context: Any, settings: LeaseSettings, sqs: Any, queue_url: str) -> None:
+    def __init__(
+        self,
+        event: dict[str, Any],
+        context: Any,
+        settings: LeaseSettings,
+        sqs: Any,
+        queue_url: str,
+        idempotency: IdempotencyGate | None = None,
+    ) -> None:
         records = event.get("Records", [])
         self.queue_url = queue_url
         self.settings = settings
@@ -53,7 +62,7 @@ class EventLeases:
         self.leases: dict[str, Lease] = {r["messageId"]: lease for r, lease in zip(records, leases, strict=True)}
         #: None with the heartbeat off (``lease_extension=False``): nothing renews or extends the leases.
         self.heartbeat = (
-            Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal)
+            Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal, idempotency=idempotency)
             if settings.heartbeat
             else None
         )

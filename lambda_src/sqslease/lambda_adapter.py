@@ -55,6 +55,11 @@ lease needing an extension, no thread. The renewal at the start (lease extension
 come due before the invocation's end, which a lease longer than the function's timeout never does (a
 ``LambdaJob``'s is timeout + 10 s); a sender thread starts with the first release.
 
+Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (the store is
+built once per process) or a store passed, each record claims its DynamoDB record before its handler runs; a
+duplicate is reported done unrun, a record another consumer holds (or that no record could be written for) is a
+``batchItemFailure`` left to its lease.
+
 Already on Powertools' ``BatchProcessor``? Keep it, and wrap its call in :func:`leases_held` to add lease
 extension and the deadline guard's release of unstarted records.
 """
@@ -71,6 +76,9 @@ from typing import Any
 from sqslease.async_loop import AsyncLoop
 from sqslease.emf import EmfLogger
 from sqslease.hooks import MessageHooks
+from sqslease.idempotency import KeyFunction, message_id_key
+from sqslease.idempotency_gate import IdempotencyGate, env_store
+from sqslease.idempotency_store import IdempotencyStore
 from sqslease.invocation import EventLeases, event_queue_url
 from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor
@@ -102,6 +110,8 @@ def process_event(
     skip_group_on_error: bool = False,
     raise_on_entire_batch_failure: bool = True,
     hooks: Iterable[MessageHooks] = (),
+    idempotency: IdempotencyStore | None = None,
+    key: KeyFunction = message_id_key,
 ) -> dict[str, Any]:
     """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
     batch response.
@@ -111,6 +121,11 @@ def process_event(
     :param skip_group_on_error: FIFO only: after a failure stop only that record's group, not the batch.
     :param raise_on_entire_batch_failure: raise :class:`BatchFailedError` when every record failed.
     :param hooks: called before and after each record, after those ``settings.hooks`` names. Default none.
+    :param idempotency: the idempotency store (exactly-once completion, see docs/sqslease.md). Default: the one
+        ``SQSLEASE_IDEMPOTENCY_*`` describe, built once per process, or none (off) without
+        ``SQSLEASE_IDEMPOTENCY_TABLE``.
+    :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
+        the ``MessageId``.
     """
     records = event.get("Records", [])
     if not records:
@@ -118,7 +133,9 @@ def process_event(
     settings = settings or env_settings()
     queue_url = event_queue_url(records, queue_url)
     sqs = sqs or default_client(settings, queue_url)
-    held = EventLeases(event, context, settings, sqs, queue_url)
+    store = idempotency if idempotency is not None else env_idempotency(settings)
+    gate = IdempotencyGate(store, key) if store is not None else None
+    held = EventLeases(event, context, settings, sqs, queue_url, gate)
     processor = MessageProcessor(
         handler,
         held.settler,
@@ -129,6 +146,8 @@ def process_event(
         delete_on_success=False,
         hooks=hooks,
         loop=AsyncLoop(),  # this invocation's: started by the first coroutine, stopped before it returns
+        idempotency=gate,
+        on_fatal=held._on_fatal,
     )
     fifo = held.queue_url.endswith(".fifo")
     failures: list[dict[str, str]] = []
@@ -195,6 +214,8 @@ def sqs_batch_handler(
     skip_group_on_error: bool = False,
     raise_on_entire_batch_failure: bool = True,
     hooks: Iterable[MessageHooks] = (),
+    idempotency: IdempotencyStore | None = None,
+    key: KeyFunction = message_id_key,
 ) -> Any:
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
@@ -214,6 +235,8 @@ def sqs_batch_handler(
                 skip_group_on_error=skip_group_on_error,
                 raise_on_entire_batch_failure=raise_on_entire_batch_failure,
                 hooks=hooks,
+                idempotency=idempotency,
+                key=key,
             )
 
         return lambda_handler
@@ -250,6 +273,20 @@ def leases_held(
 _client: Any = None
 _client_lock = threading.Lock()
 _env_settings: LeaseSettings | None = None
+_UNSET: Any = object()
+_env_store: Any = _UNSET
+
+
+def env_idempotency(settings: LeaseSettings) -> IdempotencyStore | None:
+    """The process's idempotency store from ``SQSLEASE_IDEMPOTENCY_*`` (``None``: off), built on first use with the
+    first ``settings`` (its DynamoDB client's timeouts, its job type), then kept like the SQS client."""
+    global _env_store
+    if _env_store is _UNSET:  # once per process: no lock on every invocation
+        with _client_lock:
+            if _env_store is _UNSET:
+                _env_store = env_store(settings)
+    store: IdempotencyStore | None = _env_store
+    return store
 
 
 def env_settings() -> LeaseSettings:

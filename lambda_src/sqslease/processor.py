@@ -19,8 +19,10 @@ from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt, HandlerTimeoutError
 from sqslease.emf import EmfLogger
 from sqslease.hooks import HookChain, MessageHooks, configured_hooks
+from sqslease.idempotency_gate import IdempotencyGate
+from sqslease.idempotency_requests import FatalStoreError
 from sqslease.message import Message
-from sqslease.retry import backoff_delay
+from sqslease.retry import FatalSqsError, backoff_delay
 from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.settle import Settler
 
@@ -90,6 +92,9 @@ class MessageProcessor:
     :param non_retryable: exception types that go straight to the DLQ (in addition to the settings' paths).
     :param hooks: called before and after each message, after the built-in and the settings' ones. Default none.
     :param loop: runs the coroutines of ``async def`` handlers. Default: one of its own, started on first use.
+    :param idempotency: the records that make completion exactly-once (:meth:`_begin`). Default none: off.
+    :param on_fatal: called with a :class:`FatalStoreError` of the idempotency store (the message is not run).
+        Default: raise it.
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class MessageProcessor:
         non_retryable: tuple[type[BaseException], ...] = (),
         hooks: Iterable[MessageHooks] = (),
         loop: AsyncLoop | None = None,
+        idempotency: IdempotencyGate | None = None,
+        on_fatal: Callable[[FatalSqsError], None] | None = None,
     ) -> None:
         self.handler = handler
         self.settler = settler
@@ -116,6 +123,8 @@ class MessageProcessor:
         self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
         self.hooks = HookChain([*configured_hooks(settings.job_type, settings.hooks), *hooks])
         self.loop = loop or AsyncLoop()
+        self.idempotency = idempotency
+        self.on_fatal = on_fatal
 
     def process(self, message: Message, attempt: Attempt | None = None) -> ProcessResult:
         """Run the handler on ``message`` and settle it, unless ``attempt`` timed out meanwhile (then its late
@@ -130,11 +139,16 @@ class MessageProcessor:
                 self.settings.receive_count_warning,
             )
         queue_ms = message.queue_time_ms(time.time() * 1000)
+        if self.idempotency is not None:
+            unrun = self._begin(message, attempt)
+            if unrun is not None:
+                return unrun
         started = time.perf_counter()
         error: BaseException | None = None
+        returned: Any = None
         try:
             # The message's own context: what a before hook makes current, the handler (and its task) sees.
-            contextvars.copy_context().run(self._run, message, attempt)
+            returned = contextvars.copy_context().run(self._run, message, attempt)
         except BaseException as caught:
             # The handler's failure is data here: it picks the settle. Any BaseException (SystemExit from a
             # library's sys.exit(), KeyboardInterrupt...) too: it must not end the handler's thread and leave its
@@ -152,6 +166,11 @@ class MessageProcessor:
             )
             return ProcessResult(TIMED_OUT, elapsed_ms, True)
 
+        if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
+            if error is None:
+                self.idempotency.complete(message, returned)
+            else:
+                self.idempotency.fail(message.lease, message.message_id)
         if message.lease.lost:
             outcome, retry = "lost", True
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
@@ -188,13 +207,57 @@ class MessageProcessor:
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry)
 
-    def _run(self, message: Message, attempt: Attempt) -> None:
+    def _run(self, message: Message, attempt: Attempt) -> Any:
         self.hooks.before(message)
         returned = self.handler(message.body, message)
         if inspect.iscoroutine(returned):
-            self.loop.run(returned, attempt)
-        elif inspect.isawaitable(returned):
+            return self.loop.run(returned, attempt)
+        if inspect.isawaitable(returned):
             raise AsyncHandlerError(self.handler, returned)
+        return returned
+
+    def _begin(self, message: Message, attempt: Attempt) -> ProcessResult | None:
+        """Claim the message's idempotency record (:meth:`IdempotencyGate.admit`): ``None`` to run the handler,
+        else how the unrun message ended."""
+        assert self.idempotency is not None
+        try:
+            unrun = self.idempotency.admit(message)
+        except FatalStoreError as error:
+            if self.on_fatal is None:
+                raise
+            self.on_fatal(error)
+            unrun = ("store_unavailable", None)
+        return None if unrun is None else self._unrun(message, attempt, *unrun)
+
+    def _unrun(
+        self, message: Message, attempt: Attempt, outcome: str, error: BaseException | None = None
+    ) -> ProcessResult:
+        """Settle a message whose handler was not run and log its EMF line (no hooks: nothing ran). ``duplicate``:
+        deleted (the worker; Lambda deletes what is not reported). ``in_progress_elsewhere``, ``store_unavailable``:
+        left to lapse. ``failure`` (its key function failed): the failure policy."""
+        attempt.ended = True
+        if not attempt.claim():  # timed out while its record was being claimed: its timeout settled it
+            return ProcessResult(TIMED_OUT, 0, True)
+        retry = outcome != "duplicate"
+        if outcome == "failure":
+            self.apply_failure_policy(message)
+        elif outcome == "duplicate":
+            if self.delete_on_success:
+                self.settler.delete(message.lease)
+        else:
+            self.settler.stop_tracking(message.lease)  # lapses: the holder (or a retry) runs it at its end
+        self.emf.record(
+            job_type=self.settings.job_type,
+            queue=self.queue_name,
+            message_id=message.message_id,
+            processing_ms=0,
+            outcome=outcome,
+            receive_count=message.receive_count,
+            extensions=message.lease.extensions,
+            lease_lost=message.lease.lost,
+            error=error,
+        )
+        return ProcessResult(outcome, 0, retry)
 
     def time_out(self, attempt: Attempt, now: float, reason: str) -> bool:
         """Fail a handler still running (``reason``: past ``max_processing_time``, or the Lambda deadline): settle
@@ -214,6 +277,8 @@ class MessageProcessor:
             if attempt.cancellable
             else "its thread cannot be stopped and its result will be ignored",
         )
+        if self.idempotency is not None:
+            self.idempotency.fail(message.lease, message.message_id)
         if message.lease.lost:
             logger.warning("message %s timed out after its lease was lost; not settling it", message.message_id)
         else:

@@ -29,6 +29,11 @@ handler's thread cannot be stopped: the worker stops receiving, drains as on SIG
 within ``shutdown_grace``), and exits with status 3 for ECS to start a fresh task; the hung thread's late result
 is ignored (logged). So is a cancelled task that still runs ``ASYNC_CANCEL_GRACE_S`` (5 s) later.
 
+Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (or a store
+passed), each message claims its DynamoDB record before its handler runs, the heartbeat moves the records with the
+leases, and a success completes the record before the delete. A DynamoDB error no retry can fix stops the worker
+like a fatal SQS error.
+
 Exit status: 0 after a shutdown; 1 after a fatal SQS error (access denied, missing queue, unusable KMS key),
 logged on one line, so that ECS restarts the task and alarms fire; 2 for a bad option or environment (one
 line naming the option and the fix); 3 after a hung handler, once drained. Without a configured region
@@ -53,6 +58,9 @@ from sqslease.emf import EmfLogger
 from sqslease.handler_pool import HandlerPool
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
+from sqslease.idempotency import KeyFunction, message_id_key
+from sqslease.idempotency_gate import IdempotencyGate, env_store
+from sqslease.idempotency_store import IdempotencyStore
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.receiver import Receiver
 from sqslease.retry import FatalSqsError
@@ -89,6 +97,10 @@ class Worker:
     :param ecs_agent_uri: ``ECS_AGENT_URI``: enables ECS task scale-in protection. Default none.
     :param hooks: called before and after each message (:mod:`sqslease.hooks`), after those the settings name.
         Default none.
+    :param idempotency: the idempotency store (exactly-once completion, see docs/sqslease.md). Default: the one
+        ``SQSLEASE_IDEMPOTENCY_*`` describe, built here, or none (off) without ``SQSLEASE_IDEMPOTENCY_TABLE``.
+    :param key: ``key(body, message) -> str``, what makes two messages the same job (idempotency on only).
+        Default: the ``MessageId``.
     """
 
     def __init__(
@@ -104,9 +116,15 @@ class Worker:
         control_sqs: Any = None,
         ecs_agent_uri: str | None = None,
         hooks: Iterable[MessageHooks] = (),
+        idempotency: IdempotencyStore | None = None,
+        key: KeyFunction = message_id_key,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        store = idempotency if idempotency is not None else env_store(settings, concurrency)
+        if store is None and key is not message_id_key:
+            logger.warning("key= is ignored: idempotency is off (set SQSLEASE_IDEMPOTENCY_TABLE)")
+        gate = IdempotencyGate(store, key, clock) if store is not None else None
         self.sqs = sqs
         self.receive_sqs = receive_sqs or sqs
         self.control_sqs = control_sqs or sqs
@@ -115,7 +133,9 @@ class Worker:
         self.concurrency = concurrency
         self.clock = clock
         self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
-        self.heartbeat = Heartbeat(sqs, queue_url, self.scheduler, settings, clock, on_fatal=self._on_fatal)
+        self.heartbeat = Heartbeat(
+            sqs, queue_url, self.scheduler, settings, clock, on_fatal=self._on_fatal, idempotency=gate
+        )
         self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
         self.processor = MessageProcessor(
             handler,
@@ -126,6 +146,8 @@ class Worker:
             queue_name=queue_url.rstrip("/").rsplit("/", 1)[-1],
             hooks=hooks,
             loop=AsyncLoop(),
+            idempotency=gate,
+            on_fatal=self._on_fatal,
         )
         self._stopping = threading.Event()
         #: Handlers that ran past ``max_processing_time`` and did not end.

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from local_emulator.chaos.ledger import Observations, queue_name
+from sqslease.emf import UNRUN_OUTCOMES
 
 #: An EMF line: the text a consumer wrote (lines that are not JSON objects are skipped) or its parsed object.
 EmfLine = str | Mapping[str, Any]
@@ -233,7 +234,7 @@ def build_report(
 
 
 def _two_live(runs: Sequence[Run], tolerance_ms: float) -> bool:
-    ran = [run for run in runs if run.outcome != "released"]
+    ran = [run for run in runs if run.outcome not in UNRUN_OUTCOMES]  # released, or stopped by idempotency
     return any(
         min(a.end_ms, b.end_ms) - max(a.start_ms, b.start_ms) > tolerance_ms for a, b in itertools.combinations(ran, 2)
     )

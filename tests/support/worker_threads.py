@@ -28,11 +28,12 @@ def running_worker(
     client: Any = None,
     clock: Callable[[], float] | None = None,
     hook_objects: tuple[Any, ...] = (),
+    worker_args: dict[str, Any] | None = None,
     **settings: Any,
 ) -> Iterator[Worker]:
     """A worker on ``client`` (default: a client of ``server``, the moto_server; or ``server`` itself when it is
     a :class:`support.fakes.FakeSQS`) with :data:`FAST` settings updated by ``settings``; shut down (drained) on
-    leaving, within 30 s."""
+    leaving, within 30 s. ``worker_args``: more ``Worker`` arguments (``idempotency``, ``key``)."""
     emf = io.StringIO()
     worker = Worker(
         client or (server.client("sqs") if isinstance(server, LocalServer) else server),
@@ -43,6 +44,7 @@ def running_worker(
         emf=EmfLogger(emf),
         hooks=hook_objects,
         **({"clock": clock} if clock is not None else {}),
+        **(worker_args or {}),
     )
     worker.emf_lines = emf  # type: ignore[attr-defined]
     thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False}, daemon=True)

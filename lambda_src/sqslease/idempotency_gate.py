@@ -1,0 +1,171 @@
+"""The consumer's side of idempotency: which records a worker or an invocation holds, tied to which leases.
+
+:class:`IdempotencyGate` is what the processor, the heartbeat and the drain call (see docs/sqslease.md,
+"Idempotency"). Each hold lives in :attr:`IdempotencyGate.holds` from ``begin`` until whoever settles it first
+takes it (the handler's end, its timeout, or the drain): so a record is completed or deleted once. Without
+idempotency nothing here is built: the processor and the heartbeat check one ``None``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqslease.idempotency import (
+    Begin,
+    BeginStatus,
+    ExtendOutcome,
+    Hold,
+    IdempotencyKeyError,
+    IdempotencySettings,
+    KeyFunction,
+    SettleOutcome,
+    compute_key,
+    lease_expiry_epoch,
+    message_id_key,
+)
+from sqslease.idempotency_store import IdempotencyStore, store_client
+from sqslease.message import Message
+from sqslease.scheduler import Lease
+from sqslease.settings import LeaseSettings
+
+logger = logging.getLogger("sqslease")
+
+
+@dataclass(frozen=True)
+class IdempotentResult:
+    """Return ``IdempotentResult(value)`` from a handler to store ``value`` (JSON, at most ``max_result_bytes``)
+    with its COMPLETED record, for producers to read with ``IdempotencyStore.get(key)``. Any other return
+    value is ignored, as without idempotency."""
+
+    value: Any
+
+
+def env_store(settings: LeaseSettings, concurrency: int = 1, environ: Mapping[str, str] | None = None) -> Any:
+    """The store ``SQSLEASE_IDEMPOTENCY_*`` describe, with its own DynamoDB client, or ``None`` when
+    ``SQSLEASE_IDEMPOTENCY_TABLE`` is unset (idempotency off)."""
+    idempotency = IdempotencySettings.from_env(os.environ if environ is None else environ)
+    if not idempotency.table:
+        return None
+    return IdempotencyStore(store_client(settings, concurrency), settings, idempotency)
+
+
+class IdempotencyGate:
+    """One consumer's holds on ``store``'s records, by lease. Thread-safe.
+
+    :param store: the records.
+    :param key: ``key(body, message) -> str``. Default: the ``MessageId``.
+    :param clock: the monotonic clock the leases' deadlines are on. Default ``time.monotonic``.
+    """
+
+    def __init__(
+        self, store: IdempotencyStore, key: KeyFunction = message_id_key, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.store = store
+        self.key = key
+        self.clock = clock
+        self.holds: dict[Lease, Hold] = {}
+        self._lock = threading.Lock()
+
+    def expiry(self, deadline: float) -> float:
+        """A monotonic deadline in the store's epoch seconds."""
+        return lease_expiry_epoch(deadline, self.clock(), self.store.clock())
+
+    def begin(self, message: Message) -> Begin:
+        """Claim the message's key until its lease ends. Raises ``IdempotencyKeyError`` for a bad key (the handler's
+        failure) and ``FatalStoreError``. A RUN's hold is kept with the lease until :meth:`take`."""
+        key = compute_key(self.key, message.body, message)
+        begun = self.store.begin(key, self.expiry(message.lease.deadline))
+        if begun.hold is not None:
+            with self._lock:
+                self.holds[message.lease] = begun.hold
+        return begun
+
+    def admit(self, message: Message) -> tuple[str, BaseException | None] | None:
+        """``None``: run the handler (the record is held). Else the EMF outcome of not running it, and the key
+        function's error for ``failure``. Raises ``FatalStoreError``."""
+        try:
+            begun = self.begin(message)
+        except IdempotencyKeyError as error:
+            logger.error("message %s not run: %s", message.message_id, error)
+            return "failure", error
+        if begun.status is BeginStatus.RUN:
+            return None
+        if begun.status is BeginStatus.COMPLETED:
+            logger.info("message %s is a duplicate of a completed job: not run", message.message_id)
+            return "duplicate", None
+        if begun.status is BeginStatus.IN_PROGRESS_ELSEWHERE:
+            logger.warning(
+                "message %s not run: its key is held by another consumer for %.1f s more; left to its lease",
+                message.message_id,
+                (begun.expires_at or 0) - self.store.clock(),
+            )
+            return "in_progress_elsewhere", None
+        logger.error(
+            "message %s not run: no idempotency record could be written (%s); left to its lease",
+            message.message_id,
+            begun.error,
+        )
+        return "store_unavailable", None
+
+    def take(self, lease: Lease) -> Hold | None:
+        """The lease's hold, which the caller settles; ``None`` when another caller took it first."""
+        with self._lock:
+            return self.holds.pop(lease, None)
+
+    def complete(self, message: Message, returned: Any) -> None:
+        """Mark the message's record COMPLETED (with ``returned.value`` for an :class:`IdempotentResult`)."""
+        hold = self.take(message.lease)
+        if hold is None:
+            logger.warning("message %s: its idempotency record was already released; not completed", message.message_id)
+            return
+        result = returned.value if isinstance(returned, IdempotentResult) else None
+        try:
+            outcome = self.store.complete(hold, result)
+        except (TypeError, ValueError) as error:  # too large, or not JSON: the job is done all the same
+            logger.error(
+                "message %s: result not stored (%s); completing its record without it", message.message_id, error
+            )
+            outcome = self.store.complete(hold)
+        if outcome is not SettleOutcome.DONE:
+            logger.warning(
+                "message %s: its idempotency record could not be completed (%s): a redelivery may run it again",
+                message.message_id,
+                outcome.value,
+            )
+
+    def fail(self, lease: Lease, message_id: str) -> None:
+        """Delete the lease's record, if held, so that the retry runs at once."""
+        hold = self.take(lease)
+        if hold is None:
+            return
+        outcome = self.store.fail(hold)
+        if outcome is SettleOutcome.UNAVAILABLE:
+            logger.warning("message %s: idempotency record not deleted; the retry runs once it lapses", message_id)
+
+    def held(self, due: Sequence[tuple[Lease, float]]) -> list[tuple[Hold, float]]:
+        """The records held by ``due`` leases, each with its lease's new end (monotonic) in epoch seconds."""
+        with self._lock:
+            return [(self.holds[lease], self.expiry(end)) for lease, end in due if lease in self.holds]
+
+    def extend(self, records: Sequence[tuple[Hold, float]]) -> tuple[int, int]:
+        """One ``store.extend`` of :meth:`held`'s records. Returns (records extended, records not extended); those
+        not extended are logged: their handlers run on, and their SQS leases are kept."""
+        outcomes = self.store.extend(records)
+        missed = [
+            hold.pk
+            for (hold, _), outcome in zip(records, outcomes, strict=True)
+            if outcome is not ExtendOutcome.EXTENDED
+        ]
+        if missed:
+            logger.error(
+                "%d idempotency records not extended (%s...): another consumer may run their messages once they lapse",
+                len(missed),
+                missed[0],
+            )
+        return len(records) - len(missed), len(missed)
