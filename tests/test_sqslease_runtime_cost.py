@@ -211,3 +211,21 @@ def test_an_emf_line_is_exactly_the_json_of_its_object() -> None:
     # a field the template does not know follows the others, encoded alike
     line = dict(lines[0], QueueTime=250.5)
     assert json.loads(emf._encode(line)) == line
+
+
+def test_a_line_with_a_queue_time_and_one_without_each_get_their_own_metric_directive() -> None:
+    # GIVEN one success line without a queue time (no SentTimestamp), then one with
+    stream = io.StringIO()
+    emf = EmfLogger(stream)
+    common = {"job_type": "J", "queue": "q", "outcome": "success", "receive_count": 1, "extensions": 0}
+    lines = [
+        emf.record(message_id="a", processing_ms=1.5, lease_lost=False, **common),  # type: ignore[arg-type]
+        emf.record(message_id="b", processing_ms=2.5, lease_lost=False, queue_ms=80.25, **common),  # type: ignore[arg-type]
+    ]
+    # THEN each is exactly the JSON of its object: the second's directive declares QueueTime, the first's does not
+    assert stream.getvalue().splitlines() == [json.dumps(line, separators=(",", ":")) for line in lines]
+    names = [
+        [m["Name"] for m in json.loads(x)["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+        for x in stream.getvalue().splitlines()
+    ]
+    assert "QueueTime" not in names[0] and "QueueTime" in names[1]

@@ -128,16 +128,21 @@ class EmfLogger:
             and type(counts[2]) is int
         ):
             return _ENCODER.encode(line) + "\n"
-        key = (self.namespace, line["JobType"], line["Queue"], line["Outcome"], line["SchemaVersion"])
+        queued = "QueueTime" in line  # its metric is in the directive: a template of its own
+        key = (self.namespace, line["JobType"], line["Queue"], line["Outcome"], line["SchemaVersion"], queued)
         template = _TEMPLATES.get(key)
         if template is None:
             if len(_TEMPLATES) >= _MAX_TEMPLATES:
                 _TEMPLATES.clear()
-            template = _TEMPLATES[key] = _template(aws["CloudWatchMetrics"], *key[1:])
+            template = _TEMPLATES[key] = _template(aws["CloudWatchMetrics"], *key[1:5])
         head, middle = template
+        queue_time = line.get("QueueTime")
         extra = (
             ""
             if len(line) == len(_TEMPLATE_FIELDS) + 1
+            # the usual extra field, a finite float: repr is what json.dumps writes for it
+            else f',"QueueTime":{queue_time!r}'
+            if len(line) == len(_TEMPLATE_FIELDS) + 2 and type(queue_time) is float and math.isfinite(queue_time)
             else "".join(
                 f",{encode_basestring_ascii(name)}:{_ENCODER.encode(value)}"
                 for name, value in line.items()
