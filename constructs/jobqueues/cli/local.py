@@ -138,7 +138,13 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     help="The ECS workers' handler directory. Default: each EcsJob's image_directory (and its handlers/).",
 )
 @click.option("--chaos", type=click.FloatRange(0, 1), default=None, metavar="RATE", help="SQS faults and kills.")
-@click.option("--chaos-seed", type=int, default=0, show_default=True, help="The faults' and kills' seed.")
+@click.option(
+    "--chaos-seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Random number seed: which requests fault and which workers die (the same seed repeats a run).",
+)
 @click.option(
     "--until-idle",
     type=click.FloatRange(min=0),
