@@ -33,10 +33,10 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Two processes, a whole test file each (module fixtures deploy once): most tests wait on leases, deploys
-# and Spark rather than compute, so this halves the wall time on 2 cores.
+# Two processes (most tests wait on leases, deploys and Spark rather than compute); the work units are a test
+# module, or all the tests sharing a deployed app or the SparkSession, heavy ones first (tests/conftest.py).
 test: setup lint
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
 # The docs' prop, settings and module tables, rewritten from the docstrings (docs/generate.py --check only reports)
 docs: setup

@@ -3,7 +3,7 @@
 Run: `.venv/bin/python bench/synth_bench.py [--repeat 3]` (or `make bench`).
 
 Both variants build the same resources per job type (queue + DLQ, SSE, TLS-only policies, redrive
-and redrive-allow, three alarms), spread over stacks of at most 64 job types, in one process after a
+and redrive-allow, three alarms), spread over stacks of at most 60 job types, in one process after a
 warm-up. Prints the median construct + synth time of each and the ratio (goal <= 1.2x).
 """
 

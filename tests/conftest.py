@@ -9,9 +9,28 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+from emulator_fixtures import SHARED_DEPLOYMENTS
+
 from local_emulator.server import LocalServer, running_server
 
 pytest_plugins = ["emulator_fixtures"]
+
+#: Session fixtures that take long to build. A session fixture is per pytest-xdist worker, so every test that uses
+#: one goes to one worker and it is built once a run: the apps deployed (``emulator_fixtures``) and the JVM.
+SHARED_FIXTURES = (*SHARED_DEPLOYMENTS, "spark")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Work units for ``pytest -n N --dist loadgroup --no-loadscope-reorder`` (``make test``): a test module, or
+    every test that uses one of :data:`SHARED_FIXTURES`. Those units, and the modules marked ``heavy`` (a
+    minute-long end-to-end run), go first, so the run does not end on one of them while the other worker idles."""
+    groups = {}
+    for item in items:
+        shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
+        groups[item] = shared[0] if shared else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    heavy = {*SHARED_FIXTURES, *(groups[item] for item in items if item.get_closest_marker("heavy"))}
+    items.sort(key=lambda item: groups[item] not in heavy)  # stable: collection order within each
 
 
 @pytest.fixture(scope="session")

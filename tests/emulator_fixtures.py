@@ -1,8 +1,8 @@
-"""The example app deployed to the local emulator once per test process, as ``make local`` deploys it.
+"""Apps deployed to the local emulator with the real ``cdk`` CLI, once per test process, as ``make local`` deploys.
 
-Registered by ``tests/conftest.py`` (``pytest_plugins``). A session fixture is per pytest-xdist worker: keep
-the tests that use :func:`example_deployment` in one module (``tests/test_demo.py``), so that ``--dist loadfile``
-runs them in one worker and the app is deployed once.
+Registered by ``tests/conftest.py`` (``pytest_plugins``). A session fixture is per pytest-xdist worker:
+``tests/conftest.py`` sends every test that uses one of :data:`SHARED_DEPLOYMENTS` to one worker, so that each app
+is deployed once in a run.
 """
 
 from __future__ import annotations
@@ -61,6 +61,21 @@ def ops_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deploym
     change its queues' contents use their own job bodies and leave the queues empty."""
     with deployment(tmp_path_factory, app=OPS_APP_DIR / "app.py", app_dir=OPS_APP_DIR) as deployed:
         yield deployed
+
+
+#: The deployment-options apps' three stacks in one app (``tests/emulator_apps/options_app.py``).
+OPTIONS_APP = Path(__file__).resolve().parent / "emulator_apps" / "options_app.py"
+
+
+@pytest.fixture(scope="session")
+def options_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """The ECS, Lambda and queue options stacks deployed and verified, once per test process."""
+    with deployment(tmp_path_factory, OPTIONS_APP) as deployed:
+        yield deployed
+
+
+#: Session fixtures that deploy an app: the tests using one run in one worker (``tests/conftest.py``).
+SHARED_DEPLOYMENTS = ("ops_deployment", "options_deployment", "example_deployment")
 
 
 @pytest.fixture(scope="session")

@@ -40,9 +40,16 @@ def _append(line: str) -> None:
 
 
 def slow_job(body: str, message: Message) -> None:
-    """Sleeps ``SLOW_JOB_SECONDS`` (default 5), recording start and end."""
+    """Sleeps ``SLOW_JOB_SECONDS`` (default 5), recording start and end. With ``SLOW_JOB_UNTIL_FILE`` it runs
+    until that file exists instead (at most 120 s): a test decides when it ends, whatever the machine's load."""
     _log("start", message)
-    time.sleep(float(os.environ.get("SLOW_JOB_SECONDS", "5")))
+    until = os.environ.get("SLOW_JOB_UNTIL_FILE")
+    if until:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(until) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        time.sleep(float(os.environ.get("SLOW_JOB_SECONDS", "5")))
     _log("end", message)
 
 

@@ -27,6 +27,8 @@ from jobqueues.cli import main
 from jobqueues.ops.discovery import EcsConsumer, JobType, discover
 from local_emulator.server import Emulator, free_port
 
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
+
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 
 

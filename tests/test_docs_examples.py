@@ -17,11 +17,12 @@ reader's ``cdk synth`` would need AWS credentials for it.
 
 A block is complete as printed: its imports are its own, nothing else is in scope.
 
-Each block runs in its own Python process (its own CDK kernel, so relative asset paths resolve against the
-block's directory; two processes at a time), in a fresh temporary directory laid out as a reader's project:
-the repo's top-level entries (``Code.from_asset("lambda_src/handlers")``, and EcsJob's default image
-``lambda_src``, are the repo's) plus the files a reader brings that the repo has not, :data:`READER_FILES`.
-A traceback names the Markdown file and line. Synthesis stages assets only: nothing is built or deployed.
+The blocks run in two Python processes, each block in turn with a namespace of its own (starting the CDK's
+kernel, cdk-nag and cfn-lint once a process, not once a block, halves the module's time), in a temporary
+directory laid out as a reader's project, where the kernel resolves relative asset paths: the repo's top-level
+entries (``Code.from_asset("lambda_src/handlers")``, and EcsJob's default image ``lambda_src``, are the repo's)
+plus the files a reader brings that the repo has not, :data:`READER_FILES`. A traceback names the Markdown file
+and line. Synthesis stages assets only: nothing is built or deployed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 
 if TYPE_CHECKING:
     from aws_cdk.cx_api import CloudAssembly
@@ -168,39 +171,52 @@ def test_a_lookup_in_any_assembly_is_found(tmp_path: Path) -> None:
     assert missing_context(tmp_path) == [key]
 
 
-def _run(block: Block, directory: Path) -> subprocess.CompletedProcess[str]:
+def _run(blocks: list[Block], directory: Path) -> dict[str, str | None]:
+    """Run ``blocks`` one after another in one process in ``directory``: block id -> ``None`` (it ran) or what
+    went wrong. A block after one that killed the process did not run, and says so."""
     for entry in ROOT.iterdir():
         if not entry.name.startswith("."):
             (directory / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     for make in READER_FILES.values():
         make(directory)
-    return subprocess.run(
-        [sys.executable, __file__, block.id, str(block.line), block_mode(block, ast.parse(block.code))],
-        input=block.code,  # as collected: the document may change while the tests run
+    jobs = [[b.id, b.line, block_mode(b, ast.parse(b.code)), b.code] for b in blocks]  # the code as collected
+    process = subprocess.run(
+        [sys.executable, __file__],
+        input=json.dumps(jobs),
         cwd=directory,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
+    results: dict[str, str | None] = {}
+    for line in process.stdout.splitlines():
+        if line.startswith(_RESULT):
+            block_id, error = json.loads(line.removeprefix(_RESULT))
+            results[block_id] = error
+    for block in blocks:
+        results.setdefault(block.id, f"the process ended (exit {process.returncode}) first:\n{process.stderr[-4000:]}")
+    return results
 
 
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future]]:
-    """The selected blocks' runs, two processes at a time (a synth keeps about one core busy)."""
+    """The selected blocks' runs, in two processes (a synth keeps about one core busy)."""
     selected = [
         item.callspec.params["block"]
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.module is request.module and "block" in item.fixturenames
     ]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {b.id: pool.submit(_run, b, tmp_path_factory.mktemp("example")) for b in selected}
+        chunks = [selected[0::2], selected[1::2]]
+        futures = [pool.submit(_run, chunk, tmp_path_factory.mktemp("examples")) for chunk in chunks if chunk]
+        yield {block.id: future for chunk, future in zip(chunks, futures, strict=False) for block in chunk}
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in BLOCKS])
 def test_example_runs(block: Block, runs: dict[str, Future]) -> None:
-    result = runs[block.id].result()
-    assert result.returncode == 0, f"{block.id} failed:\n{result.stderr[-4000:]}"
+    error = runs[block.id].result()[block.id]
+    assert error is None, f"{block.id} failed:\n{error}"
 
 
 def run_block(name: str, line: int, mode: str, source: str) -> None:
@@ -237,8 +253,11 @@ def run_block(name: str, line: int, mode: str, source: str) -> None:
                 Validations.of(self).add_plugins(AwsSolutionsChecks(self))
                 apps.append(self)
 
-        cdk.App = NaggedApp  # type: ignore[misc]  # this process runs one block, then exits
-        exec(code, {"__name__": "__main__"})
+        real_app, cdk.App = cdk.App, NaggedApp  # type: ignore[misc]
+        try:
+            exec(code, {"__name__": "__main__"})
+        finally:
+            cdk.App = real_app  # type: ignore[misc]  # the next block gets the real one
         if not apps:
             raise AssertionError(f"{name} runs as an app but created no cdk.App")
         for app in apps:
@@ -289,5 +308,25 @@ def _cdk_function_role_dependency(rule_id: str, message: str) -> bool:
     return rule_id == "W3005" and message.endswith("/Properties/Role'")
 
 
+#: Prefix of the line the runner prints per block: ``[id, None]`` or ``[id, traceback]``.
+_RESULT = "@@block-result "
+
+
+def run_blocks(jobs: list[list]) -> None:
+    """Each ``[id, line, mode, code]`` in turn in this process, each with its own namespace; one result line each.
+    The blocks' own output goes to stderr, so that stdout holds only the results."""
+    import contextlib
+    import traceback
+
+    for block_id, line, mode, code in jobs:
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                run_block(block_id, line, mode, code)
+            error = None
+        except Exception:  # reported on the block's own test; the next block runs
+            error = traceback.format_exc()
+        print(_RESULT + json.dumps([block_id, error]), flush=True)
+
+
 if __name__ == "__main__":
-    run_block(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.stdin.read())
+    run_blocks(json.loads(sys.stdin.read()))

@@ -19,7 +19,7 @@ from emulator_fixtures import NEEDS_CDK, Deployment, deployment
 from local_emulator.deploy import DeployError, verify
 from local_emulator.server import LocalServer
 
-pytestmark = NEEDS_CDK
+pytestmark = [NEEDS_CDK, pytest.mark.heavy]
 
 APP = Path(__file__).resolve().parent / "emulator_apps" / "consumers_app.py"
 STACK = "EmulatorConsumers"

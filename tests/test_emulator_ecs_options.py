@@ -6,26 +6,22 @@ boto3 reads them back here, and a changed value fails that check."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from emulator_apps.ecs_options_app import DATABASE_SECRET_ARN, STACK_NAME
-from emulator_fixtures import NEEDS_CDK, Deployment, deployment
+from emulator_fixtures import NEEDS_CDK, Deployment
 
 from local_emulator.checks import check_resource
 from local_emulator.deployed import DeployedStack
 
 pytestmark = NEEDS_CDK
 
-APP = Path(__file__).resolve().parent / "emulator_apps" / "ecs_options_app.py"
-
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with deployment(tmp_path_factory, APP) as deployed:
-        yield deployed
+def deployed(options_deployment: Deployment) -> Deployment:
+    """The options app (its three stacks) deployed once for the three options test modules."""
+    return options_deployment
 
 
 def template(deployed: Deployment) -> dict[str, Any]:

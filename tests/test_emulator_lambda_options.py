@@ -9,11 +9,10 @@ Lambda driver, which deletes what its filters filter out, unprocessed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from emulator_fixtures import NEEDS_CDK, Deployment, deployment
+from emulator_fixtures import NEEDS_CDK, Deployment
 
 from local_emulator.deployed import DeployedStack
 from local_emulator.lambda_driver.event_source import LambdaDriver
@@ -23,14 +22,13 @@ from local_emulator.server import Emulator
 
 pytestmark = NEEDS_CDK
 
-APP = Path(__file__).resolve().parent / "emulator_apps" / "lambda_options_app.py"
 STACK = "EmulatorLambdaOptions"
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with deployment(tmp_path_factory, APP) as deployed:
-        yield deployed
+def deployed(options_deployment: Deployment) -> Deployment:
+    """The options app (its three stacks) deployed once for the three options test modules."""
+    return options_deployment
 
 
 def function_named(deployed: Deployment, job_type: str) -> dict:

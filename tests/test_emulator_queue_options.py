@@ -7,26 +7,22 @@ KMS key (its DLQ retained by default), and a standard one retained whole. One de
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from emulator_apps.queue_options_app import DELAY_S, MAX_MESSAGE_SIZE, STACK_NAME
-from emulator_fixtures import NEEDS_CDK, Deployment, deployment
+from emulator_fixtures import NEEDS_CDK, Deployment
 
 from jobqueues.ops.send import send
 
 pytestmark = NEEDS_CDK
 
-APP = Path(__file__).resolve().parent / "emulator_apps" / "queue_options_app.py"
 ORDERS, ORDERS_DLQ = f"{STACK_NAME}-Orders.fifo", f"{STACK_NAME}-Orders-dlq.fifo"
 AUDIT, AUDIT_DLQ = f"{STACK_NAME}-Audit", f"{STACK_NAME}-Audit-dlq"
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with deployment(tmp_path_factory, APP) as deployed:
-        yield deployed
+def deployed(options_deployment: Deployment) -> Deployment:
+    """The options app (its three stacks) deployed once for the three options test modules."""
+    return options_deployment
 
 
 def attributes(deployed: Deployment, name: str) -> dict[str, str]:

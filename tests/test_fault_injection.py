@@ -25,11 +25,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from support.fault_proxy import FaultProxy, random_faults
 from support.moto_queues import counts, make_queue, send
 from support.worker_processes import start_worker_process
 
 from local_emulator.server import LocalServer
+
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from jobstats.__main__ import main
-from jobstats.bundle import build as build_bundle
 from jobstats.plots import plot_file_name
 from sqslease.emf import EmfLogger
 
@@ -189,45 +188,3 @@ def test_cache_reads_each_file_once_and_rereads_changed_ones(
     assert main([*args, "--out", str(tmp_path / "c.json")]) == 0
     assert "read 1 of 4 files (3 from the cache)" in caplog.text
     assert json.loads((tmp_path / "c.json").read_text())["job_types"]["Late"]["count"] == 1
-
-
-def test_spark_submit_runs_the_same_module(tmp_path: Path) -> None:
-    import shutil
-    import zipfile
-
-    write_logs(tmp_path / "logs")
-    bundle = build_bundle(tmp_path / "jobstats.zip")  # what `make dist/jobstats.zip` builds
-    assert {"jobstats/__main__.py", "sqslease/rules.py"} <= set(zipfile.ZipFile(bundle).namelist())
-    entry_point = tmp_path / "entry" / "__main__.py"  # shipped alone, as to a cluster
-    entry_point.parent.mkdir()
-    shutil.copy(ROOT / "jobstats" / "__main__.py", entry_point)
-    import pyspark
-
-    spark_submit = Path(sys.executable).parent / "spark-submit"
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(Path(pyspark.__file__).parent),
-        "PYSPARK_PYTHON": sys.executable,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    result = subprocess.run(
-        [
-            str(spark_submit),
-            "--master",
-            "local[2]",
-            "--py-files",
-            str(bundle),
-            str(entry_point),
-            "profile",
-            str(tmp_path / "logs"),
-            "--out",
-            f"file://{tmp_path / 'submitted.json'}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((tmp_path / "submitted.json").read_text())["job_types"]["Email"]["count"] == 1_500

@@ -1,7 +1,8 @@
 """jobstats on a real Spark cluster: a standalone master and two workers on localhost, started from the pyspark
 installation, and ``spark-submit --master spark://...`` running the shipped ``__main__.py`` with the zip.
 
-The cluster's ``profiles.json`` must equal the local run's (all but ``generated_at``): executors in other JVMs
+The entry point is shipped alone and run outside the repository, so the zip must hold the rest. The cluster's
+``profiles.json`` must equal the local run's (all but ``generated_at``): executors in other JVMs
 parse the files, in splits, and the driver merges their partials.
 """
 
@@ -15,14 +16,18 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
+import pytest
 from test_jobstats_cli import write_logs
 
 from jobstats import bundle
 from jobstats.__main__ import main
+
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -108,14 +113,18 @@ def standalone_cluster(work: Path, workers: int = 2, cores: int = 1, memory: str
 
 
 def spark_submit(master: str, zip_path: Path, args: list[str], work: Path, *conf: str) -> subprocess.CompletedProcess:
-    """``spark-submit --master MASTER --py-files ZIP jobstats/__main__.py ARGS`` from the repo root."""
+    """``spark-submit --master MASTER --py-files ZIP __main__.py ARGS``, with jobstats' ``__main__.py`` shipped
+    alone, as to a cluster, and run outside the repository: the zip must hold everything else."""
+    entry_point = work / "entry" / "__main__.py"
+    entry_point.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "jobstats" / "__main__.py", entry_point)
     settings = [f"--conf={c}" for c in ("spark.driver.host=127.0.0.1", "spark.ui.enabled=false", *conf)]
     submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, *settings, "--py-files", str(zip_path)]
     return subprocess.run(
-        [*submit, "jobstats/__main__.py", *args],
+        [*submit, str(entry_point), *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=work,
         env=spark_env(work),
         timeout=300,
     )
@@ -134,7 +143,8 @@ def test_a_standalone_cluster_run_equals_the_local_run(spark, tmp_path: Path) ->
     args = ["profile", str(tmp_path / "logs"), "--min-samples", "100"]
     assert main([*args, "--out", str(tmp_path / "local.json")]) == 0
 
-    zip_path = bundle.build(tmp_path / "dist" / "jobstats.zip")
+    zip_path = bundle.build(tmp_path / "dist" / "jobstats.zip")  # what `make dist/jobstats.zip` builds
+    assert {"jobstats/__main__.py", "sqslease/rules.py"} <= set(zipfile.ZipFile(zip_path).namelist())
     with standalone_cluster(tmp_path / "cluster") as master:
         result = spark_submit(
             master,

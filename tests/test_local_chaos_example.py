@@ -15,11 +15,14 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from emulator_fixtures import NEEDS_CDK
 from test_cli_local import start, until
 
 from jobqueues.ops.discovery import discover
 from local_emulator.server import Emulator, free_port
+
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"

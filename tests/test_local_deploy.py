@@ -18,9 +18,12 @@ from emulator_fixtures import deployment
 from local_emulator.deploy import PROJECT_DIR, DeployError, DeployReport, verify
 from local_emulator.server import LocalServer
 
-pytestmark = pytest.mark.skipif(
-    not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
+    ),
+    pytest.mark.heavy,
+]
 
 
 def test_unsupported_resource_type_fails_the_deploy_loudly(local_aws: LocalServer) -> None:

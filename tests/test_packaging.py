@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # What the two builds read: the sdist contents, copied so that setuptools' build/ directories (which keep

@@ -77,9 +77,10 @@ def test_a_plan_with_errors_or_beside_props_is_refused() -> None:
 
 
 def test_the_per_job_type_resource_figure_is_what_the_tree_holds() -> None:
-    # JobQueueStacks plans with RESOURCES_PER_JOB_QUEUE before a job type exists: it must be the real count.
+    # JobQueueStacks plans with RESOURCES_PER_JOB_QUEUE before a job type exists: it must be the real count of a
+    # job queue with every alarm on (max_queue_time adds one).
     stack = cdk.Stack(cdk.App(), "Jobs", env=ENV)
-    job_queue = JobQueue(stack, "Job", processing_p99=Duration.seconds(3))
+    job_queue = JobQueue(stack, "Job", processing_p99=Duration.seconds(3), max_queue_time=Duration.minutes(5))
     assert sum(isinstance(c, CfnResource) for c in job_queue.node.find_all()) == RESOURCES_PER_JOB_QUEUE
     assert len(Template.from_stack(stack).to_json()["Resources"]) == RESOURCES_PER_JOB_QUEUE
 

@@ -38,8 +38,11 @@ SETTINGS = {
     "SQSLEASE_VISIBILITY_TIMEOUT": "4",
     "SQSLEASE_EXTENSION_THRESHOLD": "1",
     "SQSLEASE_WAIT_TIME": "2",
-    "SLOW_JOB_SECONDS": "8",  # A is still busy when both are signalled
 }
+
+
+def jobs_end_on(path: Path) -> dict[str, str]:
+    return {"SLOW_JOB_UNTIL_FILE": str(path)}
 
 
 @dataclass
@@ -61,11 +64,12 @@ def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_recei
     local_aws: LocalServer, tmp_path: Path
 ) -> None:
     trials = []
+    released = tmp_path / "jobs-may-end"  # the jobs run until this file exists: A is busy at SIGTERM, whatever the load
     for n in range(TRIALS):  # the trials run side by side, each on its own queue
         trial = Trial(make_queue(local_aws, vt=600, max_receive_count=2), tmp_path / f"events-{n}")
         send(local_aws, trial.queues.url, [f"job-{n}-{i}" for i in range(JOBS)])
         trial.busy = start_worker_process(
-            local_aws, trial.queues.url, trial.events, quiet=True, concurrency=3, **SETTINGS
+            local_aws, trial.queues.url, trial.events, quiet=True, concurrency=3, **SETTINGS, **jobs_end_on(released)
         )
         trials.append(trial)
     try:
@@ -75,7 +79,13 @@ def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_recei
         for n, trial in enumerate(trials):
             trial.idle_log = tmp_path / f"idle-{n}.log"
             trial.idle = start_worker_process(
-                local_aws, trial.queues.url, trial.events, concurrency=3, log=trial.idle_log, **SETTINGS
+                local_aws,
+                trial.queues.url,
+                trial.events,
+                concurrency=3,
+                log=trial.idle_log,
+                **SETTINGS,
+                **jobs_end_on(released),
             )
         assert wait_for(lambda: all("consuming" in t.log_text() for t in trials), timeout_s=30)
         time.sleep(0.5)  # their polls are in flight
@@ -83,6 +93,8 @@ def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_recei
         for trial in trials:
             for process in trial.processes():
                 process.send_signal(signal.SIGTERM)
+        time.sleep(4)  # past the release point (2 s polls + 1 s) with A's jobs running, then they end
+        released.touch()
         for trial in trials:
             assert [p.wait(timeout=40) for p in trial.processes()] == [0, 0]
     finally:

@@ -148,9 +148,10 @@ def test_an_async_handler_that_ignores_its_cancellation_is_hung_after_the_grace(
     clock = FakeClock()
     sqs, emf = FakeSQS(clock), io.StringIO()
     sqs.add("stubborn")
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
 
     async def handler(body: str, message: Message) -> None:
+        started.set()
         while not release.is_set():
             try:
                 await asyncio.sleep(0.05)
@@ -158,7 +159,7 @@ def test_an_async_handler_that_ignores_its_cancellation_is_hung_after_the_grace(
                 pass  # swallowed: the task goes on
 
     run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=60))
-    assert wait_for(lambda: sqs.handle_of("stubborn"), timeout_s=10)
+    assert wait_for(started.is_set, timeout_s=10)  # its clock starts with the handler: only then move the time
     clock.sleep(61)
     assert wait_for(lambda: outcomes(emf) == {"m-stubborn": "timed_out"}, timeout_s=10)
     time.sleep(1.5)

@@ -23,6 +23,8 @@ from local_emulator.server import LocalServer
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
+pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 LOCAL_CREDENTIALS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}

@@ -19,8 +19,9 @@ STACK_RESOURCE_LIMIT_CONTEXT = "@aws-cdk/core:stackResourceLimit"
 CLOUDFORMATION_MAX_RESOURCES = 500
 
 #: What ``JobQueueStacks`` plans with before a job type exists: the resources of one ``JobQueue`` with all alarms
-#: on (2 queues, 2 TLS-only queue policies, 3 alarms); a test counts them from the tree.
-RESOURCES_PER_JOB_QUEUE = 7
+#: on (2 queues, 2 TLS-only queue policies, 4 alarms: ``max_queue_time`` adds the fourth); a test counts them from
+#: the tree.
+RESOURCES_PER_JOB_QUEUE = 8
 
 
 def stack_resource_limit(scope: Construct) -> int:

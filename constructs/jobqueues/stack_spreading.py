@@ -17,8 +17,8 @@ from jobqueues.stack_limits import (
     stack_resource_limit,
 )
 
-#: Default job types per stack: 64 x 7 = 448 resources, leaving room for a topic, keys and outputs.
-DEFAULT_JOB_TYPES_PER_STACK = 64
+#: Default job types per stack: 60 x 8 = 480 resources, leaving room for a topic, keys and outputs.
+DEFAULT_JOB_TYPES_PER_STACK = 60
 
 
 class JobQueueStacks:
@@ -33,7 +33,7 @@ class JobQueueStacks:
     :param scope: the app (or stage) the stacks belong to.
     :param prefix: stack id prefix; stack ``n`` is ``f"{prefix}{n}"``.
     :param job_types_per_stack: at most this many job types per stack, within the resource limit
-        (``@aws-cdk/core:stackResourceLimit``, default 500). Default: 64, or what fits under a lower limit.
+        (``@aws-cdk/core:stackResourceLimit``, default 500). Default: 60, or what fits under a lower limit.
     :param stack_props: keyword arguments passed to every ``Stack`` (``env``, ``tags``...).
     """
 
