@@ -294,3 +294,21 @@ def test_a_brought_ecs_service_without_a_default_container_is_refused() -> None:
     service = ecs.FargateService(stack, "Service", cluster=cluster, task_definition=task)
     with pytest.raises(JobQueueError, match=r"go to the task definition's default container, and Test/Task has none"):
         queue.add_ecs_consumer(service)
+
+
+# --- the plan path -------------------------------------------------------------------------------------------------
+def test_the_plan_carries_idempotency_and_the_queue_builds_the_stacks_table_from_it() -> None:
+    from jobqueues import QueueDeclaration, plan_job_queue
+
+    # GIVEN a plan of a declaration with idempotency, made apart from any construct
+    plan = plan_job_queue(QueueDeclaration(job_type="Orders", processing_p99=3, idempotency=True))
+    assert plan.idempotency is True and plan.errors == []
+    # WHEN a JobQueue is built from it
+    stack = new_stack()
+    queue = JobQueue(stack, "Orders", plan=plan)
+    # THEN it has the stack's table, and its contract the runtime's settings: retention the DLQ's 14 days
+    assert queue.idempotency_table is not None
+    assert stack.node.find_child("IdempotencyTable").node.find_child("Table").node.default_child is not None
+    settings = queue.consumer_contract().idempotency
+    assert settings is not None and settings.retention_period == 1_209_600
+    assert plan_job_queue(QueueDeclaration(job_type="Orders", processing_p99=3)).idempotency is None
