@@ -244,13 +244,13 @@ def test_a_job_type_with_the_key_separator_is_refused_by_the_naming_rule() -> No
         JobQueue(new_stack(), "Orders#EU", processing_p99=Duration.seconds(3), idempotency=True)
 
 
-@pytest.mark.parametrize("value", ["yes", 1, {"table": "ids"}])
-def test_a_value_that_is_no_bool_and_no_table_is_refused(value: object) -> None:
+@pytest.mark.parametrize(("value", "kind"), [("yes", "a str"), (1, "an int"), ({"table": "ids"}, "a dict")])
+def test_a_value_that_is_no_bool_and_no_table_is_refused(value: object, kind: str) -> None:
     with pytest.raises(JobQueueError) as raised:
         lambda_job(new_stack(), "Orders", idempotency=value)
     message = str(raised.value)
     assert message.startswith("LambdaJob Test/Orders cannot be deployed:")
-    assert f"idempotency={value!r} is {type(value).__name__}, not a bool or a table: pass True" in message
+    assert f"idempotency={value!r} is {kind}, not a bool or a table: pass True (the stack's table)" in message
 
 
 def test_a_table_with_another_key_schema_is_refused() -> None:

@@ -113,10 +113,8 @@ def read_idempotency(read: PropReader) -> Any:
     if value is None or isinstance(value, bool):
         return bool(value)
     if not isinstance(value, IdempotencyTable) and not hasattr(value, "table_arn"):
-        read.errors.append(
-            f"idempotency={value!r} is {type(value).__name__}, not a bool or a table: pass True (the stack's table), "
-            "or an IdempotencyTable(self, 'Ids'), or a dynamodb.ITable with partition key 'pk' (string)"
-        )
+        fix = "True (the stack's table), or an IdempotencyTable(self, 'Ids'), or a dynamodb.ITable with key 'pk'"
+        read._wrong("idempotency", value, "a bool or a table", fix)
         return False
     if isinstance(value, dynamodb.Table):  # an imported table's schema is not known at synth
         schema = value.schema()
