@@ -225,7 +225,7 @@ def plan_job_queue(
         dlq_removal_policy=d.dlq_removal_policy or defaults.DLQ_REMOVAL_POLICY,
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
-        idempotency=resources.get("idempotency") or True if d.idempotency else None,
+        idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
         errors=errors,
         warnings=result.warnings + consumer.warnings,
     )
