@@ -52,6 +52,10 @@ NOT_VERIFIABLE: dict[str, str] = {
     "AWS::IAM::Policy": "stored but not enforced",
     "AWS::EC2::VPC": "no network exists: routes, NAT gateways and flow logs carry and deliver nothing",
     "AWS::EC2::FlowLog": "delivers nothing",
+    "AWS::DynamoDB::Table": (
+        "TTL never deletes an item (sqslease does not rely on it), point-in-time recovery keeps no backups, "
+        "capacity and encryption cost nothing; IAM conditions (dynamodb:LeadingKeys) are not enforced"
+    ),
 }
 
 
@@ -372,6 +376,33 @@ def _flow_log(server: LocalServer, physical_id: str, c: Comparison) -> None:
     c.expect("LogDestinationType", logs[0].get("LogDestinationType"), default="cloud-watch-logs")
 
 
+def _dynamodb_table(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    dynamodb = server.client("dynamodb")
+    table = dynamodb.describe_table(TableName=physical_id)["Table"]
+    c.expect("KeySchema", table.get("KeySchema"))
+    c.expect("AttributeDefinitions", table.get("AttributeDefinitions"))
+    c.expect("BillingMode", table.get("BillingModeSummary", {}).get("BillingMode"), default="PROVISIONED")
+    ttl = dynamodb.describe_time_to_live(TableName=physical_id)["TimeToLiveDescription"]
+    spec = c.properties.get("TimeToLiveSpecification", {"Enabled": False})
+    c.expect_value("TimeToLiveSpecification.Enabled", spec.get("Enabled"), ttl.get("TimeToLiveStatus") == "ENABLED")
+    c.expect_value("TimeToLiveSpecification.AttributeName", spec.get("AttributeName"), ttl.get("AttributeName"))
+    backups = dynamodb.describe_continuous_backups(TableName=physical_id)["ContinuousBackupsDescription"]
+    recovery = backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
+    c.expect_value(
+        "PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled",
+        c.properties.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled", False),
+        recovery,
+    )
+    sse = c.properties.get("SSESpecification", {})
+    kept = table.get("SSEDescription", {})
+    c.expect_value("SSESpecification.SSEEnabled", sse.get("SSEEnabled", False), kept.get("Status") == "ENABLED")
+    c.expect_value(
+        "SSESpecification.KMSMasterKeyId",
+        _kms_key(sse.get("KMSMasterKeyId"), c.stack),
+        _kms_key(kept.get("KMSMasterKeyArn")) if sse.get("KMSMasterKeyId") else "none",
+    )
+
+
 CHECKERS: dict[str, Checker] = {
     "AWS::SQS::Queue": _sqs_queue,
     "AWS::Lambda::Function": _lambda_function,
@@ -388,6 +419,7 @@ CHECKERS: dict[str, Checker] = {
     "AWS::ECS::TaskDefinition": _ecs_task_definition,
     "AWS::ECS::Service": _ecs_service,
     "AWS::EC2::FlowLog": _flow_log,
+    "AWS::DynamoDB::Table": _dynamodb_table,
 }
 
 

@@ -329,6 +329,12 @@ BAD_DECLARATIONS = [
         "max_queue_time 61 min exceeds retention_period 1 h",
     ),
     ("int max queue time", {**P99, "max_queue_time": 300}, "max_queue_time=300 is an int, not a Duration"),
+    ("idempotency a string", {**P99, "idempotency": "yes"}, "idempotency='yes' is a str, not a bool or a table: pass"),
+    (
+        "idempotency a number",
+        {**P99, "idempotency": 1},
+        "idempotency=1 is an int, not a bool or a table: pass True (the stack's table), or an IdempotencyTable(",
+    ),
     (
         "max queue time with the alarms off",
         {**P99, "max_queue_time": Duration.minutes(5), "alarms": JobQueueAlarmProps(enabled=False)},

@@ -12,8 +12,11 @@ import pytest
 from emulator_apps.ecs_options_app import DATABASE_SECRET_ARN, STACK_NAME
 from emulator_fixtures import NEEDS_CDK, Deployment
 
+from jobqueues.ops.discovery import discover
 from local_emulator.checks import check_resource
+from local_emulator.consumers.ecs_workers import worker_spec
 from local_emulator.deployed import DeployedStack
+from local_emulator.server import Emulator
 
 pytestmark = NEEDS_CDK
 
@@ -109,3 +112,14 @@ def test_the_check_reports_an_option_the_emulator_does_not_hold(deployed: Deploy
             deployed.server, "AWS::ECS::Service", stack.physical_ids[logical_id], changed, stack
         )
         assert [m.split(":")[0] for m in mismatches] == ["EnableExecuteCommand", "PropagateTags"]
+
+
+def test_the_idempotent_worker_gets_the_deployed_tables_name(deployed: Deployment, tmp_path: Path) -> None:
+    # GIVEN Crawl, declared with idempotency=True: its container has the table's variables
+    (table,) = deployed.server.client("dynamodb").list_tables()["TableNames"]
+    (crawl,) = [j for j in discover(deployed.server.client("cloudformation")).job_types if j.job_type == "Crawl"]
+    # WHEN `jobqueues local up` computes its worker process
+    spec = worker_spec(Emulator(deployed.server.endpoint), crawl, tmp_path, None)
+    # THEN the worker reads the deployed table (sqslease's idempotency on), and Render's does not
+    assert spec.environment["SQSLEASE_IDEMPOTENCY_TABLE"] == table and spec.unresolved == ()
+    assert spec.environment["SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"] == "1209600"

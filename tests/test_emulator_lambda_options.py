@@ -1,9 +1,10 @@
 """End to end: LambdaJob's deployment options deployed with the real `cdk` CLI to the emulator and read back.
 
 `tests/emulator_apps/lambda_options_app.py` has an ARM64 function in a VPC with a layer of its own, tracing,
-reserved concurrency, filters and event source metrics, and a job in provisioned mode. The deploy's post-deploy
-check compares what the emulator keeps (a mismatch fails the deploy); the filtered job then runs through the local
-Lambda driver, which deletes what its filters filter out, unprocessed.
+reserved concurrency, filters and event source metrics, and a job in provisioned mode with idempotency. The deploy's
+post-deploy check compares what the emulator keeps (a mismatch fails the deploy); the filtered job then runs through
+the local Lambda driver, which deletes what its filters filter out, unprocessed; the idempotent job runs a message
+once and deletes its duplicate delivery unrun.
 """
 
 from __future__ import annotations
@@ -119,5 +120,65 @@ def test_the_local_driver_runs_what_the_filters_keep_and_deletes_the_rest_unproc
     ran = {line["id"] for line in map(json.loads, ledger.read_text().splitlines()) if line["event"] == "end"}
     assert ran == {"thumb", "urgent"}
     assert driver.stats.filtered_out == 2 and driver.stats.deleted == 2
+    counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert (counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
+
+
+def test_the_idempotency_table_is_deployed_and_the_function_reads_it(deployed: Deployment) -> None:
+    # GIVEN Bursts, declared with idempotency=True: the stack's table, compared by the post-deploy check
+    dynamodb = deployed.server.client("dynamodb")
+    (name,) = dynamodb.list_tables()["TableNames"]
+    table = dynamodb.describe_table(TableName=name)["Table"]
+    # THEN its key is pk (string), TTL on ttl, point-in-time recovery on
+    assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    ttl = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "ttl"}
+    backups = dynamodb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
+    assert backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
+    # ... and the Bursts function (only) has the variables that turn sqslease's idempotency on
+    bursts = function_named(deployed, "Bursts")["Configuration"]["Environment"]["Variables"]
+    assert bursts["SQSLEASE_IDEMPOTENCY_TABLE"] == name
+    assert bursts["SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"] == "1209600"  # the DLQ's 14 days, the longer
+    thumbnails = function_named(deployed, "Thumbnails")["Configuration"]["Environment"]["Variables"]
+    assert "SQSLEASE_IDEMPOTENCY_TABLE" not in thumbnails
+    assert "AWS::DynamoDB::Table" in deployed.report.not_verifiable
+
+
+def test_the_local_driver_deletes_a_duplicate_delivery_of_a_completed_message_unrun(
+    deployed: Deployment, tmp_path: Path
+) -> None:
+    # GIVEN the deployed Bursts function, run locally with the demo's ledger
+    emulator = Emulator(deployed.server.endpoint)
+    stack = DeployedStack.load(emulator, STACK)
+    name = function_named(deployed, "Bursts")["Configuration"]["FunctionName"]
+    function = load_function(emulator, stack, stack.logical_id(name) or "", tmp_path / "fn")
+    ledger = tmp_path / "ledger.jsonl"
+    log_file = tmp_path / "fn.log"
+    log = log_file.open("ab")
+    runtime = LocalRuntime(function, emulator, log, log, {"JOBQUEUES_DEMO_LEDGER": str(ledger)})
+    driver = LambdaDriver(emulator, function, runtime, idle_wait_s=1)
+    sqs = deployed.server.client("sqs")
+    queue_url = sqs.get_queue_url(QueueName=function.mapping.queue_name)["QueueUrl"]
+    try:
+        # WHEN a job runs and completes
+        first = sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps({"id": "burst-1"}))["MessageId"]
+        while driver.stats.records < 1:
+            driver.poll_once()
+        # ... and the same message is delivered again (as after a delete that was lost: same MessageId)
+        sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps({"id": "burst-1"}))
+        (again,) = sqs.receive_message(
+            QueueUrl=queue_url, WaitTimeSeconds=5, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]
+        )["Messages"]
+        _, invocation, deleted = driver.invoke([{**again, "MessageId": first}])
+    finally:
+        driver.stop()
+        log.close()
+    # THEN the handler ran once, the duplicate was reported done (deleted) without running, logged as "duplicate"
+    ran = [line["id"] for line in map(json.loads, ledger.read_text().splitlines()) if line["event"] == "end"]
+    assert ran == ["burst-1"]
+    assert invocation.error is None and deleted == [first]
+    outcomes = [json.loads(line)["Outcome"] for line in log_file.read_text().splitlines() if '"Outcome"' in line]
+    assert outcomes == ["success", "duplicate"]
     counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
     assert (counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
     from jobqueues.ecs_job import EcsJob
     from jobqueues.errors import JobQueueError
+    from jobqueues.idempotency_table import IdempotencyTable
     from jobqueues.imported_job_queue import ImportedJobQueue
     from jobqueues.interface import IJobQueue
     from jobqueues.job_queue import JobQueue
@@ -35,6 +36,7 @@ _EXPORTS = {
     "ConsumerAlarms": "consumer_alarms",
     "ConsumerContract": "consumer_contract",
     "IJobQueue": "interface",
+    "IdempotencyTable": "idempotency_table",
     "ImportedJobQueue": "imported_job_queue",
     "QueuePlan": "plan",
     "plan_job_queue": "plan",
@@ -63,6 +65,7 @@ __all__ = [
     "EcsJob",
     "EcsJobProps",
     "IJobQueue",
+    "IdempotencyTable",
     "ImportedJobQueue",
     "JobQueue",
     "JobQueueAlarmProps",

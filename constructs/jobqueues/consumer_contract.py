@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from sqslease.idempotency import IDEMPOTENCY_ENV_PREFIX, IdempotencySettings
 from sqslease.rules import (
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_SHUTDOWN_GRACE_S,
@@ -51,11 +52,14 @@ class ConsumerContract:
     :param lease: the lease settings, validated by ``sqslease`` itself when built.
     :param visibility_timeout_token: the visibility timeout as the token string a queue was given, when it is
         unknown at synth (``lease`` then holds a placeholder that is never written). Default: none.
+    :param idempotency: the idempotency records' table (a token string at synth) and retention, validated by
+        ``sqslease`` itself when built (:meth:`with_idempotency`). Default: none (idempotency off).
     """
 
     queue_url: str
     lease: LeaseSettings
     visibility_timeout_token: str | None = None
+    idempotency: IdempotencySettings | None = None
 
     @classmethod
     def of(
@@ -94,6 +98,22 @@ class ConsumerContract:
         token = visibility_timeout_token if visibility_timeout_s is None else None
         return cls(queue_url=queue_url, lease=lease, visibility_timeout_token=token)
 
+    def with_idempotency(self, table_name: str, retention_period_s: float) -> ConsumerContract:
+        """This contract with idempotency on: records in table ``table_name``, COMPLETED ones kept
+        ``retention_period_s`` (plus the runtime's margin); raises ``ValueError`` when ``sqslease`` would refuse it."""
+        settings = IdempotencySettings(table=table_name, retention_period=retention_period_s)
+        return replace(self, idempotency=settings)
+
+    def idempotency_environment(self) -> dict[str, str]:
+        """The ``SQSLEASE_IDEMPOTENCY_*`` variables that turn idempotency on (none when it is off): the table and the
+        retention. Variables for the worker too, whose options are the lease settings only."""
+        if self.idempotency is None or self.idempotency.table is None:
+            return {}
+        return {
+            IDEMPOTENCY_ENV_PREFIX + "TABLE": self.idempotency.table,
+            IDEMPOTENCY_ENV_PREFIX + "RETENTION_PERIOD": _number(self.idempotency.retention_period),
+        }
+
     def fields(self, *extra: str) -> list[str]:
         """The lease fields a consumer is given: :data:`LEASE_FIELDS`, what differs from the runtime's default,
         and ``extra``."""
@@ -116,6 +136,7 @@ class ConsumerContract:
         :param handler: the per-message function, ``module.function``. Default: not set.
         """
         env = {ENV_PREFIX + name.upper(): value for name, value in self.settings().items()}
+        env.update(self.idempotency_environment())
         if handler is not None:
             env[ENV_PREFIX + "HANDLER"] = handler
         return env
@@ -139,3 +160,8 @@ class ConsumerContract:
         for name, value in worker.settings("shutdown_grace").items():
             command += ["--" + name.replace("_", "-"), value]
         return command
+
+
+def _number(value: float) -> str:
+    """``1209600``, not ``1209600.0`` or ``1.2096e+06``: as ``sqslease`` parses a float."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

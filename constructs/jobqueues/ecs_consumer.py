@@ -35,6 +35,7 @@ def bind_ecs_consumer(
     min_tasks: int = DEFAULT_MIN_TASKS,
     max_tasks: int = DEFAULT_MAX_TASKS,
     target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
+    add_environment: bool = True,
 ) -> ConsumerAlarms:
     """Make ``service`` the consumer of ``job_queue``: grants (consume, task protection), scaling on backlog per
     task, alarms and a dashboard. Its container must run the job queue's ``consumer_contract().worker_command(...)``.
@@ -42,10 +43,25 @@ def bind_ecs_consumer(
     :param min_tasks: tasks when idle. Default: 0.
     :param max_tasks: tasks at most. Default: 10.
     :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
+    :param add_environment: add the job queue's ``SQSLEASE_IDEMPOTENCY_*`` variables (idempotency on) to the task
+        definition's default container, the worker's (a caller that created it with them passes False).
+        Default: True.
     """
     if not isinstance(service, ecs.BaseService):
         raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
+    environment = job_queue.consumer_contract().idempotency_environment() if add_environment else {}
+    worker = service.task_definition.default_container
+    if environment and worker is None:
+        raise JobQueueError(
+            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has idempotency, whose "
+            f"variables ({', '.join(environment)}) go to the task definition's default container, and "
+            f"{service.task_definition.node.path} has none: add the worker's container (essential) before binding"
+        )
     claim_consumer(job_queue, scope, "add_ecs_consumer")
+    if environment and worker is not None:
+        for name, value in environment.items():
+            worker.add_environment(name, value)
+        acknowledge_environment(service.task_definition, environment)
     stack = stack_of(scope)
     task_role = service.task_definition.task_role
     binding = bind_consumer(scope, job_queue, task_role)
@@ -112,6 +128,21 @@ def bind_ecs_consumer(
     )
     return binding.finish(
         [cloudwatch.GraphWidget(title="Running tasks", left=[tasks], width=8)], no_running_task=no_task
+    )
+
+
+def acknowledge_environment(task_definition: ecs.TaskDefinition, environment: dict[str, str]) -> None:
+    """Acknowledge cdk-nag's ECS2 (a container with environment variables) for the worker's ``environment``:
+    plain settings (``environment=`` and the idempotency table's name and retention), never secrets."""
+    Validations.of(task_definition).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions::AwsSolutions-ECS2",
+            reason=(
+                f"the variables ({', '.join(sorted(environment))}) are plain settings: the environment= prop's and "
+                "the idempotency table's name and retention; secret values go through secrets= (Secrets Manager or "
+                "SSM), and the lease settings are the worker's command-line options"
+            ),
+        )
     )
 
 

@@ -16,7 +16,7 @@ from constructs import Construct
 from jobqueues.cluster import shared_cluster
 from jobqueues.consumer_rules import check_ecs_consumer, stop_timeout_s
 from jobqueues.defaults import IMAGE_CONTEXT
-from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
+from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, acknowledge_environment, bind_ecs_consumer
 from jobqueues.ecs_service_plan import EcsServicePlan, plan_ecs_service
 from jobqueues.execute_command import (
     acknowledge_execute_command,
@@ -99,6 +99,8 @@ class EcsJob(Construct):
             runtime_platform=_runtime_platform(service_plan),
         )
         grace = DEFAULT_SHUTDOWN_GRACE_S if grace_s is None else grace_s
+        # The worker's options are the lease settings; idempotency is read from its variables.
+        environment = {**service_plan.environment, **self.job_queue.consumer_contract().idempotency_environment()}
         worker_image = image or _default_image(self, image_directory or DEFAULT_IMAGE_DIRECTORY, service_plan)
         #: The worker container: ``python -m sqslease.worker`` with the declaration's settings as arguments.
         self.container = self.task_definition.add_container(
@@ -107,20 +109,11 @@ class EcsJob(Construct):
             command=self.job_queue.consumer_contract().worker_command(handler or "", concurrency, grace),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=job_type, log_group=log_group),
             stop_timeout=Duration.seconds(stop_timeout_s(grace)),
-            environment=service_plan.environment or None,
+            environment=environment or None,
             secrets=service_plan.secrets or None,
         )
-        if service_plan.environment:
-            Validations.of(self.task_definition).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions::AwsSolutions-ECS2",
-                    reason=(
-                        f"the variables are the environment= prop's ({', '.join(sorted(service_plan.environment))}), "
-                        "plain settings; secret values go through secrets= (Secrets Manager or SSM), and the lease "
-                        "settings are the worker's command-line options"
-                    ),
-                )
-            )
+        if environment:
+            acknowledge_environment(self.task_definition, environment)
         execution_role = self.task_definition.execution_role
         policy = execution_role.node.try_find_child("DefaultPolicy") if execution_role is not None else None
         if policy is not None and not isinstance(worker_image, ecs.RepositoryImage):
@@ -165,6 +158,7 @@ class EcsJob(Construct):
             min_tasks=min_tasks,
             max_tasks=max_tasks,
             target_backlog_per_task=target_backlog,
+            add_environment=False,
         )
         if image is None:
             # Where `jobqueues local up` finds the handlers to run the worker as a local process (relative to

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -95,6 +96,15 @@ class IJobQueue(Protocol):
     @property
     def alarm_topic(self) -> sns.ITopic | None:
         """Where alarm notifications go; consumers send theirs there too."""
+        ...
+
+    @property
+    def idempotency_table(self) -> dynamodb.ITable | None:
+        """The table of the consumer's idempotency records; ``None``: idempotency off."""
+        ...
+
+    def grant_idempotency(self, grantee: iam.IGrantable) -> iam.Grant | None:
+        """Let a consumer keep this job type's idempotency records, on its own keys only."""
         ...
 
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:

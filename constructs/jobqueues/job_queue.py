@@ -12,6 +12,7 @@ from constructs import Construct
 
 from jobqueues.alarms import JobQueueAlarms, create_queue_alarms
 from jobqueues.errors import JobQueueError
+from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.inputs import whole_seconds_duration
 from jobqueues.job_queue_base import JobQueueBase
@@ -22,6 +23,7 @@ from jobqueues.plan import Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props, take_claimed
 from jobqueues.props import JobQueueProps
 from jobqueues.stack_limits import count_job_type
+from sqslease.rules import SQS_MAX_RETENTION_S
 
 
 class JobQueue(JobQueueBase):
@@ -144,6 +146,9 @@ class JobQueue(JobQueueBase):
                 queue_time_p99,
             )
         self.alarm_topic = plan.alarm_topic
+        #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
+        self.idempotency_table = table_of(self, plan.idempotency, key)
+        self.idempotency_retention_seconds = _record_retention(plan)
         mark_job_queue(self)
         count_job_type(stack)
 
@@ -200,6 +205,15 @@ class JobQueue(JobQueueBase):
             max_batching_window=max_batching_window,
             alarm_topic=alarm_topic,
         )
+
+
+def _record_retention(plan: QueuePlan) -> float:
+    """How long a COMPLETED record must outlive its message: the longer retention of the pair (a duplicate may be
+    dead-lettered, then redriven), or SQS's 14-day maximum when either is a token."""
+    retention, dlq_retention = plan.retention_period, plan.dlq_retention_period
+    if isinstance(retention, Given) or isinstance(dlq_retention, Given):
+        return SQS_MAX_RETENTION_S
+    return max(retention, dlq_retention)
 
 
 def _throughput(plan: QueuePlan) -> dict[str, Any]:

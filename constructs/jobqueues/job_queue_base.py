@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -20,12 +21,14 @@ from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import check_no_consumer
 from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
+from jobqueues.idempotency_table import grant_job_type
 from jobqueues.inputs import is_token
 from jobqueues.lambda_consumer import bind_lambda_consumer
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     DEFAULT_SHUTDOWN_GRACE_S,
     DEFAULT_WORKER_CONCURRENCY,
+    SQS_MAX_RETENTION_S,
 )
 
 # What sqs.Queue.grant_send_messages grants on the queue itself.
@@ -61,6 +64,10 @@ class JobQueueBase(Construct):
     fifo: bool
     #: Where alarm notifications go; consumers send theirs there too.
     alarm_topic: sns.ITopic | None
+    #: The table of the consumer's idempotency records (``idempotency``); ``None``: idempotency off.
+    idempotency_table: dynamodb.ITable | None = None
+    #: Seconds a COMPLETED record must outlive its message (``SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD``).
+    idempotency_retention_seconds: float | None = None
     _contract: ConsumerContract | None = None
 
     # --- grants ------------------------------------------------------------------------------------------------
@@ -82,6 +89,14 @@ class JobQueueBase(Construct):
         self.dead_letter_queue.grant(grantee, *_SEND_ACTIONS)
         self._grant_key(grantee, "kms:GenerateDataKey")
         return grant
+
+    def grant_idempotency(self, grantee: iam.IGrantable) -> iam.Grant | None:
+        """Let a consumer keep this job type's idempotency records: PutItem, GetItem, UpdateItem and DeleteItem on
+        keys ``<job type>#*`` of :attr:`idempotency_table` only, and its KMS key if it has one. ``None`` (nothing
+        granted) when idempotency is off."""
+        if self.idempotency_table is None:
+            return None
+        return grant_job_type(self.idempotency_table, grantee, self.job_type)
 
     def _grant_key(self, grantee: iam.IGrantable, *actions: str) -> None:
         # Not the key's grant_encrypt_decrypt (what sqs.Queue's grants use): it adds kms:ReEncrypt* and
@@ -110,6 +125,9 @@ class JobQueueBase(Construct):
                 max_processing_time_s=self.max_processing_time_seconds,
                 max_batching_window_s=self.max_batching_window_seconds,
             )
+            if self.idempotency_table is not None:
+                retention = self.idempotency_retention_seconds or SQS_MAX_RETENTION_S
+                contract = self._contract = contract.with_idempotency(self.idempotency_table.table_name, retention)
         return contract
 
     def consumer_settings(self) -> dict[str, str]:

@@ -75,6 +75,10 @@ class QueuePlan:
     :param fifo_throughput_limit: the ``sqs.FifoThroughputLimit`` member's name, both queues; ``None``: SQS's.
     :param removal_policy: the source queue's ``RemovalPolicy`` member's name.
     :param dlq_removal_policy: the DLQ's ``RemovalPolicy`` member's name.
+    :param encryption_key: the ``kms.IKey`` of both queues, as given; ``None``: SQS-managed encryption.
+    :param alarm_topic: the ``sns.ITopic`` alarms notify, as given; ``None``: none.
+    :param idempotency: where the consumer keeps idempotency records: ``True`` (the stack's table), a table as
+        given, or ``None`` (off).
     :param errors: every problem of the declaration, each with its fix; a plan with errors is never built.
     :param warnings: findings that deploy but deserve a look, each with an id to acknowledge it by.
     """
@@ -104,6 +108,7 @@ class QueuePlan:
     dlq_removal_policy: str = defaults.DLQ_REMOVAL_POLICY
     encryption_key: Any = None
     alarm_topic: Any = None
+    idempotency: Any = None
     errors: list[str] = field(default_factory=list)
     warnings: list[DeclarationWarning] = field(default_factory=list)
 
@@ -125,7 +130,8 @@ def plan_job_queue(
 
     :param consumer: a consumer construct's own findings, listed with the queue's. Default: none.
     :param alarms_enabled: plan the queue alarms. Default: True.
-    :param resources: construct props passed through as given: ``encryption_key``, ``alarm_topic``.
+    :param resources: construct props passed through as given: ``encryption_key``, ``alarm_topic``, ``idempotency``
+        (a table; ``True`` when absent and the declaration has ``idempotency``).
         Default: none.
     """
     result = check_declaration(d)
@@ -219,6 +225,7 @@ def plan_job_queue(
         dlq_removal_policy=d.dlq_removal_policy or defaults.DLQ_REMOVAL_POLICY,
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
+        idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
         errors=errors,
         warnings=result.warnings + consumer.warnings,
     )

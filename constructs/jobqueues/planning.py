@@ -21,6 +21,7 @@ from jobqueues.alarms import JobQueueAlarmProps
 from jobqueues.consumer_rules import ConsumerCheck
 from jobqueues.declaration import QueueDeclaration
 from jobqueues.errors import JobQueueError
+from jobqueues.idempotency_table import read_idempotency
 from jobqueues.inputs import PropReader, is_token
 from jobqueues.names import StackFacts, name_conflicts, register_names, stack_facts, stack_of
 from jobqueues.plan import QueuePlan, plan_job_queue
@@ -60,6 +61,7 @@ def plan_from_props(
     facts = stack_facts(stack or stack_of(owner))
     read = PropReader(props, JobQueueProps.__annotations__, labels=labels)
     alarm_props = read.instance("alarms", JobQueueAlarmProps, "JobQueueAlarmProps(...)") or JobQueueAlarmProps()
+    idempotency = read_idempotency(read)
     alarm_read = PropReader({k: getattr(alarm_props, k) for k in _ALARM_FIELDS}, _ALARM_FIELDS, "alarms.")
     declaration = QueueDeclaration(
         job_type=job_type,
@@ -92,6 +94,7 @@ def plan_from_props(
         dlq_depth=alarm_read.integer("dlq_depth", 1),
         max_queue_time=read.duration_s("max_queue_time"),
         ecs_consumer=ecs_consumer,
+        idempotency=idempotency is not False,
         tokens={
             **{p: props[p] for p in read.tokens},
             **{p: getattr(alarm_props, p) for p in alarm_read.tokens},
@@ -112,7 +115,7 @@ def plan_from_props(
         declaration,
         consumer=consumer,
         alarms_enabled=alarms_enabled,
-        resources={"encryption_key": encryption_key, "alarm_topic": topic},
+        resources={"encryption_key": encryption_key, "alarm_topic": topic, "idempotency": idempotency},
     )
     claim_names(kind, owner, facts, plan)
     _claimed[id(plan)] = plan

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from aws_cdk import Duration, RemovalPolicy, Size
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
@@ -19,6 +20,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 
 from jobqueues.alarms import JobQueueAlarmProps
+from jobqueues.idempotency_table import IdempotencyTable
 
 
 class QueueOptions(TypedDict, total=False):
@@ -73,6 +75,15 @@ class QueueOptions(TypedDict, total=False):
         The latency the team promises: an alarm fires when the p99 queue time (from ``SentTimestamp`` to the
         start of the run, milliseconds in the ``QueueTime`` metric ``sqslease`` consumers write) stays above it
         for 15 min. Positive, at most ``retention_period``; needs the alarms on. Default: none (no alarm).
+    idempotency:
+        Exactly-once completion (``sqslease``'s idempotency records, docs/sqslease.md): ``True`` gives the job type
+        the stack's ``IdempotencyTable`` (one per stack and KMS key, shared by its job types: on-demand, TTL,
+        point-in-time recovery, encrypted with ``encryption_key`` when there is one); or pass an
+        ``IdempotencyTable`` (or a ``dynamodb.ITable`` with partition key ``pk``, string) of your own. The
+        consumer gets ``SQSLEASE_IDEMPOTENCY_TABLE`` and ``SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD`` (the longer
+        of the two queues' retention periods, or 14 days for a token) and may use PutItem, GetItem, UpdateItem
+        and DeleteItem on its own job type's keys only (``dynamodb:LeadingKeys`` ``<job type>#*``). The job type
+        may not contain ``#``. Default: False.
     """
 
     max_receive_count: int
@@ -90,6 +101,7 @@ class QueueOptions(TypedDict, total=False):
     removal_policy: RemovalPolicy
     dlq_removal_policy: RemovalPolicy
     max_queue_time: Duration
+    idempotency: bool | IdempotencyTable | dynamodb.ITable
 
 
 class LeaseOptions(TypedDict, total=False):

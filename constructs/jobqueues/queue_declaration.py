@@ -34,6 +34,8 @@ class QueueDeclaration:
     :param ecs_consumer: declared by an ``EcsJob``: hints never suggest Lambda props. Default: False.
     :param max_message_size: bytes; ``deduplication_scope``, ``fifo_throughput_limit``, ``removal_policy`` and
         ``dlq_removal_policy`` are the names of the CDK enum members given (``"MESSAGE_GROUP"``, ``"RETAIN"``).
+    :param idempotency: the consumer keeps idempotency records (the table is a construct, not declared here).
+        Default: False.
     :param prop_names: how the user spelled each prop, for messages (e.g. ``lambda_timeout`` is ``timeout``
         on a ``LambdaJob``, ``in_flight_fraction`` is ``alarms.in_flight_fraction``). Default: these names.
     """
@@ -63,6 +65,7 @@ class QueueDeclaration:
     oldest_message_age: float | None = None
     dlq_depth: int | None = None
     max_queue_time: float | None = None
+    idempotency: bool = False
     tokens: Mapping[str, object] = field(default_factory=dict)
     adopted: bool = False
     ecs_consumer: bool = False

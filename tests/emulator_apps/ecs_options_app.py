@@ -83,6 +83,7 @@ class EcsOptionsStack(Stack):
                 ecs.CapacityProviderStrategy(capacity_provider="FARGATE_SPOT", weight=4),
             ],
             max_tasks=8,
+            idempotency=True,  # the worker container gets the table's variables
         )
 
     @property

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A LambdaJob app with the deployment options the example app leaves out: an ARM64 function in a VPC, with a
 layer of its own, X-Ray tracing, reserved concurrency, event source filters and metrics; and a second job in
-provisioned mode.
+provisioned mode, with idempotency (the stack's idempotency table).
 
 ``tests/test_emulator_lambda_options.py`` deploys it with the real ``cdk`` CLI to the local emulator (whose
 post-deploy check compares what the emulator keeps) and runs the filtered job through the local Lambda driver.
@@ -69,6 +69,7 @@ class LambdaOptionsStack(Stack):
             handler="thumbs.handle",
             timeout=Duration.seconds(10),
             provisioned_poller_config=lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=8),
+            idempotency=True,
         )
 
     @property
