@@ -168,9 +168,10 @@ def test_a_lookup_in_any_assembly_is_found(tmp_path: Path) -> None:
     assert missing_context(tmp_path) == [key]
 
 
-def _run(block: Block, directory: Path) -> subprocess.CompletedProcess[str]:
+def _run(block: Block, directory: Path, without: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``block`` in ``directory`` laid out as a reader's project, but for the repo's entries ``without``."""
     for entry in ROOT.iterdir():
-        if not entry.name.startswith("."):
+        if not entry.name.startswith(".") and entry.name not in without:
             (directory / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     for make in READER_FILES.values():
         make(directory)
@@ -291,3 +292,12 @@ def _cdk_function_role_dependency(rule_id: str, message: str) -> bool:
 
 if __name__ == "__main__":
     run_block(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.stdin.read())
+
+
+def test_the_ecs_deployment_options_example_runs_in_a_project_without_the_repo_s_lambda_src(tmp_path: Path) -> None:
+    # GIVEN the EcsJob "Deployment options" example, in a reader's project that has no lambda_src/Dockerfile
+    [block] = [b for b in python_blocks(ROOT / "docs" / "constructs.md") if '"Crawl"' in b.code]
+    # WHEN it runs as the docs' other examples do
+    result = _run(block, tmp_path, without=("lambda_src",))
+    # THEN it synthesizes: its jobs name their own image
+    assert result.returncode == 0, result.stderr[-3000:]

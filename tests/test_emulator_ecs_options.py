@@ -47,9 +47,13 @@ def services(deployed: Deployment) -> dict[str, dict[str, Any]]:
 def test_every_resource_is_deployed_and_its_options_compared(deployed: Deployment) -> None:
     types = deployed.report.stacks[STACK_NAME]
     assert len(types) == len(template(deployed)["Resources"])
-    assert {"AWS::ECS::ClusterCapacityProviderAssociations", "AWS::SSM::Parameter", "AWS::EC2::SecurityGroup"} <= set(
-        types.values()
-    )
+    assert {
+        "AWS::ECS::ClusterCapacityProviderAssociations",
+        "AWS::SSM::Parameter",
+        "AWS::EC2::SecurityGroup",
+        "AWS::SecretsManager::Secret",
+        "AWS::KMS::Key",
+    } <= set(types.values())
     assert deployed.report.properties_compared >= 100
 
 
@@ -113,3 +117,63 @@ def test_the_check_reports_an_option_the_emulator_does_not_hold(deployed: Deploy
             deployed.server, "AWS::ECS::Service", stack.physical_ids[logical_id], changed, stack
         )
         assert [m.split(":")[0] for m in mismatches] == ["EnableExecuteCommand", "PropagateTags"]
+
+
+def secret_of(deployed: Deployment, logical_prefix: str) -> dict[str, Any]:
+    stack = DeployedStack.load(deployed.server, STACK_NAME)
+    [logical_id] = [k for k, t in deployed.report.stacks[STACK_NAME].items() if t == "AWS::SecretsManager::Secret"]
+    assert logical_id.startswith(logical_prefix)
+    return deployed.server.client("secretsmanager").describe_secret(SecretId=stack.physical_ids[logical_id])
+
+
+def test_a_secret_of_the_stack_is_generated_under_its_key(deployed: Deployment) -> None:
+    # GIVEN the stack's own secret (GenerateSecretString, a KMS key of the stack); WHEN deployed
+    described = secret_of(deployed, "Admin")
+    client = deployed.server.client("secretsmanager")
+    value = json.loads(client.get_secret_value(SecretId=described["ARN"])["SecretString"])
+    # THEN Secrets Manager holds the template's fields and a generated password as the generator asked
+    assert value["username"] == "render" and len(value["password"]) == 24
+    assert not set(value["password"]) & set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # exclude_punctuation
+    assert described["Description"] == "render admin credentials"
+    # the stack's key (moto's DescribeKey answers 500 for a key CloudFormation made: listed instead)
+    stack = DeployedStack.load(deployed.server, STACK_NAME)
+    [key_logical_id] = [k for k, t in deployed.report.stacks[STACK_NAME].items() if t == "AWS::KMS::Key"]
+    key_id = stack.physical_ids[key_logical_id]
+    assert described["KmsKeyId"].rsplit("/", 1)[-1] == key_id
+    assert key_id in [k["KeyId"] for k in deployed.server.client("kms").list_keys()["Keys"]]
+
+
+def test_local_workers_get_the_secrets_the_emulator_holds_and_a_line_for_each_it_does_not(
+    deployed: Deployment,
+) -> None:
+    from jobqueues.ops.discovery import discover
+    from local_emulator.consumers.ecs_workers import worker_spec
+
+    # GIVEN the Render job: a generated secret's JSON key, an SSM parameter (both in the stack), and a secret the
+    # app imports, which the emulator does not hold
+    job = discover(deployed.server.client("cloudformation"), [STACK_NAME]).find("Render")
+    admin = json.loads(
+        deployed.server.client("secretsmanager").get_secret_value(SecretId=secret_of(deployed, "Admin")["ARN"])[
+            "SecretString"
+        ]
+    )
+    # WHEN `local up` prepares its workers
+    spec = worker_spec(deployed.server, job, APP.parent, None)
+    # THEN they get what ECS would inject, and one line names the missing secret and how to create it
+    assert spec.environment["ADMIN_PASSWORD"] == admin["password"]
+    assert spec.environment["API_TOKEN"] == "local"
+    assert "DATABASE_PASSWORD" not in spec.environment
+    [line] = spec.missing_secrets
+    assert line.startswith("secret DATABASE_PASSWORD: Secrets Manager secret render/database-AbCdEf")
+    assert f"aws --endpoint-url {deployed.server.endpoint} secretsmanager create-secret --name render/database " in line
+    # and once created as the line says, the next start gets it
+    deployed.server.client("secretsmanager").create_secret(
+        Name="render/database", SecretString=json.dumps({"password": "from-the-line"})
+    )
+    try:
+        again = worker_spec(deployed.server, job, APP.parent, None)
+        assert again.environment["DATABASE_PASSWORD"] == "from-the-line" and again.missing_secrets == ()
+    finally:
+        deployed.server.client("secretsmanager").delete_secret(
+            SecretId="render/database", ForceDeleteWithoutRecovery=True
+        )
