@@ -40,8 +40,8 @@ NOT_VERIFIABLE: dict[str, str] = {
         "local processes), so no task lands on Spot, gets a public IP or takes an ECS Exec session"
     ),
     "AWS::ECS::TaskDefinition": (
-        "the image is never pulled and no container runs: secrets are never read (a secret's ARN is compared, "
-        "not fetched) and the architecture never runs code"
+        "the image is never pulled and no container runs: the architecture never runs code, and a secret's ARN is "
+        "compared, not fetched (`jobqueues local up` gives its workers the secrets the emulator holds)"
     ),
     "AWS::ApplicationAutoScaling::ScalingPolicy": (
         "never acts; moto adds two CPUUtilization TargetTracking-* alarms for each ECS target-tracking policy"
@@ -56,6 +56,7 @@ NOT_VERIFIABLE: dict[str, str] = {
         "TTL never deletes an item (sqslease does not rely on it), point-in-time recovery keeps no backups, "
         "capacity and encryption cost nothing; IAM conditions (dynamodb:LeadingKeys) are not enforced"
     ),
+    "AWS::SecretsManager::Secret": "its KmsKeyId is kept, not used (moto does not encrypt); no rotation, no replica",
 }
 
 
@@ -161,6 +162,24 @@ def _kms_key(value: Any, stack: DeployedStack | None = None) -> Any:
     if isinstance(value, str) and ":key/" in value:
         return value.rsplit("/", 1)[-1]
     return value
+
+
+def _secret(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    secret = server.client("secretsmanager").describe_secret(SecretId=physical_id)
+    c.expect("Name", secret.get("Name"))
+    c.expect("Description", secret.get("Description"))
+    c.expect_value("KmsKeyId", _kms_key(c.properties.get("KmsKeyId"), c.stack), _kms_key(secret.get("KmsKeyId")))
+    generate = c.properties.get("GenerateSecretString")
+    if generate and generate.get("GenerateStringKey"):
+        # The value generated: the template's fields, and the generated key (never its value) beside them.
+        value = json.loads(server.client("secretsmanager").get_secret_value(SecretId=physical_id)["SecretString"])
+        template = json.loads(generate.get("SecretStringTemplate", "{}"))
+        c.expect_value("GenerateSecretString.SecretStringTemplate", template, {k: value.get(k) for k in template})
+        key = generate["GenerateStringKey"]
+        c.expect_value("GenerateSecretString.GenerateStringKey", key, key if key in value else None)
+        c.expect_value(
+            "GenerateSecretString.PasswordLength", generate.get("PasswordLength", 32), len(value.get(key, ""))
+        )
 
 
 def _lambda_function(server: LocalServer, physical_id: str, c: Comparison) -> None:
@@ -420,6 +439,7 @@ CHECKERS: dict[str, Checker] = {
     "AWS::ECS::Service": _ecs_service,
     "AWS::EC2::FlowLog": _flow_log,
     "AWS::DynamoDB::Table": _dynamodb_table,
+    "AWS::SecretsManager::Secret": _secret,
 }
 
 

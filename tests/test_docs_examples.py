@@ -171,11 +171,12 @@ def test_a_lookup_in_any_assembly_is_found(tmp_path: Path) -> None:
     assert missing_context(tmp_path) == [key]
 
 
-def _run(blocks: list[Block], directory: Path) -> dict[str, str | None]:
-    """Run ``blocks`` one after another in one process in ``directory``: block id -> ``None`` (it ran) or what
-    went wrong. A block after one that killed the process did not run, and says so."""
+def _run(blocks: list[Block], directory: Path, without: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """Run ``blocks`` one after another in one process in ``directory``, laid out as a reader's project but for
+    the repo's entries ``without``: block id -> ``None`` (it ran) or what went wrong. A block after one that
+    killed the process did not run, and says so."""
     for entry in ROOT.iterdir():
-        if not entry.name.startswith("."):
+        if not entry.name.startswith(".") and entry.name not in without:
             (directory / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     for make in READER_FILES.values():
         make(directory)
@@ -326,6 +327,15 @@ def run_blocks(jobs: list[list]) -> None:
         except Exception:  # reported on the block's own test; the next block runs
             error = traceback.format_exc()
         print(_RESULT + json.dumps([block_id, error]), flush=True)
+
+
+def test_the_ecs_deployment_options_example_runs_in_a_project_without_the_repo_s_lambda_src(tmp_path: Path) -> None:
+    # GIVEN the EcsJob "Deployment options" example, in a reader's project that has no lambda_src/Dockerfile
+    [block] = [b for b in python_blocks(ROOT / "docs" / "constructs.md") if '"Crawl"' in b.code]
+    # WHEN it runs as the docs' other examples do
+    error = _run([block], tmp_path, without=("lambda_src",))[block.id]
+    # THEN it synthesizes: its jobs name their own image
+    assert error is None, error
 
 
 if __name__ == "__main__":

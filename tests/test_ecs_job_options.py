@@ -69,6 +69,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         },
         enable_execute_command=True,
         propagate_tags=ecs.PropagatedTagSource.SERVICE,
+        hooks=["render.hooks:Timing", "tracing_setup:ProviderHooks"],
     )
     crawl = EcsJob(
         stack,
@@ -134,6 +135,25 @@ def test_an_arm64_worker_gets_its_platform_variables_and_secrets(synthesized: di
     crawl_task = resource(synthesized, synthesized["jobs"]["Crawl"].task_definition)["Properties"]
     assert "RuntimePlatform" not in crawl_task  # Fargate's default, X86_64
     assert "Environment" not in crawl_task["ContainerDefinitions"][0]
+
+
+def test_hooks_reach_the_worker_as_its_hooks_option(synthesized: dict) -> None:
+    from sqslease.settings import LeaseSettings
+
+    # GIVEN a job declared with hooks=; WHEN synthesized
+    [worker] = resource(synthesized, synthesized["jobs"]["Render"].task_definition)["Properties"][
+        "ContainerDefinitions"
+    ]
+    command = worker["Command"]
+    # THEN the worker's command names them once, as sqslease parses the setting
+    value = command[command.index("--hooks") + 1]
+    assert value == "render.hooks:Timing,tracing_setup:ProviderHooks"
+    assert LeaseSettings.from_env({"SQSLEASE_HOOKS": value}).hooks == (
+        "render.hooks:Timing",
+        "tracing_setup:ProviderHooks",
+    )
+    [crawl] = resource(synthesized, synthesized["jobs"]["Crawl"].task_definition)["Properties"]["ContainerDefinitions"]
+    assert "--hooks" not in crawl["Command"]
 
 
 def test_the_execution_role_reads_exactly_the_job_s_secrets_and_decrypts_only_with_their_key(
@@ -319,6 +339,38 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     ({"security_groups": ["sg-123"]}, "security_groups[0]='sg-123' is a str, not a construct with security_group_id"),
     ({"enable_execute_command": 1}, "enable_execute_command=1 is an int, not a bool"),
     ({"propagate_tags": "SERVICE"}, "propagate_tags='SERVICE' is a str, not a PropagatedTagSource"),
+    ({"hooks": "render.hooks:Timing"}, "hooks='render.hooks:Timing' is a str, not a list"),
+    (
+        {"hooks": ["render.hooks:Timing,other:Hooks"]},
+        "hooks[0]='render.hooks:Timing,other:Hooks' is not an import path",
+    ),
+    ({"hooks": [3]}, "hooks[0]=3 is an int, not a str"),
+    (
+        {"environment": {"SQSLEASE_HOOKS": "render.hooks:Timing"}},
+        "SQSLEASE_HOOKS is the job's hooks= prop: pass hooks=['package.module:name', ...] instead",
+    ),
+    (
+        {
+            "vpc": lambda s, v: v,
+            "security_groups": lambda s, v: [ec2.SecurityGroup(s, "OtherSg", vpc=ec2.Vpc(s, "Other", max_azs=2))],
+        },
+        "security_groups[0] (Jobs/OtherSg) is in VPC Jobs/Other, not in vpc=Jobs/Vpc: the consumer runs in one VPC, "
+        "and AWS refuses a security group of another; create the group in it",
+    ),
+    (
+        {
+            "cluster": own_cluster,
+            "security_groups": lambda s, v: [ec2.SecurityGroup(s, "OtherSg", vpc=ec2.Vpc(s, "Other", max_azs=2))],
+        },
+        "security_groups[0] (Jobs/OtherSg) is in VPC Jobs/Other, not in vpc=Jobs/Vpc",
+    ),
+    (
+        {
+            "vpc": lambda s, v: v,
+            "vpc_subnets": lambda s, v: ec2.SubnetSelection(subnets=ec2.Vpc(s, "Other", max_azs=2).private_subnets),
+        },
+        "vpc_subnets.subnets[0] (Jobs/Other/PrivateSubnet1) is in VPC Jobs/Other, not in vpc=Jobs/Vpc",
+    ),
 ]
 
 

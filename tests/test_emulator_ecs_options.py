@@ -6,6 +6,7 @@ boto3 reads them back here, and a changed value fails that check."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,8 @@ from local_emulator.checks import check_resource
 from local_emulator.consumers.ecs_workers import worker_spec
 from local_emulator.deployed import DeployedStack
 from local_emulator.server import Emulator
+
+APP_DIR = Path(__file__).resolve().parent / "emulator_apps"  # the ECS options app's directory
 
 pytestmark = NEEDS_CDK
 
@@ -46,9 +49,13 @@ def services(deployed: Deployment) -> dict[str, dict[str, Any]]:
 def test_every_resource_is_deployed_and_its_options_compared(deployed: Deployment) -> None:
     types = deployed.report.stacks[STACK_NAME]
     assert len(types) == len(template(deployed)["Resources"])
-    assert {"AWS::ECS::ClusterCapacityProviderAssociations", "AWS::SSM::Parameter", "AWS::EC2::SecurityGroup"} <= set(
-        types.values()
-    )
+    assert {
+        "AWS::ECS::ClusterCapacityProviderAssociations",
+        "AWS::SSM::Parameter",
+        "AWS::EC2::SecurityGroup",
+        "AWS::SecretsManager::Secret",
+        "AWS::KMS::Key",
+    } <= set(types.values())
     assert deployed.report.properties_compared >= 100
 
 
@@ -116,10 +123,70 @@ def test_the_check_reports_an_option_the_emulator_does_not_hold(deployed: Deploy
 
 def test_the_idempotent_worker_gets_the_deployed_tables_name(deployed: Deployment, tmp_path: Path) -> None:
     # GIVEN Crawl, declared with idempotency=True: its container has the table's variables
-    (table,) = deployed.server.client("dynamodb").list_tables()["TableNames"]
+    stack = DeployedStack.load(deployed.server, STACK_NAME)
+    (table,) = [
+        stack.physical_ids[k] for k, t in deployed.report.stacks[STACK_NAME].items() if t == "AWS::DynamoDB::Table"
+    ]
     (crawl,) = [j for j in discover(deployed.server.client("cloudformation")).job_types if j.job_type == "Crawl"]
     # WHEN `jobqueues local up` computes its worker process
     spec = worker_spec(Emulator(deployed.server.endpoint), crawl, tmp_path, None)
     # THEN the worker reads the deployed table (sqslease's idempotency on), and Render's does not
     assert spec.environment["SQSLEASE_IDEMPOTENCY_TABLE"] == table and spec.unresolved == ()
     assert spec.environment["SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"] == "1209600"
+
+
+def secret_of(deployed: Deployment, logical_prefix: str) -> dict[str, Any]:
+    stack = DeployedStack.load(deployed.server, STACK_NAME)
+    [logical_id] = [k for k, t in deployed.report.stacks[STACK_NAME].items() if t == "AWS::SecretsManager::Secret"]
+    assert logical_id.startswith(logical_prefix)
+    return deployed.server.client("secretsmanager").describe_secret(SecretId=stack.physical_ids[logical_id])
+
+
+def test_a_secret_of_the_stack_is_generated_under_its_key(deployed: Deployment) -> None:
+    # GIVEN the stack's own secret (GenerateSecretString, a KMS key of the stack); WHEN deployed
+    described = secret_of(deployed, "Admin")
+    client = deployed.server.client("secretsmanager")
+    value = json.loads(client.get_secret_value(SecretId=described["ARN"])["SecretString"])
+    # THEN Secrets Manager holds the template's fields and a generated password as the generator asked
+    assert value["username"] == "render" and len(value["password"]) == 24
+    assert not set(value["password"]) & set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # exclude_punctuation
+    assert described["Description"] == "render admin credentials"
+    # the stack's key (moto's DescribeKey answers 500 for a key CloudFormation made: listed instead)
+    stack = DeployedStack.load(deployed.server, STACK_NAME)
+    [key_logical_id] = [k for k, t in deployed.report.stacks[STACK_NAME].items() if t == "AWS::KMS::Key"]
+    key_id = stack.physical_ids[key_logical_id]
+    assert described["KmsKeyId"].rsplit("/", 1)[-1] == key_id
+    assert key_id in [k["KeyId"] for k in deployed.server.client("kms").list_keys()["Keys"]]
+
+
+def test_local_workers_get_the_secrets_the_emulator_holds_and_a_line_for_each_it_does_not(
+    deployed: Deployment,
+) -> None:
+    # GIVEN the Render job: a generated secret's JSON key, an SSM parameter (both in the stack), and a secret the
+    # app imports, which the emulator does not hold
+    job = discover(deployed.server.client("cloudformation"), [STACK_NAME]).find("Render")
+    admin = json.loads(
+        deployed.server.client("secretsmanager").get_secret_value(SecretId=secret_of(deployed, "Admin")["ARN"])[
+            "SecretString"
+        ]
+    )
+    # WHEN `local up` prepares its workers
+    spec = worker_spec(deployed.server, job, APP_DIR, None)
+    # THEN they get what ECS would inject, and one line names the missing secret and how to create it
+    assert spec.environment["ADMIN_PASSWORD"] == admin["password"]
+    assert spec.environment["API_TOKEN"] == "local"
+    assert "DATABASE_PASSWORD" not in spec.environment
+    [line] = spec.missing_secrets
+    assert line.startswith("secret DATABASE_PASSWORD: Secrets Manager secret render/database-AbCdEf")
+    assert f"aws --endpoint-url {deployed.server.endpoint} secretsmanager create-secret --name render/database " in line
+    # and once created as the line says, the next start gets it
+    deployed.server.client("secretsmanager").create_secret(
+        Name="render/database", SecretString=json.dumps({"password": "from-the-line"})
+    )
+    try:
+        again = worker_spec(deployed.server, job, APP_DIR, None)
+        assert again.environment["DATABASE_PASSWORD"] == "from-the-line" and again.missing_secrets == ()
+    finally:
+        deployed.server.client("secretsmanager").delete_secret(
+            SecretId="render/database", ForceDeleteWithoutRecovery=True
+        )

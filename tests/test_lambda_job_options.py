@@ -68,6 +68,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         layers=[own_layer(stack)],
         filters=[lambda_.FilterCriteria.filter(KIND_IS_THUMB)],
         metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
+        hooks=["thumbs_hooks:Timing", "tracing.setup:ProviderHooks"],
     )
     polled = job(
         stack,
@@ -108,6 +109,19 @@ def test_the_function_gets_its_architecture_reserved_concurrency_tracing_and_vpc
     # Unset, the options leave the template as it was.
     plain = function_of(synthesized, "Polled")
     assert not {"Architectures", "ReservedConcurrentExecutions", "TracingConfig", "VpcConfig"} & set(plain)
+
+
+def test_hooks_reach_the_function_as_the_setting_sqslease_reads(synthesized: dict) -> None:
+    from sqslease.settings import LeaseSettings
+
+    # GIVEN a job declared with hooks=; WHEN synthesized
+    environment = function_of(synthesized, "Thumbnails")["Environment"]["Variables"]
+    # THEN the function gets SQSLEASE_HOOKS, which sqslease parses back into the same paths
+    assert environment["SQSLEASE_HOOKS"] == "thumbs_hooks:Timing,tracing.setup:ProviderHooks"
+    plain = {k: v for k, v in environment.items() if isinstance(v, str)}
+    assert LeaseSettings.from_env(plain).hooks == ("thumbs_hooks:Timing", "tracing.setup:ProviderHooks")
+    # and a job without hooks gets no variable for them
+    assert "SQSLEASE_HOOKS" not in function_of(synthesized, "Polled")["Environment"]["Variables"]
 
 
 def test_a_vpc_function_s_role_manages_its_interfaces_inline_before_the_function_exists(synthesized: dict) -> None:
@@ -182,11 +196,14 @@ def test_reserved_concurrency_with_provisioned_pollers_is_a_warning() -> None:
     stack = cdk.Stack(cdk.App(), "Jobs", env=ENV)
     job(stack, reserved_concurrent_executions=50, provisioned_poller_config=lambda_.ProvisionedPollerConfig())
     warning = Match.string_like_regexp("can invoke more at once than the reserved concurrency")
-    Annotations.from_stack(stack).has_warning("*", warning)
+    # On the function, whose options these are, not on its queue.
+    Annotations.from_stack(stack).has_warning("/Jobs/Job/Function", warning)
+    Annotations.from_stack(stack).has_no_warning("/Jobs/Job/Queue", warning)
 
 
 def _bad(stack: cdk.Stack) -> dict[str, Any]:
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    other_vpc = ec2.Vpc(stack, "Other", max_azs=2, nat_gateways=1)
     pollers = lambda_.ProvisionedPollerConfig
     return {
         "architecture": ({"architecture": "arm64"}, "architecture='arm64' is a str, not an Architecture"),
@@ -260,6 +277,35 @@ def _bad(stack: cdk.Stack) -> dict[str, Any]:
             {"provisioned_poller_config": pollers(poller_group_name="shared")},
             "poller_group_name='shared': poller groups are for Kafka event sources only",
         ),
+        "hooks not a list": ({"hooks": "thumbs_hooks:Timing"}, "hooks='thumbs_hooks:Timing' is a str, not a list"),
+        "hook not a path": (
+            {"hooks": ["thumbs_hooks:Timing", "timing hooks"]},
+            "hooks[1]='timing hooks' is not an import path: name a Hooks object or class as 'package.module:name'",
+        ),
+        "hooks as a variable": (
+            {"environment": {"SQSLEASE_HOOKS": "thumbs_hooks:Timing"}},
+            "SQSLEASE_HOOKS is the job's hooks= prop: pass hooks=['package.module:name', ...] instead",
+        ),
+        "variable name": (
+            {"environment": {"1BAD-NAME": "x"}},
+            "environment['1BAD-NAME'] is not a name Lambda takes: a letter, then letters, digits or '_'",
+        ),
+        "variable Lambda sets": (
+            {"environment": {"AWS_REGION": "eu-west-1"}},
+            "environment['AWS_REGION']: Lambda sets AWS_REGION itself and refuses it in a function's environment",
+        ),
+        "filter with an empty body": (
+            {"filters": [lambda_.FilterCriteria.filter({"body": {}})]},
+            "filters[0] pattern '{\"body\":{}}' has an empty 'body' object (Lambda refuses it",
+        ),
+        "group of another vpc": (
+            {"vpc": vpc, "security_groups": [ec2.SecurityGroup(stack, "OtherSg", vpc=other_vpc)]},
+            "security_groups[0] (Jobs/OtherSg) is in VPC Jobs/Other, not in vpc=Jobs/Vpc",
+        ),
+        "subnets of another vpc": (
+            {"vpc": vpc, "vpc_subnets": ec2.SubnetSelection(subnets=other_vpc.private_subnets)},
+            "vpc_subnets.subnets[0] (Jobs/Other/PrivateSubnet1) is in VPC Jobs/Other, not in vpc=Jobs/Vpc",
+        ),
         "pollers float": (
             {"provisioned_poller_config": pollers(minimum_pollers=2.5)},
             "provisioned_poller_config.minimum_pollers=2.5 is a float, not a whole number",
@@ -278,3 +324,26 @@ def test_bad_options_fail_at_synth_naming_the_prop_the_value_and_the_fix(case: s
         job(stack, **props)
     assert str(raised.value).startswith("LambdaJob Jobs/Job cannot be deployed")
     assert message in str(raised.value)
+
+
+def test_a_group_or_subnet_whose_vpc_is_unknown_at_synth_is_not_guessed() -> None:
+    # GIVEN a VPC of the stack, and a group and subnet imported by id (their VPC is not in the app)
+    stack = JobsStack(cdk.App(), "Jobs", env=ENV)
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    group = ec2.SecurityGroup.from_security_group_id(stack, "Shared", "sg-0123456789abcdef0")
+    subnet = ec2.Subnet.from_subnet_attributes(stack, "Sub", subnet_id="subnet-0123", availability_zone="us-east-1a")
+    # WHEN a job takes them; THEN it is built: nothing says they are of another VPC
+    built = job(stack, vpc=vpc, security_groups=[group], vpc_subnets=ec2.SubnetSelection(subnets=[subnet]))
+    assert [g.security_group_id for g in built.function.connections.security_groups] == ["sg-0123456789abcdef0"]
+
+
+def test_a_group_made_in_another_stack_with_the_job_s_vpc_is_accepted() -> None:
+    # GIVEN a VPC in a network stack, and a group made with it in the jobs' stack (a cross-stack reference)
+    app = cdk.App()
+    network = JobsStack(app, "Network", env=ENV)
+    vpc = ec2.Vpc(network, "Vpc", max_azs=2, nat_gateways=1)
+    jobs = JobsStack(app, "Jobs", env=ENV)
+    group = ec2.SecurityGroup(jobs, "Sg", vpc=vpc)
+    # WHEN a job of the jobs' stack takes both; THEN it is built (the group is of the job's VPC)
+    built = job(jobs, vpc=vpc, security_groups=[group])
+    assert len(built.function.connections.security_groups) == 1

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace
@@ -27,6 +30,7 @@ from sqslease.message import Message
 from sqslease.otel import OtelHooks, xray_span_context
 from sqslease.settings import FailurePolicy, LeaseSettings
 
+ROOT = Path(__file__).resolve().parent.parent
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 PRODUCER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -189,3 +193,36 @@ def test_xray_headers_that_name_no_parent_give_no_link() -> None:
     assert xray_span_context("Root=1-5759e988-bd862e3fe1be46a99427279z;Parent=53995c3f42cd8ad8") is None
     context = xray_span_context(XRAY_HEADER)
     assert context is not None and context.trace_flags.sampled and context.is_remote
+
+
+def test_the_documented_tracing_setup_hook_gives_a_deployed_consumer_its_tracer_provider(tmp_path: Path) -> None:
+    # GIVEN docs/sqslease.md's tracing_setup.py, in a consumer's code, named as its hooks setting (as a construct
+    # passes hooks=), in a process of its own (a tracer provider is set once per process)
+    from test_docs_examples import python_blocks
+
+    [block] = [b for b in python_blocks(ROOT / "docs" / "sqslease.md") if "# tracing_setup.py" in b.code]
+    (tmp_path / "tracing_setup.py").write_text(block.code)
+    consumer = (
+        "from support.fakes import FakeContext, FakeSQS\n"
+        "from support.lambda_events import fake_event\n"
+        "from sqslease.lambda_adapter import process_event\n"
+        "from sqslease.settings import LeaseSettings\n"
+        "settings = LeaseSettings.from_env({'SQSLEASE_HOOKS': 'tracing_setup:hooks', 'SQSLEASE_JOB_TYPE': 'thumbs'})\n"
+        "print(process_event(fake_event(['a']), FakeContext(60), lambda body, message: None, settings, FakeSQS()))\n"
+        "import tracing_setup\n"
+        "tracing_setup.provider.force_flush()\n"
+    )
+    paths = [str(tmp_path), str(ROOT / "tests"), *sys.path]
+    # WHEN it processes a message
+    result = subprocess.run(
+        [sys.executable, "-c", consumer],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # THEN the built-in hook's span goes to the provider the module set (its exporter writes stderr)
+    assert result.returncode == 0, result.stderr
+    assert "'batchItemFailures': []" in result.stdout
+    assert '"name": "quick process"' in result.stderr and '"messaging.message.id": "m0"' in result.stderr
+    assert '"service.name": "thumbnails"' in result.stderr and '"sqslease.job_type": "thumbs"' in result.stderr

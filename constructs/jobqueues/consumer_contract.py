@@ -8,6 +8,7 @@ Pure Python (no aws_cdk): the queue URLs are the CDK's token strings, resolved a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sqslease.idempotency import IDEMPOTENCY_ENV_PREFIX, IdempotencySettings
@@ -34,6 +35,8 @@ def reserved_variable(name: str) -> str | None:
     options), so such a variable would change the lease the declaration planned; the worker's other variables
     are set by ECS.
     """
+    if name.upper() == ENV_PREFIX + "HOOKS":
+        return f"{ENV_PREFIX}HOOKS is the job's hooks= prop: pass hooks=['package.module:name', ...] instead"
     if name.upper().startswith(ENV_PREFIX):
         return (
             f"{ENV_PREFIX}* variables are sqslease's settings, which the construct sets from the declaration "
@@ -113,6 +116,11 @@ class ConsumerContract:
             IDEMPOTENCY_ENV_PREFIX + "TABLE": self.idempotency.table,
             IDEMPOTENCY_ENV_PREFIX + "RETENTION_PERIOD": _number(self.idempotency.retention_period),
         }
+
+    def with_hooks(self, hooks: Sequence[str]) -> ConsumerContract:
+        """This contract with the consumer's ``hooks`` (import paths, checked by
+        :func:`jobqueues.consumer_rules.check_hooks`): written as ``SQSLEASE_HOOKS`` or ``--hooks``."""
+        return replace(self, lease=replace(self.lease, hooks=tuple(hooks)))
 
     def fields(self, *extra: str) -> list[str]:
         """The lease fields a consumer is given: :data:`LEASE_FIELDS`, what differs from the runtime's default,

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jobqueues.declaration_warnings import HANDLERS_EXCEED_IN_FLIGHT_QUOTA, DeclarationWarning
@@ -143,3 +145,50 @@ def check_ecs_consumer(
             )
         )
     return check
+
+
+# ``package.module:name`` (or ``package.module.name``), as sqslease imports a hook: identifiers, no comma (the
+# setting joins the paths with commas), no space.
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+_HOOK_PATH = re.compile(rf"{_IDENTIFIER}(\.{_IDENTIFIER})*:{_IDENTIFIER}|{_IDENTIFIER}(\.{_IDENTIFIER})+")
+
+
+def check_hooks(paths: Sequence[str]) -> list[str]:
+    """``hooks``: import paths sqslease can import, ``package.module:name`` (a ``Hooks`` object or class)."""
+    return [
+        f"hooks[{index}]={path!r} is not an import path: name a Hooks object or class as 'package.module:name', "
+        "e.g. hooks=['myapp.hooks:Timing'] (the module must be in the consumer's code or image)"
+        for index, path in enumerate(paths)
+        if not _HOOK_PATH.fullmatch(path)
+    ]
+
+
+@dataclass(frozen=True)
+class OutsideMember:
+    """A security group or subnet given to a job that is in another VPC than the job's.
+
+    :param prop: where it was given, e.g. ``security_groups[0]``.
+    :param path: its construct path.
+    :param vpc: its VPC, by construct path or id.
+    """
+
+    prop: str
+    path: str
+    vpc: str
+
+
+def check_vpc_members(vpc: str, outside: Sequence[OutsideMember]) -> list[str]:
+    """Security groups and subnets must be of the VPC the consumer runs in (AWS refuses the others at deploy)."""
+    errors = []
+    for member in outside:
+        group = member.prop.startswith("security_groups")
+        fix = (
+            "create the group in it, e.g. ec2.SecurityGroup(self, 'Sg', vpc=vpc), or pass vpc= the group's VPC"
+            if group
+            else "select subnets of it, e.g. ec2.SubnetSelection(subnets=vpc.private_subnets), or pass vpc= theirs"
+        )
+        errors.append(
+            f"{member.prop} ({member.path}) is in VPC {member.vpc}, not in vpc={vpc}: the consumer runs in one VPC, "
+            f"and AWS refuses a {'security group' if group else 'subnet'} of another; {fix}"
+        )
+    return errors

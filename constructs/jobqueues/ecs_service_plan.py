@@ -19,6 +19,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 
+from jobqueues.consumer_rules import check_vpc_members
 from jobqueues.ecs_rules import (
     ProviderShare,
     check_capacity_providers,
@@ -27,6 +28,7 @@ from jobqueues.ecs_rules import (
     check_network,
 )
 from jobqueues.inputs import PropReader
+from jobqueues.vpc_membership import members_outside
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,10 @@ def plan_ecs_service(read: PropReader, cluster: ecs.ICluster | None) -> EcsServi
         assign_public_ip=assign_public_ip,
         private_subnets=_private_subnets(network_vpc, vpc_subnets, errors) if assign_public_ip and network_vpc else [],
     )
+    if network_vpc is not None:
+        errors += check_vpc_members(
+            network_vpc.node.path, members_outside(network_vpc, security_groups or [], vpc_subnets)
+        )
     return EcsServicePlan(
         environment=environment or {},
         secrets=secrets or {},

@@ -5,18 +5,19 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 import jsii
-from aws_cdk import CfnResource, IAnyProducer, IResolveContext, Lazy, Stack
+from aws_cdk import Annotations, CfnResource, IAnyProducer, IResolveContext, Lazy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from jobqueues.consumer_contract import reserved_variable
-from jobqueues.consumer_rules import check_lambda_consumer
+from jobqueues.consumer_rules import check_hooks, check_lambda_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
 from jobqueues.lambda_options import acknowledge_wildcards, grant_vpc_access, read_lambda_options
+from jobqueues.lambda_rules import check_lambda_environment
 from jobqueues.lease_layer import LAMBDA_RUNTIME
 from jobqueues.planning import plan_from_props
 from jobqueues.props import LambdaJobProps, LeaseOptions, QueueOptions
@@ -80,10 +81,14 @@ class LambdaJob(Construct):
             why = reserved_variable(str(name))
             if why is not None:
                 read.errors.append(f"environment[{name!r}] collides with a variable the function reads: {why}")
+        read.errors += check_lambda_environment(
+            [str(name) for name in environment if reserved_variable(str(name)) is None]
+        )
+        hooks = read.sequence("hooks", str, "", "a list of import paths, e.g. ['myapp.hooks:Timing']") or []
+        read.errors += check_hooks(hooks)
         deployment, options_check = read_lambda_options(read, max_concurrency)
         check.errors[:0] = read.errors
         check.errors += options_check.errors
-        check.warnings += options_check.warnings
         queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
         if props.get("timeout") is not None:
             queue_props["lambda_timeout"] = props["timeout"]
@@ -110,10 +115,15 @@ class LambdaJob(Construct):
             memory_size=DEFAULT_MEMORY_MIB if memory_size is None else memory_size,
             role=role,
             log_group=log_group,
-            environment={**environment, **self.job_queue.consumer_contract().environment(handler or "")},
+            environment={
+                **environment,
+                **self.job_queue.consumer_contract().with_hooks(hooks).environment(handler or ""),
+            },
             description=f"{job_type} consumer (sqslease)",
             **deployment.function_props,
         )
+        for warning in options_check.warnings:  # the function's own options: on the function, not the queue
+            Annotations.of(self.function).add_warning_v2(warning.id, warning.message)
         log_group.grant_write(role)
         acknowledge_wildcards(role, deployment)
         _without_redundant_role_dependency(self.function, role)

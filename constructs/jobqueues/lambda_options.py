@@ -15,10 +15,11 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
-from jobqueues.consumer_rules import ConsumerCheck
+from jobqueues.consumer_rules import ConsumerCheck, check_vpc_members
 from jobqueues.inputs import PropReader
 from jobqueues.lambda_rules import LambdaOptions, check_lambda_options
 from jobqueues.lease_layer import LAMBDA_RUNTIME
+from jobqueues.vpc_membership import members_outside
 
 #: What Lambda needs to manage a VPC function's network interfaces: the EC2 actions of AWS's
 #: ``AWSLambdaVPCAccessExecutionRole``, without its ``logs:*`` on ``*`` (the function writes its own log group).
@@ -86,6 +87,8 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
     read.errors += poller_read.errors
     check = check_lambda_options(options)
     check.errors += _layer_runtimes(layers) + (_subnet_errors(vpc, subnets) if vpc is not None else [])
+    if vpc is not None:
+        check.errors += check_vpc_members(vpc.node.path, members_outside(vpc, groups, subnets))
     given = {
         "architecture": architecture,
         "vpc": vpc,

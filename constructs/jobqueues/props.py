@@ -210,6 +210,11 @@ class LambdaJobProps(QueueOptions, total=False):
     provisioned_poller_config:
         Provisioned mode: ``minimum_pollers`` 2-200, ``maximum_pollers`` 2-2,000, minimum <= maximum; not with
         ``max_concurrency``. Default: none (standard mode).
+    hooks:
+        ``sqslease`` hooks called before and after each message (docs/sqslease.md, "Hooks"): import paths,
+        ``package.module:name``, of ``sqslease.hooks.Hooks`` objects or classes in the function's code or a layer,
+        given to the function as ``SQSLEASE_HOOKS``; a path that cannot be imported fails every invocation.
+        Default: none (only the built-in OpenTelemetry hook, with ``opentelemetry-api`` installed).
     """
 
     code: lambda_.Code
@@ -234,6 +239,7 @@ class LambdaJobProps(QueueOptions, total=False):
     filters: Sequence[Mapping[str, Any]]
     metrics_config: lambda_.MetricsConfig
     provisioned_poller_config: lambda_.ProvisionedPollerConfig
+    hooks: Sequence[str]
 
 
 class EcsJobProps(QueueOptions, LeaseOptions, total=False):
@@ -305,6 +311,11 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     propagate_tags:
         Copy the service's or the task definition's tags to its tasks (``ecs.PropagatedTagSource``), e.g. for
         cost allocation. Default: none copied.
+    hooks:
+        ``sqslease`` hooks called before and after each message (docs/sqslease.md, "Hooks"): import paths,
+        ``package.module:name``, of ``sqslease.hooks.Hooks`` objects or classes in the image, given to the worker
+        as ``--hooks``; a path that cannot be imported stops the worker at start (exit status 2).
+        Default: none (only the built-in OpenTelemetry hook, with ``opentelemetry-api`` installed).
     """
 
     handler: str
@@ -329,3 +340,4 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     assign_public_ip: bool
     enable_execute_command: bool
     propagate_tags: ecs.PropagatedTagSource
+    hooks: Sequence[str]

@@ -16,6 +16,7 @@ from local_emulator.cfn.ec2 import SecurityGroupEgress
 from local_emulator.cfn.ecs import EcsCluster, EcsClusterCapacityProviderAssociations, EcsService, EcsTaskDefinition
 from local_emulator.cfn.handler import Handler
 from local_emulator.cfn.s3 import S3BucketPolicy
+from local_emulator.cfn.secretsmanager import SecretsManagerSecret
 from local_emulator.cfn.sns import SNSTopicPolicy
 from local_emulator.cfn.sqs import SQSQueuePolicy
 
@@ -35,6 +36,7 @@ HANDLERS: dict[str, type[Handler]] = {
         EcsClusterCapacityProviderAssociations,
         EcsTaskDefinition,
         EcsService,
+        SecretsManagerSecret,
     )
 }
 

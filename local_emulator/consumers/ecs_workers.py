@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobqueues.ops.discovery import EcsConsumer, JobType
+from local_emulator.consumers.container_secrets import container_secrets
 from local_emulator.consumers.log_shipper import LogShipper
 from local_emulator.deployed import DeployedError, DeployedStack
 from local_emulator.server import Emulator
@@ -33,7 +34,8 @@ class WorkerError(RuntimeError):
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker process runs: ``command`` (``python`` -> this interpreter), ``environment`` (the
-    container's), ``python_path`` (handlers first, then the installed sqslease), and where it logs."""
+    container's, with the secrets the emulator holds), ``python_path`` (handlers first, then the installed
+    sqslease), and where it logs; ``missing_secrets``: a line for each secret it does not get."""
 
     job_type: str
     command: list[str]
@@ -42,6 +44,7 @@ class WorkerSpec:
     log_group: str
     stream_prefix: str
     unresolved: tuple[str, ...] = ()
+    missing_secrets: tuple[str, ...] = ()
 
 
 def handler_path(app_dir: Path, consumer: EcsConsumer, handlers: Path | None) -> list[str]:
@@ -81,6 +84,7 @@ def worker_spec(emulator: Emulator, job: JobType, app_dir: Path, handlers: Path 
         raise WorkerError(f"{job.name}: the task definition gives no command (the image's own CMD): cannot run it")
     container = containers[chosen]
     environment, unresolved = stack.environment(container)
+    secrets = container_secrets(emulator, stack, container)  # as ECS injects them when a task starts
     command = commands[chosen]
     if command[0] in ("python", "python3") or command[0].startswith("python3."):
         command = [sys.executable, *command[1:]]
@@ -89,11 +93,12 @@ def worker_spec(emulator: Emulator, job: JobType, app_dir: Path, handlers: Path 
     return WorkerSpec(
         job_type=job.job_type,
         command=command,
-        environment=environment,
+        environment={**environment, **secrets.values},
         python_path=handler_path(app_dir, consumer, handlers),
         log_group=consumer.log_group or f"/ecs/{job.stack}/{job.job_type}",
         stream_prefix=prefix,
         unresolved=tuple(unresolved),
+        missing_secrets=tuple(secrets.missing),
     )
 
 

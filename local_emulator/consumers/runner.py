@@ -121,6 +121,8 @@ class ConsumerRunner:
                     spec = worker_spec(self.emulator, job, self.app_dir, self.handlers)
                     if spec.unresolved:
                         self.out(f"{job.name}: not set locally (not computable): {', '.join(spec.unresolved)}")
+                    for line in spec.missing_secrets:
+                        self.out(f"{job.name}: {line}")
                     pool = WorkerPool(job, spec, self.endpoint, self.emulator, self.shipper)
                     pool.set_desired(0)
                     policy = ScalingPolicy(

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A team's app whose EcsJobs use the deployment options, unlike the example app: a VPC of its own, an ARM64
-worker with variables, secrets (an SSM parameter of the stack, a Secrets Manager secret it imports), a security
+worker with variables, secrets (an SSM parameter of the stack, a Secrets Manager secret it imports, one it generates
+under a KMS key of its own), a security
 group of its own, ECS Exec and tag propagation; and a worker mostly on Fargate Spot with a public IP.
 
 ``tests/test_emulator_ecs_options.py`` deploys it with the real ``cdk`` CLI to the local emulator, and the
@@ -9,12 +10,14 @@ post-deploy check compares what the emulator keeps of each option with the templ
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ssm as ssm
@@ -50,6 +53,29 @@ class EcsOptionsStack(Stack):
         )
         api_token = ssm.StringParameter(self, "ApiToken", parameter_name="/render/api-token", string_value="local")
         database = secretsmanager.Secret.from_secret_complete_arn(self, "Database", DATABASE_SECRET_ARN)
+        admin_key = kms.Key(
+            self, "AdminKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY, description="render admin"
+        )
+        admin = secretsmanager.Secret(
+            self,
+            "Admin",
+            description="render admin credentials",
+            encryption_key=admin_key,
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                secret_string_template=json.dumps({"username": "render"}),
+                generate_string_key="password",
+                exclude_punctuation=True,
+                password_length=24,
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        Validations.of(admin).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions::AwsSolutions-SMG4",
+                reason="a test app's generated credential, deployed to the local emulator only, which runs no "
+                "rotation Lambda",
+            )
+        )
         workers = ec2.SecurityGroup(self, "RenderWorkers", vpc=vpc, description="render workers: egress only")
         EcsJob(
             self,
@@ -66,6 +92,7 @@ class EcsOptionsStack(Stack):
             secrets={
                 "DATABASE_PASSWORD": ecs.Secret.from_secrets_manager(database, "password"),
                 "API_TOKEN": ecs.Secret.from_ssm_parameter(api_token),
+                "ADMIN_PASSWORD": ecs.Secret.from_secrets_manager(admin, "password"),
             },
             enable_execute_command=True,
             propagate_tags=ecs.PropagatedTagSource.SERVICE,
