@@ -1,4 +1,6 @@
-"""The sqslease runtime's own cost. Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile]`.
+"""The sqslease runtime's own cost.
+
+Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lambda|worker]`.
 
 1. Lambda adapter: per-record CPU of an all-success batch of 10 records with a no-op handler and a stub SQS client
    (the real entry path: ``sqs_batch_handler``, settings from ``SQSLEASE_*`` as a ``LambdaJob`` sets them),
@@ -32,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
+from runtime_breakdown import print_breakdown  # noqa: E402
 from support.fakes import FakeSQS  # noqa: E402
 from support.lambda_events import fake_event  # noqa: E402
 
@@ -274,6 +277,7 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             f"(rounds {min(ratios):.2f}-{max(ratios):.2f}x)"
         )
         print(f"      SQS calls per message: worker {fmt(counts)}; hand-written {fmt(base_counts)}")
+        print_breakdown(statistics.median(ours), statistics.median(theirs))
         if profile:
             with thread_profiles() as profiles:
                 cpu_worker(messages, concurrency, emf)
@@ -320,10 +324,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer invocations and messages")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the sqslease side")
+    parser.add_argument("--only", choices=("lambda", "worker"), help="run one of the two benchmarks")
     args = parser.parse_args()
     scale = 5 if args.quick else 1
-    bench_lambda(invocations=2_000 // scale, rounds=5, profile=args.profile)
-    bench_worker(messages=5_000 // scale, rounds=5, profile=args.profile)
+    if args.only != "worker":
+        bench_lambda(invocations=2_000 // scale, rounds=5, profile=args.profile)
+    if args.only != "lambda":
+        bench_worker(messages=5_000 // scale, rounds=5, profile=args.profile)
     print(json.dumps({"done": True}))
 
 
