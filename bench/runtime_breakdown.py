@@ -135,9 +135,10 @@ def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
 def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5) -> None:
     """Print the parts beside the worker's and the hand loop's measured cost (same run)."""
     parts = worker_parts(rounds)
-    parts["delete sent: the sender's bookkeeping"] = parts.pop(
-        "delete sent: its request and the sender's bookkeeping"
-    ) - parts["FakeSQS delete request, its share of 10"]
+    parts["delete sent: the sender's bookkeeping"] = (
+        parts.pop("delete sent: its request and the sender's bookkeeping")
+        - parts["FakeSQS delete request, its share of 10"]
+    )
     print("      the worker's parts, each alone on one thread (us per message):")
     for name, value in parts.items():
         print(f"         {value:6.2f}  {name}")

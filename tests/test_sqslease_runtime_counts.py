@@ -9,6 +9,7 @@ import io
 import json
 import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from opentelemetry import trace
 from support.fakes import FakeContext, FakeSQS
 from support.lambda_events import fake_event
 from support.waiting import wait_for
+from support.worker_threads import running_worker
 
 from sqslease import emf as emf_module
 from sqslease import lambda_adapter
@@ -206,3 +208,23 @@ def test_a_full_batch_of_deletes_is_sent_without_waiting_out_the_linger() -> Non
     assert [len(entries) for _, _, entries in sqs.of("DeleteMessageBatch")] == [10]
     assert len(scheduler) == 0
     settler.close(timeout=5)
+
+
+def test_a_worker_at_its_in_flight_limit_looks_for_room_every_20_ms_not_in_a_busy_loop() -> None:
+    # GIVEN a worker of 4 handlers allowed 2 leases, whose handlers wait for a gate
+    sqs = FakeSQS()
+    sqs.add(*(f"b{i}" for i in range(10)))
+    gate = threading.Event()
+    with running_worker(sqs, URL, lambda body, message: gate.wait(30), concurrency=4, max_in_flight=2) as worker:
+        looks: list[int] = []
+        real_capacity = worker.receiver._capacity
+        worker.receiver._capacity = lambda: looks.append(1) or real_capacity()  # type: ignore[method-assign]
+        assert wait_for(lambda: worker.handlers.outstanding() == 2, timeout_s=30)
+        # WHEN it holds its 2 leases for a second, with handlers free
+        looks.clear()
+        time.sleep(1.0)
+        seen = len(looks)
+        gate.set()
+    # THEN it looked about every 20 ms (at most a few hundred times), and received no more than its limit meanwhile
+    assert 0 < seen < 300
+    assert max(entry["MaxNumberOfMessages"] for entry in sqs.entries("ReceiveMessage")) <= 2

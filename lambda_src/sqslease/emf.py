@@ -263,9 +263,11 @@ def millis_text(value: float) -> str:
     Below 1e12 every such decimal has at most 15 significant digits, so it is the float's shortest repr."""
     if type(value) is int:
         return str(value)
-    whole, thousandths = divmod(round(abs(value) * 1000), 1000)
-    sign = "-" if value < 0 and (whole or thousandths) else ""
-    return f"{sign}{whole}.{f'{thousandths:03d}'.rstrip('0') or '0'}"
+    thousandths = round(value * 1000)
+    if thousandths < 0:
+        return "-" + millis_text(-value)
+    digits = f"{thousandths:04d}"
+    return f"{digits[:-3]}.{digits[-3:].rstrip('0') or '0'}"
 
 
 def _plain_millis(value: Any) -> bool:

@@ -95,6 +95,8 @@ class Receiver:
                 self.handlers.wait_for_room(2 * self.concurrency - self._batch, ROOM_WAIT_S)
                 capacity = self._capacity()
             if capacity <= 0:
+                if len(self.scheduler) >= self.settings.max_in_flight:
+                    self._stopping.wait(ROOM_WAIT_S)  # the leases held, not the handlers, leave no room: no wake
                 continue
             now = self.clock()
             if now >= next_governor_check:
