@@ -15,8 +15,9 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    handlers plus one batch ahead (2 a request at concurrency 1, 5 to 8 at 4). Then each part of the worker's work
    timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs.
 
-CPU is ``time.process_time()`` (every thread of this process); the ratio is the median of the rounds' ratios, each
-round measuring both sides back to back, so that the load of other work on the machine moves both alike.
+CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
+is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
+on the machine moves both alike.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import gc
 import io
 import json
 import os
@@ -146,6 +148,7 @@ def sqslease_handler(sqs: StubSQS) -> Callable[[dict[str, Any], Any], dict[str, 
 
 def cpu_per_record_us(handler: Callable[[dict[str, Any], Any], dict[str, Any]], event: dict[str, Any], n: int) -> float:
     context = Context()
+    gc.collect()  # neither side pays for the other's garbage
     started = time.process_time()
     for _ in range(n):
         response = handler(event, context)
@@ -243,6 +246,7 @@ def hand_written_loop(sqs: CountingFakeSQS, handler: Callable[[str, Any], None])
 
 def cpu_hand_written(n: int) -> tuple[float, CountingFakeSQS]:
     sqs = loaded(n)
+    gc.collect()
     started = time.process_time()
     hand_written_loop(sqs, noop)
     return (time.process_time() - started) / n * 1e6, sqs
@@ -252,6 +256,7 @@ def cpu_worker(n: int, concurrency: int, emf: EmfLogger) -> tuple[float, Countin
     sqs = loaded(n)
     worker = Worker(sqs, WORKER_QUEUE_URL, noop, LeaseSettings(job_type="Bench"), concurrency, emf)
     thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False})
+    gc.collect()
     started = time.process_time()
     thread.start()
     assert sqs.all_deleted.wait(120), f"{sqs.deleted} of {n} deleted"

@@ -38,6 +38,7 @@ OUTCOMES = (
     "in_progress_elsewhere",
     "store_unavailable",
 )
+_OUTCOME_SET = frozenset(OUTCOMES)
 #: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
 #: handler cannot flood the logs (CloudWatch Logs takes 256 KiB per event).
 ERROR_TEXT_LIMIT = 500
@@ -131,9 +132,12 @@ class EmfLogger:
             and type(extensions) is int
             and _plain_millis(processing_ms)
             and (queue_ms is None or _plain_millis(queue_ms))
-            and outcome in OUTCOMES
+            and outcome in _OUTCOME_SET
         ):
-            head, middle = self._template(job_type, queue, outcome, queue_ms is not None)
+            queued = queue_ms is not None
+            head, middle = _TEMPLATES.get(
+                (self.namespace, job_type, queue, outcome, SCHEMA_VERSION, queued)
+            ) or self._template(job_type, queue, outcome, queued)
             self._write(
                 f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)}{head}{encode_basestring_ascii(message_id)},'
                 f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
