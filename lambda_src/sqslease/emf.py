@@ -177,7 +177,7 @@ class EmfLogger:
         if template is None:
             if len(_TEMPLATES) >= _MAX_TEMPLATES:
                 _TEMPLATES.clear()
-            directives = self._directives(outcome, queued) if outcome in OUTCOMES else []
+            directives = self._directives(outcome, queued)
             template = _TEMPLATES[key] = _template(directives, job_type, queue, outcome, schema_version)
         return template
 
