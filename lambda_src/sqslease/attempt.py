@@ -18,10 +18,15 @@ class HandlerTimeoutError(TimeoutError):
     """The handler was still running at its ``max_processing_time`` (or at the Lambda invocation's deadline)."""
 
 
+#: One lock for every attempt's claim: held for a few bytecodes, and a lock of its own cost every message its
+#: allocation (``bench/runtime_bench.py``).
+_CLAIM_LOCK = threading.Lock()
+
+
 class Attempt:
     """One handler run of ``message``, begun at ``started`` (seconds, on the consumer's monotonic clock)."""
 
-    __slots__ = ("_cancel", "_claimed", "_lock", "ended", "message", "started", "timed_out_at")
+    __slots__ = ("_cancel", "_claimed", "ended", "message", "started", "timed_out_at")
 
     def __init__(self, message: Message, started: float) -> None:
         self.message = message
@@ -31,7 +36,6 @@ class Attempt:
         #: True once the handler returned (or raised), however late. A flag, not an Event: nothing waits on it
         #: (a watcher looks at it), and an Event's condition costs every record.
         self.ended = False
-        self._lock = threading.Lock()
         self._claimed = False
         self._cancel: Callable[[], object] | None = None
 
@@ -42,13 +46,13 @@ class Attempt:
 
     def claim(self) -> bool:
         """True for the first caller only: it settles the message."""
-        with self._lock:
+        with _CLAIM_LOCK:
             claimed, self._claimed = self._claimed, True
         return not claimed
 
     def time_out(self, now: float) -> bool:
         """Claim the settle for the timeout and cancel the task, if any. False when the handler ended first."""
-        with self._lock:
+        with _CLAIM_LOCK:
             if self._claimed:
                 return False
             self._claimed = True
@@ -60,7 +64,7 @@ class Attempt:
 
     def on_cancel(self, cancel: Callable[[], object]) -> None:
         """Register how to cancel the handler's task; called at once if the attempt already timed out."""
-        with self._lock:
+        with _CLAIM_LOCK:
             self._cancel = cancel
             late = self.timed_out_at is not None
         if late:

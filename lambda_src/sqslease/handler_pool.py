@@ -67,6 +67,9 @@ class HandlerPool:
         self._released = False  # the drain released what was not started
         #: When (clock) the drain releases: no poll drained with this one is open then. Set by the drain.
         self.release_at = 0.0
+        # The receiver waiting for room (wait_for_room): set once at most this many messages are outstanding.
+        self._room = threading.Event()
+        self._room_at = -1
         self._threads: list[threading.Thread] = []
         self.processed = 0
 
@@ -90,6 +93,18 @@ class HandlerPool:
         """Messages running or waiting for a handler."""
         with self._running_lock:
             return len(self._running) + len(self._ready)
+
+    def wait_for_room(self, at_most: int, timeout: float) -> None:
+        """Wait until at most ``at_most`` messages are outstanding (a handler ending one wakes this), or
+        ``timeout`` seconds. The receiver waits here rather than looking every ``timeout``: a look per 20 ms kept
+        the handlers of short jobs idle for most of the 20 ms and spent CPU on idle wakes."""
+        with self._running_lock:
+            if len(self._running) + len(self._ready) <= at_most:
+                return
+            self._room.clear()
+            self._room_at = at_most
+        self._room.wait(timeout)
+        self._room_at = -1
 
     def waiting(self) -> bool:
         """Whether received messages still wait for a handler (or, FIFO, for the drain's release)."""
@@ -178,6 +193,8 @@ class HandlerPool:
                         del self._running[me]
                     if not late:
                         self.processed += 1
+                    if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
+                        self._room.set()
             if not late:  # a timed-out message's group was finished by its timeout
                 self._finished(message, failed)
 

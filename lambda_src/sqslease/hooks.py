@@ -33,6 +33,7 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
+from sqslease.imports import import_object
 from sqslease.message import Message
 
 logger = logging.getLogger("sqslease")
@@ -81,8 +82,6 @@ class HookChain:
 def load_hooks(paths: Iterable[str]) -> list[MessageHooks]:
     """The hooks named by import paths (``package.module:name``): an object with ``before`` and ``after``, or a
     class of one (instantiated without arguments). A ``ValueError`` names a path that is neither."""
-    from sqslease.processor import import_object
-
     loaded: list[MessageHooks] = []
     for path in paths:
         obj = import_object(path)

@@ -42,6 +42,7 @@ class EventLeases:
         self.queue_url = queue_url
         self.settings = settings
         self.context = context
+        self._remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
         self.fatal: FatalSqsError | None = None
         started_with = remaining_seconds(context)
         #: Seconds: no record starts with less left (see :func:`sqslease.rules.lambda_deadline_margin`).
@@ -84,8 +85,9 @@ class EventLeases:
             raise self.fatal
 
     def out_of_time(self) -> bool:
-        remaining_s = remaining_seconds(self.context)
-        return remaining_s is not None and remaining_s < self.deadline_margin
+        # Asked before every record: the context's getter is looked up once (remaining_seconds does per call).
+        getter = self._remaining_ms
+        return getter is not None and getter() / 1000 < self.deadline_margin
 
     def remaining(self) -> float:
         """Seconds before the function's timeout, less the deadline margin (infinite when the context has none)."""

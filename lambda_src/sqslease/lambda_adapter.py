@@ -158,8 +158,9 @@ def process_event(
     batch_stopped = False
     try:
         for index, record in enumerate(records):
-            held.raise_if_fatal()
-            group = record.get("attributes", {}).get("MessageGroupId")
+            if held.fatal is not None:
+                raise held.fatal
+            group = record.get("attributes", {}).get("MessageGroupId") if fifo else None
             if batch_stopped or (fifo and group in failed_groups):
                 skipped.append(record)
                 continue

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqslease.hooks import configured_hooks
+from sqslease.imports import import_object
 from sqslease.lambda_adapter import sqs_batch_handler
-from sqslease.processor import import_object
 from sqslease.settings import ENV_PREFIX, LeaseSettings
 
 HANDLER_ENV = ENV_PREFIX + "HANDLER"

@@ -19,10 +19,13 @@ sqslease imports without it.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
 from sqslease.message import Message
+
+_UNKNOWN: Any = object()
 
 #: Outcomes that set the span's status to ERROR.
 ERROR_OUTCOMES = frozenset({"failure", "dead_lettered", "timed_out"})
@@ -36,12 +39,16 @@ class OtelHooks:
     """
 
     def __init__(self, job_type: str = "default", tracer_provider: Any = None) -> None:
-        from opentelemetry import trace
+        from opentelemetry import context, trace
 
         from sqslease import __version__
 
         self._trace = trace
+        self._context = context
         self._explicit = tracer_provider is not None
+        # The API loads a provider this variable names on the first get_tracer_provider() of the process (ours
+        # or the application's); it is looked up here once, not per message (an os.environ lookup each time).
+        self._provider_from_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
         self._no_op_providers = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
         self._tracer = trace.get_tracer("sqslease", __version__, tracer_provider=tracer_provider)
         self._spans: dict[int, Any] = {}
@@ -50,12 +57,19 @@ class OtelHooks:
 
     def recording(self) -> bool:
         """Whether spans go anywhere: an explicit provider, or a global one an SDK installed. Without one the API
-        gives a no-op tracer; building a span's links and attributes for it would cost every message for nothing."""
-        return self._explicit or not isinstance(self._trace.get_tracer_provider(), self._no_op_providers)
+        gives a no-op tracer; building a span's links and attributes for it would cost every message for nothing.
+
+        Checked per message, so a provider set later is used; cheaply while none is: the API keeps the global
+        provider in ``opentelemetry.trace._TRACER_PROVIDER`` (None until one is set or loaded), and
+        :func:`opentelemetry.trace.get_tracer_provider` looks ``OTEL_PYTHON_TRACER_PROVIDER`` up in ``os.environ``
+        on every call."""
+        if self._explicit:
+            return True
+        if getattr(self._trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not self._provider_from_env:
+            return False
+        return not isinstance(self._trace.get_tracer_provider(), self._no_op_providers)
 
     def before(self, message: Message) -> None:
-        from opentelemetry import context
-
         if not self.recording():
             return
         queue = message.queue_url.rstrip("/").rsplit("/", 1)[-1]
@@ -75,9 +89,11 @@ class OtelHooks:
         with self._lock:
             self._spans[id(message)] = span
         # Current for the handler; never detached: it lives in the message's own context copy (sqslease.hooks).
-        context.attach(self._trace.set_span_in_context(span))
+        self._context.attach(self._trace.set_span_in_context(span))
 
     def after(self, message: Message, outcome: str, duration_s: float, error: BaseException | None) -> None:
+        if not self._spans:  # no span started (none recording): its before() stored it on this thread, or none
+            return
         with self._lock:
             span = self._spans.pop(id(message), None)
         if span is None:

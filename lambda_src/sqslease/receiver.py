@@ -30,6 +30,8 @@ RECEIVE_ATTRIBUTES = [
     "ApproximateFirstReceiveTimestamp",
     "AWSTraceHeader",
 ]
+#: Seconds the receiver waits for handlers to make room for a batch before it receives what there is room for.
+ROOM_WAIT_S = 0.02
 #: Seconds (clock) between two looks at the queue's in-flight count.
 GOVERNOR_CHECK_INTERVAL_S = 10
 
@@ -69,6 +71,9 @@ class Receiver:
         self.handlers = handlers
         self.processor = processor
         self.concurrency = concurrency
+        #: Messages a receive waits (at most ROOM_WAIT_S) to have room for: a full batch, or one more than the
+        #: handlers, so that a worker of 1 to 4 handlers receives for all of them at once, not one by one.
+        self._batch = min(10, concurrency + 1)
         self._stopping = stopping
         self._on_fatal = on_fatal
         self.clock = clock
@@ -86,8 +91,12 @@ class Receiver:
         first_lease = self.settings.first_lease
         while not self._stopping.is_set():
             capacity = self._capacity()
+            if capacity < self._batch:  # wait for room for a batch (or ROOM_WAIT_S), then take what there is
+                self.handlers.wait_for_room(2 * self.concurrency - self._batch, ROOM_WAIT_S)
+                capacity = self._capacity()
             if capacity <= 0:
-                self._stopping.wait(0.02)
+                if len(self.scheduler) >= self.settings.max_in_flight:
+                    self._stopping.wait(ROOM_WAIT_S)  # the leases held, not the handlers, leave no room: no wake
                 continue
             now = self.clock()
             if now >= next_governor_check:
@@ -120,10 +129,10 @@ class Receiver:
                 logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, message, delay)
                 self._stopping.wait(delay)
                 continue
-            messages = [
-                Message.from_sqs(raw, self.queue_url, self.scheduler.add(raw["ReceiptHandle"], sent_at, first_lease))
-                for raw in response.get("Messages", [])
-            ]
+            received = response.get("Messages", [])
+            # One lock for the batch's leases, not one per message.
+            leases = self.scheduler.add_all([raw["ReceiptHandle"] for raw in received], sent_at, first_lease)
+            messages = [Message.from_sqs(r, self.queue_url, lease) for r, lease in zip(received, leases, strict=True)]
             if messages and logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
                     "received %s after %.3f s",

@@ -65,7 +65,7 @@ class Lease:
     @property
     def lost(self) -> bool:
         """True when SQS no longer honours this receipt handle; the message may be redelivered."""
-        return self.state == LeaseState.LOST
+        return self.state is LeaseState.LOST  # state is always a LeaseState member: identity, the cheapest test
 
     @property
     def settled(self) -> bool:
@@ -327,9 +327,14 @@ class LeaseScheduler:
 
     def finish(self, lease: Lease, state: LeaseState) -> None:
         """A settle succeeded: the lease ends as DELETED or RELEASED."""
+        self.finish_all([(lease, state)])
+
+    def finish_all(self, finished: list[tuple[Lease, LeaseState]]) -> None:
+        """:meth:`finish` for the entries of one request (one lock acquisition for the lot)."""
         with self._lock:
-            lease.state = state
-            self._leases.pop(lease.receipt_handle, None)
+            for lease, state in finished:
+                lease.state = state
+                self._leases.pop(lease.receipt_handle, None)
 
     def abort_settle(self, lease: Lease) -> None:
         """A settle failed for good: stop tracking the lease (the message reappears when it runs out)."""

@@ -25,13 +25,13 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, may_have_landed
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
+from sqslease.settle_future import SettleFuture
 
 logger = logging.getLogger("sqslease")
 
@@ -40,12 +40,12 @@ RETRY_MAX_S = 1.0
 POLL_S = 0.01  # how often a change waiting for an extension in flight looks again
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class _Item:
     lease: Lease
     visibility_timeout: int | None  # None: delete
     final_state: LeaseState
-    future: Future[bool]
+    future: SettleFuture
     attempts: int = 0
     not_before: float = 0.0
 
@@ -82,28 +82,30 @@ class Settler:
         self._close_by: float | None = None
         # Each sender's queue and thread start with its first settle: a Lambda invocation whose records all
         # succeed settles nothing (Lambda deletes them) and so starts none.
-        self._queues: dict[str, queue.Queue[_Item]] = {}
+        self._queues: dict[str, queue.SimpleQueue[_Item]] = {}
+        #: Set once a sender's queue holds a full batch: its sender then sends without waiting out ``linger``.
+        self._full: dict[str, threading.Event] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._threads_lock = threading.Lock()
         self._closed = False
 
     # -- public operations ------------------------------------------------------------------------
-    def delete(self, lease: Lease) -> Future[bool]:
+    def delete(self, lease: Lease) -> SettleFuture:
         """Delete the message (handler succeeded). Resolves to True once SQS confirmed the delete."""
-        future: Future[bool] = Future()
+        future = SettleFuture()
         if not self.scheduler.begin_delete(lease):
             self._refused(lease, future)
             return future
-        self._sender("DeleteMessageBatch").put(_Item(lease, None, LeaseState.DELETED, future))
+        self._put("DeleteMessageBatch", _Item(lease, None, LeaseState.DELETED, future))
         return future
 
-    def change_visibility(self, lease: Lease, seconds: int) -> Future[bool]:
+    def change_visibility(self, lease: Lease, seconds: int) -> SettleFuture:
         """End the lease by setting the message's visibility timeout: 0 releases it now, more backs off."""
-        future: Future[bool] = Future()
+        future = SettleFuture()
         if not self.scheduler.begin_change(lease):
             self._refused(lease, future)
             return future
-        self._sender("ChangeMessageVisibilityBatch").put(_Item(lease, int(seconds), LeaseState.RELEASED, future))
+        self._put("ChangeMessageVisibilityBatch", _Item(lease, int(seconds), LeaseState.RELEASED, future))
         return future
 
     def release_all(self, leases: list[Lease], timeout: float = 30) -> list[bool]:
@@ -133,9 +135,16 @@ class Settler:
             started = dict(self._threads)
         for operation, thread in started.items():
             self._queues[operation].put(_CLOSE)
+            self._full[operation].set()  # a sender lingering for a batch sends it now
             thread.join()
 
-    def _sender(self, operation: str) -> queue.Queue[_Item]:
+    def _put(self, operation: str, item: _Item) -> None:
+        q = self._sender(operation)
+        q.put(item)
+        if q.qsize() >= SQS_MAX_BATCH_ENTRIES:
+            self._full[operation].set()
+
+    def _sender(self, operation: str) -> queue.SimpleQueue[_Item]:
         """The queue of ``operation``'s sender, its thread started unless it runs (or the settler is closed)."""
         q = self._queues.get(operation)
         if q is not None:
@@ -143,7 +152,8 @@ class Settler:
         with self._threads_lock:
             q = self._queues.get(operation)
             if q is None:
-                q = self._queues[operation] = queue.Queue()
+                self._full[operation] = threading.Event()
+                q = self._queues[operation] = queue.SimpleQueue()
                 if not self._closed:  # as before: nothing queued after close is sent
                     name = "sqslease-delete" if operation == "DeleteMessageBatch" else "sqslease-release"
                     thread = threading.Thread(target=self._loop, args=(q, operation), name=name, daemon=True)
@@ -151,19 +161,19 @@ class Settler:
                     self._threads[operation] = thread
             return q
 
-    def _refused(self, lease: Lease, future: Future[bool]) -> None:
+    def _refused(self, lease: Lease, future: SettleFuture) -> None:
         if lease.lost:
             logger.warning("lease %s was lost before it could be settled", lease.receipt_handle[:16])
         future.set_result(False)
 
     # -- the sender loop --------------------------------------------------------------------------
-    def _loop(self, q: queue.Queue[_Item], operation: str) -> None:
+    def _loop(self, q: queue.SimpleQueue[_Item], operation: str) -> None:
         backlog: list[_Item] = []  # waiting for an extension in flight, or for a retry backoff
         closing = False
         while True:
             # Block for new work when idle; with a backlog, look again every POLL_S (backoffs, extensions in flight).
             wait = POLL_S if backlog else (0 if closing else None)
-            closing = self._collect(q, backlog, wait) or closing
+            closing = self._collect(q, self._full[operation], backlog, wait) or closing
             now = self.clock()
             sendable: list[_Item] = []
             waiting: list[_Item] = []
@@ -181,9 +191,12 @@ class Settler:
                 self._give_up(backlog + self._take_rest(q), operation)
                 return
 
-    def _collect(self, q: queue.Queue[_Item], backlog: list[_Item], wait: float | None) -> bool:
-        """Move queued items into ``backlog``: block up to ``wait`` for the first, ``linger`` to fill a batch.
-        Returns True when the close marker was seen."""
+    def _collect(
+        self, q: queue.SimpleQueue[_Item], full: threading.Event, backlog: list[_Item], wait: float | None
+    ) -> bool:
+        """Move queued items into ``backlog``: block up to ``wait`` for the first, then up to ``linger`` for a full
+        batch, woken once (by ``full``) rather than by every item: a wake per message was a thread switch per
+        message. Returns True when the close marker was seen."""
         try:
             first = q.get(timeout=wait) if wait != 0 else q.get_nowait()
         except queue.Empty:
@@ -191,20 +204,20 @@ class Settler:
         if first is _CLOSE:
             return True
         backlog.append(first)
-        deadline = self.clock() + self.linger
-        added = 1
-        while added < SQS_MAX_BATCH_ENTRIES:
+        if q.qsize() < SQS_MAX_BATCH_ENTRIES - 1:
+            full.wait(self.linger)
+        full.clear()  # a batch filled after this is sent early, at worst
+        for _ in range(SQS_MAX_BATCH_ENTRIES - 1):
             try:
-                item = q.get(timeout=max(0.0, deadline - self.clock()))
+                item = q.get_nowait()
             except queue.Empty:
                 return False
             if item is _CLOSE:
                 return True
             backlog.append(item)
-            added += 1
         return False
 
-    def _take_rest(self, q: queue.Queue[_Item]) -> list[_Item]:
+    def _take_rest(self, q: queue.SimpleQueue[_Item]) -> list[_Item]:
         rest: list[_Item] = []
         while True:
             try:
@@ -264,12 +277,11 @@ class Settler:
             return [item for item in batch if self._failed(item, operation, outcome, code, message)]
         retry = []
         answered: set[int] = set()
-        for success in response.get("Successful", []):
-            index = int(success["Id"])
+        confirmed = [int(success["Id"]) for success in response.get("Successful", [])]
+        self.scheduler.finish_all([(batch[i].lease, batch[i].final_state) for i in confirmed])  # one lock, not 10
+        for index in confirmed:
             answered.add(index)
-            item = batch[index]
-            self.scheduler.finish(item.lease, item.final_state)
-            item.future.set_result(True)
+            batch[index].future.set_result(True)
         for failure in response.get("Failed", []):
             index = int(failure["Id"])
             answered.add(index)

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from sqslease.clients import consumer_region, make_clients
 from sqslease.hooks import configured_hooks
-from sqslease.processor import import_object, resolve_exceptions
+from sqslease.imports import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
 from sqslease.settings import ENV_PREFIX, LeaseSettings

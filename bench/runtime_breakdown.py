@@ -1,0 +1,161 @@
+"""Where the worker's CPU per message goes: each part of its work timed alone, on one thread, per message.
+
+What the parts do not add up to of the worker's measured cost is the price of its threads: the hand-offs from the
+receiver to the handlers and from the handlers to the delete sender (thread wakes, GIL switches, lock contention)
+and their waits. Used by ``bench/runtime_bench.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from support.fakes import FakeSQS
+
+from sqslease.attempt import Attempt
+from sqslease.emf import EmfLogger
+from sqslease.message import Message
+from sqslease.processor import MessageProcessor
+from sqslease.scheduler import LeaseScheduler, LeaseState
+from sqslease.settings import LeaseSettings
+from sqslease.settle import Settler, _Item
+from sqslease.settle_future import SettleFuture
+
+URL = "https://sqs.us-east-1.amazonaws.com/123456789012/bench"
+BATCH = 10
+
+
+class _NoLine:
+    def emit(self, **fields: Any) -> None:
+        return None
+
+
+def _us_per_message(run: Callable[[Any], int], rounds: int, batches: int, prepare: Callable[[], Any] = list) -> float:
+    """Median over ``rounds`` of the CPU per message of ``batches`` calls of ``run(prepare())`` (which returns its
+    messages); ``prepare`` is not timed."""
+    results = []
+    for _ in range(rounds):
+        spent, done = 0.0, 0
+        for _ in range(batches):
+            data = prepare()
+            started = time.process_time()
+            done += run(data)
+            spent += time.process_time() - started
+        results.append(spent / done * 1e6)
+    return statistics.median(results)
+
+
+def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
+    """Microseconds per message of each part of the worker's work on a no-op handler, each on its own."""
+    sqs = FakeSQS(poll_s=0)
+    settings = LeaseSettings(job_type="Bench")
+    devnull = open(os.devnull, "w")
+    scheduler = LeaseScheduler()
+    quiet = Settler(sqs, URL, scheduler)
+    quiet._closed = True  # deletes queue up without a sender thread: the queueing alone is timed
+    processor = MessageProcessor(
+        lambda body, message: None, quiet, settings, sqs, _NoLine(), queue_name="bench", delete_on_success=False
+    )  # type: ignore[arg-type]
+    emf = EmfLogger(devnull)
+
+    def loaded() -> None:
+        sqs.add(*(f"b{i}" for i in range(BATCH)))
+
+    def received() -> list[dict[str, Any]]:
+        loaded()
+        return receive()
+
+    def receive() -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = sqs.receive_message(
+            QueueUrl=URL,
+            MaxNumberOfMessages=BATCH,
+            WaitTimeSeconds=20,
+            VisibilityTimeout=30,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+            MessageAttributeNames=["All"],
+        )["Messages"]
+        return messages
+
+    def messages_of(raw: list[dict[str, Any]]) -> list[Message]:
+        leases = scheduler.add_all([r["ReceiptHandle"] for r in raw], time.monotonic(), 30)
+        return [Message.from_sqs(r, URL, lease) for r, lease in zip(raw, leases, strict=True)]
+
+    def delete_request(raw: list[dict[str, Any]]) -> int:
+        entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(raw)]
+        sqs.delete_message_batch(QueueUrl=URL, Entries=entries)
+        return len(raw)
+
+    pool = [received() for _ in range(20)]
+    parts = {
+        "FakeSQS receive request, its share of 10": _us_per_message(lambda _: len(receive()), rounds, batches, loaded),
+        "FakeSQS delete request, its share of 10": _us_per_message(delete_request, rounds, batches, received),
+        "lease and Message objects": _us_per_message(lambda raw: len(messages_of(raw)), rounds, batches, received),
+    }
+    ready = [messages_of(raw) for raw in pool]
+
+    def process(_: object) -> int:
+        for message in ready[0]:
+            processor.process(message, Attempt(message, time.monotonic()))
+        return BATCH
+
+    def line(_: object) -> int:
+        for message in ready[0]:
+            emf.emit(
+                job_type="Bench",
+                queue="bench",
+                message_id=message.message_id,
+                processing_ms=0.0042,
+                outcome="success",
+                receive_count=1,
+                extensions=0,
+                lease_lost=False,
+                queue_ms=12.5,
+            )
+        return BATCH
+
+    parts["process(): attempt, hooks (OpenTelemetry idle), settle choice"] = _us_per_message(process, rounds, batches)
+    parts["the EMF line (one write and flush to /dev/null)"] = _us_per_message(line, rounds, batches)
+
+    def queue_deletes(messages: list[Message]) -> int:
+        for message in messages:
+            quiet.delete(message.lease)
+        return len(messages)
+
+    parts["delete queued: lease claim, future, queue"] = _us_per_message(
+        queue_deletes, rounds, batches // 3, lambda: messages_of(pool[1])
+    )
+
+    def claimed() -> list[_Item]:
+        batch = [_Item(m.lease, None, LeaseState.DELETED, SettleFuture()) for m in messages_of(received())]
+        for item in batch:
+            scheduler.begin_delete(item.lease)
+        return batch
+
+    def send(batch: list[_Item]) -> int:
+        quiet._send(batch, "DeleteMessageBatch")
+        return len(batch)
+
+    parts["delete sent: its request and the sender's bookkeeping"] = _us_per_message(send, rounds, batches, claimed)
+    devnull.close()
+    return parts
+
+
+def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5) -> None:
+    """Print the parts beside the worker's and the hand loop's measured cost (same run)."""
+    parts = worker_parts(rounds)
+    parts["delete sent: the sender's bookkeeping"] = (
+        parts.pop("delete sent: its request and the sender's bookkeeping")
+        - parts["FakeSQS delete request, its share of 10"]
+    )
+    print("      the worker's parts, each alone on one thread (us per message):")
+    for name, value in parts.items():
+        print(f"         {value:6.2f}  {name}")
+    work = sum(parts.values())
+    print(f"         {work:6.2f}  sum of the parts")
+    print(
+        f"         {worker_us - work:6.2f}  the rest of the worker's {worker_us:.1f}: its threads' hand-offs and waits "
+        f"(the hand loop: {hand_us:.1f})"
+    )
