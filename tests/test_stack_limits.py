@@ -33,5 +33,5 @@ def test_job_queue_stacks_spreads_200_job_types_under_the_limit() -> None:
 
 
 def test_job_queue_stacks_rejects_a_per_stack_count_over_the_limit() -> None:
-    with pytest.raises(ValueError, match="between 1 and 71"):
+    with pytest.raises(ValueError, match="between 1 and 62"):
         JobQueueStacks(cdk.App(), "Jobs", job_types_per_stack=100)
