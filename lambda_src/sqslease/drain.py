@@ -75,6 +75,8 @@ def drain(
             for message in still_running:
                 processor.idempotency.fail(message.lease, message.message_id)
         settler.release_all([m.lease for m in still_running], timeout=1)
+    # Timed-out handlers still running held their leases: released now (failure policy), as the process exits.
+    handlers.release_timed_out()
     # The heartbeat keeps holding leases until their deletes and releases are confirmed.
     settler.close(timeout=max(1.0, grace_ends - clock()))
     heartbeat.stop()
