@@ -152,7 +152,9 @@ class HandlerPool:
             overdue = [(t, a) for t, a in self._running.items() if now - a.started >= limit]
         for thread, attempt in overdue:
             # The lease stays held while the thread may run: released, the message could start again meanwhile.
-            if not self.processor.time_out(attempt, now, f"max_processing_time is {limit:g} s", hold=True):
+            # (Without the heartbeat nothing could hold it past its visibility timeout: settled at once.)
+            reason = f"max_processing_time is {limit:g} s"
+            if not self.processor.time_out(attempt, now, reason, hold=self.processor.settings.heartbeat):
                 continue  # it ended meanwhile, and settled itself
             with self._running_lock:
                 if self._running.get(thread) is attempt:
