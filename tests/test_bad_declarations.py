@@ -75,6 +75,11 @@ BAD_DECLARATIONS = [
         "exceeds 12 h",
     ),
     (
+        "max processing time plus VT over the 12 h lease cap",
+        {**P99, "max_processing_time": Duration.hours(12), "lease_extension": True},
+        "plus the visibility timeout 10 s exceeds the",
+    ),
+    (
         "max processing time over VT without leases",
         {**P99, "max_processing_time": Duration.minutes(5)},
         "set lease_extension=True",

@@ -195,7 +195,8 @@ def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthes
     assert "Environment" not in definition  # cdk-nag ECS2: settings are arguments
     options = dict(zip(command[3::2], command[4::2], strict=True))
     assert options["--visibility-timeout"] == "480"  # 2 x 4 min
-    assert options["--max-total-lease"] == str(3 * 3600)
+    assert "--max-total-lease" not in options  # SQS's 12 h from receipt, the default: not max_processing_time
+    assert options["--max-processing-time"] == str(3 * 3600)
     assert options["--heartbeat"] == "true"
     assert options["--shutdown-grace"] == "25"
     lease_args = [
@@ -205,7 +206,9 @@ def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthes
         for part in (name, value if isinstance(value, str) else "https://sqs.example/q")
     ]
     settings = LeaseSettings.from_args(lease_args, environ={})
-    assert settings.visibility_timeout == 480 and settings.max_total_lease == 10_800 and settings.heartbeat
+    assert settings.visibility_timeout == 480 and settings.heartbeat
+    # The lease cap counts from the receive (prefetch wait included): it must outlast max_processing_time + VT
+    assert settings.max_total_lease == LeaseSettings.max_total_lease >= 10_800 + 480
     assert settings.max_processing_time == 10_800  # a handler still running then has failed (timed_out)
     assert definition["StopTimeout"] == 30  # shutdown grace 25 s + 5 s
     assert definition["LogConfiguration"]["LogDriver"] == "awslogs"

@@ -152,7 +152,8 @@ def test_the_worker_parses_the_command_the_contract_writes(monkeypatch: pytest.M
     command = contract.worker_command("no_such_module:handle", concurrency=3, shutdown_grace_s=40)
     args = [a if "${Token" not in a else "https://sqs.us-east-1.amazonaws.com/1/x" for a in command[3:]]
     parsed = LeaseSettings.from_args([a for a in _lease_args(args)], environ={})
-    assert parsed.visibility_timeout == 300 and parsed.max_total_lease == 7200 and parsed.shutdown_grace == 40
+    assert parsed.visibility_timeout == 300 and parsed.shutdown_grace == 40
+    assert parsed.max_total_lease == LeaseSettings.max_total_lease  # SQS's 12 h from receipt, not max_processing_time
     assert parsed.max_processing_time == 7200
     assert parsed.heartbeat and parsed.job_type == "Render"
     with pytest.raises(SystemExit) as exit_:

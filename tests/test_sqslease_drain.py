@@ -195,6 +195,31 @@ def test_a_drain_releases_what_is_unstarted_at_its_release_point_and_logs_it_rel
     assert outcomes["m-b"]["ReceiveCount"] == 1 and outcomes["m-b"]["ProcessingTime"] == 0
 
 
+def test_a_drain_never_starts_what_its_poll_in_flight_brings_and_releases_it_at_its_release_point() -> None:
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    polled, answer, runs = threading.Event(), threading.Event(), []
+
+    def held_poll() -> None:
+        polled.set()
+        answer.wait(10)
+
+    with running_worker(sqs, URL, lambda body, message: runs.append(body), clock=clock, **UNIT) as worker:
+        # GIVEN an idle worker of 2 handlers whose long poll is in flight
+        sqs.script("ReceiveMessage", held_poll)
+        assert wait_for(polled.is_set, timeout_s=10)
+        # WHEN it is told to stop, and then that poll brings a message while both handlers are free
+        worker.shutdown()
+        sqs.add("late")
+        answer.set()
+        # THEN the message is not started (the drain may cut it short): released unstarted at the release point
+        assert advance_until(clock, lambda: bool(releases(sqs)))
+    ((released_at, handle),) = releases(sqs)
+    assert runs == [] and handle == sqs.handle_of("late")[0]
+    assert released_at >= worker.settings.poll_wait + DRAIN_POLL_MARGIN_S
+    assert [r["Outcome"] for r in emf_records(worker)] == ["released"]
+
+
 def test_when_the_grace_ends_a_drain_releases_the_messages_still_running(caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
     sqs = FakeSQS(clock)

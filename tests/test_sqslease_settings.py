@@ -68,3 +68,20 @@ def test_the_worker_help_names_each_option_s_values() -> None:
     text = out.getvalue()
     assert "TUPLE[" not in text and "--non-retryable PATH[,PATH...]" in text, text
     assert "{lapse,visible_now,backoff}" in text, text
+
+
+def test_a_max_total_lease_that_cannot_cover_max_processing_time_and_the_lease_is_refused() -> None:
+    # GIVEN the settings of the report: a 10 s lease, 8 s per message, and the lease capped at 8 s from its receive
+    # WHEN they are read THEN they are refused, naming both values and the fix
+    with pytest.raises(ValueError) as refused:
+        LeaseSettings(visibility_timeout=10, max_processing_time=8, max_total_lease=8)
+    named = "max_total_lease (8 s) must cover max_processing_time (8 s) plus visibility_timeout (10 s)"
+    assert named in str(refused.value)
+    assert "raise max_total_lease to at least 18 s (at most 12 h) or leave it at its default" in str(refused.value)
+    # AND a max_processing_time the 12 h cap cannot cover with its lease is refused with the other fix
+    with pytest.raises(ValueError, match="lower max_processing_time"):
+        LeaseSettings(visibility_timeout=60, max_processing_time=43_200)
+    # AND a cap that covers both is accepted, as is any cap without max_processing_time or without the heartbeat
+    assert LeaseSettings(visibility_timeout=10, max_processing_time=8, max_total_lease=18).max_total_lease == 18
+    assert LeaseSettings(visibility_timeout=10, max_total_lease=8).max_processing_time is None
+    assert not LeaseSettings(visibility_timeout=10, max_processing_time=8, max_total_lease=8, heartbeat=False).heartbeat

@@ -16,10 +16,11 @@ from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all, send
 from support.waiting import wait_for
-from support.worker_processes import start_worker_process
+from support.worker_processes import events_of, start_worker_process
 from support.worker_runs import WorkerRun
 from support.worker_threads import FAST
 
+from jobqueues.consumer_contract import ConsumerContract
 from local_emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import process_event
@@ -27,7 +28,7 @@ from sqslease.message import Message
 from sqslease.rules import ASYNC_CANCEL_GRACE_S
 from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.worker import HandlerHungError, Worker
-from sqslease.worker_cli import HUNG_EXIT_CODE
+from sqslease.worker_cli import HUNG_EXIT_CODE, USAGE_EXIT_CODE
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 #: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
@@ -53,13 +54,13 @@ def deleted(sqs: FakeSQS) -> list[str]:
     return [e["ReceiptHandle"] for e in sqs.entries("DeleteMessageBatch")]
 
 
-def unit_worker(sqs: FakeSQS, handler, emf: io.StringIO, **settings) -> Worker:  # type: ignore[no-untyped-def]
+def unit_worker(sqs: FakeSQS, handler, emf: io.StringIO, concurrency: int = 2, **settings) -> Worker:  # type: ignore[no-untyped-def]
     return Worker(
         sqs,
         URL,
         handler,
         LeaseSettings(**{**UNIT, "failure_policy": FailurePolicy.VISIBLE_NOW, **settings}),
-        concurrency=2,
+        concurrency=concurrency,
         emf=EmfLogger(emf),
         clock=sqs.clock,
     )
@@ -93,6 +94,7 @@ def test_a_hung_handler_is_released_at_its_timeout_and_the_worker_drains_then_ex
     assert outcomes(emf) == {"m-ok": "success", "m-hang": "timed_out"}
     (line,) = [r for r in read_emf(emf) if r["Outcome"] == "timed_out"]
     assert line["ErrorType"] == "sqslease.attempt.HandlerTimeoutError" and line["ProcessingTime"] >= 60_000
+    assert line["QueueTime"] >= 0  # it ran: its wait counts in jobstats and the max_queue_time alarm
     # AND its late return settles nothing: no delete, no second line, a log line says it was ignored
     unblock.set()
     assert wait_for(lambda: "its result (success) is ignored" in caplog.text, timeout_s=10)
@@ -139,7 +141,7 @@ def test_a_timed_out_async_handler_is_cancelled_and_the_worker_goes_on() -> None
     assert wait_for(cancelled.is_set, timeout_s=10)
     assert wait_for(lambda: outcomes(emf) == {"m-slow": "timed_out"}, timeout_s=10)
     sqs.add("next")
-    assert wait_for(lambda: deleted(sqs) == sqs.handle_of("next"), timeout_s=10)
+    assert wait_for(lambda: deleted(sqs) != [] and deleted(sqs) == sqs.handle_of("next"), timeout_s=10)
     assert run.stop() is None and run.worker.hung == []
     assert changes(sqs) == [(sqs.handle_of("slow")[0], 0)]
 
@@ -167,6 +169,61 @@ def test_an_async_handler_that_ignores_its_cancellation_is_hung_after_the_grace(
     clock.sleep(ASYNC_CANCEL_GRACE_S)
     assert isinstance(run.join(), HandlerHungError)
     release.set()
+
+
+def test_a_hung_handlers_lease_is_held_while_the_worker_drains_and_released_as_it_exits() -> None:
+    # GIVEN a worker of 2 handlers: "hang" never returns, "busy" started 50 s later and runs on
+    clock = FakeClock()
+    sqs, emf = FakeSQS(clock), io.StringIO()
+    busy_gate, unblock, runs = threading.Event(), threading.Event(), []
+
+    def handler(body: str, message: Message) -> None:
+        runs.append(body)
+        (unblock if body == "hang" else busy_gate).wait(30)
+
+    sqs.add("hang")
+    run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=100, shutdown_grace=600))
+    try:
+        assert wait_for(lambda: runs == ["hang"], timeout_s=10)
+        clock.sleep(50)
+        sqs.add("busy")
+        assert wait_for(lambda: runs == ["hang", "busy"], timeout_s=10)
+        # WHEN "hang" passes its max_processing_time: it has failed, and the worker drains (its thread still runs)
+        clock.sleep(51)
+        assert wait_for(lambda: outcomes(emf) == {"m-hang": "timed_out"}, timeout_s=10)
+        time.sleep(1.5)  # watchdog, drain and sender rounds: a release would be sent by now
+        # THEN its message stays leased while its thread may run: not released, held by the heartbeat
+        assert changes(sqs) == [] and run.thread.is_alive()
+        (hang,) = [m for m in run.worker.hung]
+        assert not hang.message.lease.settling and not hang.message.lease.lost
+    finally:
+        busy_gate.set()
+    # AND it is released (failure policy) only as the worker exits, after the drain settled "busy"
+    assert isinstance(run.join(), HandlerHungError)
+    assert changes(sqs) == [(sqs.handle_of("hang")[0], 0)]
+    operations = [(op, [e.get("VisibilityTimeout") for e in entries]) for _, op, entries in sqs.calls]
+    deleted_at = operations.index(("DeleteMessageBatch", [None]))
+    assert operations.index(("ChangeMessageVisibilityBatch", [0])) > deleted_at
+    unblock.set()
+
+
+def test_a_message_whose_lease_cap_cannot_cover_its_run_after_waiting_unstarted_is_released_unstarted() -> None:
+    # GIVEN one handler, leases capped at max_processing_time + visibility timeout (360 s) from their receive, and
+    # "b" received with "a" but waiting 30 s for the handler
+    clock = FakeClock()
+    sqs, emf, runs = FakeSQS(clock), io.StringIO(), []
+
+    def handler(body: str, message: Message) -> None:
+        runs.append(body)
+        clock.sleep(30)
+
+    sqs.add("a", "b")
+    run = WorkerRun(unit_worker(sqs, handler, emf, concurrency=1, max_processing_time=60, max_total_lease=360))
+    # WHEN the handler comes free for "b": 330 s of its cap are left, less than 60 s to run + 300 s to settle
+    assert wait_for(lambda: outcomes(emf) == {"m-a": "success", "m-b": "released"}, timeout_s=10)
+    # THEN "b" is released unstarted, rather than started with a lease that would lapse while it may still run
+    assert run.stop() is None
+    assert runs == ["a"] and changes(sqs) == [(sqs.handle_of("b")[0], 0)]
 
 
 # -- the worker, against moto_server -----------------------------------------------------------------------------
@@ -210,6 +267,81 @@ def test_the_worker_process_exits_with_status_3_after_a_hung_handler(local_aws: 
     assert process.returncode == HUNG_EXIT_CODE
     assert b"still runs past max_processing_time" in stderr
     assert wait_for(lambda: counts(local_aws, queues.url) == (1, 0), timeout_s=10)  # released, not lost
+
+
+def test_under_a_backlog_the_contracts_worker_runs_each_job_once(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN the worker command a construct writes for 10 s leases and a max_processing_time of 8 s, one handler,
+    # and three 5 s jobs at once: the second and third wait 5 and 10 s unstarted
+    queues = make_queue(local_aws, vt=10)
+    contract = ConsumerContract.of(
+        job_type="Backlog",
+        queue_url=queues.url,
+        dead_letter_queue_url=None,
+        visibility_timeout_s=10,
+        lease_extension=True,
+        max_processing_time_s=8,
+    )
+    command = contract.worker_command("sqs_handlers:slow_job", concurrency=1)
+    send(local_aws, queues.url, ["j1", "j2", "j3"])
+    events = tmp_path / "events"
+    process = start_worker_process(local_aws, queues.url, events, args=command[7:], SLOW_JOB_SECONDS="5")
+    try:
+        # WHEN it works through them
+        assert wait_for(lambda: len([e for e in events_of(events) if e[0] == "end"]) == 3, timeout_s=90)
+        assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0), timeout_s=10)
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    # THEN each started once: no lease lapsed while its job waited or ran
+    assert sorted(e[1] for e in events_of(events) if e[0] == "start") == ["j1", "j2", "j3"]
+
+
+def test_a_worker_given_a_lease_cap_below_max_processing_time_and_the_lease_refuses_to_start(
+    local_aws: LocalServer, tmp_path: Path
+) -> None:
+    # GIVEN the report's options: --visibility-timeout 10 --max-processing-time 8 --max-total-lease 8
+    queues = make_queue(local_aws, vt=10)
+    args = ["--visibility-timeout", "10", "--max-processing-time", "8", "--max-total-lease", "8"]
+    # WHEN the worker starts THEN it exits with status 2, naming both values and the fix
+    process = start_worker_process(local_aws, queues.url, tmp_path / "events", args=args)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == USAGE_EXIT_CODE
+    assert b"max_total_lease (8 s) must cover max_processing_time (8 s) plus visibility_timeout (10 s)" in stderr
+
+
+def test_a_hung_message_starts_nowhere_else_while_its_worker_lives(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN two workers of 2 handlers each, and a message whose handler hangs past its 1 s max_processing_time
+    queues = make_queue(local_aws, vt=10)
+    send(local_aws, queues.url, ["stuck"])
+    events = tmp_path / "events"
+    # 5 s long polls (the most a 10 s lease allows): one is still in flight when the drain begins
+    args = ["--max-processing-time", "1", "--visibility-timeout", "10", "--wait-time", "5"]
+    options = {"args": args, "concurrency": 2, "handler": "sqs_handlers:hang_job"}
+    first = start_worker_process(local_aws, queues.url, events, HANG_JOB_SECONDS="30", **options)  # type: ignore[arg-type]
+    second = None
+    try:
+        assert wait_for(lambda: [e[0] for e in events_of(events)] == ["start"], timeout_s=30)
+        second = start_worker_process(local_aws, queues.url, events, HANG_JOB_SECONDS="30", **options)  # type: ignore[arg-type]
+        # WHEN the first worker times the handler out, drains and exits
+        alive_until, gives_up = 0.0, time.monotonic() + 60
+        while time.monotonic() < gives_up:
+            now = time.monotonic()
+            if first.poll() is not None:
+                break
+            alive_until = now  # the first worker (and its hung thread) was alive then
+            time.sleep(0.05)
+        assert first.returncode == HUNG_EXIT_CODE
+        # THEN no handler started the message again while that thread could run, in this worker or the other
+        starts = [(float(e[3]), int(e[2])) for e in events_of(events) if e[0] == "start"]
+        assert [s for s in starts if s[0] < alive_until] == [starts[0]] and starts[0][1] == 1
+        # AND it was released as the first worker exited: the other one receives it (its second receive)
+        assert wait_for(lambda: len(events_of(events)) == 2, timeout_s=30)
+        assert int(events_of(events)[1][2]) == 2
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.kill()
+                process.communicate(timeout=30)
 
 
 # -- the Lambda adapter ------------------------------------------------------------------------------------------
@@ -278,6 +410,7 @@ def test_a_record_still_running_at_max_processing_time_is_timed_out_and_the_next
     response = process_event(fake_event(["hang", "ok"]), FakeContext(60), handler, settings, sqs, emf=EmfLogger(emf))
     assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert outcomes(emf) == {"m0": "timed_out", "m1": "success"} and changes(sqs) == [("rh-0", 0)]
+    assert all(line["QueueTime"] >= 0 for line in read_emf(emf))  # the timed_out line too
     unblock.set()
     assert wait_for(lambda: "its result (success) is ignored" in caplog.text, timeout_s=10)
     assert len(read_emf(emf)) == 2

@@ -89,10 +89,9 @@ class ConsumerContract:
             extension_threshold=consumer_extension_threshold(vt, heartbeat=lease_extension),
             heartbeat_interval=DEFAULT_HEARTBEAT_INTERVAL_S,
             heartbeat=lease_extension,
-            max_total_lease=max_processing_time_s
-            if lease_extension and max_processing_time_s is not None
-            else LeaseSettings.max_total_lease,
-            # The declared longest a message may take: a handler still running then has failed (timed_out).
+            # The declared longest a message may take, counted from its handler's start: a handler still running
+            # then has failed (timed_out). The lease cap stays SQS's 12 h from receipt (max_total_lease's default):
+            # a cap of max_processing_time would lapse the lease of a message that waited in the prefetch.
             max_processing_time=max_processing_time_s,
             dead_letter_queue_url=dead_letter_queue_url,
             max_batching_window=max_batching_window_s,

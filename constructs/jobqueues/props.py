@@ -117,8 +117,10 @@ class LeaseOptions(TypedDict, total=False):
         The consumer heartbeats its leases (``sqslease``), so the visibility timeout is a lease length rather
         than a worst-case bound. Default: False.
     max_processing_time:
-        The longest one message may take, at most 12 h; above the visibility timeout only with
-        ``lease_extension``. Default: none.
+        The longest one message may take, from its handler's start: a handler still running then has failed
+        (``timed_out``). At most 12 h; above the visibility timeout only with ``lease_extension``, and then at
+        most 12 h less a minute and the visibility timeout (a lease lasts at most 12 h from its receive). Default:
+        none.
     """
 
     processing_p99: Duration
@@ -246,7 +248,7 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     """Props of :class:`jobqueues.EcsJob`: the queue and lease options plus the Fargate service.
 
     ``processing_p99`` (or ``visibility_timeout``) is required; ``lease_extension`` defaults to True here: the
-    worker heartbeats its leases, up to ``max_processing_time``.
+    worker heartbeats its leases while their handlers may run (up to ``max_processing_time`` from the start).
 
     handler:
         The per-message function, ``package.module:function`` (required), called as ``handler(body, message)``.

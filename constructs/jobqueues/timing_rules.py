@@ -9,11 +9,13 @@ from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.consumer_rules import check_lambda_timing
 from jobqueues.queue_declaration import RuleContext, fmt
 from sqslease.rules import (
+    DEFAULT_MAX_TOTAL_LEASE_S,
     LAMBDA_MAX_BATCHING_WINDOW_S,
     LAMBDA_MAX_TIMEOUT_S,
     SQS_MAX_VISIBILITY_TIMEOUT_S,
     derive_visibility_timeout,
     lambda_visibility_timeout,
+    total_lease_problems,
 )
 from sqslease.settings import INVALID_SETTINGS
 
@@ -180,6 +182,13 @@ def max_processing_time(c: RuleContext) -> None:
         c.error(
             f"{n('max_processing_time')} {fmt(mpt)} exceeds 12 h, the longest SQS lets a received message stay "
             "invisible, even with lease extension: split the job into steps of under 12 h"
+        )
+    elif c.vt is not None and d.lease_extension and total_lease_problems(DEFAULT_MAX_TOTAL_LEASE_S, mpt, c.vt):
+        c.error(
+            f"{n('max_processing_time')} {fmt(mpt)} plus the visibility timeout {fmt(c.vt)} exceeds the "
+            f"{fmt(DEFAULT_MAX_TOTAL_LEASE_S)} a lease can be held from its receive (12 h less a minute): the "
+            "message would become visible while its handler may still run; lower max_processing_time to at most "
+            f"{fmt(DEFAULT_MAX_TOTAL_LEASE_S - c.vt)} or split the job"
         )
     elif c.vt is not None and mpt > c.vt and not d.lease_extension:
         c.error(

@@ -2,8 +2,9 @@
 
 A per-message timeout (``LeaseSettings.max_processing_time``) and the handler race to settle the message;
 :meth:`Attempt.claim` lets exactly one of them. A handler that returns after its timeout claimed the settle has
-its result ignored (logged): the failure policy already released its lease, and the message may be running
-elsewhere. A timed-out ``async def`` handler's task is cancelled; a thread cannot be.
+its result ignored (logged). The Lambda adapter's timeout settles the message at once (the invocation ends); the
+worker's holds its lease while the thread may run (:meth:`Attempt.take_held`), so the message cannot run elsewhere
+meanwhile. A timed-out ``async def`` handler's task is cancelled; a thread cannot be.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _CLAIM_LOCK = threading.Lock()
 class Attempt:
     """One handler run of ``message``, begun at ``started`` (seconds, on the consumer's monotonic clock)."""
 
-    __slots__ = ("_cancel", "_claimed", "ended", "message", "started", "timed_out_at")
+    __slots__ = ("_cancel", "_claimed", "ended", "held", "message", "started", "timed_out_at")
 
     def __init__(self, message: Message, started: float) -> None:
         self.message = message
@@ -36,6 +37,8 @@ class Attempt:
         #: True once the handler returned (or raised), however late. A flag, not an Event: nothing waits on it
         #: (a watcher looks at it), and an Event's condition costs every record.
         self.ended = False
+        #: Its timeout left the message's lease held (the worker: the thread may still run); see :meth:`take_held`.
+        self.held = False
         self._claimed = False
         self._cancel: Callable[[], object] | None = None
 
@@ -50,17 +53,28 @@ class Attempt:
             claimed, self._claimed = self._claimed, True
         return not claimed
 
-    def time_out(self, now: float) -> bool:
-        """Claim the settle for the timeout and cancel the task, if any. False when the handler ended first."""
+    def time_out(self, now: float, hold: bool = False) -> bool:
+        """Claim the settle for the timeout and cancel the task, if any. False when the handler ended first.
+
+        :param hold: leave the message's lease held, to be settled by whoever :meth:`take_held` first (the handler
+            when it returns, or the worker as it exits). Default False: the timeout settles it.
+        """
         with _CLAIM_LOCK:
             if self._claimed:
                 return False
             self._claimed = True
             self.timed_out_at = now
+            self.held = hold  # with the claim: a handler returning now sees it
             cancel = self._cancel
         if cancel is not None:
             cancel()
         return True
+
+    def take_held(self) -> bool:
+        """True for the first caller only, and only if its timeout held the lease: that caller settles it."""
+        with _CLAIM_LOCK:
+            held, self.held = self.held, False
+        return held
 
     def on_cancel(self, cancel: Callable[[], object]) -> None:
         """Register how to cancel the handler's task; called at once if the attempt already timed out."""

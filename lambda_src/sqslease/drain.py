@@ -1,10 +1,12 @@
 """The worker's drain after SIGTERM/SIGINT: spend no receive twice (see :mod:`sqslease.worker`, "Shutdown").
 
-In order: wait for the long poll in flight; let handlers that come free run the received messages until the
-release point (``poll_wait`` + :data:`DRAIN_POLL_MARGIN_S` after the signal, capped by ``shutdown_grace``); release
-what is still unstarted; wait for the running handlers until the grace ends, then release theirs; confirm the
-deletes and releases before the heartbeat stops. With idempotency, a running message released at the grace's end has
-its record deleted first, so that the consumer that receives it next runs it at once.
+In order: wait for the long poll in flight (what it brings is held unstarted); let handlers that come free run the
+messages received before the drain until the release point (``poll_wait`` + :data:`DRAIN_POLL_MARGIN_S` after the
+signal, capped by ``shutdown_grace``); release what is still unstarted; wait for the running handlers until the
+grace ends, then release theirs; confirm the deletes and releases before the heartbeat stops. The messages of
+timed-out handlers still running (hung) were held meanwhile; they are settled by the failure policy last, as the
+worker exits. With idempotency, a running message released at the grace's end has its record deleted first, so
+that the consumer that receives it next runs it at once.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def drain(
             for message in still_running:
                 processor.idempotency.fail(message.lease, message.message_id)
         settler.release_all([m.lease for m in still_running], timeout=1)
+    # Timed-out handlers still running held their leases: released now (failure policy), as the process exits.
+    handlers.release_timed_out()
     # The heartbeat keeps holding leases until their deletes and releases are confirmed.
     settler.close(timeout=max(1.0, grace_ends - clock()))
     heartbeat.stop()

@@ -6,10 +6,13 @@ messages at the drain's release point (see :mod:`sqslease.drain`): released earl
 of another worker drained at the same moment, which might have no handler for them.
 
 With ``max_processing_time`` set, a watchdog thread times out handlers still running then (see
-:mod:`sqslease.attempt`): the message is settled as failed at once, and its handler thread no longer counts as
-running it. A thread cannot be stopped, so a timed-out plain handler is *hung*; an ``async def`` one is cancelled
-and hung only if it still runs :data:`sqslease.rules.ASYNC_CANCEL_GRACE_S` later. ``on_hung`` is told of each
-hung handler (the worker then drains and exits, see :mod:`sqslease.worker`).
+:mod:`sqslease.attempt`): the message has failed, and its handler thread no longer counts as running it. Its lease
+stays held (the heartbeat extends it) until the handler returns, or until :meth:`HandlerPool.release_timed_out`
+as the worker exits; then the failure policy settles it. A thread cannot be stopped, so a timed-out plain handler
+is *hung*; an ``async def`` one is cancelled and hung only if it still runs
+:data:`sqslease.rules.ASYNC_CANCEL_GRACE_S` later. ``on_hung`` is told of each hung handler (the worker then
+drains and exits, see :mod:`sqslease.worker`). A message whose lease cap (``max_total_lease`` from its receive)
+can no longer cover ``max_processing_time`` and a visibility timeout when a handler takes it is released unstarted.
 """
 
 from __future__ import annotations
@@ -86,8 +89,24 @@ class HandlerPool:
             threading.Thread(target=self._watch, args=(interval,), name="sqslease-watchdog", daemon=True).start()
 
     def put(self, messages: list[Message]) -> bool:
-        """Queue received messages for the handlers. False (nothing queued) once :meth:`take_unstarted` ran."""
+        """Queue received messages for the handlers. Once a drain began, none is started: they are held back for
+        the drain's release (see :mod:`sqslease.drain`). False (nothing taken) once :meth:`take_unstarted` ran."""
+        if self._stopping.is_set():
+            with self._running_lock:
+                if self._released:
+                    return False
+                self._held_back += messages
+            return True
         return self._ready.put(messages)
+
+    def release_timed_out(self) -> None:
+        """Settle by the failure policy the messages whose timed-out handler still runs: the process exits next,
+        and with it their threads (until now their leases were held, so they could not run elsewhere)."""
+        with self._running_lock:
+            attempts = list(self._timed_out.values())
+        for attempt in attempts:
+            if attempt.take_held():
+                self.processor.apply_failure_policy(attempt.message)
 
     def outstanding(self) -> int:
         """Messages running or waiting for a handler."""
@@ -147,7 +166,10 @@ class HandlerPool:
         with self._running_lock:
             overdue = [(t, a) for t, a in self._running.items() if now - a.started >= limit]
         for thread, attempt in overdue:
-            if not self.processor.time_out(attempt, now, f"max_processing_time is {limit:g} s"):
+            # The lease stays held while the thread may run: released, the message could start again meanwhile.
+            # (Without the heartbeat nothing could hold it past its visibility timeout: settled at once.)
+            reason = f"max_processing_time is {limit:g} s"
+            if not self.processor.time_out(attempt, now, reason, hold=self.processor.settings.heartbeat):
                 continue  # it ended meanwhile, and settled itself
             with self._running_lock:
                 if self._running.get(thread) is attempt:
@@ -176,6 +198,8 @@ class HandlerPool:
             message = self._ready.get()
             if message is None:
                 return
+            if self._lease_too_short(message):
+                continue
             attempt = Attempt(message, self.clock())
             with self._running_lock:
                 self._running[me] = attempt
@@ -197,6 +221,27 @@ class HandlerPool:
                         self._room.set()
             if not late:  # a timed-out message's group was finished by its timeout
                 self._finished(message, failed)
+
+    def _lease_too_short(self, message: Message) -> bool:
+        """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;
+        its wait here counts) cannot cover ``max_processing_time`` and a visibility timeout to settle it."""
+        settings = self.processor.settings
+        if self.max_processing_time is None or not settings.heartbeat:
+            return False
+        left = settings.max_total_lease - (self.clock() - message.lease.received_at)
+        if left >= self.max_processing_time + settings.visibility_timeout:
+            return False
+        logger.warning(
+            "message %s: %.0f s left of its max_total_lease cannot cover max_processing_time (%g s) plus the "
+            "visibility timeout: releasing it unstarted",
+            message.message_id,
+            left,
+            self.max_processing_time,
+        )
+        self.settler.change_visibility(message.lease, 0)
+        self.processor.record_released(message)
+        self._finished(message, failed=True)
+        return True
 
     def _finished(self, message: Message, failed: bool) -> None:
         later = self._ready.done(message, failed)

@@ -139,6 +139,8 @@ class MessageProcessor:
                 elapsed_ms / 1000,
                 "success" if error is None else repr(error),
             )
+            if attempt.take_held():  # its timeout held the lease while this thread ran: settle it now
+                self.apply_failure_policy(message)
             return ProcessResult(TIMED_OUT, elapsed_ms, True)
 
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
@@ -213,7 +215,9 @@ class MessageProcessor:
         deleted (the worker; Lambda deletes what is not reported). ``in_progress_elsewhere``, ``store_unavailable``:
         left to lapse. ``failure`` (its key function failed): the failure policy."""
         attempt.ended = True
-        if not attempt.claim():  # timed out while its record was being claimed: its timeout settled it
+        if not attempt.claim():  # timed out while its record was being claimed: its timeout settled it (or held it)
+            if attempt.take_held():
+                self.apply_failure_policy(message)
             return ProcessResult(TIMED_OUT, 0, True)
         retry = outcome != "duplicate"
         if outcome == "failure":
@@ -236,11 +240,15 @@ class MessageProcessor:
         )
         return ProcessResult(outcome, 0, retry)
 
-    def time_out(self, attempt: Attempt, now: float, reason: str) -> bool:
+    def time_out(self, attempt: Attempt, now: float, reason: str, *, hold: bool = False) -> bool:
         """Fail a handler still running (``reason``: past ``max_processing_time``, or the Lambda deadline): settle
         its message by the failure policy, cancel its task (``async def``), log its EMF line (``timed_out``) and
-        call the hooks. False (nothing done) when the handler ended first."""
-        if not attempt.time_out(now):
+        call the hooks. False (nothing done) when the handler ended first.
+
+        :param hold: keep the lease held (extended) instead of settling it: the handler settles it by the failure
+            policy when it returns, or the worker as it exits (:meth:`Attempt.take_held`). Default False.
+        """
+        if not attempt.time_out(now, hold=hold and not attempt.message.lease.lost):
             return False
         message = attempt.message
         elapsed_s = now - attempt.started
@@ -254,11 +262,13 @@ class MessageProcessor:
             if attempt.cancellable
             else "its thread cannot be stopped and its result will be ignored",
         )
+        if attempt.held:
+            logger.warning("message %s: lease held until its handler ends or the worker exits", message.message_id)
         if self.idempotency is not None:
             self.idempotency.fail(message.lease, message.message_id)
         if message.lease.lost:
             logger.warning("message %s timed out after its lease was lost; not settling it", message.message_id)
-        else:
+        elif not attempt.held:
             self.apply_failure_policy(message)
         self.emf.emit(
             job_type=self.settings.job_type,
@@ -270,6 +280,7 @@ class MessageProcessor:
             extensions=message.lease.extensions,
             lease_lost=message.lease.lost,
             error=error,
+            queue_ms=message.queue_time_ms((time.time() - elapsed_s) * 1000),  # until its handler started
         )
         self.hooks.after(message, TIMED_OUT, elapsed_s, error)
         return True

@@ -2,7 +2,8 @@
 
 A lease is timed from when ReceiveMessage was sent (see :attr:`sqslease.settings.LeaseSettings.poll_wait`): an
 answer that comes after the lease it asked for ran out is not run, since another consumer may hold its messages.
-Messages received after shutdown began are released at once.
+Messages a poll brings after shutdown began are never started: held for the drain's release point, or released
+at once if that has passed.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ records come back after their visibility timeout, the finished ones too).
 Threads are kept for the process (Lambda reuses it): a record costs no thread start but the first. A thread
 still running a timed-out handler is not reused; a plain handler's thread cannot be stopped, so it goes on while
 the environment is frozen between invocations and thawed by the next ones, and its late result is ignored
-(logged). An ``async def`` handler's task is cancelled.
+(logged). Its message is not held meanwhile (no invocation outlives its timeout, and no heartbeat runs in a frozen
+environment): visible again after its back-off, it may run again while that thread still runs (docs/sqslease.md,
+"Runtime controls"). An ``async def`` handler's task is cancelled.
 """
 
 from __future__ import annotations

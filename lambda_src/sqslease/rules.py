@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 
 SQS_MAX_VISIBILITY_TIMEOUT_S = 43_200  # 12 h: also the total time a message can stay received
+#: A consumer stops extending a lease this long after its receive: SQS's 12 h less a minute for the last extension.
+DEFAULT_MAX_TOTAL_LEASE_S = SQS_MAX_VISIBILITY_TIMEOUT_S - 60
 SQS_MIN_RETENTION_S = 60
 SQS_MAX_RETENTION_S = 1_209_600  # 14 days
 SQS_MAX_RECEIVE_COUNT = 1_000
@@ -187,6 +189,33 @@ def lease_timing_problems(
             "or leases lapse between ticks"
         )
     return problems
+
+
+def total_lease_problems(
+    max_total_lease_s: float, max_processing_time_s: float | None, visibility_timeout_s: float
+) -> list[str]:
+    """Why a lease capped at ``max_total_lease_s`` from its receive cannot be held while its handler may run;
+    empty when it can.
+
+    A handler may run ``max_processing_time_s`` from its start, and its lease must outlast that by the time to
+    settle it (one ``visibility_timeout_s``, the lease its last extension asked for). The cap counts from the
+    receive, so it must cover at least both: a smaller one lets the message become visible, and run again, while
+    its handler still runs. The worker also never starts a message whose cap can no longer cover them (its wait in
+    the prefetch counts).
+    """
+    if max_processing_time_s is None or max_total_lease_s >= max_processing_time_s + visibility_timeout_s:
+        return []
+    needed = max_processing_time_s + visibility_timeout_s
+    fix = (
+        f"raise max_total_lease to at least {format_duration(needed)} (at most 12 h) or leave it at its default"
+        if needed <= SQS_MAX_VISIBILITY_TIMEOUT_S
+        else "lower max_processing_time (12 h less the visibility timeout and a minute at most)"
+    )
+    cap, limit, lease = (format_duration(s) for s in (max_total_lease_s, max_processing_time_s, visibility_timeout_s))
+    return [
+        f"max_total_lease ({cap}) must cover max_processing_time ({limit}) plus visibility_timeout ({lease}), "
+        f"or the lease lapses while the handler may still run: {fix}"
+    ]
 
 
 def consumer_extension_threshold(visibility_timeout_s: float, *, heartbeat: bool) -> float:

@@ -18,10 +18,12 @@ from sqslease.rules import (
     DEFAULT_DEADLINE_MARGIN_S,
     DEFAULT_EXTENSION_THRESHOLD_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
+    DEFAULT_MAX_TOTAL_LEASE_S,
     DEFAULT_SHUTDOWN_GRACE_S,
     SQS_IN_FLIGHT_QUOTA,
     SQS_MAX_VISIBILITY_TIMEOUT_S,
     lease_timing_problems,
+    total_lease_problems,
 )
 
 ENV_PREFIX = "SQSLEASE_"
@@ -45,8 +47,9 @@ class LeaseSettings:
     :param extension_threshold: extend a lease when it is within this many seconds of expiry. Default 5.
     :param heartbeat_interval: seconds between scheduler ticks. Default 1.
     :param heartbeat: extend leases at all. Default True.
-    :param max_total_lease: stop extending this long after receipt; SQS refuses beyond 12 h.
-        Default 12 h minus 60 s.
+    :param max_total_lease: stop extending this long after receipt; SQS refuses beyond 12 h. With
+        ``max_processing_time`` (and the heartbeat) it must be at least ``max_processing_time + visibility_timeout``
+        (``sqslease.rules.total_lease_problems``). Default 12 h minus 60 s.
     :param pull_forward: a tick may also extend leases due within ``extension_threshold + pull_forward``
         to fill a batch of 10 it is sending anyway. Default 10.
     :param max_requests_in_flight: concurrent ChangeMessageVisibilityBatch requests. Default 4.
@@ -77,8 +80,9 @@ class LeaseSettings:
     :param job_type: name in log lines and metrics. Default ``"default"``.
     :param task_protection_minutes: ECS only: while the worker holds leases it keeps ECS task scale-in
         protection on for this many minutes (1-2880), renewed at half time. Default 60.
-    :param max_processing_time: seconds a handler may run on one message; one still running then has failed
-        (Outcome ``timed_out``): its lease is settled by the failure policy and its late result ignored. See
+    :param max_processing_time: seconds a handler may run on one message, from its start; one still running then
+        has failed (Outcome ``timed_out``): its lease is settled by the failure policy (the worker holds it until
+        the handler returns or the worker exits) and its late result ignored. See
         docs/sqslease.md, "Runtime controls". Default ``None``: no limit but ``max_total_lease``.
     :param hooks: import paths (``package.module:name``) of :class:`sqslease.hooks.Hooks` objects, called
         before and after each message. Default none.
@@ -88,7 +92,7 @@ class LeaseSettings:
     extension_threshold: float = DEFAULT_EXTENSION_THRESHOLD_S
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL_S
     heartbeat: bool = True
-    max_total_lease: float = SQS_MAX_VISIBILITY_TIMEOUT_S - 60
+    max_total_lease: float = DEFAULT_MAX_TOTAL_LEASE_S
     pull_forward: float = 10
     max_requests_in_flight: int = 4
     request_timeout: float | None = None
@@ -134,6 +138,8 @@ class LeaseSettings:
             problems.append(f"task_protection_minutes must be 1-2880, got {self.task_protection_minutes}")
         if self.max_processing_time is not None and not 0 < self.max_processing_time <= SQS_MAX_VISIBILITY_TIMEOUT_S:
             problems.append(f"max_processing_time must be in (0, 43200] s, got {self.max_processing_time}")
+        elif self.heartbeat and 0 < self.max_total_lease <= SQS_MAX_VISIBILITY_TIMEOUT_S:
+            problems += total_lease_problems(self.max_total_lease, self.max_processing_time, self.visibility_timeout)
         if problems:
             raise ValueError(INVALID_SETTINGS + "; ".join(problems))
 

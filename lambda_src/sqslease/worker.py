@@ -10,11 +10,12 @@ holds leases.
 
 Shutdown (SIGTERM/SIGINT): send no new receive; wait for the long poll in flight (it answers within
 ``poll_wait``) rather than abandon it, since SQS would still hide what it finds; keep extending running
-handlers until they finish or ``shutdown_grace`` ends. A message already received but not started has spent
-its receive: a handler that comes free runs it, until ``poll_wait`` + 1 s after the signal (capped by
+handlers until they finish or ``shutdown_grace`` ends. A message received before the signal but not started has
+spent its receive: a handler that comes free runs it, until ``poll_wait`` + 1 s after the signal (capped by
 ``shutdown_grace``), when what is still unstarted is released (visibility 0, batched). By then the long polls
 of the other workers signalled at the same moment have ended, so none of them can take a released message it
-may have no handler for. Budget: a drain costs a message that did not run at most the one receive that
+may have no handler for. What the poll in flight brings after the signal is never started: it is released then too.
+Budget: a drain costs a message that did not run at most the one receive that
 brought it to the draining worker; so with maxReceiveCount >= 2 no drain sends an unfailed message to the
 DLQ. When the grace ends, the handlers still running are released. Deletes are confirmed (or retried) and
 releases confirmed (or, once one may have landed, left to their lease) before the heartbeat stops.
@@ -23,11 +24,13 @@ A handler that raises anything (``SystemExit`` and ``KeyboardInterrupt`` include
 not a coroutine fails that message only (see :mod:`sqslease.processor`). An ``async def`` handler's coroutine runs
 on the worker's event loop thread (:mod:`sqslease.async_loop`), holding its handler slot until it ends.
 
-A handler still running at ``max_processing_time`` has failed (:mod:`sqslease.handler_pool`): its message is
-settled by the failure policy (EMF ``timed_out``). An ``async def`` handler's task is cancelled. A plain
-handler's thread cannot be stopped: the worker stops receiving, drains as on SIGTERM (the other handlers finish
-within ``shutdown_grace``), and exits with status 3 for ECS to start a fresh task; the hung thread's late result
-is ignored (logged). So is a cancelled task that still runs ``ASYNC_CANCEL_GRACE_S`` (5 s) later.
+A handler still running at ``max_processing_time`` has failed (:mod:`sqslease.handler_pool`, EMF ``timed_out``);
+its message stays leased until the handler returns (then the failure policy settles it), so it runs nowhere else
+meanwhile. An ``async def`` handler's task is cancelled. A plain handler's thread cannot be stopped: the worker
+stops receiving, drains as on SIGTERM (the other handlers finish within ``shutdown_grace``), settles the hung
+handler's message by the failure policy as the drain's last step, and exits with status 3 for ECS to start a
+fresh task; the hung thread's late result is ignored (logged). So is a cancelled task that still runs
+``ASYNC_CANCEL_GRACE_S`` (5 s) later.
 
 Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (or a store
 passed), each message claims its DynamoDB record before its handler runs, the heartbeat moves the records with the
