@@ -30,6 +30,19 @@ def fleet_job(body: str, message: Message) -> None:
     _append(f"end {job['id']} {os.getpid()} {now:.4f} {lease.receipt_handle[:16]} {lease.deadline - now:.3f}\n")
 
 
+class FleetSettled:
+    """Hooks (``sqs_handlers:FleetSettled``) that record ``settled id pid monotonic`` once the worker has settled a
+    :func:`fleet_job` run that succeeded: its idempotency record completed (when on) and its delete sent. A run with
+    an ``end`` record and no ``settled`` one was cut off (kill -9) between its handler's return and its settle."""
+
+    def before(self, message: Message) -> None:
+        pass
+
+    def after(self, message: Message, outcome: str, duration_s: float, error: BaseException | None) -> None:
+        if outcome == "success":
+            _append(f"settled {json.loads(message.body)['id']} {os.getpid()} {time.monotonic():.4f}\n")
+
+
 def _append(line: str) -> None:
     # O_APPEND writes of one short line are atomic across processes: no interleaving.
     fd = os.open(os.environ["TEST_EVENTS_FILE"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
