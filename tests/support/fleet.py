@@ -91,6 +91,7 @@ class FleetReport:
     dynamodb_requests: int = 0
     dynamodb_faults: int = 0
     dynamodb_fault_kinds: dict[str, int] = field(default_factory=dict)
+    operations: dict[str, int] = field(default_factory=dict)  # SQS and DynamoDB requests by operation
     seconds: float = 0.0
     lease_problems: list[str] = field(default_factory=list)  # the workers' own log lines about lost leases
     details: list[str] = field(default_factory=list)  # per overlapping or twice-completed job: records, log lines
@@ -158,8 +159,8 @@ class _Lanes:
 
     def __init__(self, config: FleetConfig, queues: list[Queues]) -> None:
         self.lane_of = {q.url: lane for lane, q in enumerate(queues)}
-        self.sqs = [Counter[str]() for _ in queues]
-        self.dynamodb = [Counter[str]() for _ in queues]
+        self.sqs = [Counter[tuple[str, str]]() for _ in queues]  # (operation, fault kind or "ok")
+        self.dynamodb = [Counter[tuple[str, str]]() for _ in queues]
         self.redelivered = [0 for _ in queues]
         self.faults = random_faults(config.fault_rate, config.random_state)
         self.dynamodb_faults = dynamodb_chaos_rule(config.dynamodb_fault_rate, random.Random(config.random_state + 1))
@@ -175,7 +176,7 @@ class _Lanes:
         fault = Fault("redeliver") if lost else self.faults(operation, body)
         if lane is not None:
             with self.lock:
-                self.sqs[lane][fault.kind if fault else "ok"] += 1
+                self.sqs[lane][(operation, fault.kind if fault else "ok")] += 1
                 if lost:
                     self.redelivered[lane] += len(request.get("Entries", [None]))
         return fault
@@ -185,7 +186,7 @@ class _Lanes:
         lane = next((lane for lane in self.lane_of.values() if job_type(lane).encode() + b"#" in body), None)
         if lane is not None:
             with self.lock:
-                self.dynamodb[lane][fault.kind if fault else "ok"] += 1
+                self.dynamodb[lane][(operation, fault.kind if fault else "ok")] += 1
         return fault
 
 
@@ -293,7 +294,7 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
         overlaps = overlapping(runs)
         twice, after_kill = completions(runs, killed)
         details = [explain(job, lines[lane], death, lane_logs, started) for job in (overlaps + twice)[:3]]
-        sqs, dynamodb = rules.sqs[lane], rules.dynamodb[lane]
+        sqs, dynamodb = _by(rules.sqs[lane], 1), _by(rules.dynamodb[lane], 1)
         reports.append(
             FleetReport(
                 idempotent=config.idempotent[lane],
@@ -316,12 +317,21 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
                 dynamodb_requests=sum(dynamodb.values()),
                 dynamodb_faults=sum(n for kind, n in dynamodb.items() if kind != "ok"),
                 dynamodb_fault_kinds={k: n for k, n in sorted(dynamodb.items()) if k != "ok"},
+                operations=dict(sorted((_by(rules.sqs[lane], 0) + _by(rules.dynamodb[lane], 0)).items())),
                 seconds=seconds,
                 lease_problems=[line for log in lane_logs.values() for line in log if _lease_problem(line)],
                 details=details,
             )
         )
     return reports
+
+
+def _by(counts: Counter[tuple[str, str]], part: int) -> Counter[str]:
+    """Requests by operation (``part`` 0) or by fault kind (1)."""
+    out: Counter[str] = Counter()
+    for key, n in counts.items():
+        out[key[part]] += n
+    return out
 
 
 def _lease_problem(line: str) -> bool:
