@@ -82,7 +82,7 @@ class FleetReport:
     kills: int
     sigterms: int
     concurrency: int
-    redelivered: int  # deleted messages the proxy let come back
+    redelivered: int  # delete entries the proxy answered "deleted" without applying them: the message comes back
     source_left: tuple[int, int]
     dlq_left: tuple[int, int]
     requests: int  # SQS
@@ -125,7 +125,7 @@ class FleetReport:
             f"idempotency {'on ' if self.idempotent else 'off'}: {self.jobs} jobs, {self.ended} ended, "
             f"{len(self.lost)} lost, {len(self.overlaps)} on two live handlers, {len(self.completed_twice)} completed "
             f"twice, {len(self.rerun_after_kill)} re-run after a kill -9 before settle; {self.kills} kill -9 + "
-            f"{self.sigterms} SIGTERM, {self.redelivered} deleted messages redelivered, {self.duplicates} duplicate "
+            f"{self.sigterms} SIGTERM, {self.redelivered} deletes lost, {self.duplicates} duplicate "
             f"runs (budget {self.duplicate_budget}); SQS {self.faults}/{self.requests} faulted "
             f"({100 * self.faults / max(self.requests, 1):.1f} %) {self.fault_kinds}; DynamoDB "
             f"{self.dynamodb_faults}/{self.dynamodb_requests} faulted "
