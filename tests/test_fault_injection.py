@@ -51,10 +51,12 @@ def test_fault_injection_fleet_completes_no_job_twice_with_idempotency(local_aws
 
 
 def test_heartbeat_off_control_fails_the_same_checks(local_aws: LocalServer) -> None:
-    # The control: the same fleet and faults without the heartbeat, and free handlers to pick up what lapses.
+    # The control: the same fleet and faults without the heartbeat, and free handlers to pick up what lapses. Jobs
+    # of 9-10 s on a 4 s lease: 5 s or more for another handler to take a lapsed one, even on a loaded machine.
     config = FleetConfig(
-        jobs=6, long_share=1.0, workers=2, concurrency=6, kill_every_s=1_000, heartbeat=False, deadline_s=12
-    )
+        jobs=6, long_share=1.0, long_s=(9, 10), workers=2, concurrency=6, kill_every_s=1_000, heartbeat=False,
+        deadline_s=25,
+    )  # fmt: skip
     [report] = run_fleet(local_aws, config)
     print(report.summary())
     assert report.overlaps, report.summary()

@@ -4,12 +4,13 @@ t``."""
 
 from __future__ import annotations
 
-from support.fleet_records import completions, overlapping, runs_of
+from support.fleet_records import completions, overlapping, runs_of, unwritten_completions
 
 
 def verdicts(lines: list[str], death: dict[int, float], killed: set[int]) -> tuple[list[str], list[str], list[str]]:
     runs = runs_of(lines, death)
-    twice, after_kill = completions(runs, killed)
+    twice, after_kill, unwritten = completions(runs, killed).all
+    assert unwritten == []
     return twice, after_kill, overlapping(runs)
 
 
@@ -48,3 +49,19 @@ def test_a_run_that_starts_before_the_other_ends_is_an_overlap() -> None:
     # GIVEN j1 started on worker 11 while worker 10's run was live
     lines = ["start j1 10 1.0 h1 3.0", "start j1 11 1.5 h2 3.0", "end j1 10 2.0 h1 2.0", "end j1 11 3.0 h2 2.0"]
     assert verdicts(lines, {}, set()) == (["j1"], [], ["j1"])
+
+
+def test_a_second_success_after_an_unwritten_completion_is_counted_apart() -> None:
+    # GIVEN j1 succeeded on worker 10, whose log says its record could not be completed, and ran again (m2 is the
+    # same message, received again)
+    lines = [
+        "start j1 10 1.0 h1 3.0 m1", "end j1 10 2.0 h1 2.0 m1", "settled j1 10 2.1",
+        "start j1 11 6.0 h2 3.0 m1", "end j1 11 7.0 h2 2.0 m1", "settled j1 11 7.1",
+    ]  # fmt: skip
+    log = ["2026-11-25 WARNING sqslease message m1: its idempotency record could not be completed (unavailable): x"]
+    # THEN it is counted apart from the jobs completed twice, and only when the log names its message
+    runs = runs_of(lines, {})
+    assert completions(runs, set(), unwritten_completions(log)).all == ([], [], ["j1"])
+    assert completions(
+        runs, set(), unwritten_completions(["message m9: its idempotency record could not be completed"])
+    ).all == (["j1"], [], [])

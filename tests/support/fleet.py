@@ -24,7 +24,7 @@ from pathlib import Path
 from local_emulator.server import LocalServer
 from sqslease.idempotency import create_table_request
 from support.fault_proxy import Fault, FaultProxy, Rule, random_faults
-from support.fleet_records import completions, explain, overlapping, runs_of
+from support.fleet_records import completions, explain, overlapping, runs_of, unwritten_completions
 from support.moto_queues import Queues, counts, make_queue, send
 from support.worker_processes import start_worker_process
 
@@ -79,6 +79,7 @@ class FleetReport:
     duplicates: int  # runs beyond one per job
     completed_twice: list[str]
     rerun_after_kill: list[str]  # succeeded, killed -9 before its settle, ran to success again
+    completion_unwritten: list[str]  # completed twice after its idempotency record could not be completed
     kills: int
     sigterms: int
     concurrency: int
@@ -124,7 +125,8 @@ class FleetReport:
         return (
             f"idempotency {'on ' if self.idempotent else 'off'}: {self.jobs} jobs, {self.ended} ended, "
             f"{len(self.lost)} lost, {len(self.overlaps)} on two live handlers, {len(self.completed_twice)} completed "
-            f"twice, {len(self.rerun_after_kill)} re-run after a kill -9 before settle; {self.kills} kill -9 + "
+            f"twice, {len(self.rerun_after_kill)} re-run after a kill -9 before settle, "
+            f"{len(self.completion_unwritten)} completed twice after a completion not written; {self.kills} kill -9 + "
             f"{self.sigterms} SIGTERM, {self.redelivered} deletes lost, {self.duplicates} duplicate "
             f"runs (budget {self.duplicate_budget}); SQS {self.faults}/{self.requests} faulted "
             f"({100 * self.faults / max(self.requests, 1):.1f} %) {self.fault_kinds}; DynamoDB "
@@ -292,7 +294,8 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
         runs = runs_of(lines[lane], death)
         ended = {job for job, job_runs in runs.items() if any(run.ended for run in job_runs)}
         overlaps = overlapping(runs)
-        twice, after_kill = completions(runs, killed)
+        unwritten = unwritten_completions([line for log in lane_logs.values() for line in log])
+        twice, after_kill, not_completed = completions(runs, killed, unwritten).all
         details = [explain(job, lines[lane], death, lane_logs, started) for job in (overlaps + twice)[:3]]
         sqs, dynamodb = _by(rules.sqs[lane], 1), _by(rules.dynamodb[lane], 1)
         reports.append(
@@ -305,6 +308,7 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
                 duplicates=sum(len(r) for r in runs.values()) - len(runs),
                 completed_twice=twice,
                 rerun_after_kill=after_kill,
+                completion_unwritten=not_completed,
                 kills=kills[lane],
                 sigterms=sigterms[lane],
                 concurrency=config.concurrency,
