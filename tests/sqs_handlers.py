@@ -19,15 +19,32 @@ def _log(event: str, message: Message) -> None:
 
 
 def fleet_job(body: str, message: Message) -> None:
-    """``{"id": ..., "seconds": ...}``: records ``start|end id pid monotonic handle slack`` (one atomic append per
-    line): the receipt handle's first 16 characters (as sqslease logs it) and the lease's slack in seconds."""
+    """``{"id": ..., "seconds": ...}``: records ``start|end id pid monotonic handle slack message_id`` (one atomic
+    append per line): the receipt handle's first 16 characters (as sqslease logs it), the lease's slack in
+    seconds and the message id."""
     job = json.loads(body)
-    lease = message.lease
-    now = time.monotonic()
-    _append(f"start {job['id']} {os.getpid()} {now:.4f} {lease.receipt_handle[:16]} {lease.deadline - now:.3f}\n")
+    _fleet_record("start", job["id"], message)
     time.sleep(job["seconds"])
-    now = time.monotonic()
-    _append(f"end {job['id']} {os.getpid()} {now:.4f} {lease.receipt_handle[:16]} {lease.deadline - now:.3f}\n")
+    _fleet_record("end", job["id"], message)
+
+
+def _fleet_record(kind: str, job: str, message: Message) -> None:
+    lease, now = message.lease, time.monotonic()
+    slack = lease.deadline - now
+    _append(f"{kind} {job} {os.getpid()} {now:.4f} {lease.receipt_handle[:16]} {slack:.3f} {message.message_id}\n")
+
+
+class FleetSettled:
+    """Hooks (``sqs_handlers:FleetSettled``) that record ``settled id pid monotonic`` once the worker has settled a
+    :func:`fleet_job` run that succeeded: its idempotency record completed (when on) and its delete sent. A run with
+    an ``end`` record and no ``settled`` one was cut off (kill -9) between its handler's return and its settle."""
+
+    def before(self, message: Message) -> None:
+        pass
+
+    def after(self, message: Message, outcome: str, duration_s: float, error: BaseException | None) -> None:
+        if outcome == "success":
+            _append(f"settled {json.loads(message.body)['id']} {os.getpid()} {time.monotonic():.4f}\n")
 
 
 def _append(line: str) -> None:

@@ -1,8 +1,9 @@
-"""An HTTP proxy between AWS clients and the emulator that answers, delays or holds chosen SQS requests.
+"""An HTTP proxy between AWS clients and the emulator that answers, delays or holds chosen SQS and DynamoDB requests.
 
-Only SQS requests (JSON protocol: ``X-Amz-Target: AmazonSQS.<Operation>``, what botocore sends) go through the
-rule; every other request (CloudWatch Logs, ECS, Lambda, S3, any method) is forwarded untouched and counted in
-:attr:`FaultProxy.passed`.
+SQS requests (JSON protocol: ``X-Amz-Target: AmazonSQS.<Operation>``, what botocore sends) go through the rule;
+DynamoDB requests (``DynamoDB_20120810.<Operation>``) through the DynamoDB rule when one is given; every other
+request (CloudWatch Logs, ECS, Lambda, S3, any method; DynamoDB without its rule) is forwarded untouched and
+counted in :attr:`FaultProxy.passed`.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from local_emulator.chaos.dynamodb_errors import DYNAMODB_ERRORS
 from local_emulator.chaos.sqs_errors import SQS_ERRORS
 
 logger = logging.getLogger("local_emulator.chaos")
 
 SQS_TARGET_PREFIX = "AmazonSQS."
+DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 # Not forwarded either way: they describe one hop, not the message (RFC 9110 7.6.1), or the proxy sets them.
 _HOP_HEADERS = frozenset(
     ("connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "expect")
@@ -39,8 +42,13 @@ class Fault:
 
     ``kind``: ``throttle`` (RequestThrottled), ``throttling`` (ThrottlingException), ``error500``
     (InternalError), ``access_denied``, ``kms_denied``: answer at once with that SQS error and never reach
-    the server; ``delay``: wait ``seconds``, then forward; ``hold``: forward (the server applies the request),
-    then hold the answer ``seconds`` (the client usually times out first).
+    the server (DynamoDB: ``throttle`` ProvisionedThroughputExceededException, ``throttling``, ``error500``
+    InternalServerError); ``delay``: wait ``seconds``, then forward; ``hold``: forward (the server applies the
+    request), then hold the answer ``seconds`` (the client usually times out first); ``drop``: never forward,
+    hold the connection ``seconds``, then close it unanswered (a request lost on its way: a timeout);
+    ``redeliver`` (SQS DeleteMessage and DeleteMessageBatch only): answer that every delete succeeded and never
+    forward, so the message comes back when its visibility timeout ends, as a standard queue's at-least-once
+    delivery may bring back a deleted message.
     """
 
     kind: str
@@ -67,18 +75,31 @@ class _QuietServer(ThreadingHTTPServer):
 
 class FaultProxy:
     """An HTTP proxy between AWS clients and the emulator (or moto_server) at ``upstream`` that injects faults
-    into SQS requests, decided per request by ``rule``.
+    into SQS requests, decided per request by ``rule``, and into DynamoDB requests by ``dynamodb_rule`` (default
+    none: DynamoDB requests pass untouched). DynamoDB requests under a rule reach the server one at a time: moto
+    cancels a TransactWriteItems by restoring a copy of the whole table taken when it began, which reverts the
+    writes that landed meanwhile (acknowledged PutItems lost, seen on moto 5); DynamoDB never does.
 
     Counts every SQS decision in ``counts`` (``(operation, kind or "ok")``) and every other request in
     ``passed`` (by ``X-Amz-Target`` prefix or HTTP method and first path segment). ``observers`` see every
     forwarded SQS exchange. Serves from ``__enter__`` (or :meth:`start`) to ``__exit__`` (or :meth:`stop`).
     """
 
-    def __init__(self, upstream: str, rule: Rule | None = None, observers: list[Observer] | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        rule: Rule | None = None,
+        observers: list[Observer] | None = None,
+        dynamodb_rule: Rule | None = None,
+    ) -> None:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.rule: Rule = rule or (lambda operation, body: None)
         self.observers: list[Observer] = list(observers or [])
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.dynamodb_rule = dynamodb_rule
+        #: Every DynamoDB decision (``(operation, kind or "ok")``), when a DynamoDB rule is given.
+        self.dynamodb_counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._dynamodb_one_at_a_time = threading.Lock()
         self.passed: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
         proxy = self
@@ -134,30 +155,57 @@ class FaultProxy:
     def _serve(self, request: BaseHTTPRequestHandler) -> None:
         body = request.rfile.read(int(request.headers.get("Content-Length", 0)))
         target = request.headers.get("X-Amz-Target", "")
+        if self.dynamodb_rule is not None and target.startswith(DYNAMODB_TARGET_PREFIX):
+            operation = target[len(DYNAMODB_TARGET_PREFIX) :]
+            fault = self.dynamodb_rule(operation, body)
+            with self._lock:
+                self.dynamodb_counts[(operation, fault.kind if fault else "ok")] += 1
+            self._exchange(request, body, None, fault, DYNAMODB_ERRORS, self._dynamodb_one_at_a_time)
+            return
         if not target.startswith(SQS_TARGET_PREFIX):
             with self._lock:
                 self.passed[target.split(".", 1)[0] or f"{request.command} /{_first_segment(request.path)}"] += 1
-            self._exchange(request, body, None, None)
+            self._exchange(request, body, None, None, {})
             return
         operation = target[len(SQS_TARGET_PREFIX) :]
         fault = self.rule(operation, body)
         with self._lock:
             self.counts[(operation, fault.kind if fault else "ok")] += 1
-        self._exchange(request, body, operation, fault)
+        self._exchange(request, body, operation, fault, SQS_ERRORS)
 
     def _exchange(
-        self, request: BaseHTTPRequestHandler, body: bytes, operation: str | None, fault: Fault | None
+        self,
+        request: BaseHTTPRequestHandler,
+        body: bytes,
+        operation: str | None,
+        fault: Fault | None,
+        errors: dict[str, tuple[Any, ...]],
+        serial: threading.Lock | None = None,
     ) -> None:
         try:
-            if fault is not None and fault.kind in SQS_ERRORS:
-                status, error_type, query_error, message = SQS_ERRORS[fault.kind]
+            if fault is not None and fault.kind in errors:
+                status, error_type, *query_error, message = errors[fault.kind]
                 payload = json.dumps({"__type": error_type, "message": message}).encode()
-                headers = [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-query-error", query_error)]
+                headers = [("Content-Type", "application/x-amz-json-1.0")]
+                headers += [("x-amzn-query-error", query) for query in query_error]
                 self._reply(request, status, headers, payload)
+                return
+            if fault is not None and fault.kind == "drop":
+                time.sleep(fault.seconds)
+                request.close_connection = True  # unanswered: the client's read timeout ends it first
+                return
+            if fault is not None and fault.kind == "redeliver":
+                entries = json.loads(body or b"{}").get("Entries")
+                answer = {} if entries is None else {"Successful": [{"Id": e["Id"]} for e in entries], "Failed": []}
+                self._reply(request, 200, [("Content-Type", "application/x-amz-json-1.0")], json.dumps(answer).encode())
                 return
             if fault is not None and fault.kind == "delay":
                 time.sleep(fault.seconds)
-            status, headers, payload = self._forward(request, body)
+            if serial is None:
+                status, headers, payload = self._forward(request, body)
+            else:
+                with serial:
+                    status, headers, payload = self._forward(request, body)
             if operation is not None:
                 self._observe(operation, body, status, payload)
             if fault is not None and fault.kind == "hold":

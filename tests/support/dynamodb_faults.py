@@ -15,15 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-#: kind -> (HTTP status, ``__type``, message), as DynamoDB sends them.
-DYNAMODB_ERRORS = {
-    "throttle": (
-        400,
-        "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-        "The level of configured provisioned throughput for the table was exceeded.",
-    ),
-    "error500": (500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error"),
-}
+from local_emulator.chaos.dynamodb_errors import DYNAMODB_ERRORS
 
 Rule = Callable[[str], "str | None"]
 
