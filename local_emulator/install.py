@@ -12,7 +12,7 @@ from local_emulator.patches.cloudformation import (
     make_unsupported_types_fatal,
     tell_change_sets_apart_by_stack,
 )
-from local_emulator.patches.dynamodb import keep_table_ttl_recovery_and_encryption
+from local_emulator.patches.dynamodb import keep_table_ttl_recovery_and_encryption, make_dynamodb_requests_atomic
 from local_emulator.patches.iam import attach_managed_policies
 from local_emulator.patches.lambda_ import keep_lambda_layers, make_sqs_event_source_mappings_inert
 from local_emulator.patches.sqs import (
@@ -36,6 +36,7 @@ def install() -> None:
     keep_lambda_layers()
     attach_managed_policies()
     keep_table_ttl_recovery_and_encryption()
+    make_dynamodb_requests_atomic()
     make_sqs_event_source_mappings_inert()
     # The FIFO order first: the atomic receive's lock then covers it (make_fifo_redelivery_ordered's docstring).
     make_fifo_redelivery_ordered()

@@ -3,10 +3,12 @@ encryption)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoHandler
 
 from local_emulator.patches.after_create import after_create
 
@@ -35,3 +37,22 @@ def keep_table_ttl_recovery_and_encryption() -> None:
             table.sse_specification = {"Enabled": True, "SSEType": sse.get("SSEType", "KMS"), "KMSMasterKeyId": key}
 
     after_create(Table, apply)
+
+
+def make_dynamodb_requests_atomic(handler: type[DynamoHandler] = DynamoHandler) -> None:
+    """Serve one DynamoDB request at a time, so that a cancelled transaction cannot undo another request's write.
+
+    moto cancels a TransactWriteItems by restoring a deep copy of each table it took when the transaction began,
+    and moto_server serves requests on threads: a PutItem or UpdateItem acknowledged in between was silently
+    reverted (the fault fleet saw a COMPLETED idempotency record reverted by a heartbeat's cancelled extension,
+    and its redelivered job ran again). DynamoDB applies each request atomically; one lock for every request of
+    every table is stricter, and cheap at an emulator's rates.
+    """
+    original = handler.call_action
+    lock = threading.Lock()
+
+    def call_action(self: DynamoHandler) -> Any:
+        with lock:
+            return original(self)
+
+    handler.call_action = call_action  # type: ignore[method-assign]
