@@ -157,6 +157,23 @@ def test_a_job_whose_delete_was_lost_is_delivered_again_and_not_run_again(
     assert any("delivered 2 times (its delete lost once), ran once" in line for line in lines)
 
 
+def test_only_deletes_are_lost_and_a_duplicate_that_ran_again_fails_the_demo() -> None:
+    from local_emulator.demo.duplicate import lose_deletes
+    from local_emulator.demo.report import JobTypeResult
+
+    # GIVEN the proxy's rule: deletes fail, the rest (receives, extensions) pass
+    assert lose_deletes("DeleteMessageBatch", b"{}") == lose_deletes("DeleteMessage", b"{}") is not None
+    assert lose_deletes("ReceiveMessage", b"{}") is None and lose_deletes("ChangeMessageVisibilityBatch", b"{}") is None
+    # WHEN the redelivered job ran again (its record did not stop it), though every other guarantee held
+    ok = {"poison": {"in_dlq": True}, "long_job": {"completions": 1, "extensions": 2}}
+    ran_again = {"runs": 2, "outcomes": ["success", "success"]}
+    rows = {"Transcode": JobTypeResult("Transcode", "ECS", processed=1)}
+    # THEN the demo is not ok; with the duplicate not run it is, and without the scenario (no idempotency) too
+    assert not DemoResult(rows, duplicate=ran_again, **ok).ok
+    assert DemoResult(rows, duplicate={"runs": 1, "outcomes": ["success", "duplicate"]}, **ok).ok
+    assert DemoResult(rows, **ok).ok
+
+
 def test_lambda_driver_ran_the_deployed_layer_with_the_mappings_batches(demo: tuple[DemoResult, list[str]]) -> None:
     stats = demo[0].lambda_stats
     assert "/opt/python/sqslease/lambda_entry.py" in stats["handler_file"]

@@ -96,12 +96,12 @@ def finish_duplicate(demo: Harness, job: EcsJob, dup: DuplicateDelivery, result:
     runs = demo.runs_of(dup.job_id)
     status = record_status(demo, job.job_type, dup)
     outcomes = [line["Outcome"] for line in deliveries]
-    second = "a duplicate" if outcomes[1:] == ["duplicate"] else f"{outcomes[1:]}"
+    later = f"receive count {deliveries[-1]['ReceiveCount']}"
+    second = f"a duplicate ({later}, deleted unrun)" if outcomes[1:] == ["duplicate"] else f"{outcomes[1:]} ({later})"
     demo.say(
         f"{job.job_type}: job {dup.job_id} delivered {len(deliveries)} times (its delete lost once), ran "
-        f"{'once' if len(runs) == 1 else f'{len(runs)} times'}: the second delivery was {second} (receive count "
-        f"{deliveries[-1]['ReceiveCount']}, deleted unrun); its record {record_key(job.job_type, dup.message_id)}: "
-        f"{status}"
+        f"{'once' if len(runs) == 1 else f'{len(runs)} times'}: the second delivery was {second}; its record "
+        f"{record_key(job.job_type, dup.message_id)}: {status}"
     )
     result.duplicate = {
         "runs": len(runs),
