@@ -56,7 +56,8 @@ class JobQueuesStack(Stack):
                 alarms=alarms,
             ).job_queue,
             # ECS job: a Fargate worker service; p99 5 s -> VT 10 s, leases extended up to 15 min; an alarm when
-            # the p99 wait before a run exceeds the 2 min promised.
+            # the p99 wait before a run exceeds the 2 min promised; idempotency records (the stack's DynamoDB
+            # table), so a redelivery of a completed job is deleted unrun.
             "Transcode": EcsJob(
                 self,
                 "Transcode",
@@ -68,6 +69,7 @@ class JobQueuesStack(Stack):
                 concurrency=4,
                 max_tasks=10,
                 alarms=alarms,
+                idempotency=True,
             ).job_queue,
             # Ordered per customer: FIFO with content-based deduplication; VT = 10 s floor.
             "OrderEvents": JobQueue(

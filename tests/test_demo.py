@@ -4,8 +4,8 @@ run the demo against it.
 The app is deployed once (``example_deployment``, ``tests/emulator_fixtures.py``): the deploy's checks read
 back what exists with boto3; the demo's assertions are its guarantees (invariants, not timings): nothing lost,
 nothing run twice at once, the poison message in the DLQ, the long job finished once with its lease extended,
-the profile written for both consumer job types. The demo only adds messages, which the deploy's checks do
-not read, so the order of the tests does not matter.
+a redelivered completed job not run again, the profile written for both consumer job types. The demo only adds
+messages, which the deploy's checks do not read, so the order of the tests does not matter.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def test_every_resource_of_the_app_is_created(example_deployment: Deployment) ->
     # 6 job types x 3 queue alarms, Transcode's queue-time alarm, 5 Lambda-job and 4 ECS-job consumer alarms, the
     # scale-from-zero alarm
     assert types.count("AWS::CloudWatch::Alarm") == 29
+    assert types.count("AWS::DynamoDB::Table") == 1  # Transcode's idempotency records
     assert {"AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key"} <= set(types)
     consumers = {
         "AWS::Lambda::Function",
@@ -112,8 +113,9 @@ def test_every_job_is_processed_once_and_nothing_is_lost(demo: tuple[DemoResult,
         row = rows[name]
         assert row.lost == 0 and row.duplicates == 0 and row.concurrent == 0, row
         assert row.processed > 0 and row.leases_lost == 0, row
-    # 20 Lambda jobs; ECS: 12 + the long one + 16 drained + the killed one (the poison one is not processed).
-    assert rows["Thumbnails"].processed == 20 and rows["Transcode"].processed == 30
+    # 20 Lambda jobs; ECS: the duplicate delivery's + 12 + the long one + 16 drained + the killed one (the poison one
+    # is not processed).
+    assert rows["Thumbnails"].processed == 20 and rows["Transcode"].processed == 31
     assert result.ok
     assert lines[-1].endswith("every job processed exactly once")
 
@@ -139,6 +141,37 @@ def test_kill_9_redelivers_within_one_lease_and_sigterm_drains(demo: tuple[DemoR
     assert 0 < result.kill["back_after_s"] <= result.kill["lease_s"] + 10
     drain = result.drain
     assert drain["exit_codes"] == [0, 0] and drain["finished"] == drain["running_at_sigterm"] > 0
+
+
+def test_a_job_whose_delete_was_lost_is_delivered_again_and_not_run_again(
+    demo: tuple[DemoResult, list[str]],
+) -> None:
+    result, lines = demo
+    duplicate = result.duplicate
+    # GIVEN a Transcode job that completed on a worker whose every delete failed (it gave up at its SIGTERM)
+    assert duplicate["completions"] == 1 and duplicate["deletes_failed"] > 0
+    # THEN SQS delivered it again, and the second delivery found the COMPLETED record and was deleted unrun
+    assert duplicate["receive_counts"] == [1, 2]
+    assert duplicate["outcomes"] == ["success", "duplicate"]
+    assert duplicate["runs"] == 1 and duplicate["record_status"] == "COMPLETED"
+    assert any("delivered 2 times (its delete lost once), ran once" in line for line in lines)
+
+
+def test_only_deletes_are_lost_and_a_duplicate_that_ran_again_fails_the_demo() -> None:
+    from local_emulator.demo.duplicate import lose_deletes
+    from local_emulator.demo.report import JobTypeResult
+
+    # GIVEN the proxy's rule: deletes fail, the rest (receives, extensions) pass
+    assert lose_deletes("DeleteMessageBatch", b"{}") == lose_deletes("DeleteMessage", b"{}") is not None
+    assert lose_deletes("ReceiveMessage", b"{}") is None and lose_deletes("ChangeMessageVisibilityBatch", b"{}") is None
+    # WHEN the redelivered job ran again (its record did not stop it), though every other guarantee held
+    ok = {"poison": {"in_dlq": True}, "long_job": {"completions": 1, "extensions": 2}}
+    ran_again = {"runs": 2, "outcomes": ["success", "success"]}
+    rows = {"Transcode": JobTypeResult("Transcode", "ECS", processed=1)}
+    # THEN the demo is not ok; with the duplicate not run it is, and without the scenario (no idempotency) too
+    assert not DemoResult(rows, duplicate=ran_again, **ok).ok
+    assert DemoResult(rows, duplicate={"runs": 1, "outcomes": ["success", "duplicate"]}, **ok).ok
+    assert DemoResult(rows, **ok).ok
 
 
 def test_lambda_driver_ran_the_deployed_layer_with_the_mappings_batches(demo: tuple[DemoResult, list[str]]) -> None:

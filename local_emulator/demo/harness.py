@@ -54,6 +54,7 @@ class WorkerProcess:
     name: str
     process: subprocess.Popen[bytes]
     started: float
+    stopping: bool = False  # sent SIGTERM: draining, or exited
 
 
 class Harness:
@@ -77,6 +78,7 @@ class Harness:
         self.workers: list[WorkerProcess] = []
         self._worker_numbers = iter(range(1, 1000))
         self.open_files: list[IO[Any]] = []
+        self.closers: list[Callable[[], None]] = []  # called by close(), after the workers stopped
 
     def say(self, text: str) -> None:
         self.out(f"[{time.monotonic() - self.started:5.1f} s] {text}")
@@ -101,8 +103,9 @@ class Harness:
             self.sent.setdefault(queue.job_type, []).extend(json.loads(b)["id"] for b in bodies)
 
     # -- ECS workers ---------------------------------------------------------------------------------
-    def start_worker(self, job: EcsJob) -> WorkerProcess:
-        """``python -m sqslease.worker`` with the task definition's command, pointed at the emulator."""
+    def start_worker(self, job: EcsJob, extra_env: dict[str, str] | None = None) -> WorkerProcess:
+        """``python -m sqslease.worker`` with the task definition's command, pointed at the emulator (``extra_env``
+        last: e.g. ``AWS_ENDPOINT_URL_SQS`` for a fault proxy in front of SQS alone)."""
         number = next(self._worker_numbers)
         name = f"{job.job_type}-worker-{number}"
         stdout = (self.emf_dir / f"{name}.log").open("ab")
@@ -116,17 +119,23 @@ class Harness:
             # The container image holds the handlers and sqslease; locally they come from the repository.
             "PYTHONPATH": os.pathsep.join([str(HANDLERS_DIR), str(PROJECT_DIR / "lambda_src")]),
             LEDGER_ENV: str(self.ledger),
+            **(extra_env or {}),
         }
         process = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr, cwd=HANDLERS_DIR)
         worker = WorkerProcess(name, process, time.monotonic())
         self.workers.append(worker)
         return worker
 
+    def running_workers(self) -> list[WorkerProcess]:
+        """The workers alive and not yet told to stop."""
+        return [w for w in self.workers if w.process.poll() is None and not w.stopping]
+
     def stop_workers(self, workers: list[WorkerProcess], timeout_s: float = 40) -> dict[str, int]:
-        """SIGTERM, then wait for each to exit; return their exit codes."""
+        """SIGTERM (once), then wait for each to exit; return their exit codes."""
         for worker in workers:
-            if worker.process.poll() is None:
+            if worker.process.poll() is None and not worker.stopping:
                 worker.process.send_signal(signal.SIGTERM)
+            worker.stopping = True
         codes = {}
         for worker in workers:
             try:
@@ -141,6 +150,8 @@ class Harness:
         live = [w for w in self.workers if w.process.poll() is None]
         if live:
             self.stop_workers(live, timeout_s=30)
+        for close in self.closers:
+            close()
         for f in self.open_files:
             f.close()
 
@@ -194,6 +205,11 @@ class Harness:
             for line in path.read_text().splitlines():
                 if line.startswith("{"):
                     yield json.loads(line)
+
+    def emf_of(self, job_type: str, message_id: str) -> list[dict[str, Any]]:
+        """The EMF lines of one message: one per delivery that ended (ran, or was stopped unrun)."""
+        lines = self.emf_lines()
+        return [line for line in lines if line.get("JobType") == job_type and line.get("MessageId") == message_id]
 
     def emf_sum(self, job_type: str, field_name: str, message_ids: set[str] | None, job_id: str | None = None) -> int:
         if job_id is not None:

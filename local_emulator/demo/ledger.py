@@ -22,6 +22,7 @@ class Run:
     start: float
     end: float | None = None
     outcome: str = "running"  # running, success, failure, killed
+    message_id: str = ""
 
 
 def read_runs(ledger: Path) -> list[Run]:
@@ -38,6 +39,7 @@ def read_runs(ledger: Path) -> list[Run]:
         key = (event["job_type"], event["id"], event["pid"])
         if event["event"] == "start":
             run = Run(event["job_type"], event["id"], event["pid"], event["receive_count"], event["t"])
+            run.message_id = event.get("message_id") or ""  # the SQS MessageId, for the EMF lines of the job
             open_runs[key] = run
             runs.append(run)
         elif key in open_runs:

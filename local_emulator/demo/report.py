@@ -37,6 +37,7 @@ class DemoResult:
     poison: dict[str, Any] = field(default_factory=dict)
     kill: dict[str, Any] = field(default_factory=dict)
     drain: dict[str, Any] = field(default_factory=dict)
+    duplicate: dict[str, Any] = field(default_factory=dict)  # empty: the ECS job has no idempotency
     lambda_stats: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=dict)
     logs_dir: Path = Path()
@@ -50,7 +51,13 @@ class DemoResult:
             and self.poison.get("in_dlq", False)
             and self.long_job.get("completions") == 1
             and self.long_job.get("extensions", 0) > 0
+            and self.duplicate_not_run
         )
+
+    @property
+    def duplicate_not_run(self) -> bool:
+        """The duplicate delivery ran once and its second delivery was a duplicate (true when it was not shown)."""
+        return not self.duplicate or (self.duplicate["runs"] == 1 and self.duplicate["outcomes"][1:] == ["duplicate"])
 
 
 def format_profile(result: DemoResult) -> str:

@@ -1,5 +1,5 @@
 """The demo's scenarios on the deployed consumers: the Lambda job's batches, and the ECS job's long job, poison
-message, SIGTERM drain and kill -9."""
+message, SIGTERM drain, kill -9 and duplicate delivery (:mod:`.duplicate`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from local_emulator.demo.discovery import EcsJob, QueueJob
+from local_emulator.demo.duplicate import finish_duplicate, start_duplicate
 from local_emulator.demo.harness import DemoError, Harness
 from local_emulator.demo.ledger import LEDGER_ENV, record_kill
 from local_emulator.demo.report import DemoResult
@@ -49,8 +50,10 @@ def start_lambda(demo: Harness, function: DeployedFunction, queue: QueueJob) -> 
 
 
 def ecs_scenarios(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
-    """Two workers on normal jobs, a job 1.4 x the VT and a poison message; then the drain and the kill."""
+    """A job whose delete is lost; two workers on normal jobs, a job 1.4 x the VT and a poison message; then the
+    drain, the kill, and the lost delete's redelivery, a duplicate."""
     vt = queue.visibility_timeout_s
+    duplicate = start_duplicate(demo, job, queue)  # its redelivery comes during the scenarios below
     first = [demo.start_worker(job), demo.start_worker(job)]
     demo.say(f"{job.job_type}: started {len(first)} workers (pids {', '.join(str(w.process.pid) for w in first)})")
 
@@ -96,6 +99,11 @@ def ecs_scenarios(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
 
     drain_scenario(demo, job, queue, result)
     kill_scenario(demo, job, queue, result)
+    if duplicate is not None:
+        finish_duplicate(demo, job, duplicate, result, first_lease(job))
+    live = demo.running_workers()
+    codes = demo.stop_workers(live)
+    demo.say(f"all {job.job_type} jobs done; SIGTERM to the {len(live)} workers left: exit {sorted(codes.values())}")
 
 
 def kill_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
@@ -126,9 +134,6 @@ def kill_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
     )
     demo.wait_until("the killed job's completion", lambda: demo.completed([job_id]), 30)
     result.kill = {"back_after_s": round(back_after, 1), "lease_s": lease, "receive_count": second.receive_count}
-    live = [w for w in demo.workers if w.process.poll() is None]
-    codes = demo.stop_workers(live)
-    demo.say(f"all {job.job_type} jobs done; SIGTERM to the {len(live)} workers left: exit {sorted(codes.values())}")
 
 
 def first_lease(job: EcsJob) -> float:
@@ -141,7 +146,7 @@ def first_lease(job: EcsJob) -> float:
 
 def drain_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
     """SIGTERM the running workers with jobs in hand: running jobs finish, unstarted ones run or are released."""
-    live = [w for w in demo.workers if w.process.poll() is None]
+    live = demo.running_workers()
     bodies = [demo.job(job.job_type, f"d{i}", 4) for i in range(16)]
     ids = [json.loads(b)["id"] for b in bodies]
     demo.send(queue, bodies)
