@@ -127,7 +127,8 @@ def test_the_local_driver_runs_what_the_filters_keep_and_deletes_the_rest_unproc
 def test_the_idempotency_table_is_deployed_and_the_function_reads_it(deployed: Deployment) -> None:
     # GIVEN Bursts, declared with idempotency=True: the stack's table, compared by the post-deploy check
     dynamodb = deployed.server.client("dynamodb")
-    (name,) = dynamodb.list_tables()["TableNames"]
+    stack = DeployedStack.load(deployed.server, STACK)
+    (name,) = [stack.physical_ids[k] for k, t in deployed.report.stacks[STACK].items() if t == "AWS::DynamoDB::Table"]
     table = dynamodb.describe_table(TableName=name)["Table"]
     # THEN its key is pk (string), TTL on ttl, point-in-time recovery on
     assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
