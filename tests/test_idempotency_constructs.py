@@ -17,7 +17,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from cdk_helpers import ENV, new_stack
 
 from jobqueues import EcsJob, IdempotencyTable, JobQueue, JobQueueError, LambdaJob, deploy_time_availability_zones
@@ -265,8 +265,44 @@ def test_a_table_with_another_key_schema_is_refused() -> None:
         EcsJob(stack, "Billing", handler="billing:handle", processing_p99=Duration.seconds(3), idempotency=table)
     message = str(raised.value)
     assert "idempotency=Test/Orders: its partition key is 'id' (NUMBER), the records' is 'pk' (STRING)" in message
+    assert "it has TTL off" in message
     assert "idempotency=Test/Orders: it has a sort key 'at'" in message
     assert "or a table with partition key 'pk' of type STRING and no sort key" in message
+
+
+def test_a_table_v2_and_a_ttl_on_another_attribute_are_checked_too() -> None:
+    # GIVEN a TableV2 (what the CDK now recommends) keyed wrongly, and a Table keyed right whose TTL is elsewhere
+    stack = new_stack()
+    v2 = dynamodb.TableV2(
+        stack,
+        "Ledger",
+        partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.NUMBER),
+        sort_key=dynamodb.Attribute(name="at", type=dynamodb.AttributeType.STRING),
+        time_to_live_attribute="ttl",
+    )
+    expires = dynamodb.Table(
+        stack,
+        "Expires",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        time_to_live_attribute="expires",
+    )
+    # WHEN each is a job type's idempotency table; THEN each is refused with the fix
+    with pytest.raises(JobQueueError) as raised:
+        EcsJob(stack, "Billing", handler="billing:handle", processing_p99=Duration.seconds(3), idempotency=v2)
+    assert "idempotency=Test/Ledger: its partition key is 'id' (NUMBER), the records' is 'pk' (STRING)" in str(
+        raised.value
+    )
+    assert "it has a sort key 'at'" in str(raised.value) and "TTL" not in str(raised.value)
+    with pytest.raises(JobQueueError, match=r"it has TTL on 'expires'.*time_to_live_attribute='ttl'"):
+        JobQueue(stack, "Audit", processing_p99=Duration.seconds(3), idempotency=expires)
+    # ... and a table keyed and expiring as the records are is taken as given
+    right = dynamodb.Table(
+        stack,
+        "Right",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        time_to_live_attribute="ttl",
+    )
+    JobQueue(stack, "Refunds", processing_p99=Duration.seconds(3), idempotency=right)
 
 
 def test_an_imported_table_is_taken_unchecked_and_granted() -> None:
@@ -312,3 +348,20 @@ def test_the_plan_carries_idempotency_and_the_queue_builds_the_stacks_table_from
     settings = queue.consumer_contract().idempotency
     assert settings is not None and settings.retention_period == 1_209_600
     assert plan_job_queue(QueueDeclaration(job_type="Orders", processing_p99=3)).idempotency is None
+
+
+def test_a_table_without_the_queues_kms_key_is_a_warning_naming_the_fix() -> None:
+    # GIVEN a job queue encrypted with its own key, and a table of one's own without it
+    stack = new_stack()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    own = IdempotencyTable(stack, "Ids")
+    # WHEN the job queue takes that table
+    JobQueue(stack, "Payments", processing_p99=Duration.seconds(3), encryption_key=key, idempotency=own)
+    # THEN a warning says its records are not under the queue's key, and how to put them there
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("idempotency-table-key"))
+    assert len(warnings) == 1 and "encryption_key=<the queue's key>" in warnings[0].entry.data
+    # ... and a table with the key, or the stack's own (idempotency=True), gives none
+    keyed = IdempotencyTable(stack, "Keyed", encryption_key=key)
+    JobQueue(stack, "Refunds", processing_p99=Duration.seconds(3), encryption_key=key, idempotency=keyed)
+    JobQueue(stack, "Chargebacks", processing_p99=Duration.seconds(3), encryption_key=key, idempotency=True)
+    assert len(Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("idempotency-table-key"))) == 1

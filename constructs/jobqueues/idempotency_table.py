@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Annotations, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -116,9 +116,7 @@ def read_idempotency(read: PropReader) -> Any:
         fix = "True (the stack's table), or an IdempotencyTable(self, 'Ids'), or a dynamodb.ITable with key 'pk'"
         read._wrong("idempotency", value, "a bool or a table", fix)
         return False
-    if isinstance(value, dynamodb.Table):  # an imported table's schema is not known at synth
-        schema = value.schema()
-        read.errors += table_schema_problems(value.node.path, _key(schema.partition_key), _key(schema.sort_key))
+    read.errors += _schema_problems(value)
     return value
 
 
@@ -127,10 +125,16 @@ def table_of(scope: Construct, idempotency: Any, encryption_key: kms.IKey | None
     job queue's, so records are encrypted as its messages are), or the one given."""
     if idempotency is False or idempotency is None:
         return None
-    if isinstance(idempotency, IdempotencyTable):
-        return idempotency.table
     if idempotency is not True:
-        return idempotency  # type: ignore[no-any-return]
+        table: dynamodb.ITable = idempotency.table if isinstance(idempotency, IdempotencyTable) else idempotency
+        if encryption_key is not None and table.encryption_key is None:
+            Annotations.of(scope).add_warning_v2(
+                "jobqueues:idempotency-table-key",
+                f"idempotency={table.node.path}: the job queue is encrypted with a KMS key and the table is not "
+                "(an AWS-owned key): its records, and the results stored with them, are not under the queue's key. "
+                "Pass IdempotencyTable(..., encryption_key=<the queue's key>), or idempotency=True",
+            )
+        return table
     stack = stack_of(scope)
     table_id = STACK_TABLE_ID if encryption_key is None else f"{STACK_TABLE_ID}{_key_suffix(encryption_key)}"
     existing = stack.node.try_find_child(table_id)
@@ -139,8 +143,29 @@ def table_of(scope: Construct, idempotency: Any, encryption_key: kms.IKey | None
     return IdempotencyTable(stack, table_id, encryption_key=encryption_key).table
 
 
-def _key(attribute: dynamodb.Attribute | None) -> tuple[str, str] | None:
-    return None if attribute is None else (attribute.name, attribute.type.name)
+#: CloudFormation's attribute types by ``dynamodb.AttributeType`` member name, as the rules name them.
+_TYPE_NAMES = {"S": "STRING", "N": "NUMBER", "B": "BINARY"}
+
+
+def _schema_problems(table: Any) -> list[str]:
+    """The rules on a table of this app (a ``Table`` or ``TableV2``: read from its CloudFormation resource, so
+    both are checked); an imported table's schema is not known at synth, nor is an ``IdempotencyTable``'s wrong."""
+    if isinstance(table, IdempotencyTable):
+        return []
+    resource = table.node.default_child
+    if not isinstance(resource, dynamodb.CfnTable | dynamodb.CfnGlobalTable):
+        return []
+    stack = stack_of(table)
+    types = {a["attributeName"]: a["attributeType"] for a in stack.resolve(resource.attribute_definitions) or []}
+    keys = {k["keyType"]: k["attributeName"] for k in stack.resolve(resource.key_schema) or []}
+
+    def key(kind: str) -> tuple[str, str] | None:
+        name = keys.get(kind)
+        return None if name is None else (name, _TYPE_NAMES.get(types.get(name, ""), str(types.get(name))))
+
+    ttl = stack.resolve(resource.time_to_live_specification) or {}
+    ttl_attribute = ttl.get("attributeName") if ttl.get("enabled") else None
+    return table_schema_problems(table.node.path, key("HASH"), key("RANGE"), ttl_attribute)
 
 
 def _key_suffix(key: kms.IKey) -> str:

@@ -10,6 +10,7 @@ the logging lines around them), and queues it for its log stream. A flusher send
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -124,7 +125,7 @@ class LogShipper:
                     # Timestamps never go back within a stream: PutLogEvents wants them in order.
                     entry.last_ms = max(entry.last_ms, self.clock_ms())
                     entry.pending.append({"timestamp": entry.last_ms, "message": line[:MAX_EVENT_CHARS]})
-                    if line.startswith("{"):
+                    if is_emf(line):
                         entry.emf.append(line)
                         if entry.local_emf is None:
                             entry.emf_path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,3 +152,15 @@ class LogShipper:
                 except Exception as error:  # the local copy keeps them; one failed batch must not stop the others
                     self.errors += 1
                     logger.warning("PutLogEvents to %s %s failed: %s", entry.group, entry.name, error)
+
+
+def is_emf(line: str) -> bool:
+    """An EMF line: one JSON object with CloudWatch's ``_aws`` metadata. Not any line that opens with ``{``: an
+    OpenTelemetry console exporter's span, for one, spreads a JSON object over many lines, the first just ``{``."""
+    if not (line.startswith("{") and line.endswith("}")):
+        return False
+    try:
+        document = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and "_aws" in document
