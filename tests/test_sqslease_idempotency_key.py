@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 import sqs_handlers
 from support.emf import read_emf
-from support.fakes import FakeContext
+from support.fakes import FakeContext, FakeSQS
 from support.lambda_events import lambda_event
 from support.moto_queues import counts, make_queue
 from support.waiting import wait_for
@@ -28,6 +28,7 @@ from sqslease.idempotency import create_table_request
 from sqslease.idempotency_gate import configured_key
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.settings import LeaseSettings
+from sqslease.worker import Worker
 
 WORKER = [sys.executable, "-m", "sqslease.worker"]
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
@@ -153,3 +154,15 @@ def test_the_setting_round_trips_and_defaults_to_the_message_id() -> None:
     assert LeaseSettings.from_args(["--idempotency-key", "app.keys:order"]).idempotency_key == "app.keys:order"
     assert LeaseSettings.from_env({}).idempotency_key is None
     assert configured_key(None).__name__ == "message_id_key"
+
+
+def test_a_key_without_the_table_is_logged_as_ignored(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a key named in the settings but no SQSLEASE_IDEMPOTENCY_TABLE (idempotency off)
+    monkeypatch.delenv("SQSLEASE_IDEMPOTENCY_TABLE", raising=False)
+    # WHEN a worker is made
+    worker = Worker(FakeSQS(), URL, sqs_handlers.recorded_job, LeaseSettings(idempotency_key="sqs_handlers:order_key"))
+    # THEN it builds no gate and says the key does nothing
+    assert worker.processor.idempotency is None
+    assert "the idempotency key is ignored: idempotency is off (set SQSLEASE_IDEMPOTENCY_TABLE)" in caplog.text
