@@ -86,3 +86,17 @@ class RecordedHooks:
 
     def after(self, message: Message, outcome: str, duration_s: float, error: BaseException | None) -> None:
         self.CALLS.append(("after", message.message_id, outcome))
+
+
+def order_key(body: str, message: Message) -> str:
+    """An idempotency key from the body (``SQSLEASE_IDEMPOTENCY_KEY=sqs_handlers:order_key``): its ``order_id``."""
+    return str(json.loads(body)["order_id"])
+
+
+#: Bodies :func:`recorded_job` ran, in order.
+RECORDED_RUNS: list[str] = []
+
+
+def recorded_job(body: str, message: Message) -> None:
+    """A handler that records each body it runs in :data:`RECORDED_RUNS`."""
+    RECORDED_RUNS.append(body)

@@ -133,6 +133,8 @@ def test_the_idempotent_worker_gets_the_deployed_tables_name(deployed: Deploymen
     # THEN the worker reads the deployed table (sqslease's idempotency on), and Render's does not
     assert spec.environment["SQSLEASE_IDEMPOTENCY_TABLE"] == table and spec.unresolved == ()
     assert spec.environment["SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"] == "1209600"
+    # ... with the declared key function (idempotency_key) as its option
+    assert spec.command[spec.command.index("--idempotency-key") + 1] == "crawl:page_key"
 
 
 def secret_of(deployed: Deployment, logical_prefix: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 reserved concurrency, filters and event source metrics, and a job in provisioned mode with idempotency. The deploy's
 post-deploy check compares what the emulator keeps (a mismatch fails the deploy); the filtered job then runs through
 the local Lambda driver, which deletes what its filters filter out, unprocessed; the idempotent job runs a message
-once and deletes its duplicate delivery unrun.
+once and deletes its duplicate delivery, and a producer's retry of it (its idempotency_key), unrun.
 """
 
 from __future__ import annotations
@@ -141,6 +141,7 @@ def test_the_idempotency_table_is_deployed_and_the_function_reads_it(deployed: D
     bursts = function_named(deployed, "Bursts")["Configuration"]["Environment"]["Variables"]
     assert bursts["SQSLEASE_IDEMPOTENCY_TABLE"] == name
     assert bursts["SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"] == "1209600"  # the DLQ's 14 days, the longer
+    assert bursts["SQSLEASE_IDEMPOTENCY_KEY"] == "thumbs.job_key"  # idempotency_key
     thumbnails = function_named(deployed, "Thumbnails")["Configuration"]["Environment"]["Variables"]
     assert "SQSLEASE_IDEMPOTENCY_TABLE" not in thumbnails
     assert "AWS::DynamoDB::Table" in deployed.report.not_verifiable
@@ -172,14 +173,21 @@ def test_the_local_driver_deletes_a_duplicate_delivery_of_a_completed_message_un
             QueueUrl=queue_url, WaitTimeSeconds=5, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]
         )["Messages"]
         _, invocation, deleted = driver.invoke([{**again, "MessageId": first}])
+        # ... and a producer's retry of the same job (a new MessageId, the same id: idempotency_key="thumbs.job_key")
+        retry = sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps({"id": "burst-1"}))["MessageId"]
+        (retried,) = sqs.receive_message(
+            QueueUrl=queue_url, WaitTimeSeconds=5, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]
+        )["Messages"]
+        _, retry_invocation, retry_deleted = driver.invoke([retried])
     finally:
         driver.stop()
         log.close()
-    # THEN the handler ran once, the duplicate was reported done (deleted) without running, logged as "duplicate"
+    # THEN the handler ran once; the duplicate and the retry were reported done (deleted) without running
     ran = [line["id"] for line in map(json.loads, ledger.read_text().splitlines()) if line["event"] == "end"]
     assert ran == ["burst-1"]
     assert invocation.error is None and deleted == [first]
     outcomes = [json.loads(line)["Outcome"] for line in log_file.read_text().splitlines() if '"Outcome"' in line]
-    assert outcomes == ["success", "duplicate"]
+    assert retry_invocation.error is None and retry_deleted == [retry] and retried["MessageId"] == retry
+    assert outcomes == ["success", "duplicate", "duplicate"]
     counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
     assert (counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")

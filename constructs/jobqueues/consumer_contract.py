@@ -37,6 +37,11 @@ def reserved_variable(name: str) -> str | None:
     """
     if name.upper() == ENV_PREFIX + "HOOKS":
         return f"{ENV_PREFIX}HOOKS is the job's hooks= prop: pass hooks=['package.module:name', ...] instead"
+    if name.upper() == ENV_PREFIX + "IDEMPOTENCY_KEY":
+        return (
+            f"{ENV_PREFIX}IDEMPOTENCY_KEY is the job's idempotency_key= prop: "
+            "pass idempotency_key='package.module:function'"
+        )
     if name.upper().startswith(ENV_PREFIX):
         return (
             f"{ENV_PREFIX}* variables are sqslease's settings, which the construct sets from the declaration "
@@ -120,6 +125,12 @@ class ConsumerContract:
         """This contract with the consumer's ``hooks`` (import paths, checked by
         :func:`jobqueues.consumer_rules.check_hooks`): written as ``SQSLEASE_HOOKS`` or ``--hooks``."""
         return replace(self, lease=replace(self.lease, hooks=tuple(hooks)))
+
+    def with_idempotency_key(self, path: str | None) -> ConsumerContract:
+        """This contract with the consumer's idempotency key function (an import path, checked by
+        :func:`jobqueues.consumer_rules.check_idempotency_key`): written as ``SQSLEASE_IDEMPOTENCY_KEY`` or
+        ``--idempotency-key``. ``None``: the ``MessageId`` (nothing written)."""
+        return replace(self, lease=replace(self.lease, idempotency_key=path))
 
     def fields(self, *extra: str) -> list[str]:
         """The lease fields a consumer is given: :data:`LEASE_FIELDS`, what differs from the runtime's default,

@@ -163,6 +163,24 @@ def check_hooks(paths: Sequence[str]) -> list[str]:
     ]
 
 
+def check_idempotency_key(path: str | None, idempotency: bool) -> list[str]:
+    """``idempotency_key``: an import path, ``package.module:function``, and only with ``idempotency`` on (else the
+    key would be ignored)."""
+    if path is None:
+        return []
+    if not _HOOK_PATH.fullmatch(path):
+        return [
+            f"idempotency_key={path!r} is not an import path: name the key function key(body, message) -> str as "
+            "'package.module:function', e.g. idempotency_key='orders.keys:order_id' (in the consumer's code or image)"
+        ]
+    if not idempotency:
+        return [
+            f"idempotency_key={path!r} needs idempotency on, which is off: pass idempotency=True (or a table) with "
+            "it, or drop idempotency_key"
+        ]
+    return []
+
+
 @dataclass(frozen=True)
 class OutsideMember:
     """A security group or subnet given to a job that is in another VPC than the job's.

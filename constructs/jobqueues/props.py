@@ -217,6 +217,12 @@ class LambdaJobProps(QueueOptions, total=False):
         ``package.module:name``, of ``sqslease.hooks.Hooks`` objects or classes in the function's code or a layer,
         given to the function as ``SQSLEASE_HOOKS``; a path that cannot be imported fails every invocation.
         Default: none (only the built-in OpenTelemetry hook, with ``opentelemetry-api`` installed).
+    idempotency_key:
+        What makes two messages the same job, with ``idempotency`` on (docs/sqslease.md, "Idempotency"): the
+        import path, ``package.module:function``, of ``key(body, message) -> str`` in the function's code or a
+        layer, given to the function as ``SQSLEASE_IDEMPOTENCY_KEY``; a producer's retry (a new MessageId, the
+        same key) then completes once. A path that cannot be imported fails every invocation (an init error).
+        Default: none (the ``MessageId``: redeliveries only).
     """
 
     code: lambda_.Code
@@ -242,6 +248,7 @@ class LambdaJobProps(QueueOptions, total=False):
     metrics_config: lambda_.MetricsConfig
     provisioned_poller_config: lambda_.ProvisionedPollerConfig
     hooks: Sequence[str]
+    idempotency_key: str
 
 
 class EcsJobProps(QueueOptions, LeaseOptions, total=False):
@@ -318,6 +325,12 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         ``package.module:name``, of ``sqslease.hooks.Hooks`` objects or classes in the image, given to the worker
         as ``--hooks``; a path that cannot be imported stops the worker at start (exit status 2).
         Default: none (only the built-in OpenTelemetry hook, with ``opentelemetry-api`` installed).
+    idempotency_key:
+        What makes two messages the same job, with ``idempotency`` on (docs/sqslease.md, "Idempotency"): the
+        import path, ``package.module:function``, of ``key(body, message) -> str`` in the image, given to the
+        worker as ``--idempotency-key``; a producer's retry (a new MessageId, the same key) then completes once. A
+        path that cannot be imported stops the worker at start (exit status 2). Default: none (the ``MessageId``:
+        redeliveries only).
     """
 
     handler: str
@@ -343,3 +356,4 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     enable_execute_command: bool
     propagate_tags: ecs.PropagatedTagSource
     hooks: Sequence[str]
+    idempotency_key: str

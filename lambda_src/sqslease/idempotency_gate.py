@@ -8,6 +8,7 @@ idempotency nothing here is built: the processor and the heartbeat check one ``N
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -30,6 +31,7 @@ from sqslease.idempotency import (
     message_id_key,
 )
 from sqslease.idempotency_store import IdempotencyStore, store_client
+from sqslease.imports import import_object
 from sqslease.message import Message
 from sqslease.scheduler import Lease
 from sqslease.settings import LeaseSettings
@@ -53,6 +55,25 @@ def env_store(settings: LeaseSettings, concurrency: int = 1, environ: Mapping[st
     if not idempotency.table:
         return None
     return IdempotencyStore(store_client(settings, concurrency), settings, idempotency)
+
+
+@functools.cache
+def configured_key(path: str | None) -> KeyFunction:
+    """The key function ``settings.idempotency_key`` names (``package.module:function``), imported once per
+    process; :func:`message_id_key` for ``None``. A ``ValueError`` names a path that cannot be imported or is not
+    callable (the worker and ``lambda_entry`` call this at start, so a bad path stops them there)."""
+    if path is None:
+        return message_id_key
+    key = import_object(path)
+    if not callable(key):
+        raise ValueError(f"{path!r} is not callable: name a function key(body, message) -> str")
+    named: KeyFunction = key
+    return named
+
+
+def chosen_key(key: KeyFunction, settings: LeaseSettings) -> KeyFunction:
+    """``key`` when a caller gave one, else the one ``settings.idempotency_key`` names, else the ``MessageId``."""
+    return key if key is not message_id_key else configured_key(settings.idempotency_key)
 
 
 class IdempotencyGate:

@@ -77,7 +77,7 @@ from sqslease.async_loop import AsyncLoop
 from sqslease.emf import EmfLogger
 from sqslease.hooks import MessageHooks
 from sqslease.idempotency import KeyFunction, message_id_key
-from sqslease.idempotency_gate import IdempotencyGate, env_store
+from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.invocation import EventLeases, event_queue_url
 from sqslease.message import Message
@@ -125,7 +125,7 @@ def process_event(
         ``SQSLEASE_IDEMPOTENCY_*`` describe, built once per process, or none (off) without
         ``SQSLEASE_IDEMPOTENCY_TABLE``.
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
-        the ``MessageId``.
+        the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
     """
     records = event.get("Records", [])
     if not records:
@@ -134,7 +134,7 @@ def process_event(
     queue_url = event_queue_url(records, queue_url)
     sqs = sqs or default_client(settings, queue_url)
     store = idempotency if idempotency is not None else env_idempotency(settings)
-    gate = IdempotencyGate(store, key) if store is not None else None
+    gate = IdempotencyGate(store, chosen_key(key, settings)) if store is not None else None
     held = EventLeases(event, context, settings, sqs, queue_url, gate)
     processor = MessageProcessor(
         handler,

@@ -8,7 +8,8 @@ through :func:`sqslease.lambda_adapter.sqs_batch_handler`: partial batch failure
 deadline guard.
 
 The per-message handler and the settings are loaded once per process, on the first invocation (Lambda
-reuses the process), so a bad ``SQSLEASE_HANDLER`` fails every invocation with the same clear error.
+reuses the process), so a bad ``SQSLEASE_HANDLER`` (or ``SQSLEASE_HOOKS``, ``SQSLEASE_IDEMPOTENCY_KEY``) fails
+every invocation with the same clear error.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqslease.hooks import configured_hooks
+from sqslease.idempotency_gate import configured_key
 from sqslease.imports import import_object
 from sqslease.lambda_adapter import sqs_batch_handler
 from sqslease.settings import ENV_PREFIX, LeaseSettings
@@ -52,6 +54,10 @@ def build_handler(environ: Mapping[str, str] | None = None) -> BatchHandler:
         configured_hooks(settings.job_type, settings.hooks)
     except ValueError as error:
         raise EntryConfigurationError(f"{ENV_PREFIX}HOOKS={','.join(settings.hooks)!r}: {error}") from error
+    try:
+        configured_key(settings.idempotency_key)  # imported once: every invocation reuses it
+    except ValueError as error:
+        raise EntryConfigurationError(f"{ENV_PREFIX}IDEMPOTENCY_KEY={settings.idempotency_key!r}: {error}") from error
     handler: BatchHandler = sqs_batch_handler(func, settings=settings)
     return handler
 

@@ -86,6 +86,9 @@ class LeaseSettings:
         docs/sqslease.md, "Runtime controls". Default ``None``: no limit but ``max_total_lease``.
     :param hooks: import paths (``package.module:name``) of :class:`sqslease.hooks.Hooks` objects, called
         before and after each message. Default none.
+    :param idempotency_key: import path (``package.module:function``) of the idempotency key function,
+        ``key(body, message) -> str`` (idempotency on only; docs/sqslease.md, "Idempotency"). Default ``None``: the
+        ``MessageId``.
     """
 
     visibility_timeout: float = 30
@@ -113,6 +116,7 @@ class LeaseSettings:
     task_protection_minutes: int = 60
     max_processing_time: float | None = None
     hooks: tuple[str, ...] = field(default_factory=tuple)
+    idempotency_key: str | None = None
 
     def __post_init__(self) -> None:
         problems = lease_timing_problems(

@@ -62,7 +62,7 @@ from sqslease.handler_pool import HandlerPool
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
 from sqslease.idempotency import KeyFunction, message_id_key
-from sqslease.idempotency_gate import IdempotencyGate, env_store
+from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.receiver import Receiver
@@ -103,7 +103,7 @@ class Worker:
     :param idempotency: the idempotency store (exactly-once completion, see docs/sqslease.md). Default: the one
         ``SQSLEASE_IDEMPOTENCY_*`` describe, built here, or none (off) without ``SQSLEASE_IDEMPOTENCY_TABLE``.
     :param key: ``key(body, message) -> str``, what makes two messages the same job (idempotency on only).
-        Default: the ``MessageId``.
+        Default: the function ``settings.idempotency_key`` names, else the ``MessageId``.
     """
 
     def __init__(
@@ -125,8 +125,9 @@ class Worker:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         store = idempotency if idempotency is not None else env_store(settings, concurrency)
-        if store is None and key is not message_id_key:
-            logger.warning("key= is ignored: idempotency is off (set SQSLEASE_IDEMPOTENCY_TABLE)")
+        if store is None and (key is not message_id_key or settings.idempotency_key is not None):
+            logger.warning("the idempotency key is ignored: idempotency is off (set SQSLEASE_IDEMPOTENCY_TABLE)")
+        key = chosen_key(key, settings)
         gate = IdempotencyGate(store, key, clock) if store is not None else None
         self.sqs = sqs
         self.receive_sqs = receive_sqs or sqs

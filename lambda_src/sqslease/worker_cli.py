@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from sqslease.clients import consumer_region, make_clients
 from sqslease.hooks import configured_hooks
+from sqslease.idempotency_gate import configured_key
 from sqslease.imports import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
@@ -94,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         configured_hooks(settings.job_type, settings.hooks)  # made once: the worker reuses them
     except ValueError as error:
         parser.error(f"--hooks ({ENV_PREFIX}HOOKS): {error}")
+    try:
+        configured_key(settings.idempotency_key)  # made once: the worker reuses it
+    except ValueError as error:
+        parser.error(f"--idempotency-key ({ENV_PREFIX}IDEMPOTENCY_KEY): {error}")
 
     import boto3
     from botocore.exceptions import BotoCoreError

@@ -111,6 +111,7 @@ class EcsOptionsStack(Stack):
             ],
             max_tasks=8,
             idempotency=True,  # the worker container gets the table's variables
+            idempotency_key="crawl:page_key",  # ... and the key function as its --idempotency-key
         )
 
     @property

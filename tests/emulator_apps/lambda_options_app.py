@@ -70,6 +70,7 @@ class LambdaOptionsStack(Stack):
             timeout=Duration.seconds(10),
             provisioned_poller_config=lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=8),
             idempotency=True,
+            idempotency_key="thumbs.job_key",  # a producer's retry of the same job id is a duplicate
         )
 
     @property
