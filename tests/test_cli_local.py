@@ -213,13 +213,17 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
 
 
 @NEEDS_CDK
-def test_local_deploy_prints_the_endpoint() -> None:
-    run = start("local", "deploy")
+def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
+    # GIVEN an app of a top-level stack and two Stages (small: the ops app's own deploy is up_run's)
+    app = Path(__file__).resolve().parent / "emulator_apps" / "stages_app.py"
+    # WHEN `jobqueues local deploy` deploys it from a directory without a cdk.json
+    run = start("local", "deploy", "--app", f"{sys.executable} {app}", cwd=tmp_path)
     status = run.process.wait(timeout=240)
     time.sleep(0.2)  # the reader thread's last lines
+    # THEN every stack is deployed and verified, and the endpoint printed for the other commands
     assert status == 0, run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
-    assert "stack Prod-Billing: " in run.text() and "stack OpsShared: " in run.text()
+    assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
 
 
 @NEEDS_CDK
