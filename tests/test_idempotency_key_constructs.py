@@ -11,27 +11,14 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Validations
-from aws_cdk import aws_lambda as lambda_
 from cdk_helpers import ENV, new_stack
+from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, lambda_job
 
-from jobqueues import EcsJob, JobQueueError, LambdaJob, deploy_time_availability_zones
+from jobqueues import EcsJob, JobQueueError
 from sqslease.settings import LeaseSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-HANDLERS = str(ROOT / "lambda_src" / "handlers")
-REGISTRY_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
 KEY = "orders.keys:order_id"
-
-
-class JobsStack(cdk.Stack):
-    @property
-    def availability_zones(self) -> list[str]:
-        return deploy_time_availability_zones()
-
-
-def lambda_job(stack: cdk.Stack, job_type: str, **props: Any) -> LambdaJob:
-    code = lambda_.Code.from_asset(HANDLERS)
-    return LambdaJob(stack, job_type, code=code, handler="thumbs.handle", timeout=Duration.seconds(30), **props)
 
 
 def ecs_job(stack: cdk.Stack, job_type: str, **props: Any) -> EcsJob:
