@@ -20,7 +20,14 @@ from typing import Any
 
 from sqslease.idempotency import Hold
 from sqslease.idempotency_gate import IdempotencyGate
-from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, extension_retry_delay
+from sqslease.retry import (
+    TIMEOUT_ERRORS,
+    EntryOutcome,
+    FatalSqsError,
+    classify_error,
+    classify_exception,
+    extension_retry_delay,
+)
 from sqslease.retry import is_throttling as _is_throttling
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import DELETING, Lease, LeaseScheduler
@@ -223,7 +230,7 @@ class Heartbeat:
                 for lease in pending:
                     self.scheduler.end_round(lease)
                 return
-            pending, throttled = self._attempt(pending, stats)
+            pending, throttled, timed_out = self._attempt(pending, stats)
             if not pending:
                 return
             attempt += 1
@@ -250,19 +257,21 @@ class Heartbeat:
                     ", throttled" if throttled else "",
                     slack,
                 )
-            self.sleep(
-                extension_retry_delay(
-                    attempt, throttled, self.settings.heartbeat_interval, slack, self.request_timeout, self.rng
+            if not timed_out:  # a timed-out attempt waited a request timeout already
+                self.sleep(
+                    extension_retry_delay(
+                        attempt, throttled, self.settings.heartbeat_interval, slack, self.request_timeout, self.rng
+                    )
                 )
-            )
 
-    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool]:
-        """Send one request for ``batch``; return the leases to retry and whether throttling was seen."""
+    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool, bool]:
+        """Send one request for ``batch``; return the leases to retry, whether throttling was seen and whether the
+        request timed out."""
         with self._requests:
             sent_at = self.clock()
             batch = self._drop_lapsed(batch, sent_at, stats)
             if not batch:
-                return [], False
+                return [], False, False
             entries: list[dict[str, object]] = []
             vts: list[int] = []
             for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
@@ -282,15 +291,15 @@ class Heartbeat:
                 stats.throttled += throttled
                 if outcome is EntryOutcome.FATAL:
                     self._report_fatal(FatalSqsError("ChangeMessageVisibilityBatch", code, message), batch)
-                    return [], throttled
+                    return [], throttled, False
                 if outcome is not EntryOutcome.RETRY:
                     for lease in batch:
                         self._apply_failure(lease, outcome, stats)
-                    return [], throttled
+                    return [], throttled, False
                 logger.info(
                     "ChangeMessageVisibilityBatch failed (%s: %s); %d leases to retry", code, message, len(batch)
                 )
-                return batch, throttled
+                return batch, throttled, code in TIMEOUT_ERRORS
         extended: list[tuple[Lease, float]] = []
         retry: list[Lease] = []
         throttled = False
@@ -319,7 +328,7 @@ class Heartbeat:
             self._apply_failure(lease, outcome, stats)
         retry += [lease for index, lease in enumerate(batch) if index not in answered]  # missing: transient
         stats.throttled += throttled
-        return retry, throttled
+        return retry, throttled, False
 
     def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
         """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the
