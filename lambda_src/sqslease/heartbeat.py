@@ -164,13 +164,18 @@ class Heartbeat:
         if batch:
             batches.append(batch)
         tick.stats.due = sum(len(b) for b in batches)
+        ends: list[tuple[Lease, float]] = []
+        if self.idempotency is not None:  # before the rounds: a record claimed meanwhile is written to these ends
+            ends = [(lease, now + self._allowed(lease, now)) for b in batches for lease in b]
+            for lease, end in ends:
+                lease.extending_to = end
         if first_inline and batches:
             done: Future[TickStats] = Future()
             done.set_result(self._round(batches[0]))
             tick.rounds.append(done)
         tick.rounds += [self._pool().submit(self._round, b) for b in batches[first_inline:]]
-        if self.idempotency is not None and batches:
-            records = self.idempotency.held([(lease, now + self._allowed(lease, now)) for b in batches for lease in b])
+        if self.idempotency is not None and ends:
+            records = self.idempotency.held(ends)
             if records:
                 tick.rounds.append(self._pool().submit(self._extend_records, records))
         return tick
