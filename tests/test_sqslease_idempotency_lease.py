@@ -217,6 +217,30 @@ def test_a_claim_sent_while_an_extension_is_in_flight_is_written_to_that_extensi
     assert dynamodb.count() == {"PutItem": 1}
 
 
+def test_a_record_completed_while_its_extension_was_retried_is_not_reported_missed(
+    clock: FakeClock, dynamodb: FakeDynamoDB, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a record whose extension is throttled, and its handler ending meanwhile: its completion lands
+    consumer = Consumer(clock, dynamodb)
+    message = consumer.receive("m1", left=5.0)
+    assert consumer.gate.admit(message) is None
+
+    def completed_meanwhile() -> None:
+        hold = consumer.gate.take(message.lease)  # what gate.complete does first, on the handler's thread
+        assert hold is not None
+        dynamodb.items["Orders#m1"]["status"] = {"S": RecordStatus.COMPLETED.value}
+        raise dynamodb_error("throttle", "TransactWriteItems")
+
+    dynamodb.script("TransactWriteItems", completed_meanwhile)
+    # WHEN the tick's record round retries, and finds the record completed
+    with caplog.at_level("ERROR", "sqslease"):
+        stats = consumer.tick()
+    # THEN the record is neither extended nor missed, and no error says another consumer may run the message
+    assert (stats.records_extended, stats.records_missed) == (0, 0)
+    assert len(dynamodb.of("TransactWriteItems")) == 2
+    assert "not extended" not in caplog.text
+
+
 def test_a_completion_is_retried_while_the_sqs_lease_is_held_though_its_record_lapsed(
     clock: FakeClock, dynamodb: FakeDynamoDB
 ) -> None:

@@ -38,6 +38,9 @@ from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
 
+#: Records a log line names at most (a tick of 1,000 due leases would write a line of 50 KB).
+NAMED_IN_A_LINE = 10
+
 
 @dataclass(frozen=True)
 class IdempotentResult:
@@ -212,17 +215,21 @@ class IdempotencyGate:
 
     def extend(self, records: Sequence[tuple[Hold, float]]) -> tuple[int, int]:
         """One ``store.extend`` of :meth:`held`'s records. Returns (records extended, records not extended); those
-        not extended are logged: their handlers run on, and their SQS leases are kept."""
+        not extended are logged: their handlers run on, and their SQS leases are kept. A record whose hold was taken
+        meanwhile (its handler ended: it is being completed or deleted) is neither: it needs no extension."""
         outcomes = self.store.extend(records)
         missed = [
-            hold.pk
-            for (hold, _), outcome in zip(records, outcomes, strict=True)
-            if outcome is not ExtendOutcome.EXTENDED
+            hold for (hold, _), outcome in zip(records, outcomes, strict=True) if outcome is not ExtendOutcome.EXTENDED
         ]
         if missed:
+            with self._lock:
+                kept = {id(hold) for hold in self.holds.values()}
+            missed = [hold for hold in missed if id(hold) in kept]
+        if missed:
+            names = [hold.pk for hold in missed[:NAMED_IN_A_LINE]] + ["..."] * (len(missed) > NAMED_IN_A_LINE)
             logger.error(
-                "%d idempotency records not extended (%s...): another consumer may run their messages once they lapse",
+                "%d idempotency records not extended (%s): another consumer may run their messages once they lapse",
                 len(missed),
-                missed[0],
+                ", ".join(names),
             )
-        return len(records) - len(missed), len(missed)
+        return sum(outcome is ExtendOutcome.EXTENDED for outcome in outcomes), len(missed)
