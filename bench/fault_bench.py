@@ -32,7 +32,7 @@ def row(run: int, report: FleetReport) -> str:
     return (
         f"| {run} | {'on' if report.idempotent else 'off'} | {report.jobs} | {len(report.lost)} | "
         f"{len(report.overlaps)} | {len(report.completed_twice)} | {len(report.rerun_after_kill)} | "
-        f"{len(report.completion_unwritten)} | "
+        f"{len(report.completion_unwritten)} | {report.records_lapsed} | {report.completions_not_written} | "
         f"{report.redelivered} | {report.kills} + {report.sigterms} | "
         f"{report.duplicates} ({report.duplicate_budget}) | "
         f"{report.faults}/{report.requests} | {report.dynamodb_faults}/{report.dynamodb_requests} |"
@@ -78,12 +78,12 @@ def main() -> None:
     )
     header = (
         "| run | idempotency | jobs | lost | two live handlers | completed twice | re-run after kill -9 "
-        "| completed twice, completion not written | deletes lost "
+        "| completed twice, completion not written | records not extended | completions not written | deletes lost "
         "| kill -9 + SIGTERM | duplicate runs (budget) | SQS faulted | DynamoDB faulted |\n"
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
     rows: list[str] = []
-    totals = {True: [0] * 7, False: [0] * 7}
+    totals = {True: [0] * 9, False: [0] * 9}
     with running_server() as server:
         for run in range(1, args.runs + 1):
             reports = run_fleet(server, dataclasses.replace(config, random_state=args.random_state + run - 1))
@@ -94,6 +94,7 @@ def main() -> None:
                 rows.append(row(run, report))
                 counts = [report.jobs, len(report.lost), len(report.overlaps), len(report.completed_twice)]
                 counts += [len(report.rerun_after_kill), len(report.completion_unwritten), report.redelivered]
+                counts += [report.records_lapsed, report.completions_not_written]
                 totals[report.idempotent] = [a + b for a, b in zip(totals[report.idempotent], counts, strict=True)]
         quiet = dataclasses.replace(
             config, fault_rate=0, dynamodb_fault_rate=0, redeliver_rate=0, kill_every_s=10_000, deadline_s=600
@@ -105,12 +106,22 @@ def main() -> None:
         if args.heartbeat_off:
             off = run_fleet(server, dataclasses.replace(config, jobs=40, heartbeat=False, idempotent=(False,)))[0]
     print("\n" + header + "\n" + "\n".join(rows))
-    for idempotent, (jobs, lost, overlaps, twice, after_kill, unwritten, redelivered) in totals.items():
+    for idempotent, (
+        jobs,
+        lost,
+        overlaps,
+        twice,
+        after_kill,
+        unwritten,
+        redelivered,
+        lapsed,
+        not_written,
+    ) in totals.items():
         print(
             f"total, idempotency {'on' if idempotent else 'off'}: {jobs} jobs, {lost} lost, {overlaps} on two live "
             f"handlers, {twice} completed twice, {after_kill} re-run after a kill -9 before settle, {unwritten} "
-            f"completed twice after a completion not written, "
-            f"{redelivered} deletes lost"
+            f"completed twice after a completion not written, {lapsed} records not extended, {not_written} "
+            f"completions not written, {redelivered} deletes lost"
         )
     print("\nRequest cost, the same fleet without faults or kills:")
     cost_table(cost)

@@ -4,7 +4,17 @@ t``."""
 
 from __future__ import annotations
 
-from support.fleet_records import completions, overlapping, runs_of, unwritten_completions
+import pytest
+from support.fake_dynamodb import FakeDynamoDB
+from support.fakes import FakeClock
+from support.fleet_records import completions, lapsed_records, overlapping, runs_of, unwritten_completions
+
+from sqslease.idempotency import IdempotencySettings
+from sqslease.idempotency_gate import IdempotencyGate
+from sqslease.idempotency_store import IdempotencyStore
+from sqslease.message import Message
+from sqslease.scheduler import Lease
+from sqslease.settings import LeaseSettings
 
 
 def verdicts(lines: list[str], death: dict[int, float], killed: set[int]) -> tuple[list[str], list[str], list[str]]:
@@ -65,3 +75,24 @@ def test_a_second_success_after_an_unwritten_completion_is_counted_apart() -> No
     assert completions(
         runs, set(), unwritten_completions(["message m9: its idempotency record could not be completed"])
     ).all == (["j1"], [], [])
+
+
+def test_the_records_a_worker_logs_as_not_extended_are_counted_from_its_own_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a worker's gate whose three records lapsed under their handlers (one taken over since), logging it
+    clock, wall = FakeClock(0.0), FakeClock(1_800_000_000.0)
+    store = IdempotencyStore(
+        FakeDynamoDB(wall), LeaseSettings(job_type="Fleet0"), IdempotencySettings(table="t"), clock=wall
+    )
+    gate = IdempotencyGate(store, clock=clock)
+    leases = [Lease(f"h{i}", 0.0, 30.0) for i in range(3)]
+    assert all(gate.admit(Message(f"j{i}", f"h{i}", "", "q", lease)) is None for i, lease in enumerate(leases))
+    wall.now += 30
+    assert store.begin("j1", wall() + 30).hold is not None  # another holder's now
+    with caplog.at_level("ERROR", "sqslease"):
+        assert gate.extend(gate.held([(lease, 60.0) for lease in leases])) == (0, 3)
+    # THEN the fleet counts each record the line names, once however often it is logged
+    lines = [record.getMessage() for record in caplog.records] * 2
+    assert lapsed_records(lines) == {"Fleet0#j0", "Fleet0#j1", "Fleet0#j2"}
+    assert lapsed_records(["1 idempotency records not extended (Fleet0#j9, ...): x"]) == {"Fleet0#j9"}

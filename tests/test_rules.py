@@ -4,6 +4,7 @@ import pytest
 
 from sqslease.rules import (
     SQS_MAX_VISIBILITY_TIMEOUT_S,
+    default_request_timeout,
     derive_visibility_timeout,
     exceeds_sqs_limit,
     format_duration,
@@ -70,3 +71,19 @@ def test_twelve_hour_limit() -> None:
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("threshold_s", "interval_s", "heartbeat", "timeout_s"),
+    [
+        (5, 1, True, 2),  # the defaults: a tick leaves a lease 4 s at least, two requests of 2 s
+        (1, 0.2, True, 0.4),  # 0.8 s at least: not half the threshold (0.5 s), or a retry outlives the lease
+        (30, 1, True, 2),  # at most 2 s
+        (1, 0.2, False, 0.5),  # no ticks: half the threshold
+        (1, 1, True, 0.5),  # a tick as long as the threshold leaves no slack to share: half the threshold
+    ],
+)
+def test_the_default_request_timeout_fits_a_held_request_and_its_retry_in_a_ticks_least_slack(
+    threshold_s: float, interval_s: float, heartbeat: bool, timeout_s: float
+) -> None:
+    assert default_request_timeout(threshold_s, interval_s, heartbeat=heartbeat) == pytest.approx(timeout_s)

@@ -115,7 +115,7 @@ def test_a_completed_key_is_a_duplicate_with_its_result_and_a_failed_one_runs_ag
 def test_a_late_owner_cannot_extend_complete_or_delete_its_successors_record(
     local_aws: LocalServer, table: str, job_type: str
 ) -> None:
-    late = consumer(local_aws, table, job_type, extension_threshold=1)  # request timeout 0.5 s
+    late = consumer(local_aws, table, job_type, extension_threshold=1)  # request timeout 0.4 s
     successor = consumer(local_aws, table, job_type)
     old = late.begin("m1", time.time() + 1.5).hold
     assert old is not None

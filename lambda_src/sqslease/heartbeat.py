@@ -20,7 +20,14 @@ from typing import Any
 
 from sqslease.idempotency import Hold
 from sqslease.idempotency_gate import IdempotencyGate
-from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, extension_retry_delay
+from sqslease.retry import (
+    TIMEOUT_ERRORS,
+    EntryOutcome,
+    FatalSqsError,
+    classify_error,
+    classify_exception,
+    extension_retry_delay,
+)
 from sqslease.retry import is_throttling as _is_throttling
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.scheduler import DELETING, Lease, LeaseScheduler
@@ -157,13 +164,18 @@ class Heartbeat:
         if batch:
             batches.append(batch)
         tick.stats.due = sum(len(b) for b in batches)
+        ends: list[tuple[Lease, float]] = []
+        if self.idempotency is not None:  # before the rounds: a record claimed meanwhile is written to these ends
+            ends = [(lease, now + self._allowed(lease, now)) for b in batches for lease in b]
+            for lease, end in ends:
+                lease.extending_to = end
         if first_inline and batches:
             done: Future[TickStats] = Future()
             done.set_result(self._round(batches[0]))
             tick.rounds.append(done)
         tick.rounds += [self._pool().submit(self._round, b) for b in batches[first_inline:]]
-        if self.idempotency is not None and batches:
-            records = self.idempotency.held([(lease, now + self._allowed(lease, now)) for b in batches for lease in b])
+        if self.idempotency is not None and ends:
+            records = self.idempotency.held(ends)
             if records:
                 tick.rounds.append(self._pool().submit(self._extend_records, records))
         return tick
@@ -223,7 +235,7 @@ class Heartbeat:
                 for lease in pending:
                     self.scheduler.end_round(lease)
                 return
-            pending, throttled = self._attempt(pending, stats)
+            pending, throttled, timed_out = self._attempt(pending, stats)
             if not pending:
                 return
             attempt += 1
@@ -250,19 +262,21 @@ class Heartbeat:
                     ", throttled" if throttled else "",
                     slack,
                 )
-            self.sleep(
-                extension_retry_delay(
-                    attempt, throttled, self.settings.heartbeat_interval, slack, self.request_timeout, self.rng
+            if not timed_out:  # a timed-out attempt waited a request timeout already
+                self.sleep(
+                    extension_retry_delay(
+                        attempt, throttled, self.settings.heartbeat_interval, slack, self.request_timeout, self.rng
+                    )
                 )
-            )
 
-    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool]:
-        """Send one request for ``batch``; return the leases to retry and whether throttling was seen."""
+    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool, bool]:
+        """Send one request for ``batch``; return the leases to retry, whether throttling was seen and whether the
+        request timed out."""
         with self._requests:
             sent_at = self.clock()
             batch = self._drop_lapsed(batch, sent_at, stats)
             if not batch:
-                return [], False
+                return [], False, False
             entries: list[dict[str, object]] = []
             vts: list[int] = []
             for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
@@ -282,15 +296,15 @@ class Heartbeat:
                 stats.throttled += throttled
                 if outcome is EntryOutcome.FATAL:
                     self._report_fatal(FatalSqsError("ChangeMessageVisibilityBatch", code, message), batch)
-                    return [], throttled
+                    return [], throttled, False
                 if outcome is not EntryOutcome.RETRY:
                     for lease in batch:
                         self._apply_failure(lease, outcome, stats)
-                    return [], throttled
+                    return [], throttled, False
                 logger.info(
                     "ChangeMessageVisibilityBatch failed (%s: %s); %d leases to retry", code, message, len(batch)
                 )
-                return batch, throttled
+                return batch, throttled, code in TIMEOUT_ERRORS
         extended: list[tuple[Lease, float]] = []
         retry: list[Lease] = []
         throttled = False
@@ -319,7 +333,7 @@ class Heartbeat:
             self._apply_failure(lease, outcome, stats)
         retry += [lease for index, lease in enumerate(batch) if index not in answered]  # missing: transient
         stats.throttled += throttled
-        return retry, throttled
+        return retry, throttled, False
 
     def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
         """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the

@@ -33,10 +33,13 @@ from sqslease.idempotency import (
 from sqslease.idempotency_store import IdempotencyStore, store_client
 from sqslease.imports import import_object
 from sqslease.message import Message
-from sqslease.scheduler import Lease
+from sqslease.scheduler import Lease, LeaseState
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
+
+#: Records a log line names at most (a tick of 1,000 due leases would write a line of 50 KB).
+NAMED_IN_A_LINE = 10
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,46 @@ class IdempotencyGate:
         """A monotonic deadline in the store's epoch seconds."""
         return lease_expiry_epoch(deadline, self.clock(), self.store.clock())
 
+    def lease_end(self, lease: Lease, offset: float) -> float:
+        """When ``lease`` ends, as the heartbeat will have it (the end its extension in flight asks for, else its
+        deadline), plus ``offset``: the store's epoch seconds less the monotonic ones, read once per claim or
+        completion, so that an end that did not move reads the same at each attempt."""
+        end = lease.deadline
+        if lease.state is LeaseState.EXTENDING:
+            end = max(end, lease.extending_to)
+        return end + offset
+
     def begin(self, message: Message) -> Begin:
         """Claim the message's key until its lease ends. Raises ``IdempotencyKeyError`` for a bad key (the handler's
-        failure) and ``FatalStoreError``. A RUN's hold is kept with the lease until :meth:`take`."""
+        failure) and ``FatalStoreError``. A RUN's hold is kept with the lease until :meth:`take`.
+
+        The lease may be extended while the claim is in flight; each attempt writes its latest end, and a record
+        that landed short of it is moved to it before the handler runs (:meth:`_keep`)."""
         key = compute_key(self.key, message.body, message)
-        begun = self.store.begin(key, self.expiry(message.lease.deadline))
-        if begun.hold is not None:
+        lease, offset = message.lease, self.store.clock() - self.clock()
+        begun = self.store.begin(key, lambda: self.lease_end(lease, offset))
+        return begun if begun.hold is None else self._keep(lease, begun.hold, offset)
+
+    def _keep(self, lease: Lease, hold: Hold, offset: float) -> Begin:
+        """Keep ``hold`` with ``lease`` from now on, so that each tick moves its record with the lease. A tick that
+        took the lease before the hold was kept did not see it: its record is first moved to the lease's end here
+        (one ``extend``), checked under the lock the heartbeat's :meth:`held` takes, so no extension is missed.
+        Not moved (throttled past its slack, lost): UNAVAILABLE, and the handler does not run, since the record
+        would lapse under it."""
+        # An extension moves a lease's end by more than a heartbeat interval (visibility timeout minus threshold
+        # exceeds it); anything less is the record's millisecond rounding.
+        moved = self.store.settings.heartbeat_interval / 2
+        while True:
             with self._lock:
-                self.holds[message.lease] = begun.hold
-        return begun
+                end = self.lease_end(lease, offset)
+                if end - hold.expires_at < moved:
+                    self.holds[lease] = hold
+                    return Begin(BeginStatus.RUN, hold=hold)
+            (outcome,) = self.store.extend([(hold, end)])
+            if outcome is not ExtendOutcome.EXTENDED:
+                return Begin(
+                    BeginStatus.UNAVAILABLE, error=f"record not moved with its extended lease: {outcome.value}"
+                )
 
     def admit(self, message: Message) -> tuple[str, BaseException | None] | None:
         """``None``: run the handler (the record is held). Else the EMF outcome of not running it, and the key
@@ -146,13 +180,18 @@ class IdempotencyGate:
             logger.warning("message %s: its idempotency record was already released; not completed", message.message_id)
             return
         result = returned.value if isinstance(returned, IdempotentResult) else None
+        lease, offset = message.lease, self.store.clock() - self.clock()
+
+        def deadline() -> float:  # while the SQS lease is held no other consumer has the message: keep trying
+            return max(hold.expires_at, self.lease_end(lease, offset)) if lease.live else hold.expires_at
+
         try:
-            outcome = self.store.complete(hold, result)
+            outcome = self.store.complete(hold, result, deadline)
         except (TypeError, ValueError) as error:  # too large, or not JSON: the job is done all the same
             logger.error(
                 "message %s: result not stored (%s); completing its record without it", message.message_id, error
             )
-            outcome = self.store.complete(hold)
+            outcome = self.store.complete(hold, deadline=deadline)
         if outcome is not SettleOutcome.DONE:
             logger.warning(
                 "message %s: its idempotency record could not be completed (%s): a redelivery may run it again",
@@ -176,17 +215,21 @@ class IdempotencyGate:
 
     def extend(self, records: Sequence[tuple[Hold, float]]) -> tuple[int, int]:
         """One ``store.extend`` of :meth:`held`'s records. Returns (records extended, records not extended); those
-        not extended are logged: their handlers run on, and their SQS leases are kept."""
+        not extended are logged: their handlers run on, and their SQS leases are kept. A record whose hold was taken
+        meanwhile (its handler ended: it is being completed or deleted) is neither: it needs no extension."""
         outcomes = self.store.extend(records)
         missed = [
-            hold.pk
-            for (hold, _), outcome in zip(records, outcomes, strict=True)
-            if outcome is not ExtendOutcome.EXTENDED
+            hold for (hold, _), outcome in zip(records, outcomes, strict=True) if outcome is not ExtendOutcome.EXTENDED
         ]
         if missed:
+            with self._lock:
+                kept = {id(hold) for hold in self.holds.values()}
+            missed = [hold for hold in missed if id(hold) in kept]
+        if missed:
+            names = [hold.pk for hold in missed[:NAMED_IN_A_LINE]] + ["..."] * (len(missed) > NAMED_IN_A_LINE)
             logger.error(
-                "%d idempotency records not extended (%s...): another consumer may run their messages once they lapse",
+                "%d idempotency records not extended (%s): another consumer may run their messages once they lapse",
                 len(missed),
-                missed[0],
+                ", ".join(names),
             )
-        return len(records) - len(missed), len(missed)
+        return sum(outcome is ExtendOutcome.EXTENDED for outcome in outcomes), len(missed)

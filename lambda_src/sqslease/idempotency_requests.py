@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from sqslease.idempotency import KEY_ATTRIBUTE
 from sqslease.retry import FatalSqsError, error_code, extension_retry_delay
@@ -87,6 +87,17 @@ class Unavailable:
         self.reason = reason
 
 
+#: A deadline in epoch seconds, or a function giving it when asked: a lease the heartbeat may extend meanwhile.
+Deadline: TypeAlias = float | Callable[[], float]
+
+
+def latest(deadline: Deadline) -> Callable[[], float]:
+    """``deadline`` as a function: asked at each attempt, so that an extended lease gives its retries more time."""
+    if callable(deadline):
+        return deadline
+    return lambda: deadline
+
+
 def store_client(settings: LeaseSettings, concurrency: int = 1, session: Any = None, **client_kwargs: Any) -> Any:
     """A DynamoDB client like :func:`sqslease.clients.lease_client`: ``lease_request_timeout``, no botocore retries,
     a connection for each request in flight (heartbeat's and handlers')."""
@@ -129,14 +140,16 @@ class Requests:
         self._lock = threading.Lock()
 
     def retrying(
-        self, operation: str, pk: str, deadline: float, attempt: Callable[[float], T], first_always: bool
+        self, operation: str, pk: str, deadline: Deadline, attempt: Callable[[float], T], first_always: bool
     ) -> T | Unavailable:
-        """``attempt(now)`` until it returns, retrying faults while ``deadline`` leaves more than a request timeout."""
+        """``attempt(now)`` until it returns, retrying faults while ``deadline`` (asked before each attempt) leaves
+        more than a request timeout."""
         tries = 0
         reason = "less than a request timeout of the lease was left"
+        end = latest(deadline)
         while True:
             now = self.clock()
-            slack = deadline - now
+            slack = end() - now
             if slack <= self.request_timeout and not (first_always and tries == 0):
                 logger.error("%s of idempotency record %s gave up (%s)", operation, pk, reason)
                 return Unavailable(reason)

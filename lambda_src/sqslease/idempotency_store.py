@@ -39,11 +39,13 @@ from sqslease.idempotency import (
 )
 from sqslease.idempotency_requests import (
     THROTTLING,
+    Deadline,
     FatalStoreError,
     Refused,
     Requests,
     Retry,
     Unavailable,
+    latest,
     store_client,
 )
 from sqslease.retry import extension_retry_delay
@@ -101,19 +103,23 @@ class IdempotencyStore:
         self.requests = self.io.counts
 
     # -- begin ------------------------------------------------------------------------------------------------
-    def begin(self, key: str, lease_expires_at: float) -> Begin:
+    def begin(self, key: str, lease_expires_at: Deadline) -> Begin:
         """Claim ``key`` until ``lease_expires_at`` (the message's lease, epoch seconds) and say what to do.
 
         The record is written if absent or void (a lapsed IN_PROGRESS: its holder died or lost its lease).
-        Sent only while more than a request timeout of the lease is left.
+        Sent only while more than a request timeout of the lease is left. ``lease_expires_at`` may be a function,
+        asked at each attempt: a lease the heartbeat extends while the claim is retried gives the retries more time,
+        and each attempt writes the lease's latest end. The RUN's ``hold.expires_at`` is the expiry that landed.
         """
         pk = record_key(self.settings.job_type, key)
-        hold = Hold(pk, uuid.uuid4().hex, lease_expires_at)
+        lease_end = latest(lease_expires_at)
+        hold = Hold(pk, uuid.uuid4().hex, lease_end())
 
         def attempt(now: float) -> dict[str, Any] | None:
+            hold.expires_at = lease_end()
             request = {
                 "TableName": self.table,
-                "Item": self._item(pk, RecordStatus.IN_PROGRESS, hold.token, lease_expires_at),
+                "Item": self._item(pk, RecordStatus.IN_PROGRESS, hold.token, hold.expires_at),
                 "ConditionExpression": BEGIN_CONDITION,
                 "ExpressionAttributeNames": _names("#k", "#e"),
                 "ExpressionAttributeValues": {":now": {"N": epoch_text(now)}},
@@ -128,10 +134,13 @@ class IdempotencyStore:
                     raise Retry("Vanished", "the record in the way was deleted", pause=False) from None
                 return old
 
-        found = self.io.retrying("PutItem", pk, lease_expires_at, attempt, first_always=False)
+        found = self.io.retrying("PutItem", pk, lease_end, attempt, first_always=False)
         if isinstance(found, Unavailable):
             return Begin(BeginStatus.UNAVAILABLE, error=found.reason)
-        if found is None or _text(found, "owner") == hold.token:  # ours (perhaps a timed-out attempt's)
+        if found is None:
+            return Begin(BeginStatus.RUN, hold=hold)
+        if _text(found, "owner") == hold.token:  # ours: an earlier attempt landed though its answer was lost
+            hold.expires_at = float(found["expires_at"]["N"])
             return Begin(BeginStatus.RUN, hold=hold)
         if _text(found, "status") == RecordStatus.COMPLETED:
             return Begin(BeginStatus.COMPLETED, result=decode_result(_text(found, "result")))
@@ -149,12 +158,12 @@ class IdempotencyStore:
         return status, decode_result(_text(item, "result")) if status is RecordStatus.COMPLETED else None
 
     # -- complete and fail --------------------------------------------------------------------------------------
-    def complete(self, hold: Hold, result: Any = None, deadline: float | None = None) -> SettleOutcome:
+    def complete(self, hold: Hold, result: Any = None, deadline: Deadline | None = None) -> SettleOutcome:
         """Mark the record COMPLETED (with ``result`` as JSON unless ``None``) until retention plus margin.
 
         Raises :class:`~sqslease.idempotency.ResultTooLargeError` (or ``TypeError``) before any request: the record
-        stays IN_PROGRESS. One attempt always; retries while ``deadline`` (epoch seconds; default the record's
-        expiry) leaves slack. LOST: the record is another holder's, untouched.
+        stays IN_PROGRESS. One attempt always; retries while ``deadline`` (epoch seconds, or a function asked before
+        each attempt; default the record's expiry) leaves slack. LOST: the record is another holder's, untouched.
         """
         text = encode_result(result, self.idempotency.max_result_bytes)
 
@@ -192,7 +201,7 @@ class IdempotencyStore:
 
         return self._settle("UpdateItem", hold, deadline, attempt)
 
-    def fail(self, hold: Hold, deadline: float | None = None) -> SettleOutcome:
+    def fail(self, hold: Hold, deadline: Deadline | None = None) -> SettleOutcome:
         """Delete the record, if it is still ours, so that a retry runs. Same attempts and deadline as
         :meth:`complete`; not deleted (UNAVAILABLE), it lapses at its expiry and a retry runs then."""
 
@@ -219,7 +228,7 @@ class IdempotencyStore:
         return self._settle("DeleteItem", hold, deadline, attempt)
 
     def _settle(
-        self, operation: str, hold: Hold, deadline: float | None, attempt: Callable[[float], SettleOutcome]
+        self, operation: str, hold: Hold, deadline: Deadline | None, attempt: Callable[[float], SettleOutcome]
     ) -> SettleOutcome:
         outcome = self.io.retrying(operation, hold.pk, hold.expires_at if deadline is None else deadline, attempt, True)
         if isinstance(outcome, Unavailable):

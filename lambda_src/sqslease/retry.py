@@ -116,6 +116,9 @@ def classify_exception(error: BaseException) -> tuple[EntryOutcome, str, str]:
 
 #: Exceptions raised before a request went out (botocore's names): it cannot have been applied.
 NOT_SENT_ERRORS = frozenset({"ConnectTimeoutError", "EndpointConnectionError"})
+#: Exceptions raised once a request's whole timeout ran out (botocore's names): it already waited, so its retry
+#: goes out at once (the default request timeout leaves room for exactly that: ``rules.default_request_timeout``).
+TIMEOUT_ERRORS = frozenset({"ConnectTimeoutError", "ReadTimeoutError"})
 
 
 def may_have_landed(error: BaseException) -> bool:

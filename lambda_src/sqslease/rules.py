@@ -44,6 +44,8 @@ MIN_LAMBDA_DEADLINE_MARGIN_S = 0.5
 
 DEFAULT_EXTENSION_THRESHOLD_S = 5
 DEFAULT_HEARTBEAT_INTERVAL_S = 1
+#: A lease request's timeout is at most this (see :func:`default_request_timeout`).
+MAX_LEASE_REQUEST_TIMEOUT_S = 2
 
 # Consumer defaults, one place each: the worker, the Lambda adapter and the constructs all read these.
 #: Handlers running at once in one worker (an ECS task).
@@ -189,6 +191,25 @@ def lease_timing_problems(
             "or leases lapse between ticks"
         )
     return problems
+
+
+def default_request_timeout(
+    extension_threshold_s: float, heartbeat_interval_s: float, *, heartbeat: bool = True
+) -> float:
+    """The default connect and read timeout of a lease request (extend, delete, release), in seconds.
+
+    A tick takes a lease with between ``extension_threshold_s`` and ``extension_threshold_s - heartbeat_interval_s``
+    left (it may fall due just after a tick). Half of the least of it: a request held until its timeout and then
+    its retry, with a whole timeout of its own, both fit before the lease ends, so a retry answered in time was
+    applied in time. At most :data:`MAX_LEASE_REQUEST_TIMEOUT_S`. Without the heartbeat (or with a tick no shorter
+    than the threshold, when nothing fits) half the threshold.
+    """
+    slack = (
+        extension_threshold_s - heartbeat_interval_s
+        if heartbeat and heartbeat_interval_s < extension_threshold_s
+        else extension_threshold_s
+    )
+    return min(MAX_LEASE_REQUEST_TIMEOUT_S, slack / 2)
 
 
 def total_lease_problems(

@@ -47,12 +47,13 @@ NOT_SETTLING, DELETING, CHANGING = 0, 1, 2
 class Lease:
     """One received message's hold on its visibility timeout."""
 
-    __slots__ = ("deadline", "extensions", "receipt_handle", "received_at", "settling", "state")
+    __slots__ = ("deadline", "extending_to", "extensions", "receipt_handle", "received_at", "settling", "state")
 
     def __init__(self, receipt_handle: str, received_at: float, deadline: float) -> None:
         self.receipt_handle = receipt_handle
         self.received_at = received_at  # monotonic time the ReceiveMessage request was sent
         self.deadline = deadline  # monotonic time the lease runs out, as far as we know
+        self.extending_to = deadline  # with idempotency: the end the heartbeat's latest extension asks for
         self.state = LeaseState.ACTIVE
         self.extensions = 0
         self.settling = NOT_SETTLING  # DELETING or CHANGING once a settle owns the lease
@@ -66,6 +67,11 @@ class Lease:
     def lost(self) -> bool:
         """True when SQS no longer honours this receipt handle; the message may be redelivered."""
         return self.state is LeaseState.LOST  # state is always a LeaseState member: identity, the cheapest test
+
+    @property
+    def live(self) -> bool:
+        """Held: not lost, and no release or delete has ended it (a delete in flight keeps it held)."""
+        return self.state in _LIVE
 
     @property
     def settled(self) -> bool:

@@ -22,6 +22,7 @@ from sqslease.rules import (
     DEFAULT_SHUTDOWN_GRACE_S,
     SQS_IN_FLIGHT_QUOTA,
     SQS_MAX_VISIBILITY_TIMEOUT_S,
+    default_request_timeout,
     lease_timing_problems,
     total_lease_problems,
 )
@@ -54,8 +55,10 @@ class LeaseSettings:
         to fill a batch of 10 it is sending anyway. Default 10.
     :param max_requests_in_flight: concurrent ChangeMessageVisibilityBatch requests. Default 4.
     :param request_timeout: connect and read timeout of each lease request (extend, delete, release), in
-        seconds; a timed-out request is retried within the leases' slack. Default ``None``: half the
-        extension threshold, at most 2 s.
+        seconds; a timed-out request is retried within the leases' slack. Default ``None``:
+        ``(extension_threshold - heartbeat_interval) / 2``, half the least slack a tick leaves a lease (a held request
+        and a whole retry fit in it), at most 2 s; half the threshold with the heartbeat off
+        (``sqslease.rules.default_request_timeout``).
     :param receive_visibility_timeout: the lease asked for on ReceiveMessage; the heartbeat lengthens it to
         ``visibility_timeout`` only for messages still held. It bounds how long a long poll abandoned at
         shutdown can hide a message. Default ``None``: ``extension_threshold + 5``, at most
@@ -152,7 +155,7 @@ class LeaseSettings:
         """Connect and read timeout of lease requests, in seconds (see ``request_timeout``)."""
         if self.request_timeout is not None:
             return self.request_timeout
-        return min(2.0, self.extension_threshold / 2)
+        return default_request_timeout(self.extension_threshold, self.heartbeat_interval, heartbeat=self.heartbeat)
 
     @property
     def first_lease(self) -> float:

@@ -24,7 +24,14 @@ from local_emulator.server import LocalServer
 from sqslease.idempotency import create_table_request
 from support.fault_proxy import FaultProxy
 from support.fleet_faults import LaneRules, job_type
-from support.fleet_records import completions, explain, overlapping, runs_of, unwritten_completions
+from support.fleet_records import (
+    completions,
+    explain,
+    lapsed_records,
+    overlapping,
+    runs_of,
+    unwritten_completions,
+)
 from support.moto_queues import counts, make_queue, send
 from support.worker_processes import start_worker_process
 
@@ -96,6 +103,8 @@ class FleetReport:
     seconds: float = 0.0
     lease_problems: list[str] = field(default_factory=list)  # the workers' own log lines about lost leases
     details: list[str] = field(default_factory=list)  # per overlapping or twice-completed job: records, log lines
+    records_lapsed: int = 0  # idempotency records the workers logged as not extended with their leases
+    completions_not_written: int = 0  # successes whose idempotency record the workers logged as not completed
 
     @property
     def duplicate_budget(self) -> int:
@@ -126,7 +135,9 @@ class FleetReport:
             f"idempotency {'on ' if self.idempotent else 'off'}: {self.jobs} jobs, {self.ended} ended, "
             f"{len(self.lost)} lost, {len(self.overlaps)} on two live handlers, {len(self.completed_twice)} completed "
             f"twice, {len(self.rerun_after_kill)} re-run after a kill -9 before settle, "
-            f"{len(self.completion_unwritten)} completed twice after a completion not written; {self.kills} kill -9 + "
+            f"{len(self.completion_unwritten)} completed twice after a completion not written; "
+            f"{self.records_lapsed} records not extended, {self.completions_not_written} completions not written; "
+            f"{self.kills} kill -9 + "
             f"{self.sigterms} SIGTERM, {self.redelivered} deletes lost, {self.duplicates} duplicate "
             f"runs (budget {self.duplicate_budget}); SQS {self.faults}/{self.requests} faulted "
             f"({100 * self.faults / max(self.requests, 1):.1f} %) {self.fault_kinds}; DynamoDB "
@@ -235,6 +246,7 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
         ended = {job for job, job_runs in runs.items() if any(run.ended for run in job_runs)}
         overlaps = overlapping(runs)
         unwritten = unwritten_completions([line for log in lane_logs.values() for line in log])
+        lapsed = sum(len(lapsed_records(log)) for log in lane_logs.values())
         twice, after_kill, not_completed = completions(runs, killed, unwritten).all
         details = [explain(job, lines[lane], death, lane_logs, started) for job in (overlaps + twice)[:3]]
         sqs, dynamodb = _by(rules.sqs[lane], 1), _by(rules.dynamodb[lane], 1)
@@ -265,6 +277,8 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
                 seconds=seconds,
                 lease_problems=[line for log in lane_logs.values() for line in log if _lease_problem(line)],
                 details=details,
+                records_lapsed=lapsed,
+                completions_not_written=len(unwritten),
             )
         )
     return reports

@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 UNWRITTEN = re.compile(r"message (\S+): its idempotency record could not be completed")
+NOT_EXTENDED = re.compile(r"idempotency records not extended \(([^)]*)\)")
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,12 @@ def explain(
     out += [f"  pid {pid} died at {death[pid] - started:.3f} s" for pid in sorted(pids) if pid in death]
     out += [f"  [{pid}] {line}" for pid, log in worker_logs.items() for line in log if any(n in line for n in names)]
     return "\n".join(out)
+
+
+def lapsed_records(log_lines: list[str]) -> frozenset[str]:
+    """Keys (``pk``) of the idempotency records one worker's log says were not extended with their leases: each
+    lapsed while its handler ran. A line names at most 10; the fleet's holds per worker are
+    fewer (its concurrency)."""
+    found = (NOT_EXTENDED.search(line) for line in log_lines)
+    names = (name.removesuffix("...") for match in found if match for name in match.group(1).split(", "))
+    return frozenset(name for name in names if name)  # "Fleet0#j5..." or ", ...": an older runtime's line, or more
