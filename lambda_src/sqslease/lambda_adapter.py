@@ -84,6 +84,7 @@ from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.record_runner import run_record
 from sqslease.settings import LeaseSettings
+from sqslease.sqs_event import sqs_records
 
 logger = logging.getLogger("sqslease")
 
@@ -127,7 +128,7 @@ def process_event(
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
         the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
     """
-    records = event.get("Records", [])
+    records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
         return {"batchItemFailures": []}
     settings = settings or env_settings()
@@ -258,11 +259,12 @@ def leases_held(
     Lambda settles the records itself (deletes successes, retries ``batchItemFailures``); this only keeps
     them from reappearing while the invocation still works on them.
     """
-    if not event.get("Records"):
+    records = sqs_records(event)
+    if not records:
         yield
         return
     settings = settings or env_settings()
-    queue_url = event_queue_url(event["Records"], queue_url)
+    queue_url = event_queue_url(records, queue_url)
     held = EventLeases(event, context, settings, sqs or default_client(settings, queue_url), queue_url)
     try:
         yield
