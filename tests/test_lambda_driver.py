@@ -25,7 +25,7 @@ from local_emulator.deploy import PROJECT_DIR
 from local_emulator.deployed import DeployedStack
 from local_emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
 from local_emulator.lambda_driver.function import DriverError, load_function
-from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
+from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
 from local_emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.settings import FailurePolicy, LeaseSettings
@@ -282,6 +282,12 @@ def test_code_that_differs_from_the_deployed_digest_is_refused(local_aws: LocalS
     local_aws.client("s3").put_object(Bucket=deployed.bucket, Key="code.zip", Body=_zip({"index.py": "x = 1\n"}))
     with pytest.raises(DriverError, match="differs from the deployed"):
         load_function(Emulator(local_aws.endpoint), deployed.stack, "Fn", tmp_path / "fn")
+
+
+def test_an_exited_runtime_is_reported_in_lambdas_words() -> None:
+    assert exit_error(3)["errorType"] == "Runtime.ExitError"
+    assert exit_error(3)["errorMessage"] == "Runtime exited with error: exit status 3"
+    assert exit_error(-9)["errorMessage"] == "Runtime exited with error: signal: killed"
 
 
 def test_records_to_delete_follows_lambdas_rules() -> None:

@@ -236,7 +236,8 @@ def sqs_batch_handler(
 ) -> Any:
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
-    Keyword arguments as :func:`process_event`.
+    Keyword arguments as :func:`process_event`. On its :class:`~sqslease.hung_records.RecordsHungError` (a handler
+    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`.
     """
 
     def wrap(func: Handler) -> LambdaHandler:

@@ -211,7 +211,10 @@ class LocalRuntime:
 
 def exit_error(status: int | None) -> dict[str, Any]:
     """Lambda's error for an invocation whose runtime process exited (the environment is reset afterwards)."""
-    how = f"signal: {signal.Signals(-status).name}" if status is not None and status < 0 else f"exit status {status}"
+    if status is not None and status < 0:  # Lambda words it as Go does: "signal: killed"
+        how = f"signal: {(signal.strsignal(-status) or str(-status)).lower()}"
+    else:
+        how = f"exit status {status}"
     return {"errorType": "Runtime.ExitError", "errorMessage": f"Runtime exited with error: {how}"}
 
 
