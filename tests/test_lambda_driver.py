@@ -18,14 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.moto_queues import counts
+from support.waiting import wait_for
 
 from local_emulator.deploy import PROJECT_DIR
 from local_emulator.deployed import DeployedStack
 from local_emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
 from local_emulator.lambda_driver.function import DriverError, load_function
-from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
+from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
 from local_emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
+from sqslease.settings import FailurePolicy, LeaseSettings
 
 HANDLER_CODE = """
 import json, os, sys, time
@@ -72,6 +75,7 @@ class Deployed:
         vt: int = 2,
         code: str = HANDLER_CODE,
         filters: list[str] | None = None,
+        environment: dict[str, str] | None = None,
     ) -> None:
         self.server = server
         suffix = uuid.uuid4().hex[:8]
@@ -95,7 +99,7 @@ class Deployed:
             Handler="index.handler",
             Code={"S3Bucket": self.bucket, "S3Key": "code.zip"},
             Timeout=timeout,
-            Environment={"Variables": {"GREETING": "hello"}},
+            Environment={"Variables": {"GREETING": "hello", **(environment or {})}},
         )
         self.queue_url = sqs.create_queue(QueueName=f"q-{suffix}", Attributes={"VisibilityTimeout": str(vt)})[
             "QueueUrl"
@@ -280,6 +284,12 @@ def test_code_that_differs_from_the_deployed_digest_is_refused(local_aws: LocalS
         load_function(Emulator(local_aws.endpoint), deployed.stack, "Fn", tmp_path / "fn")
 
 
+def test_an_exited_runtime_is_reported_in_lambdas_words() -> None:
+    assert exit_error(3)["errorType"] == "Runtime.ExitError"
+    assert exit_error(3)["errorMessage"] == "Runtime exited with error: exit status 3"
+    assert exit_error(-9)["errorMessage"] == "Runtime exited with error: signal: killed"
+
+
 def test_records_to_delete_follows_lambdas_rules() -> None:
     records = [{"messageId": i} for i in ("a", "b", "c")]
     ok = Invocation("r", result={"batchItemFailures": [{"itemIdentifier": "b"}]})
@@ -379,3 +389,62 @@ def test_records_that_match_no_filter_are_deleted_unprocessed(local_aws: LocalSe
     attributes = local_aws.client("sqs").get_queue_attributes(QueueUrl=deployed.queue_url, AttributeNames=["All"])
     assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0"
     assert attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+#: A function running sqslease whose handler never ends on the first delivery of "hang" (it notes a tick every
+#: 50 ms), and notes each start and end with the receive count, its process id and the time.
+HUNG_HANDLER_CODE = """
+import os, time
+from sqslease.lambda_adapter import sqs_batch_handler
+
+def note(line):
+    with open(os.environ["LEDGER"], "a") as ledger:
+        ledger.write(f"{line} {time.time():.3f}\\n")
+
+@sqs_batch_handler
+def handler(body, message):
+    run = f"{body} {message.receive_count} {os.getpid()}"
+    note("start " + run)
+    while body == "hang" and message.receive_count == 1:
+        note("tick " + run)
+        time.sleep(0.05)
+    note("end " + run)
+"""
+
+
+def test_a_hung_record_ends_its_environment_before_its_redelivery_runs(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN that function with a 1 s max_processing_time and 6 s leases, and the records "ok" and "hang"
+    ledger = tmp_path / "ledger.txt"
+    settings = LeaseSettings(
+        visibility_timeout=6,
+        extension_threshold=2,
+        heartbeat_interval=0.5,
+        max_processing_time=1,
+        failure_policy=FailurePolicy.VISIBLE_NOW,
+    )
+    environment = {**settings.to_env(), "LEDGER": str(ledger)}
+    deployed = Deployed(local_aws, vt=6, code=HUNG_HANDLER_CODE, environment=environment)
+    deployed.send("ok", "hang")
+    invocations: list[tuple[list[dict[str, Any]], Invocation, list[str]]] = []
+    driver, _ = deployed.driver(tmp_path, on_invocation=lambda *outcome: invocations.append(outcome))
+    # WHEN the event source runs it until the redelivery of "hang" has run and the queue is empty
+    with driver:
+        assert wait_for(lambda: ledger.exists() and "\nend hang 2 " in ledger.read_text(), timeout_s=60)
+        assert wait_for(lambda: counts(local_aws, deployed.queue_url) == (0, 0), timeout_s=30)
+    lines = [line.split() for line in ledger.read_text().splitlines()]
+    # THEN the invocation that timed "hang" out ended its environment (exit status 3), as Lambda reports it
+    records, invocation, deleted = invocations[0]
+    assert sorted(r["body"] for r in records) == ["hang", "ok"]
+    assert invocation.error is not None and invocation.error["errorType"] == "Runtime.ExitError"
+    assert invocation.error["errorMessage"] == "Runtime exited with error: exit status 3"
+    # ... having deleted "ok" itself (Lambda deletes nothing of a failed invocation): it ran once, never again
+    assert deleted == []
+    assert [line[:3] for line in lines if line[1] == "ok"] == [["start", "ok", "1"], ["end", "ok", "1"]]
+    # ... and "hang" came back after its lease, in a new environment (cold start, another process)
+    starts = [(line[2], line[3]) for line in lines if line[:2] == ["start", "hang"]]
+    assert [count for count, _ in starts] == ["1", "2"] and starts[0][1] != starts[1][1]
+    assert invocations[-1][1].cold_start and invocations[-1][1].error is None
+    # ... where no tick of the hung run came after the redelivery started: never two live handlers of "hang"
+    redelivered = next(i for i, line in enumerate(lines) if line[:3] == ["start", "hang", "2"])
+    ticks = [i for i, line in enumerate(lines) if line[:3] == ["tick", "hang", "1"]]  # the hung run's
+    assert ticks and max(ticks) < redelivered

@@ -14,7 +14,7 @@ import pytest
 from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event, lambda_event
-from support.moto_queues import counts, make_queue, receive_all, send
+from support.moto_queues import counts, make_queue, receive_all, receive_when_visible, send
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 from support.worker_runs import WorkerRun
@@ -23,6 +23,7 @@ from support.worker_threads import FAST
 from jobqueues.consumer_contract import ConsumerContract
 from local_emulator.server import LocalServer
 from sqslease.emf import EmfLogger
+from sqslease.hung_records import RecordsHungError
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message
 from sqslease.rules import ASYNC_CANCEL_GRACE_S
@@ -407,9 +408,10 @@ def test_a_record_still_running_at_max_processing_time_is_timed_out_and_the_next
     settings = LeaseSettings(
         visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=0.3
     )
-    response = process_event(fake_event(["hang", "ok"]), FakeContext(60), handler, settings, sqs, emf=EmfLogger(emf))
-    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
-    assert outcomes(emf) == {"m0": "timed_out", "m1": "success"} and changes(sqs) == [("rh-0", 0)]
+    with pytest.raises(RecordsHungError):  # still running at the invocation's end: the environment ends
+        process_event(fake_event(["hang", "ok"]), FakeContext(60), handler, settings, sqs, emf=EmfLogger(emf))
+    # the hung record's lease is held (not released); the next one ran and the adapter deleted it (Lambda won't)
+    assert outcomes(emf) == {"m0": "timed_out", "m1": "success"} and changes(sqs) == [] and deleted(sqs) == ["rh-1"]
     assert all(line["QueueTime"] >= 0 for line in read_emf(emf))  # the timed_out line too
     unblock.set()
     assert wait_for(lambda: "its result (success) is ignored" in caplog.text, timeout_s=10)
@@ -448,25 +450,30 @@ def test_a_hung_record_against_moto_is_visible_again_after_the_invocation(local_
     send(local_aws, queues.url, ["hang"])
     event = lambda_event(local_aws, queues.url, vt=30)
     unblock = threading.Event()
+    # 3 s leases: held while its handler runs (the environment ends), then it lapses
     settings = LeaseSettings(
-        visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=1
+        visibility_timeout=3,
+        extension_threshold=1,
+        heartbeat_interval=0.2,
+        failure_policy=FailurePolicy.VISIBLE_NOW,
+        max_processing_time=1,
     )
     emf = io.StringIO()
-    response = process_event(
-        event,
-        FakeContext(60),
-        lambda body, message: unblock.wait(30),
-        settings,
-        local_aws.client("sqs"),
-        queues.url,
-        EmfLogger(emf),
-        raise_on_entire_batch_failure=False,
-    )
+    with pytest.raises(RecordsHungError):
+        process_event(
+            event,
+            FakeContext(60),
+            lambda body, message: unblock.wait(30),
+            settings,
+            local_aws.client("sqs"),
+            queues.url,
+            EmfLogger(emf),
+            raise_on_entire_batch_failure=False,
+        )
     unblock.set()
-    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
     assert list(outcomes(emf).values()) == ["timed_out"]
-    (again,) = receive_all(local_aws, queues.url)
-    assert again["Body"] == "hang"
+    (again,), _ = receive_when_visible(local_aws, queues.url, timeout_s=30)
+    assert again["Body"] == "hang" and again["Attributes"]["ApproximateReceiveCount"] == "2"
 
 
 def test_max_processing_time_is_checked() -> None:

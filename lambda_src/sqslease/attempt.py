@@ -2,9 +2,10 @@
 
 A per-message timeout (``LeaseSettings.max_processing_time``) and the handler race to settle the message;
 :meth:`Attempt.claim` lets exactly one of them. A handler that returns after its timeout claimed the settle has
-its result ignored (logged). The Lambda adapter's timeout settles the message at once (the invocation ends); the
-worker's holds its lease while the thread may run (:meth:`Attempt.take_held`), so the message cannot run elsewhere
-meanwhile. A timed-out ``async def`` handler's task is cancelled; a thread cannot be.
+its result ignored (logged). A timeout holds the message's lease while the thread may run
+(:meth:`Attempt.take_held`), so the message cannot run elsewhere meanwhile: the worker's (heartbeat on) until it
+exits, the Lambda adapter's until the invocation ends, and then the process ends if the thread still runs
+(:mod:`sqslease.hung_records`). A timed-out ``async def`` handler's task is cancelled; a thread cannot be.
 """
 
 from __future__ import annotations

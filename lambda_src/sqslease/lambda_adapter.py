@@ -19,8 +19,14 @@ are released and reported as failures. With ``skip_group_on_error=False`` (the d
 The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
 most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
 unstarted records are released and reported as failures. A record still running then, or at
-``max_processing_time``, is timed out (:mod:`sqslease.record_runner`): settled by the failure policy, reported
-as a failure, EMF ``timed_out``.
+``max_processing_time``, is timed out (:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``,
+its lease held until its handler returns and settles it by the failure policy. A handler still running when the
+invocation ends ends the execution environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest
+as Lambda would and raises :class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits
+the process (status 3), so that the handler never runs beside its message's redelivery.
+
+An event that is not SQS's is refused before any record runs: :class:`sqslease.sqs_event.NotAnSqsEventError`, a
+``ValueError`` naming the expected format.
 
 ``async def`` handlers: their coroutines run one record at a time, like plain handlers, on an event loop the
 invocation starts on the first one and stops (cancelling what is left) before it returns. Hooks
@@ -76,14 +82,16 @@ from typing import Any
 from sqslease.async_loop import AsyncLoop
 from sqslease.emf import EmfLogger
 from sqslease.hooks import MessageHooks
+from sqslease.hung_records import RecordsHungError, TimedOutRecords, cancel_wait_s, delete_finished, end_environment
 from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
-from sqslease.invocation import EventLeases, event_queue_url
+from sqslease.invocation import EventLeases, event_queue_url, remaining_seconds
 from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.record_runner import run_record
 from sqslease.settings import LeaseSettings
+from sqslease.sqs_event import sqs_records
 
 logger = logging.getLogger("sqslease")
 
@@ -127,7 +135,7 @@ def process_event(
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
         the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
     """
-    records = event.get("Records", [])
+    records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
         return {"batchItemFailures": []}
     settings = settings or env_settings()
@@ -136,6 +144,7 @@ def process_event(
     store = idempotency if idempotency is not None else env_idempotency(settings)
     gate = IdempotencyGate(store, chosen_key(key, settings)) if store is not None else None
     held = EventLeases(event, context, settings, sqs, queue_url, gate)
+    timed_out = TimedOutRecords()
     processor = MessageProcessor(
         handler,
         held.settler,
@@ -156,6 +165,7 @@ def process_event(
     ] = []  # FIFO records not run because an earlier record of their group (or batch) failed
     failed_groups: set[str | None] = set()
     batch_stopped = False
+    answered = False  # every record is settled or reported (no fatal error came between)
     try:
         for index, record in enumerate(records):
             if held.fatal is not None:
@@ -180,7 +190,7 @@ def process_event(
                     batch_stopped = not skip_group_on_error
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            if run_record(processor, message, held.out_of_time, held.remaining).retry:
+            if run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out).retry:
                 failures.append({"itemIdentifier": record["messageId"]})
                 if fifo:
                     failed_groups.add(group)
@@ -194,9 +204,15 @@ def process_event(
                 processor.record_released(
                     Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
                 )
+        answered = True
     finally:
+        hung = timed_out.still_running(cancel_wait_s(remaining_seconds(context))) if timed_out else []
+        if hung and answered:  # the environment ends (below): the invocation fails, and Lambda deletes nothing
+            delete_finished(held.settler, held.leases, records, failures)
         processor.loop.stop()
-        held.close()  # waits (bounded) for the releases and backoffs to be confirmed
+        held.close()  # waits (bounded) for the releases, backoffs and deletes to be confirmed
+        if hung:  # even on a fatal error: the thread must not outlive the environment's end
+            raise RecordsHungError([attempt.message.message_id for attempt in hung])
     held.raise_if_fatal()
     if fifo:  # Lambda retries in order only if failures are reported in record order
         position = {r["messageId"]: i for i, r in enumerate(records)}
@@ -220,25 +236,29 @@ def sqs_batch_handler(
 ) -> Any:
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
-    Keyword arguments as :func:`process_event`.
+    Keyword arguments as :func:`process_event`. On its :class:`~sqslease.hung_records.RecordsHungError` (a handler
+    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`.
     """
 
     def wrap(func: Handler) -> LambdaHandler:
         @functools.wraps(func)
         def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-            return process_event(
-                event,
-                context,
-                func,
-                settings,
-                sqs,
-                queue_url,
-                skip_group_on_error=skip_group_on_error,
-                raise_on_entire_batch_failure=raise_on_entire_batch_failure,
-                hooks=hooks,
-                idempotency=idempotency,
-                key=key,
-            )
+            try:
+                return process_event(
+                    event,
+                    context,
+                    func,
+                    settings,
+                    sqs,
+                    queue_url,
+                    skip_group_on_error=skip_group_on_error,
+                    raise_on_entire_batch_failure=raise_on_entire_batch_failure,
+                    hooks=hooks,
+                    idempotency=idempotency,
+                    key=key,
+                )
+            except RecordsHungError as error:
+                end_environment(error)
 
         return lambda_handler
 
@@ -258,11 +278,12 @@ def leases_held(
     Lambda settles the records itself (deletes successes, retries ``batchItemFailures``); this only keeps
     them from reappearing while the invocation still works on them.
     """
-    if not event.get("Records"):
+    records = sqs_records(event)
+    if not records:
         yield
         return
     settings = settings or env_settings()
-    queue_url = event_queue_url(event["Records"], queue_url)
+    queue_url = event_queue_url(records, queue_url)
     held = EventLeases(event, context, settings, sqs or default_client(settings, queue_url), queue_url)
     try:
         yield

@@ -246,7 +246,8 @@ class MessageProcessor:
         call the hooks. False (nothing done) when the handler ended first.
 
         :param hold: keep the lease held (extended) instead of settling it: the handler settles it by the failure
-            policy when it returns, or the worker as it exits (:meth:`Attempt.take_held`). Default False.
+            policy when it returns, or the worker as it exits; the Lambda adapter ends the process first
+            (:mod:`sqslease.hung_records`). See :meth:`Attempt.take_held`. Default False.
         """
         if not attempt.time_out(now, hold=hold and not attempt.message.lease.lost):
             return False
@@ -263,7 +264,7 @@ class MessageProcessor:
             else "its thread cannot be stopped and its result will be ignored",
         )
         if attempt.held:
-            logger.warning("message %s: lease held until its handler ends or the worker exits", message.message_id)
+            logger.warning("message %s: lease held until its handler ends or its process exits", message.message_id)
         if self.idempotency is not None:
             self.idempotency.fail(message.lease, message.message_id)
         if message.lease.lost:

@@ -3,9 +3,11 @@
 A record whose ``max_processing_time`` is shorter than the time the invocation has left runs on a spare thread,
 watched by the invocation's thread. Still running at ``max_processing_time``, or once less than the deadline margin
 is left (the point where no record starts, see :mod:`sqslease.invocation`), it is timed out
-(:meth:`MessageProcessor.time_out`): its lease is settled by the failure policy, it is reported in
-``batchItemFailures``, its EMF line says ``timed_out``, and the invocation goes on (with time left) or returns. So
-the invocation answers before Lambda kills it, and the records it finished are not delivered again.
+(:meth:`MessageProcessor.time_out`): it is reported in ``batchItemFailures``, its EMF line says ``timed_out``, and
+the invocation goes on (with time left) or returns. So the invocation answers before Lambda kills it, and the
+records it finished are not delivered again. Its lease is held, not released, while its handler may still run: a
+handler that returns settles it by the failure policy; one still running when the invocation ends ends the
+execution environment (:mod:`sqslease.hung_records`), so that it never runs beside its message's redelivery.
 
 Every other record runs on the invocation's thread, as it did before: a thread handoff costs tens of
 microseconds a record (``bench/runtime_bench.py``), which every invocation would pay for a hang that the function's
@@ -14,11 +16,8 @@ margin left, and a record still running at the timeout ends with the invocation 
 records come back after their visibility timeout, the finished ones too).
 
 Threads are kept for the process (Lambda reuses it): a record costs no thread start but the first. A thread
-still running a timed-out handler is not reused; a plain handler's thread cannot be stopped, so it goes on while
-the environment is frozen between invocations and thawed by the next ones, and its late result is ignored
-(logged). Its message is not held meanwhile (no invocation outlives its timeout, and no heartbeat runs in a frozen
-environment): visible again after its back-off, it may run again while that thread still runs (docs/sqslease.md,
-"Runtime controls"). An ``async def`` handler's task is cancelled.
+still running a timed-out handler is not reused, and its late result is ignored (logged). An ``async def``
+handler's task is cancelled.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import time
 from collections.abc import Callable
 
 from sqslease.attempt import Attempt
+from sqslease.hung_records import TimedOutRecords
 from sqslease.message import Message
 from sqslease.processor import TIMED_OUT, MessageProcessor, ProcessResult
 
@@ -49,10 +49,13 @@ def run_record(
     out_of_time: Callable[[], bool],
     time_left: Callable[[], float] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    *,
+    timed_out: TimedOutRecords,
 ) -> ProcessResult:
     """Run ``message`` through ``processor``. With a ``max_processing_time`` below ``time_left()`` (seconds the
     invocation has; ``None``: unknown), on a spare thread, timed out at ``max_processing_time`` or once
-    ``out_of_time()``; else on this thread. Returns its result (``timed_out`` with ``retry`` when timed out)."""
+    ``out_of_time()`` with its lease held, and then added to ``timed_out``; else on this thread. Returns its result
+    (``timed_out`` with ``retry`` when timed out)."""
     limit = processor.settings.max_processing_time
     attempt = Attempt(message, clock())
     if limit is None or (time_left is not None and limit >= time_left()):
@@ -67,7 +70,8 @@ def run_record(
             reason = "the invocation's deadline is near (less than the deadline margin left)"
         else:
             continue
-        if processor.time_out(attempt, now, reason):
+        if processor.time_out(attempt, now, reason, hold=True):
+            timed_out.add(attempt, ended)  # the invocation's end looks whether its handler still runs
             return ProcessResult(TIMED_OUT, (now - attempt.started) * 1000, retry=True)
         ended.wait()  # it ended as it timed out: its result comes at once
         break

@@ -58,6 +58,9 @@ DEFAULT_SHUTDOWN_GRACE_S = 25
 #: Seconds an ``async def`` handler cancelled at its ``max_processing_time`` may take to end (it may catch the
 #: cancellation, or block its loop); one still running then is hung, like a thread that ran past its time.
 ASYNC_CANCEL_GRACE_S = 5
+#: Exit status of a consumer's process that ends because a handler ran past ``max_processing_time`` and did not
+#: end: the worker after its drain, a Lambda execution environment after its invocation (the thread ends with it).
+HUNG_EXIT_CODE = 3
 
 
 def visibility_timeout_for_p99(processing_p99_s: float) -> int:

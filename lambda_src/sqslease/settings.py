@@ -84,8 +84,9 @@ class LeaseSettings:
     :param task_protection_minutes: ECS only: while the worker holds leases it keeps ECS task scale-in
         protection on for this many minutes (1-2880), renewed at half time. Default 60.
     :param max_processing_time: seconds a handler may run on one message, from its start; one still running then
-        has failed (Outcome ``timed_out``): its lease is settled by the failure policy (the worker holds it until
-        the handler returns or the worker exits) and its late result ignored. See
+        has failed (Outcome ``timed_out``): its lease is settled by the failure policy when the handler returns (at
+        once in a worker without heartbeat) and its late result ignored; a handler still running ends the worker
+        after its drain, or the Lambda execution environment after its invocation. See
         docs/sqslease.md, "Runtime controls". Default ``None``: no limit but ``max_total_lease``.
     :param hooks: import paths (``package.module:name``) of :class:`sqslease.hooks.Hooks` objects, called
         before and after each message. Default none.

@@ -19,12 +19,12 @@ from sqslease.idempotency_gate import configured_key
 from sqslease.imports import import_object, resolve_exceptions
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
+from sqslease.rules import HUNG_EXIT_CODE as HUNG_EXIT_CODE  # the exit status is the rules' (Lambda's too)
 from sqslease.settings import ENV_PREFIX, LeaseSettings
 from sqslease.worker import HandlerHungError, Worker
 
 FATAL_EXIT_CODE = 1
 USAGE_EXIT_CODE = 2
-HUNG_EXIT_CODE = 3
 
 
 class _CommandLine(argparse.ArgumentParser):

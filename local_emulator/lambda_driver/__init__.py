@@ -13,7 +13,9 @@ deployed function:
   ``python`` directories, on ``sys.path`` as in Lambda; the function's environment plus Lambda's reserved
   variables; its stdout and stderr go to log files as they would go to CloudWatch Logs. A context with
   ``get_remaining_time_in_millis``, ``function_name`` and ``aws_request_id`` is passed; an invocation past the
-  timeout is killed.
+  timeout is killed. An environment that exits during an invocation fails it (``Runtime.ExitError``, with its exit
+  status, as Lambda reports it); either way the next invocation starts a new environment (a cold start), as
+  Lambda resets an environment after a crash or a timeout.
 - :class:`.event_source.LambdaDriver` receives from the queue like the mapping: up to ``BatchSize`` records,
   waiting up to ``MaximumBatchingWindowInSeconds`` to fill the batch, with the queue's visibility timeout;
   builds the SQS event Lambda sends; invokes; then deletes exactly the records that ``batchItemFailures`` does

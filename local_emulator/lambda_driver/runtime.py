@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import select
+import signal
 import site
 import subprocess
 import sys
@@ -82,6 +83,7 @@ class LocalRuntime:
         self.process: subprocess.Popen[bytes] | None = None
         self._responses: int | None = None
         self._buffer = b""
+        self._exited = False  # the process closed its answers' pipe (it exited, or is exiting)
         self.handler_file: str | None = None
         self.cold_starts = 0
         self._log_streams = itertools.count(1)
@@ -127,7 +129,7 @@ class LocalRuntime:
             )
         finally:
             os.close(write_fd)
-        self._responses, self._buffer = read_fd, b""
+        self._responses, self._buffer, self._exited = read_fd, b"", False
         self.cold_starts += 1
         message = self._read(INIT_TIMEOUT_S)
         if message is None or "ready" not in message:
@@ -160,10 +162,10 @@ class LocalRuntime:
         answer = self._read(self.function.timeout_s + 1)
         duration = time.time() - started
         if answer is None:
-            timed_out = self.process.poll() is None
-            self.stop()  # a timed-out or crashed environment is never reused
-            reason = f"Task timed out after {self.function.timeout_s} s" if timed_out else "Runtime exited"
-            return Invocation(request_id, error={"errorType": "Runtime", "errorMessage": reason}, cold_start=cold)
+            exited = self._exited  # it closed its end of the pipe: its process is ending, not late
+            status = self.stop()  # a timed-out or exited environment is never reused: the next one starts afresh
+            ended = exit_error(status) if exited else timeout_error(self.function.timeout_s)
+            return Invocation(request_id, error=ended, cold_start=cold)
         if "result" in answer:
             return Invocation(request_id, result=answer["result"], duration_s=duration, cold_start=cold)
         return Invocation(request_id, error=answer, duration_s=duration, cold_start=cold)
@@ -181,23 +183,41 @@ class LocalRuntime:
                 return None
             chunk = os.read(self._responses, 65536)
             if not chunk:
+                self._exited = True
                 return None
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def stop(self) -> None:
-        """End the environment (closing its stdin ends the request loop; kill if it does not exit)."""
+    def stop(self) -> int | None:
+        """End the environment (closing its stdin ends the request loop; kill if it does not exit). Returns its
+        process's exit status (negative: the signal that ended it), ``None`` when none was running."""
+        status = None
         if self.process is not None:
             if self.process.stdin is not None:
                 self.process.stdin.close()
             try:
-                self.process.wait(timeout=5)
+                status = self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                self.process.wait()
+                status = self.process.wait()
             self.process = None
         if self._responses is not None:
             os.close(self._responses)
             self._responses = None
+        return status
+
+
+def exit_error(status: int | None) -> dict[str, Any]:
+    """Lambda's error for an invocation whose runtime process exited (the environment is reset afterwards)."""
+    if status is not None and status < 0:  # Lambda words it as Go does: "signal: killed"
+        how = f"signal: {(signal.strsignal(-status) or str(-status)).lower()}"
+    else:
+        how = f"exit status {status}"
+    return {"errorType": "Runtime.ExitError", "errorMessage": f"Runtime exited with error: {how}"}
+
+
+def timeout_error(timeout_s: int) -> dict[str, Any]:
+    """The driver's error for an invocation that ran past the function's timeout (the environment is killed)."""
+    return {"errorType": "Runtime", "errorMessage": f"Task timed out after {timeout_s} s"}
