@@ -147,6 +147,7 @@ class EcsJob(Construct):
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
             capacity_provider_strategies=service_plan.capacity_provider_strategies,
+            platform_version=service_plan.platform_version,
             vpc_subnets=service_plan.vpc_subnets,
             security_groups=service_plan.security_groups,
             assign_public_ip=service_plan.assign_public_ip or None,
