@@ -326,6 +326,16 @@ def _bad(stack: cdk.Stack) -> dict[str, Any]:
             {"provisioned_poller_config": pollers(minimum_pollers=2.5)},
             "provisioned_poller_config.minimum_pollers=2.5 is a float, not a whole number",
         ),
+        "a layer twice": (
+            {"layers": [own_layer(stack, "Twice")] * 2},
+            "layers[1] repeats layers[0]: Lambda takes each layer once (a function's Layers are unique); remove the "
+            "repeat",
+        ),
+        "a metric twice": (
+            {"metrics_config": lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT] * 2)},
+            "metrics_config names MetricType.EVENT_COUNT 2 times: Lambda takes each metric once; pass "
+            "lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])",
+        ),
         "pollers a dict": (
             {"provisioned_poller_config": {"minimum_pollers": 2}},
             "provisioned_poller_config={'minimum_pollers': 2} is a dict, not an aws_cdk.aws_lambda."
@@ -350,6 +360,35 @@ def test_bad_options_fail_at_synth_naming_the_prop_the_value_and_the_fix(case: s
         job(stack, **props)
     assert str(raised.value).startswith("LambdaJob Jobs/Job cannot be deployed")
     assert message in str(raised.value)
+
+
+def test_no_layers_and_no_metrics_are_valid_and_mean_none(tmp_path: Path) -> None:
+    from cfnlint.api import ManualArgs, lint_file
+
+    # GIVEN layers=[] (Lambda takes 0-5 layers) and MetricsConfig(metrics=[]) (0-3 metrics, "Minimum: 0")
+    app = cdk.App(outdir=str(tmp_path))
+    stack = JobsStack(app, "Jobs", env=ENV)
+    empty = job(stack, "Empty", layers=[], metrics_config=lambda_.MetricsConfig(metrics=[]))
+    plain = job(stack, "Plain")
+    template = app.synth().get_stack_by_name("Jobs").template
+
+    def properties(construct: Any) -> dict[str, Any]:
+        resource = template["Resources"][stack.get_logical_id(construct.node.default_child)]
+        return dict(resource["Properties"])
+
+    # WHEN synthesized THEN the function has only the sqslease layer, as without the prop
+    assert properties(empty.function)["Layers"] == properties(plain.function)["Layers"]
+    assert len(properties(empty.function)["Layers"]) == 1
+    # and the event source asks for no metric, explicitly: an update from [EventCount] turns them off
+    (mapping,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::EventSourceMapping"
+        and r["Properties"]["FunctionName"] == {"Ref": stack.get_logical_id(empty.function.node.default_child)}
+    ]
+    assert mapping["MetricsConfig"] == {"Metrics": []}
+    findings = lint_file(tmp_path / "Jobs.template.json", config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in findings] == []
 
 
 def test_a_group_or_subnet_whose_vpc_is_unknown_at_synth_is_not_guessed() -> None:

@@ -81,7 +81,7 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
         max_pollers=poller_read.integer("maximum_pollers", 20),
         provisioned=pollers is not None,
         poller_group_name=poller_read.string("poller_group_name"),
-        own_layers=len(layers),
+        layers=tuple(str(layer.layer_version_arn) for layer in layers),
         filter_patterns=patterns,
         metrics=tuple(getattr(m, "name", str(m)) for m in (metrics.metrics or [])) if metrics is not None else (),
         vpc=vpc is not None,
