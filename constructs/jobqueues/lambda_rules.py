@@ -43,8 +43,7 @@ class LambdaOptions:
     :param max_pollers: ``provisioned_poller_config.maximum_pollers``.
     :param provisioned: ``provisioned_poller_config`` is given.
     :param poller_group_name: ``provisioned_poller_config.poller_group_name``.
-    :param layers: the function's own layers (beside ``sqslease``'s), each by its ARN (a token string at synth:
-        one layer given twice has one string).
+    :param layers: the function's own layers, each by its ARN (one layer given twice: one token string).
     :param filter_patterns: each filter's ``pattern``, a JSON string.
     :param metrics: the ``MetricType`` names of ``metrics_config``.
     :param vpc: a VPC is given.
@@ -89,17 +88,14 @@ def check_vpc(options: LambdaOptions) -> list[str]:
 
 
 def check_layers(layers: Sequence[str]) -> list[str]:
-    """At most :data:`LAMBDA_MAX_LAYERS` layers in all, ``sqslease``'s one of them, each once (a function's
-    ``Layers`` are unique). None is valid: the default, the ``sqslease`` layer alone.
-
-    :param layers: the function's own layers, each by its ARN.
-    """
+    """The function's own layers (by ARN): each once (its ``Layers`` are unique), :data:`LAMBDA_MAX_LAYERS` in all
+    with ``sqslease``'s. None is valid: the ``sqslease`` layer alone, the default."""
     most = LAMBDA_MAX_LAYERS - 1
     errors = [
-        f"layers[{index}] repeats layers[{layers.index(arn)}]: Lambda takes each layer once (a function's Layers "
-        "are unique); remove the repeat"
-        for index, arn in enumerate(layers)
-        if layers.index(arn) != index
+        f"layers[{i}] repeats layers[{layers.index(arn)}]: Lambda takes each layer once (a function's Layers are "
+        "unique); remove the repeat"
+        for i, arn in enumerate(layers)
+        if layers.index(arn) != i
     ]
     if len(layers) > most:
         errors.append(
@@ -245,8 +241,7 @@ def _empty_part(pattern: object, path: str = "") -> str | None:
 
 
 def check_metrics(metrics: tuple[str, ...]) -> list[str]:
-    """An SQS event source produces ``EventCount`` metrics only, each metric named once (Lambda's ``Metrics`` are
-    unique). None (``metrics=[]``) is valid: Lambda takes 0 items, and the event source produces no metric."""
+    """``EventCount`` only (an SQS event source's one metric), named once (``Metrics`` are unique); none is valid."""
     errors = [
         f"metrics_config has MetricType.{name}, which only Kafka event sources produce: pass "
         "lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])"
