@@ -20,7 +20,7 @@ from constructs import Construct
 
 from jobqueues import metrics
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import check_no_consumer
+from jobqueues.consumer_binding import consumer_scope
 from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
 from jobqueues.idempotency_table import grant_job_type
@@ -186,7 +186,7 @@ class JobQueueBase(Construct):
             ``SQSLEASE_IDEMPOTENCY_KEY``; as ``LambdaJob``'s ``idempotency_key``. Default: none (the ``MessageId``).
         """
         return bind_lambda_consumer(
-            self._consumer_scope("add_lambda_consumer"),
+            consumer_scope(self, function, "add_lambda_consumer"),
             self,
             function,
             batch_size=batch_size,
@@ -222,7 +222,7 @@ class JobQueueBase(Construct):
             ``SQSLEASE_IDEMPOTENCY_KEY``; as ``EcsJob``'s ``idempotency_key``. Default: none (the ``MessageId``).
         """
         return bind_ecs_consumer(
-            self._consumer_scope("add_ecs_consumer"),
+            consumer_scope(self, service, "add_ecs_consumer"),
             self,
             service,
             min_tasks=min_tasks,
@@ -231,10 +231,6 @@ class JobQueueBase(Construct):
             hooks=hooks,
             idempotency_key=idempotency_key,
         )
-
-    def _consumer_scope(self, method: str) -> Construct:
-        check_no_consumer(self, method)  # before the scope: a second one would be a duplicate construct id
-        return Construct(self, "Consumer")
 
     # --- metrics -----------------------------------------------------------------------------------------------
     def metric_visible(self, period: Duration | None = None) -> cloudwatch.Metric:
