@@ -137,17 +137,21 @@ def test_the_template_is_cfn_lint_clean(synthesized: dict) -> None:
 
 # --- bad options: the rules of LambdaJob and EcsJob -----------------------------------------------------------------
 BAD: dict[str, tuple[dict[str, Any], str]] = {
-    "hooks not a list": ({"hooks": "orders.hooks:Timing"}, "hooks='orders.hooks:Timing' is a str, not a list"),
+    "hooks not a list": (
+        {"hooks": "orders.hooks:Timing"},
+        "hooks='orders.hooks:Timing' is a str, not a list: pass a list of import paths, e.g. ['myapp.hooks:Timing']",
+    ),
     "hook not a path": (
         {"hooks": ["orders.hooks:Timing", "timing hooks"]},
-        "hooks[1]='timing hooks' is not an import path: name a Hooks object or class as 'package.module:name'",
+        "hooks[1]='timing hooks' is not an import path: name a Hooks object or class as 'package.module:name', "
+        "e.g. hooks=['myapp.hooks:Timing']",
     ),
     "key not a path": (
         {"idempotency_key": "order id"},
         "idempotency_key='order id' is not an import path: name the key function key(body, message) -> str as "
-        "'package.module:function'",
+        "'package.module:function', e.g. idempotency_key='orders.keys:order_id'",
     ),
-    "key not a str": ({"idempotency_key": ["a.b:c"]}, "idempotency_key=['a.b:c'] is a list, not a str"),
+    "key not a str": ({"idempotency_key": ["a.b:c"]}, "idempotency_key=['a.b:c'] is a list, not a str: pass a str"),
     "key without idempotency": (
         {"idempotency_key": KEY, "_idempotency": False},
         f"idempotency_key={KEY!r} needs idempotency on, which is off: pass idempotency=True (or a table) with it, "

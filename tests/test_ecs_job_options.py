@@ -359,7 +359,7 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     (
         {"capacity_provider_strategies": [spot()], "platform_version": ecs.FargatePlatformVersion.VERSION1_2},
         "platform_version=ecs.FargatePlatformVersion.VERSION1_2 pins Fargate platform 1.2.0, and FARGATE_SPOT runs "
-        "X86_64 Linux tasks on platform 1.3.0 or later",
+        "X86_64 Linux tasks on platform 1.3.0 or later: pass platform_version=ecs.FargatePlatformVersion.VERSION1_3",
     ),
     (
         {"platform_version": "1.4.0"},
@@ -368,12 +368,27 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     ),
     (
         {"environment": {"RENDER QUALITY": "high"}},
-        "environment['RENDER QUALITY'] is not a variable name ECS passes as written: it contains whitespace",
+        "environment['RENDER QUALITY'] is not a variable name ECS passes as written: it contains whitespace, which "
+        "ECS's environment files refuse in a name (Docker's env-file format) and no shell can name; a trailing "
+        "space from a paste is invisible in the console; rename it, e.g. 'RENDER_QUALITY'",
     ),
-    ({"environment": {"TOKEN ": "x"}}, "environment['TOKEN '] is not a variable name ECS passes as written"),
-    ({"environment": {"  ": "x"}}, "environment['  '] is not a variable name ECS passes as written: it is blank"),
+    (
+        {"environment": {"TOKEN ": "x"}},
+        "environment['TOKEN '] is not a variable name ECS passes as written: it contains whitespace, which ECS's "
+        "environment files refuse in a name (Docker's env-file format) and no shell can name; a trailing space from a "
+        "paste is invisible in the console; rename it, e.g. 'TOKEN'",
+    ),
+    (
+        {"environment": {"  ": "x"}},
+        "environment['  '] is not a variable name ECS passes as written: it is blank, which ECS refuses "
+        "(RegisterTaskDefinition: 'Environment variable name cannot be null or blank'); rename it, e.g. 'MY_SETTING'",
+    ),
     ({"environment": {"": "x"}}, "environment[''] is not a variable name ECS passes as written: it is blank"),
-    ({"environment": {"A=B": "x"}}, "environment['A=B'] is not a variable name ECS passes as written: "),
+    (
+        {"environment": {"A=B": "x"}},
+        "environment['A=B'] is not a variable name ECS passes as written: the container gets NAME=VALUE, split at "
+        "the first '=', so the worker would see variable 'A' instead; rename it, e.g. 'A_B'",
+    ),
     (
         {"secrets": lambda s, v: {"DB PASSWORD": parameter(s)}},
         "secrets['DB PASSWORD'] is not a variable name ECS passes as written: it contains whitespace",
