@@ -147,14 +147,16 @@ def bind_ecs_consumer(
 
 def acknowledge_environment(task_definition: ecs.TaskDefinition, environment: dict[str, str]) -> None:
     """Acknowledge cdk-nag's ECS2 (a container with environment variables) for the worker's ``environment``:
-    plain settings (``environment=`` and the idempotency table's name and retention), never secrets."""
+    plain settings (``environment=``, the idempotency table's name and retention, a brought worker's hooks and key
+    function), never secrets."""
     Validations.of(task_definition).acknowledge(
         Acknowledgment(
             id="AwsSolutions::AwsSolutions-ECS2",
             reason=(
-                f"the variables ({', '.join(sorted(environment))}) are plain settings: the environment= prop's and "
-                "the idempotency table's name and retention; secret values go through secrets= (Secrets Manager or "
-                "SSM), and the lease settings are the worker's command-line options"
+                f"the variables ({', '.join(sorted(environment))}) are plain settings: the environment= prop's, "
+                "the idempotency table's name and retention, the import paths of sqslease hooks and key function; "
+                "secret values go through secrets= (Secrets Manager or SSM), and the lease settings are the "
+                "worker's command-line options"
             ),
         )
     )
