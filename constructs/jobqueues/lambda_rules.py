@@ -22,6 +22,8 @@ LAMBDA_MAX_LAYERS = 5
 #: The most concurrent invocations one SQS event source makes without ``max_concurrency`` (standard mode).
 SQS_EVENT_SOURCE_MAX_INVOCATIONS = 1250
 #: ``ProvisionedPollerConfig`` for an SQS event source: at least 2 pollers, at most 200 when idle, 2,000 at most.
+#: The Lambda API reference (ProvisionedPollerConfig) now takes 2-10,000 MaximumPollers for SQS, and so does
+#: CloudFormation's schema, but aws-cdk-lib's SqsEventSource refuses more than 2,000: 2,000 is what deploys.
 MIN_POLLERS_RANGE = (2, 200)
 MAX_POLLERS_RANGE = (2, 2000)
 #: Filters per event source: 5 by default, 10 with a quota increase.
