@@ -100,21 +100,21 @@ BAD_DECLARATIONS = [
     (
         "int p99",
         {"processing_p99": 5},
-        "processing_p99=5 is an int, not a Duration: pass a Duration, e.g. Duration.seconds(5)",
+        "processing_p99=5 is an int, not an aws_cdk.Duration: pass a Duration, e.g. Duration.seconds(5)",
     ),
     (
         "float p99",
         {"processing_p99": 2.5},
-        "processing_p99=2.5 is a float, not a Duration: pass a Duration, e.g. Duration.millis(2500)",
+        "processing_p99=2.5 is a float, not an aws_cdk.Duration: pass a Duration, e.g. Duration.millis(2500)",
     ),
     (
         "timedelta p99",
         {"processing_p99": dt.timedelta(minutes=4)},
-        "is a timedelta, not a Duration: pass a Duration, e.g. Duration.seconds(240)",
+        "is a datetime.timedelta, not an aws_cdk.Duration: pass a Duration, e.g. Duration.seconds(240)",
     ),
-    ("str VT", {**P99, "visibility_timeout": "90s"}, "visibility_timeout='90s' is a str, not a Duration"),
-    ("int lambda timeout", {"lambda_timeout": 30}, "lambda_timeout=30 is an int, not a Duration"),
-    ("int retention", {**P99, "retention_period": 86400}, "retention_period=86400 is an int, not a Duration"),
+    ("str VT", {**P99, "visibility_timeout": "90s"}, "visibility_timeout='90s' is a str, not an aws_cdk.Duration"),
+    ("int lambda timeout", {"lambda_timeout": 30}, "lambda_timeout=30 is an int, not an aws_cdk.Duration"),
+    ("int retention", {**P99, "retention_period": 86400}, "retention_period=86400 is an int, not an aws_cdk.Duration"),
     ("int DLQ retention", {**P99, "dlq_retention_period": 86400}, "dlq_retention_period=86400 is an int"),
     ("int max processing time", {**P99, "max_processing_time": 3600}, "max_processing_time=3600 is an int"),
     (
@@ -133,7 +133,11 @@ BAD_DECLARATIONS = [
     ("str dedup", {**P99, "content_based_deduplication": "true"}, "content_based_deduplication='true' is a str"),
     ("int queue name", {**P99, "queue_name": 123}, "queue_name=123 is an int, not a str"),
     ("str key", {**P99, "encryption_key": "alias/aws/sqs"}, "encryption_key='alias/aws/sqs' is a str"),
-    ("dict alarms", {**P99, "alarms": {"dlq_depth": 1}}, "alarms={'dlq_depth': 1} is a dict, not a JobQueueAlarmProps"),
+    (
+        "dict alarms",
+        {**P99, "alarms": {"dlq_depth": 1}},
+        "alarms={'dlq_depth': 1} is a dict, not a jobqueues.JobQueueAlarmProps",
+    ),
     (
         "str alarm fraction",
         {**P99, "alarms": JobQueueAlarmProps(in_flight_fraction="0.5")},  # type: ignore[arg-type]
@@ -147,7 +151,7 @@ BAD_DECLARATIONS = [
     (
         "int alarm age",
         {**P99, "alarms": JobQueueAlarmProps(oldest_message_age=600)},  # type: ignore[arg-type]
-        "alarms.oldest_message_age=600 is an int, not a Duration",
+        "alarms.oldest_message_age=600 is an int, not an aws_cdk.Duration",
     ),
     (
         "str alarm switch",
@@ -244,7 +248,7 @@ BAD_DECLARATIONS = [
         {**P99, "delivery_delay": Duration.millis(1500)},
         "delivery_delay is 1.5 s: SQS's DelaySeconds takes whole seconds; pass Duration.seconds(2)",
     ),
-    ("int delay", {**P99, "delivery_delay": 30}, "delivery_delay=30 is an int, not a Duration"),
+    ("int delay", {**P99, "delivery_delay": 30}, "delivery_delay=30 is an int, not an aws_cdk.Duration"),
     (
         "delay not below retention",
         {**P99, "delivery_delay": Duration.minutes(15), "retention_period": Duration.minutes(10)},
@@ -273,12 +277,12 @@ BAD_DECLARATIONS = [
     (
         "int message size",
         {**P99, "max_message_size": 65536},
-        "max_message_size=65536 is an int, not a Size: pass a Size, e.g. Size.kibibytes(64)",
+        "max_message_size=65536 is an int, not an aws_cdk.Size: pass a Size, e.g. Size.kibibytes(64)",
     ),
     (
         "str removal policy",
         {**P99, "removal_policy": "retain"},
-        "removal_policy='retain' is a str, not a RemovalPolicy member: pass e.g. RemovalPolicy.RETAIN",
+        "removal_policy='retain' is a str, not an aws_cdk.RemovalPolicy member: pass e.g. RemovalPolicy.RETAIN",
     ),
     (
         "snapshot of a DLQ",
@@ -314,8 +318,8 @@ BAD_DECLARATIONS = [
     (
         "str throughput limit",
         {**P99, "fifo": True, "fifo_throughput_limit": "perMessageGroupId"},
-        "fifo_throughput_limit='perMessageGroupId' is a str, not a FifoThroughputLimit member: pass e.g. "
-        "sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID",
+        "fifo_throughput_limit='perMessageGroupId' is a str, not an aws_cdk.aws_sqs.FifoThroughputLimit member: "
+        "pass e.g. sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID",
     ),
     # --- the queue-time promise ---------------------------------------------------------------------------------
     (
@@ -333,7 +337,7 @@ BAD_DECLARATIONS = [
         {**P99, "retention_period": Duration.hours(1), "max_queue_time": Duration.minutes(61)},
         "max_queue_time 61 min exceeds retention_period 1 h",
     ),
-    ("int max queue time", {**P99, "max_queue_time": 300}, "max_queue_time=300 is an int, not a Duration"),
+    ("int max queue time", {**P99, "max_queue_time": 300}, "max_queue_time=300 is an int, not an aws_cdk.Duration"),
     ("idempotency a string", {**P99, "idempotency": "yes"}, "idempotency='yes' is a str, not a bool or a table: pass"),
     (
         "idempotency a number",

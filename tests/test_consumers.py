@@ -373,7 +373,7 @@ def ecs_job(**props: Any) -> cdk.Stack:
 
 BAD_CONSUMERS = [
     ("lambda", {"timeout": Duration.minutes(16)}, "timeout must be between 1 s and 15 min"),
-    ("lambda", {"timeout": 30}, "timeout=30 is an int, not a Duration"),
+    ("lambda", {"timeout": 30}, "timeout=30 is an int, not an aws_cdk.Duration"),
     ("lambda", {"timeout": None}, "timeout is required"),
     ("lambda", {"handler": None}, "handler is required"),
     ("lambda", {"fifo": True, "max_batching_window": Duration.seconds(5)}, "not supported for FIFO queues"),

@@ -82,6 +82,16 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             ecs.CapacityProviderStrategy(capacity_provider="FARGATE_SPOT", weight=3),
         ],
     )
+    encode = EcsJob(
+        stack,
+        "Encode",
+        handler="encode:handle",
+        processing_p99=Duration.seconds(20),
+        vpc=vpc,
+        cpu_architecture=ecs.CpuArchitecture.ARM64,
+        capacity_provider_strategies=[ecs.CapacityProviderStrategy(capacity_provider="FARGATE_SPOT", weight=1)],
+        platform_version=ecs.FargatePlatformVersion.VERSION1_4,
+    )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     assembly = app.synth()  # raises ValidationFailed on any unacknowledged cdk-nag finding
     artifact = assembly.get_stack_by_name("Jobs")
@@ -89,7 +99,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "stack": stack,
         "template": artifact.template,
         "file": Path(artifact.template_full_path),
-        "jobs": {"Render": render, "Crawl": crawl},
+        "jobs": {"Render": render, "Crawl": crawl, "Encode": encode},
         "key": key,
     }
 
@@ -202,6 +212,33 @@ def test_fargate_spot_is_the_service_s_strategy_and_the_cluster_s_provider(synth
     assert render_service["LaunchType"] == "FARGATE" and "CapacityProviderStrategy" not in render_service
 
 
+def test_arm64_tasks_run_on_fargate_spot_on_the_platform_version_given(synthesized: dict) -> None:
+    # GIVEN an ARM64 job placing its tasks on FARGATE_SPOT, platform 1.4.0 pinned; WHEN synthesized
+    encode = synthesized["jobs"]["Encode"]
+    service = resource(synthesized, encode.service)["Properties"]
+    task = resource(synthesized, encode.task_definition)["Properties"]
+    # THEN Spot is its strategy, ARM64 its task's platform, 1.4.0 its service's platform version
+    assert service["CapacityProviderStrategy"] == [{"CapacityProvider": "FARGATE_SPOT", "Weight": 1}]
+    assert task["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
+    assert service["PlatformVersion"] == "1.4.0"
+    # and a job that pins none leaves the version to ECS (LATEST: 1.4.0 for Linux)
+    crawl = resource(synthesized, synthesized["jobs"]["Crawl"].service)["Properties"]
+    assert "PlatformVersion" not in crawl
+
+
+def test_arm64_on_fargate_spot_without_a_pinned_platform_version_is_accepted() -> None:
+    stack = new_stack()
+    job = EcsJob(
+        stack,
+        "Job",
+        handler="h:handle",
+        processing_p99=Duration.seconds(5),
+        cpu_architecture=ecs.CpuArchitecture.ARM64,
+        capacity_provider_strategies=[spot(provider="FARGATE", base=1), spot(weight=3)],
+    )
+    assert job.service_plan.architecture == "ARM64" and job.service_plan.fargate_spot
+
+
 def test_the_tasks_run_in_the_vpc_subnets_and_groups_given(synthesized: dict) -> None:
     render, crawl = synthesized["jobs"]["Render"], synthesized["jobs"]["Crawl"]
     stack = synthesized["stack"]
@@ -307,15 +344,58 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     ({"capacity_provider_strategies": [spot(), spot()]}, "names FARGATE_SPOT 2 times"),
     (
         {"capacity_provider_strategies": [{"capacity_provider": "FARGATE_SPOT"}]},
-        "is a dict, not a CapacityProviderStrategy",
+        "is a dict, not an aws_cdk.aws_ecs.CapacityProviderStrategy",
     ),
     (
-        {"capacity_provider_strategies": [spot()], "cpu_architecture": ecs.CpuArchitecture.ARM64},
-        "places tasks on FARGATE_SPOT with cpu_architecture=ARM64",
+        {
+            "capacity_provider_strategies": [spot()],
+            "cpu_architecture": ecs.CpuArchitecture.ARM64,
+            "platform_version": ecs.FargatePlatformVersion.VERSION1_3,
+        },
+        "platform_version=ecs.FargatePlatformVersion.VERSION1_3 pins Fargate platform 1.3.0, and FARGATE_SPOT runs "
+        "ARM64 Linux tasks on platform 1.4.0 or later: pass platform_version=ecs.FargatePlatformVersion.VERSION1_4, "
+        "or leave it out (LATEST, 1.4.0 for Linux)",
+    ),
+    (
+        {"capacity_provider_strategies": [spot()], "platform_version": ecs.FargatePlatformVersion.VERSION1_2},
+        "platform_version=ecs.FargatePlatformVersion.VERSION1_2 pins Fargate platform 1.2.0, and FARGATE_SPOT runs "
+        "X86_64 Linux tasks on platform 1.3.0 or later: pass platform_version=ecs.FargatePlatformVersion.VERSION1_3",
+    ),
+    (
+        {"platform_version": "1.4.0"},
+        "platform_version='1.4.0' is a str, not an aws_cdk.aws_ecs.FargatePlatformVersion member: pass e.g. "
+        "ecs.FargatePlatformVersion.VERSION1_4",
+    ),
+    (
+        {"environment": {"RENDER QUALITY": "high"}},
+        "environment['RENDER QUALITY'] is not a variable name ECS passes as written: it contains whitespace, which "
+        "ECS's environment files refuse in a name (Docker's env-file format) and no shell can name; a trailing "
+        "space from a paste is invisible in the console; rename it, e.g. 'RENDER_QUALITY'",
+    ),
+    (
+        {"environment": {"TOKEN ": "x"}},
+        "environment['TOKEN '] is not a variable name ECS passes as written: it contains whitespace, which ECS's "
+        "environment files refuse in a name (Docker's env-file format) and no shell can name; a trailing space from a "
+        "paste is invisible in the console; rename it, e.g. 'TOKEN'",
+    ),
+    (
+        {"environment": {"  ": "x"}},
+        "environment['  '] is not a variable name ECS passes as written: it is blank, which ECS refuses "
+        "(RegisterTaskDefinition: 'Environment variable name cannot be null or blank'); rename it, e.g. 'MY_SETTING'",
+    ),
+    ({"environment": {"": "x"}}, "environment[''] is not a variable name ECS passes as written: it is blank"),
+    (
+        {"environment": {"A=B": "x"}},
+        "environment['A=B'] is not a variable name ECS passes as written: the container gets NAME=VALUE, split at "
+        "the first '=', so the worker would see variable 'A' instead; rename it, e.g. 'A_B'",
+    ),
+    (
+        {"secrets": lambda s, v: {"DB PASSWORD": parameter(s)}},
+        "secrets['DB PASSWORD'] is not a variable name ECS passes as written: it contains whitespace",
     ),
     (
         {"cpu_architecture": "ARM64"},
-        "cpu_architecture='ARM64' is a str, not a CpuArchitecture: pass ecs.CpuArchitecture.ARM64",
+        "cpu_architecture='ARM64' is a str, not an aws_cdk.aws_ecs.CpuArchitecture: pass ecs.CpuArchitecture.ARM64",
     ),
     ({"cpu_architecture": ecs.CpuArchitecture.of("RISCV")}, "cpu_architecture='RISCV' is not one Fargate runs"),
     (
@@ -338,7 +418,7 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     ({"vpc": "vpc-123"}, "vpc='vpc-123' is a str, not a construct with vpc_id"),
     ({"security_groups": ["sg-123"]}, "security_groups[0]='sg-123' is a str, not a construct with security_group_id"),
     ({"enable_execute_command": 1}, "enable_execute_command=1 is an int, not a bool"),
-    ({"propagate_tags": "SERVICE"}, "propagate_tags='SERVICE' is a str, not a PropagatedTagSource"),
+    ({"propagate_tags": "SERVICE"}, "propagate_tags='SERVICE' is a str, not an aws_cdk.aws_ecs.PropagatedTagSource"),
     ({"hooks": "render.hooks:Timing"}, "hooks='render.hooks:Timing' is a str, not a list"),
     (
         {"hooks": ["render.hooks:Timing,other:Hooks"]},

@@ -126,7 +126,7 @@ def test_facts_that_break_the_rules_are_refused_at_synth() -> None:
     stack = cdk.Stack(cdk.App(), "Adopt", env=ENV)
     with pytest.raises(JobQueueError, match=r"visibility_timeout 5 min is below the derived minimum 8 min"):
         imported(stack, processing_p99=Duration.minutes(4))
-    with pytest.raises(JobQueueError, match=r"visibility_timeout=300 is an int, not a Duration"):
+    with pytest.raises(JobQueueError, match=r"visibility_timeout=300 is an int, not an aws_cdk.Duration"):
         imported(cdk.Stack(cdk.App(), "Other", env=ENV), visibility_timeout=300)
 
 

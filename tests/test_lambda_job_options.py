@@ -13,6 +13,7 @@ import pytest
 from aws_cdk import Duration, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk.assertions import Annotations, Match
 from cdk_helpers import ENV
 
@@ -75,10 +76,16 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "Polled",
         provisioned_poller_config=lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=20),
     )
+    # The struct of aws_lambda_event_sources, the module SqsEventSource comes from, of the same shape.
+    sourced = job(
+        stack,
+        "Sourced",
+        provisioned_poller_config=event_sources.ProvisionedPollerConfig(minimum_pollers=3, maximum_pollers=30),
+    )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     assembly = app.synth()  # raises on any unacknowledged cdk-nag finding
     return {"stack": stack, "assembly": assembly, "json": assembly.get_stack_by_name("Jobs").template,
-            "jobs": {"Thumbnails": thumbs, "Polled": polled}}  # fmt: skip
+            "jobs": {"Thumbnails": thumbs, "Polled": polled, "Sourced": sourced}}  # fmt: skip
 
 
 def function_of(synthesized: dict, name: str) -> dict:
@@ -161,6 +168,12 @@ def test_the_event_source_gets_filters_metrics_and_provisioned_pollers(synthesiz
     assert "ScalingConfig" not in polled and "FilterCriteria" not in polled
 
 
+def test_either_provisioned_poller_config_struct_is_taken(synthesized: dict) -> None:
+    # GIVEN aws_lambda_event_sources.ProvisionedPollerConfig (not aws_lambda's); WHEN synthesized
+    # THEN the event source gets its pollers as it would aws_lambda's
+    assert mapping_of(synthesized, "Sourced")["ProvisionedPollerConfig"] == {"MinimumPollers": 3, "MaximumPollers": 30}
+
+
 def test_the_template_is_cfn_lint_clean(synthesized: dict) -> None:
     from cfnlint.api import ManualArgs, lint_file
 
@@ -206,7 +219,10 @@ def _bad(stack: cdk.Stack) -> dict[str, Any]:
     other_vpc = ec2.Vpc(stack, "Other", max_azs=2, nat_gateways=1)
     pollers = lambda_.ProvisionedPollerConfig
     return {
-        "architecture": ({"architecture": "arm64"}, "architecture='arm64' is a str, not an Architecture"),
+        "architecture": (
+            {"architecture": "arm64"},
+            "architecture='arm64' is a str, not an aws_cdk.aws_lambda.Architecture",
+        ),
         "vpc": ({"vpc": "vpc-123"}, "vpc='vpc-123' is a str, not a construct with vpc_id"),
         "public subnets": (
             {"vpc": vpc, "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC)},
@@ -229,7 +245,7 @@ def _bad(stack: cdk.Stack) -> dict[str, Any]:
             "reserved_concurrent_executions 40 without max_concurrency: the event source invokes up to 1,250 at once "
             "and the invocations above 40 are throttled; set max_concurrency=40",
         ),
-        "tracing": ({"tracing": True}, "tracing=True is a bool, not a Tracing"),
+        "tracing": ({"tracing": True}, "tracing=True is a bool, not an aws_cdk.aws_lambda.Tracing"),
         "sqslease variable": (
             {"environment": {"SQSLEASE_VISIBILITY_TIMEOUT": "5"}},
             "environment['SQSLEASE_VISIBILITY_TIMEOUT'] collides with a variable the function reads: SQSLEASE_* "
@@ -310,6 +326,26 @@ def _bad(stack: cdk.Stack) -> dict[str, Any]:
             {"provisioned_poller_config": pollers(minimum_pollers=2.5)},
             "provisioned_poller_config.minimum_pollers=2.5 is a float, not a whole number",
         ),
+        "a layer twice": (
+            {"layers": [own_layer(stack, "Twice")] * 2},
+            "layers[1] repeats layers[0]: Lambda takes each layer once (a function's Layers are unique); remove the "
+            "repeat",
+        ),
+        "a metric twice": (
+            {"metrics_config": lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT] * 2)},
+            "metrics_config names MetricType.EVENT_COUNT 2 times: Lambda takes each metric once; pass "
+            "lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])",
+        ),
+        "pollers a dict": (
+            {"provisioned_poller_config": {"minimum_pollers": 2}},
+            "provisioned_poller_config={'minimum_pollers': 2} is a dict, not an aws_cdk.aws_lambda."
+            "ProvisionedPollerConfig or an aws_cdk.aws_lambda_event_sources.ProvisionedPollerConfig: pass "
+            "lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=20)",
+        ),
+        "event sources' pollers out of range": (
+            {"provisioned_poller_config": event_sources.ProvisionedPollerConfig(maximum_pollers=2001)},
+            "provisioned_poller_config.maximum_pollers must be between 2 and 2,000 for an SQS event source (got 2001)",
+        ),
     }
 
 
@@ -324,6 +360,35 @@ def test_bad_options_fail_at_synth_naming_the_prop_the_value_and_the_fix(case: s
         job(stack, **props)
     assert str(raised.value).startswith("LambdaJob Jobs/Job cannot be deployed")
     assert message in str(raised.value)
+
+
+def test_no_layers_and_no_metrics_are_valid_and_mean_none(tmp_path: Path) -> None:
+    from cfnlint.api import ManualArgs, lint_file
+
+    # GIVEN layers=[] (Lambda takes 0-5 layers) and MetricsConfig(metrics=[]) (0-3 metrics, "Minimum: 0")
+    app = cdk.App(outdir=str(tmp_path))
+    stack = JobsStack(app, "Jobs", env=ENV)
+    empty = job(stack, "Empty", layers=[], metrics_config=lambda_.MetricsConfig(metrics=[]))
+    plain = job(stack, "Plain")
+    template = app.synth().get_stack_by_name("Jobs").template
+
+    def properties(construct: Any) -> dict[str, Any]:
+        resource = template["Resources"][stack.get_logical_id(construct.node.default_child)]
+        return dict(resource["Properties"])
+
+    # WHEN synthesized THEN the function has only the sqslease layer, as without the prop
+    assert properties(empty.function)["Layers"] == properties(plain.function)["Layers"]
+    assert len(properties(empty.function)["Layers"]) == 1
+    # and the event source asks for no metric, explicitly: an update from [EventCount] turns them off
+    (mapping,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::EventSourceMapping"
+        and r["Properties"]["FunctionName"] == {"Ref": stack.get_logical_id(empty.function.node.default_child)}
+    ]
+    assert mapping["MetricsConfig"] == {"Metrics": []}
+    findings = lint_file(tmp_path / "Jobs.template.json", config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in findings] == []
 
 
 def test_a_group_or_subnet_whose_vpc_is_unknown_at_synth_is_not_guessed() -> None:

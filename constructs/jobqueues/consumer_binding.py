@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -19,6 +20,7 @@ from jobqueues.alarms import notify
 from jobqueues.consumer_alarms import ConsumerAlarms, create_consumer_alarms
 from jobqueues.dashboard import job_dashboard
 from jobqueues.errors import JobQueueError
+from jobqueues.inputs import is_token
 from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
 from jobqueues.names import stack_facts, stack_of
@@ -71,6 +73,51 @@ def check_no_consumer(job_queue: IJobQueue, method: str) -> None:
             f"{method} on {job_queue.node.path}: job type {job_queue.job_type!r} has a consumer already "
             f"({earlier}); a job type has one consumer: declare another job type (its own queue) for a second one"
         )
+
+
+#: Where a stack holds the bindings of consumers whose job queue is in another stack, one child per job type.
+CROSS_STACK_CONSUMERS_ID = "JobQueueConsumers"
+
+
+def consumer_scope(job_queue: IJobQueue, consumer: Any, method: str) -> Construct:
+    """Where a brought consumer's binding is created (its alarms, dashboard, scaling, ``sqslease`` layer): under the
+    job queue when both are in one stack, else in the consumer's stack, under ``JobQueueConsumers/<job type>``.
+
+    The binding references both: in the job queue's stack, the job queue's stack would depend on the consumer's (its
+    alarms read the consumer's metrics) while the consumer's depends on the job queue's (the queue's URL and ARN,
+    its grants), a CloudFormation DependencyCycle. In the consumer's stack, the dependency goes one way.
+
+    :param consumer: the function or service being bound (anything else is the binder's error to report).
+    """
+    check_no_consumer(job_queue, method)  # before the scope: a second one would be a duplicate construct id
+    owner = cast(Construct, job_queue)  # every job queue, declared or imported, is a construct (JobQueueBase)
+    consumer_stack = stack_of(consumer) if isinstance(consumer, Construct) else None
+    if consumer_stack is None or consumer_stack is stack_of(owner):
+        return Construct(owner, "Consumer")
+    _check_environment(job_queue, cast(Construct, consumer), consumer_stack, stack_of(owner), method)
+    holder = consumer_stack.node.try_find_child(CROSS_STACK_CONSUMERS_ID)
+    if not isinstance(holder, Construct):
+        holder = Construct(consumer_stack, CROSS_STACK_CONSUMERS_ID)
+    return Construct(holder, job_queue.job_type)
+
+
+def _check_environment(
+    job_queue: IJobQueue, consumer: Construct, consumer_stack: Stack, queue_stack: Stack, method: str
+) -> None:
+    """A consumer in another stack must be in the job queue's account and region (a resolved one differing): its
+    event source and the alarms on the queue's metrics are there."""
+    theirs, ours = stack_facts(consumer_stack), stack_facts(queue_stack)
+    for what, consumer_value, queue_value in (
+        ("account", theirs.account, ours.account),
+        ("region", theirs.region, ours.region),
+    ):
+        if consumer_value != queue_value and not is_token(consumer_value) and not is_token(queue_value):
+            raise JobQueueError(
+                f"{method} on {job_queue.node.path}: the consumer {consumer.node.path} is in stack {theirs.name} "
+                f"({what} {consumer_value}), the job queue in stack {ours.name} ({what} {queue_value}): a consumer "
+                "is bound in its job queue's account and region (an event source, the alarms on the queue's "
+                f"metrics); declare the consumer in a stack of {what} {queue_value}"
+            )
 
 
 def claim_consumer(job_queue: IJobQueue, scope: Construct, method: str) -> None:

@@ -121,6 +121,13 @@ class ConsumerContract:
             IDEMPOTENCY_ENV_PREFIX + "RETENTION_PERIOD": _number(self.idempotency.retention_period),
         }
 
+    def worker_environment(self) -> dict[str, str]:
+        """The variables a brought worker's container gets (``add_ecs_consumer``): :meth:`idempotency_environment`,
+        and ``SQSLEASE_HOOKS`` / ``SQSLEASE_IDEMPOTENCY_KEY`` when set. The container's command, the job queue's
+        :meth:`worker_command`, gives neither; the worker reads a setting's variable when no option gives it."""
+        given = [name for name in ("hooks", "idempotency_key") if name in self.lease.changed_fields()]
+        return {**self.idempotency_environment(), **self.lease.to_env(given)}
+
     def with_hooks(self, hooks: Sequence[str]) -> ConsumerContract:
         """This contract with the consumer's ``hooks`` (import paths, checked by
         :func:`jobqueues.consumer_rules.check_hooks`): written as ``SQSLEASE_HOOKS`` or ``--hooks``."""

@@ -4,6 +4,7 @@ graph beside the shared binding. Its container runs ``IJobQueue.consumer_contrac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
@@ -15,6 +16,7 @@ from constructs import Construct
 from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_options import brought_runtime_options
 from jobqueues.errors import JobQueueError
 from jobqueues.interface import IJobQueue
 from jobqueues.marker import mark_consumer, reference
@@ -36,6 +38,8 @@ def bind_ecs_consumer(
     max_tasks: int = DEFAULT_MAX_TASKS,
     target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
     add_environment: bool = True,
+    hooks: Sequence[str] | None = None,
+    idempotency_key: str | None = None,
 ) -> ConsumerAlarms:
     """Make ``service`` the consumer of ``job_queue``: grants (consume, task protection), scaling on backlog per
     task, alarms and a dashboard. Its container must run the job queue's ``consumer_contract().worker_command(...)``.
@@ -43,18 +47,28 @@ def bind_ecs_consumer(
     :param min_tasks: tasks when idle. Default: 0.
     :param max_tasks: tasks at most. Default: 10.
     :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
-    :param add_environment: add the job queue's ``SQSLEASE_IDEMPOTENCY_*`` variables (idempotency on) to the task
-        definition's default container, the worker's (a caller that created it with them passes False).
-        Default: True.
+    :param add_environment: add the job queue's ``SQSLEASE_IDEMPOTENCY_*`` variables (idempotency on), ``hooks``
+        and ``idempotency_key`` to the task definition's default container, the worker's (a caller that created it
+        with them passes False). Default: True.
+    :param hooks: ``sqslease`` hooks, import paths, the worker's ``SQSLEASE_HOOKS``. Default: none.
+    :param idempotency_key: the idempotency key function's import path, with idempotency on, the worker's
+        ``SQSLEASE_IDEMPOTENCY_KEY``. Default: none (the ``MessageId``).
     """
     if not isinstance(service, ecs.BaseService):
         raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
-    environment = job_queue.consumer_contract().idempotency_environment() if add_environment else {}
+    options, errors = brought_runtime_options(
+        hooks, idempotency_key, idempotency=job_queue.idempotency_table is not None
+    )
+    if errors:
+        raise JobQueueError(
+            f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
+        )
+    environment = options.apply(job_queue.consumer_contract()).worker_environment() if add_environment else {}
     worker = service.task_definition.default_container
     if environment and worker is None:
         raise JobQueueError(
-            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has idempotency, whose "
-            f"variables ({', '.join(environment)}) go to the task definition's default container, and "
+            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
+            f"({', '.join(environment)}), which go to the task definition's default container, and "
             f"{service.task_definition.node.path} has none: add the worker's container (essential) before binding"
         )
     claim_consumer(job_queue, scope, "add_ecs_consumer")
@@ -133,14 +147,16 @@ def bind_ecs_consumer(
 
 def acknowledge_environment(task_definition: ecs.TaskDefinition, environment: dict[str, str]) -> None:
     """Acknowledge cdk-nag's ECS2 (a container with environment variables) for the worker's ``environment``:
-    plain settings (``environment=`` and the idempotency table's name and retention), never secrets."""
+    plain settings (``environment=``, the idempotency table's name and retention, a brought worker's hooks and key
+    function), never secrets."""
     Validations.of(task_definition).acknowledge(
         Acknowledgment(
             id="AwsSolutions::AwsSolutions-ECS2",
             reason=(
-                f"the variables ({', '.join(sorted(environment))}) are plain settings: the environment= prop's and "
-                "the idempotency table's name and retention; secret values go through secrets= (Secrets Manager or "
-                "SSM), and the lease settings are the worker's command-line options"
+                f"the variables ({', '.join(sorted(environment))}) are plain settings: the environment= prop's, "
+                "the idempotency table's name and retention, the import paths of sqslease hooks and key function; "
+                "secret values go through secrets= (Secrets Manager or SSM), and the lease settings are the "
+                "worker's command-line options"
             ),
         )
     )

@@ -14,7 +14,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from jobqueues.cluster import shared_cluster
-from jobqueues.consumer_rules import check_ecs_consumer, check_hooks, check_idempotency_key, stop_timeout_s
+from jobqueues.consumer_options import read_runtime_options
+from jobqueues.consumer_rules import check_ecs_consumer, stop_timeout_s
 from jobqueues.defaults import IMAGE_CONTEXT
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, acknowledge_environment, bind_ecs_consumer
 from jobqueues.ecs_service_plan import EcsServicePlan, plan_ecs_service
@@ -74,10 +75,7 @@ class EcsJob(Construct):
         elif image is None and not _registry_image(self):
             read.errors += missing_dockerfile(image_directory or DEFAULT_IMAGE_DIRECTORY)
         service_plan = plan_ecs_service(read, cluster)
-        hooks = read.sequence("hooks", str, "", "a list of import paths, e.g. ['myapp.hooks:Timing']") or []
-        read.errors += check_hooks(hooks)
-        idempotency_key = read.string("idempotency_key")
-        read.errors += check_idempotency_key(idempotency_key, props.get("idempotency") not in (None, False))
+        sqslease_options = read_runtime_options(read, idempotency=props.get("idempotency") not in (None, False))
         check = check_ecs_consumer(
             concurrency=concurrency, min_tasks=min_tasks, max_tasks=max_tasks, shutdown_grace_s=grace_s
         )
@@ -110,10 +108,9 @@ class EcsJob(Construct):
         self.container = self.task_definition.add_container(
             "Worker",
             image=worker_image,
-            command=self.job_queue.consumer_contract()
-            .with_hooks(hooks)
-            .with_idempotency_key(idempotency_key)
-            .worker_command(handler or "", concurrency, grace),
+            command=sqslease_options.apply(self.job_queue.consumer_contract()).worker_command(
+                handler or "", concurrency, grace
+            ),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=job_type, log_group=log_group),
             stop_timeout=Duration.seconds(stop_timeout_s(grace)),
             environment=environment or None,
@@ -147,6 +144,7 @@ class EcsJob(Construct):
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
             capacity_provider_strategies=service_plan.capacity_provider_strategies,
+            platform_version=service_plan.platform_version,
             vpc_subnets=service_plan.vpc_subnets,
             security_groups=service_plan.security_groups,
             assign_public_ip=service_plan.assign_public_ip or None,

@@ -5,6 +5,7 @@ into these values (:mod:`jobqueues.ecs_service_plan`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,11 @@ WEIGHT_RANGE = (0, 1000)
 BASE_RANGE = (0, 100_000)
 #: The CPU architectures Fargate runs.
 FARGATE_ARCHITECTURES = ("X86_64", "ARM64")
+#: The least Fargate platform version that runs each architecture's Linux tasks on FARGATE_SPOT. Amazon ECS API
+#: Reference, CapacityProviderStrategyItem: "FARGATE_SPOT supports Linux tasks with the X86_64 architecture on
+#: platform version 1.3.0 or later. FARGATE_SPOT supports Linux tasks with the ARM64 architecture on platform
+#: version 1.4.0 or later." (docs.aws.amazon.com/AmazonECS/latest/APIReference/API_CapacityProviderStrategyItem.html)
+SPOT_PLATFORM_VERSIONS = {"X86_64": (1, 3, 0), "ARM64": (1, 4, 0)}
 _STRATEGY_EXAMPLE = (
     "[ecs.CapacityProviderStrategy(capacity_provider='FARGATE', base=1, weight=1), "
     "ecs.CapacityProviderStrategy(capacity_provider='FARGATE_SPOT', weight=3)]"
@@ -37,9 +43,9 @@ class ProviderShare:
         return bool(self.weight) or bool(self.base)
 
 
-def check_capacity_providers(shares: Sequence[ProviderShare], cpu_architecture: str | None) -> list[str]:
+def check_capacity_providers(shares: Sequence[ProviderShare]) -> list[str]:
     """A Fargate service's capacity provider strategy: FARGATE or FARGATE_SPOT each at most once, weights and
-    bases in AWS's ranges, one base at most, some weight above 0, and no Spot for ARM64 tasks."""
+    bases in AWS's ranges, one base at most, and some weight above 0."""
     prop = "capacity_provider_strategies"
     if not shares:
         return [
@@ -72,12 +78,38 @@ def check_capacity_providers(shares: Sequence[ProviderShare], cpu_architecture: 
             f"{prop}: every weight is 0 (a weight left out is 0): tasks beyond the base are never placed; give a "
             f"weight of at least 1, e.g. {_STRATEGY_EXAMPLE}"
         )
-    if cpu_architecture == "ARM64" and any(s.capacity_provider == "FARGATE_SPOT" and s.places_tasks for s in shares):
-        errors.append(
-            f"{prop} places tasks on FARGATE_SPOT with cpu_architecture=ARM64: Fargate Spot runs X86_64 Linux tasks "
-            "only; use capacity provider FARGATE for ARM64, or cpu_architecture=ecs.CpuArchitecture.X86_64 for Spot"
-        )
     return errors
+
+
+def platform_version_number(member: str) -> tuple[int, int, int] | None:
+    """The version an ``ecs.FargatePlatformVersion`` member pins, ``"VERSION1_3"`` -> ``(1, 3, 0)``; ``None`` for
+    ``LATEST`` (ECS's current Linux version, 1.4.0) or a name of another form."""
+    match = re.fullmatch(r"VERSION(\d+)_(\d+)", member)
+    return (int(match[1]), int(match[2]), 0) if match else None
+
+
+def check_platform_version(member: str | None, cpu_architecture: str, shares: Sequence[ProviderShare]) -> list[str]:
+    """A pinned Fargate platform version must run the tasks the strategy places on FARGATE_SPOT.
+
+    :param member: the ``ecs.FargatePlatformVersion`` member's name; ``None``: not pinned (LATEST).
+    :param cpu_architecture: the tasks' CPU architecture, ``"X86_64"`` or ``"ARM64"``.
+    :param shares: the capacity provider strategy; empty: the FARGATE launch type.
+    """
+    pinned = platform_version_number(member) if member is not None else None
+    needed = SPOT_PLATFORM_VERSIONS.get(cpu_architecture)
+    spot = any(share.capacity_provider == "FARGATE_SPOT" and share.places_tasks for share in shares)
+    if pinned is None or needed is None or not spot or pinned >= needed:
+        return []
+    return [
+        f"platform_version=ecs.FargatePlatformVersion.{member} pins Fargate platform {_dotted(pinned)}, and "
+        f"FARGATE_SPOT runs {cpu_architecture} Linux tasks on platform {_dotted(needed)} or later: pass "
+        f"platform_version=ecs.FargatePlatformVersion.VERSION{needed[0]}_{needed[1]}, or leave it out (LATEST, "
+        "1.4.0 for Linux)"
+    ]
+
+
+def _dotted(version: tuple[int, int, int]) -> str:
+    return ".".join(str(part) for part in version)
 
 
 def check_cpu_architecture(cpu_architecture: str) -> list[str]:
@@ -90,13 +122,47 @@ def check_cpu_architecture(cpu_architecture: str) -> list[str]:
     ]
 
 
+def variable_name_problem(name: str) -> str | None:
+    """Why ECS would not give the container variable ``name`` as written, or ``None`` when it would.
+
+    ECS's own check is RegisterTaskDefinition's "Environment variable name cannot be null or blank" (its API gives
+    a ``KeyValuePair`` name no pattern). A name ECS takes may still not reach the process as written: the container
+    gets ``NAME=VALUE`` entries, split at the first ``=``; and ECS's other way to pass variables, environment files,
+    reads Docker's env-file format, which refuses a name with whitespace ("variable ... contains whitespaces"), as
+    no shell can name one. So: not blank, no whitespace, no ``=``, no NUL.
+    """
+    if not name.strip():
+        return (
+            "it is blank, which ECS refuses (RegisterTaskDefinition: 'Environment variable name cannot be null or "
+            "blank')"
+        )
+    if any(c.isspace() for c in name):
+        return (
+            "it contains whitespace, which ECS's environment files refuse in a name (Docker's env-file format) and no "
+            "shell can name; a trailing space from a paste is invisible in the console"
+        )
+    if "=" in name:
+        return (
+            f"the container gets NAME=VALUE, split at the first '=', so the worker would see variable "
+            f"{name.split('=', 1)[0]!r} instead"
+        )
+    if "\0" in name:
+        return "it contains a NUL character, which ends a name in the container's environment"
+    return None
+
+
 def check_environment(environment: Collection[str], secrets: Collection[str]) -> list[str]:
-    """The worker's own variables: none sqslease or ECS sets, none both a variable and a secret."""
+    """The worker's own variables: names ECS passes as written, none sqslease or ECS sets, none both a variable
+    and a secret."""
     errors = []
     for prop, names in (("environment", environment), ("secrets", secrets)):
         for name in names:
-            if not name:
-                errors.append(f"{prop} has an empty variable name: name each variable")
+            problem = variable_name_problem(name)
+            if problem is not None:
+                errors.append(
+                    f"{prop}[{name!r}] is not a variable name ECS passes as written: {problem}; rename it, e.g. "
+                    f"{_variable_name(name)!r}"
+                )
                 continue
             why = reserved_variable(name)
             if why is not None:
@@ -146,3 +212,8 @@ def check_network(
             "assign_public_ip out (private subnets reach SQS and ECR through a NAT gateway or VPC endpoints)"
         )
     return errors
+
+
+def _variable_name(name: str) -> str:
+    """A name ECS passes as written, close to ``name``: whitespace, ``=`` and NUL runs become ``_``."""
+    return re.sub(r"[\s=\0]+", "_", name.strip()) or "MY_SETTING"

@@ -11,7 +11,7 @@ builds from the plan only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jsii
@@ -26,6 +26,7 @@ from jobqueues.ecs_rules import (
     check_cpu_architecture,
     check_environment,
     check_network,
+    check_platform_version,
 )
 from jobqueues.inputs import PropReader
 from jobqueues.vpc_membership import members_outside
@@ -38,6 +39,7 @@ class EcsServicePlan:
     :param environment: the worker container's own variables (besides the contract, which is its command).
     :param secrets: the worker container's secrets; the execution role may read exactly these.
     :param capacity_provider_strategies: the service's strategy; ``None``: the FARGATE launch type.
+    :param platform_version: the service's pinned Fargate platform version; ``None``: ECS's LATEST.
     :param cpu_architecture: the task's CPU architecture; ``None``: Fargate's default, X86_64.
     :param architecture: its name, ``"X86_64"`` or ``"ARM64"``.
     :param vpc: the VPC of the job's own cluster; ``None``: the cluster given, or the stack's default.
@@ -52,6 +54,7 @@ class EcsServicePlan:
     environment: dict[str, str] = field(default_factory=dict)
     secrets: dict[str, ecs.Secret] = field(default_factory=dict)
     capacity_provider_strategies: list[ecs.CapacityProviderStrategy] | None = None
+    platform_version: ecs.FargatePlatformVersion | None = None
     cpu_architecture: ecs.CpuArchitecture | None = None
     architecture: str = "X86_64"
     vpc: ec2.IVpc | None = None
@@ -79,14 +82,7 @@ def plan_ecs_service(read: PropReader, cluster: ecs.ICluster | None) -> EcsServi
     secrets = read.mapping(
         "secrets", ecs.Secret, "a dict of str to ecs.Secret, e.g. {'DB_PASSWORD': ecs.Secret.from_secrets_manager(s)}"
     )
-    strategies = read.sequence(
-        "capacity_provider_strategies",
-        ecs.CapacityProviderStrategy,
-        "",
-        "a list of ecs.CapacityProviderStrategy, e.g. [ecs.CapacityProviderStrategy(capacity_provider='FARGATE_SPOT', "
-        "weight=1)]",
-    )
-    cpu_architecture = read.instance("cpu_architecture", ecs.CpuArchitecture, "ecs.CpuArchitecture.ARM64")
+    placement = _plan_placement(read)
     vpc = read.having("vpc", "vpc_id", "an ec2.IVpc, e.g. ec2.Vpc(self, 'Vpc')")
     vpc_subnets = read.instance(
         "vpc_subnets",
@@ -98,12 +94,7 @@ def plan_ecs_service(read: PropReader, cluster: ecs.ICluster | None) -> EcsServi
     )
     assign_public_ip = read.boolean("assign_public_ip", False)
     propagate_tags = read.instance("propagate_tags", ecs.PropagatedTagSource, "ecs.PropagatedTagSource.SERVICE")
-    errors: list[str] = []
-    architecture = "X86_64" if cpu_architecture is None else architecture_name(cpu_architecture)
-    errors += check_cpu_architecture(architecture)
-    if strategies is not None:
-        shares = [ProviderShare(s.capacity_provider, s.weight, s.base) for s in strategies]
-        errors += check_capacity_providers(shares, architecture)
+    errors = list(placement.errors)
     errors += check_environment(list(environment or {}), list(secrets or {}))
     cluster_vpc = cluster.vpc if cluster is not None else None
     network_vpc = vpc or cluster_vpc
@@ -121,18 +112,43 @@ def plan_ecs_service(read: PropReader, cluster: ecs.ICluster | None) -> EcsServi
         errors += check_vpc_members(
             network_vpc.node.path, members_outside(network_vpc, security_groups or [], vpc_subnets)
         )
-    return EcsServicePlan(
+    return replace(
+        placement,
         environment=environment or {},
         secrets=secrets or {},
-        capacity_provider_strategies=strategies,
-        cpu_architecture=cpu_architecture,
-        architecture=architecture,
         vpc=vpc,
         vpc_subnets=vpc_subnets,
         security_groups=security_groups,
         assign_public_ip=assign_public_ip,
         enable_execute_command=read.boolean("enable_execute_command", False),
         propagate_tags=propagate_tags,
+        errors=errors,
+    )
+
+
+def _plan_placement(read: PropReader) -> EcsServicePlan:
+    """Where the tasks run, checked: the capacity provider strategy, the pinned platform version and the CPU
+    architecture (a plan with only those, and their errors)."""
+    strategies = read.sequence(
+        "capacity_provider_strategies",
+        ecs.CapacityProviderStrategy,
+        "",
+        "a list of ecs.CapacityProviderStrategy, e.g. [ecs.CapacityProviderStrategy(capacity_provider='FARGATE_SPOT', "
+        "weight=1)]",
+    )
+    cpu_architecture = read.instance("cpu_architecture", ecs.CpuArchitecture, "ecs.CpuArchitecture.ARM64")
+    member = read.member("platform_version", ecs.FargatePlatformVersion, "ecs.FargatePlatformVersion.VERSION1_4")
+    architecture = "X86_64" if cpu_architecture is None else architecture_name(cpu_architecture)
+    errors = check_cpu_architecture(architecture)
+    shares = [ProviderShare(s.capacity_provider, s.weight, s.base) for s in strategies or []]
+    if strategies is not None:
+        errors += check_capacity_providers(shares)
+    errors += check_platform_version(member, architecture, shares)
+    return EcsServicePlan(
+        capacity_provider_strategies=strategies,
+        platform_version=ecs.FargatePlatformVersion[member] if member is not None else None,
+        cpu_architecture=cpu_architecture,
+        architecture=architecture,
         errors=errors,
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
@@ -48,7 +49,7 @@ class PropReader:
         return f"{self.prefix}{self.labels.get(prop, prop)}"
 
     def _wrong(self, prop: str, value: object, expected: str, fix: str) -> None:
-        self.errors.append(f"{self._label(prop)}={value!r} is {_a(type(value).__name__)}, not {expected}: pass {fix}")
+        self.errors.append(f"{self._label(prop)}={value!r} is {a_type(type(value))}, not {expected}: pass {fix}")
 
     def _given(self, prop: str) -> object:
         """The prop's value; ``None`` when absent, or an unresolved token (recorded in :attr:`tokens`)."""
@@ -64,7 +65,7 @@ class PropReader:
         if value is None:
             return None
         if not isinstance(value, Duration):
-            self._wrong(prop, value, "a Duration", f"a Duration, e.g. {_duration_example(value)}")
+            self._wrong(prop, value, a_type(Duration), f"a Duration, e.g. {_duration_example(value)}")
             return None
         seconds = value.to_seconds(integral=False)
         if is_token(seconds):
@@ -90,7 +91,7 @@ class PropReader:
         if value is None:
             return None
         if not isinstance(value, Size):
-            self._wrong(prop, value, "a Size", f"a Size, e.g. {_size_example(value)}")
+            self._wrong(prop, value, a_type(Size), f"a Size, e.g. {_size_example(value)}")
             return None
         size = value.to_bytes(rounding=SizeRoundingBehavior.NONE)
         if is_token(size):
@@ -107,7 +108,7 @@ class PropReader:
         if value is None:
             return None
         if not isinstance(value, kind):
-            self._wrong(prop, value, f"{_a(kind.__name__)} member", f"e.g. {example}")
+            self._wrong(prop, value, f"{a_type(kind)} member", f"e.g. {example}")
             return None
         return value.name
 
@@ -154,11 +155,13 @@ class PropReader:
             return None
         return value
 
-    def instance(self, prop: str, kind: type, fix: str) -> Any:
-        """A prop of a given class (checked with ``isinstance``); ``None`` when absent or wrong."""
+    def instance(self, prop: str, kind: type | tuple[type, ...], fix: str) -> Any:
+        """A prop of a given class, or of one of several (checked with ``isinstance``); ``None`` when absent or
+        wrong."""
         value = self.props.get(prop)
         if value is not None and not isinstance(value, kind):
-            self._wrong(prop, value, _a(kind.__name__), fix)
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            self._wrong(prop, value, " or ".join(a_type(k) for k in kinds), fix)
             return None
         return value
 
@@ -180,7 +183,7 @@ class PropReader:
             self._wrong(prop, value, "a mapping", fix)
             return None
         wrong = [
-            f"{self._label(prop)}[{k!r}]={v!r} is {_a(type(v).__name__)}, not {_a(kind.__name__)}: pass {fix}"
+            f"{self._label(prop)}[{k!r}]={v!r} is {a_type(type(v))}, not {a_type(kind)}: pass {fix}"
             for k, v in value.items()
             if not isinstance(v, kind)
         ]
@@ -198,8 +201,8 @@ class PropReader:
             self._wrong(prop, value, "a list", fix)
             return None
         wrong = [
-            f"{self._label(prop)}[{i}]={item!r} is {_a(type(item).__name__)}, not "
-            f"{_a(kind.__name__) if kind is not None else f'a construct with {attribute}'}: pass {fix}"
+            f"{self._label(prop)}[{i}]={item!r} is {a_type(type(item))}, not "
+            f"{a_type(kind) if kind is not None else f'a construct with {attribute}'}: pass {fix}"
             for i, item in enumerate(value)
             if not (isinstance(item, kind) if kind is not None else hasattr(item, attribute))
         ]
@@ -248,6 +251,26 @@ def _size_example(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return f"Size.bytes({value})" if value % 1024 else f"Size.kibibytes({value // 1024})"
     return "Size.kibibytes(256)"
+
+
+def type_name(kind: type) -> str:
+    """How an error names a type: a builtin by its name (``int``), any other with the module it is imported from
+    (``aws_cdk.aws_lambda.ProvisionedPollerConfig``), so that two classes of one name are told apart. The module
+    is the shortest one that exports the class (``jobqueues.JobQueueAlarmProps``, not ``jobqueues.alarms``)."""
+    module = getattr(kind, "__module__", "builtins")
+    if module == "builtins":
+        return kind.__name__
+    parts = module.split(".")
+    for end in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:end])
+        if getattr(sys.modules.get(prefix), kind.__name__, None) is kind:
+            return f"{prefix}.{kind.__name__}"
+    return f"{module}.{kind.__qualname__}"
+
+
+def a_type(kind: type) -> str:
+    """:func:`type_name` with its article: ``an int``, ``an aws_cdk.Duration``."""
+    return _a(type_name(kind))
 
 
 def _a(noun: str) -> str:

@@ -6,6 +6,8 @@ As aws-cdk-lib's ``QueueBase``: the subclasses set the queues and the lease fact
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -18,7 +20,7 @@ from constructs import Construct
 
 from jobqueues import metrics
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import check_no_consumer
+from jobqueues.consumer_binding import consumer_scope
 from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
 from jobqueues.idempotency_table import grant_job_type
@@ -160,6 +162,8 @@ class JobQueueBase(Construct):
         max_batching_window: Duration | None = None,
         max_concurrency: int | None = None,
         add_layer: bool = True,
+        hooks: Sequence[str] | None = None,
+        idempotency_key: str | None = None,
     ) -> ConsumerAlarms:
         """Bind an existing function as this job type's consumer.
 
@@ -174,15 +178,23 @@ class JobQueueBase(Construct):
         :param max_batching_window: the event source's batching window. Default: none.
         :param max_concurrency: cap on concurrent invocations, 2-1000. Default: none.
         :param add_layer: add the stack's ``sqslease`` layer. Default: True.
+        :param hooks: ``sqslease`` hooks called before and after each message: import paths,
+            ``package.module:name``, in the function's code or a layer, given to it as ``SQSLEASE_HOOKS``; as
+            ``LambdaJob``'s ``hooks``. Default: none.
+        :param idempotency_key: what makes two messages the same job, with ``idempotency`` on: the import path,
+            ``package.module:function``, of ``key(body, message) -> str``, given to the function as
+            ``SQSLEASE_IDEMPOTENCY_KEY``; as ``LambdaJob``'s ``idempotency_key``. Default: none (the ``MessageId``).
         """
         return bind_lambda_consumer(
-            self._consumer_scope("add_lambda_consumer"),
+            consumer_scope(self, function, "add_lambda_consumer"),
             self,
             function,
             batch_size=batch_size,
             max_batching_window=max_batching_window,
             max_concurrency=max_concurrency,
             add_layer=add_layer,
+            hooks=hooks,
+            idempotency_key=idempotency_key,
         )
 
     def add_ecs_consumer(
@@ -192,6 +204,8 @@ class JobQueueBase(Construct):
         min_tasks: int = DEFAULT_MIN_TASKS,
         max_tasks: int = DEFAULT_MAX_TASKS,
         target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
+        hooks: Sequence[str] | None = None,
+        idempotency_key: str | None = None,
     ) -> ConsumerAlarms:
         """Bind an existing ECS service as this job type's consumer: grants (consume, task scale-in protection),
         scaling on backlog per task, alarms and a dashboard. Its container should run
@@ -200,19 +214,23 @@ class JobQueueBase(Construct):
         :param min_tasks: tasks when idle. Default: 0.
         :param max_tasks: tasks at most. Default: 10.
         :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
+        :param hooks: ``sqslease`` hooks called before and after each message: import paths,
+            ``package.module:name``, in the image, given to the task definition's default container (the worker)
+            as ``SQSLEASE_HOOKS``; as ``EcsJob``'s ``hooks``. Default: none.
+        :param idempotency_key: what makes two messages the same job, with ``idempotency`` on: the import path,
+            ``package.module:function``, of ``key(body, message) -> str``, given to the worker as
+            ``SQSLEASE_IDEMPOTENCY_KEY``; as ``EcsJob``'s ``idempotency_key``. Default: none (the ``MessageId``).
         """
         return bind_ecs_consumer(
-            self._consumer_scope("add_ecs_consumer"),
+            consumer_scope(self, service, "add_ecs_consumer"),
             self,
             service,
             min_tasks=min_tasks,
             max_tasks=max_tasks,
             target_backlog_per_task=target_backlog_per_task,
+            hooks=hooks,
+            idempotency_key=idempotency_key,
         )
-
-    def _consumer_scope(self, method: str) -> Construct:
-        check_no_consumer(self, method)  # before the scope: a second one would be a duplicate construct id
-        return Construct(self, "Consumer")
 
     # --- metrics -----------------------------------------------------------------------------------------------
     def metric_visible(self, period: Duration | None = None) -> cloudwatch.Metric:

@@ -4,7 +4,7 @@ environment, the ``sqslease`` layer, and the function's own alarms and graphs be
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import Duration, Stack, Token
@@ -16,6 +16,7 @@ from constructs import Construct
 from jobqueues.alarms import alarm, one_minute
 from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_options import RUNTIME_OPTIONS, RuntimeOptions, read_runtime_options
 from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader
@@ -42,6 +43,8 @@ def bind_lambda_consumer(
     checked: bool = False,
     add_environment: bool = True,
     event_source_options: Mapping[str, Any] | None = None,
+    hooks: Sequence[str] | None = None,
+    idempotency_key: str | None = None,
 ) -> ConsumerAlarms:
     """Make ``function`` the consumer of ``job_queue``: event source (partial batch failures), grants, the
     consumer environment, the ``sqslease`` layer, alarms and a dashboard.
@@ -55,11 +58,17 @@ def bind_lambda_consumer(
         passes False). Default: True.
     :param event_source_options: more ``SqsEventSource`` props, checked by the caller (a ``LambdaJob``'s
         ``filters``, ``metrics_config``, ``provisioned_poller_config``). Default: none.
+    :param hooks: ``sqslease`` hooks, import paths; the function gets them as ``SQSLEASE_HOOKS`` (with
+        ``add_environment``). Default: none.
+    :param idempotency_key: the idempotency key function's import path, with idempotency on; the function gets it
+        as ``SQSLEASE_IDEMPOTENCY_KEY`` (with ``add_environment``). Default: none (the ``MessageId``).
     """
     claim_consumer(job_queue, scope, "add_lambda_consumer")
     timeout_s = function_timeout_s(function)
+    options = RuntimeOptions()
     if not checked:
-        _check_function(job_queue, timeout_s, batch_size, max_batching_window, max_concurrency)
+        given = {"hooks": hooks, "idempotency_key": idempotency_key}
+        options = _check_function(job_queue, timeout_s, batch_size, max_batching_window, max_concurrency, given)
     function.add_event_source(
         event_sources.SqsEventSource(
             job_queue.queue,
@@ -71,7 +80,7 @@ def bind_lambda_consumer(
         )
     )
     if add_environment:
-        for name, value in job_queue.consumer_contract().environment().items():
+        for name, value in options.apply(job_queue.consumer_contract()).environment().items():
             function.add_environment(name, value)
     if add_layer:
         function.add_layers(sqslease_layer(scope))
@@ -139,11 +148,20 @@ def _check_function(
     batch_size: int,
     max_batching_window: Duration | None,
     max_concurrency: int | None,
-) -> None:
+    runtime_options: Mapping[str, Any],
+) -> RuntimeOptions:
+    """The function and the binder's options checked against the job queue: the ``sqslease`` options, or a
+    ``JobQueueError`` listing every problem."""
     read = PropReader(
-        {"batch_size": batch_size, "max_batching_window": max_batching_window, "max_concurrency": max_concurrency},
-        ("batch_size", "max_batching_window", "max_concurrency"),
+        {
+            "batch_size": batch_size,
+            "max_batching_window": max_batching_window,
+            "max_concurrency": max_concurrency,
+            **runtime_options,
+        },
+        ("batch_size", "max_batching_window", "max_concurrency", *RUNTIME_OPTIONS),
     )
+    options = read_runtime_options(read, idempotency=job_queue.idempotency_table is not None)
     window_s = read.duration_s("max_batching_window")
     check = check_lambda_consumer(
         batch_size=read.integer("batch_size", DEFAULT_LAMBDA_BATCH_SIZE),
@@ -176,6 +194,7 @@ def _check_function(
             f"add_lambda_consumer on {job_queue.node.path} cannot be deployed:\n"
             + "\n".join(f"  - {e}" for e in errors)
         )
+    return options
 
 
 def _vt_fix(job_queue: IJobQueue, timeout_s: float, window_s: float, least_s: int) -> str:

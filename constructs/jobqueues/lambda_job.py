@@ -12,7 +12,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from jobqueues.consumer_contract import reserved_variable
-from jobqueues.consumer_rules import check_hooks, check_idempotency_key, check_lambda_consumer
+from jobqueues.consumer_options import read_runtime_options
+from jobqueues.consumer_rules import check_lambda_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
@@ -84,10 +85,7 @@ class LambdaJob(Construct):
         read.errors += check_lambda_environment(
             [str(name) for name in environment if reserved_variable(str(name)) is None]
         )
-        hooks = read.sequence("hooks", str, "", "a list of import paths, e.g. ['myapp.hooks:Timing']") or []
-        read.errors += check_hooks(hooks)
-        idempotency_key = read.string("idempotency_key")
-        read.errors += check_idempotency_key(idempotency_key, props.get("idempotency") not in (None, False))
+        sqslease_options = read_runtime_options(read, idempotency=props.get("idempotency") not in (None, False))
         deployment, options_check = read_lambda_options(read, max_concurrency)
         check.errors[:0] = read.errors
         check.errors += options_check.errors
@@ -119,10 +117,7 @@ class LambdaJob(Construct):
             log_group=log_group,
             environment={
                 **environment,
-                **self.job_queue.consumer_contract()
-                .with_hooks(hooks)
-                .with_idempotency_key(idempotency_key)
-                .environment(handler or ""),
+                **sqslease_options.apply(self.job_queue.consumer_contract()).environment(handler or ""),
             },
             description=f"{job_type} consumer (sqslease)",
             **deployment.function_props,

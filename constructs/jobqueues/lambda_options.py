@@ -14,6 +14,7 @@ from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
 
 from jobqueues.consumer_rules import ConsumerCheck, check_vpc_members
 from jobqueues.inputs import PropReader
@@ -32,6 +33,9 @@ VPC_ACCESS_ACTIONS = (
     "ec2:UnassignPrivateIpAddresses",
 )
 _POLLER_FIELDS = ("minimum_pollers", "maximum_pollers", "poller_group_name")
+#: The two ``ProvisionedPollerConfig`` structs of aws-cdk-lib, of one shape: ``SqsEventSource`` takes
+#: ``aws_lambda``'s, the Kafka event sources ``aws_lambda_event_sources``'.
+POLLER_CONFIG_TYPES = (lambda_.ProvisionedPollerConfig, event_sources.ProvisionedPollerConfig)
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
     )
     pollers = read.instance(
         "provisioned_poller_config",
-        lambda_.ProvisionedPollerConfig,
+        POLLER_CONFIG_TYPES,
         "lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=20)",
     )
     poller_read = PropReader(
@@ -77,7 +81,7 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
         max_pollers=poller_read.integer("maximum_pollers", 20),
         provisioned=pollers is not None,
         poller_group_name=poller_read.string("poller_group_name"),
-        own_layers=len(layers),
+        layers=tuple(str(layer.layer_version_arn) for layer in layers),
         filter_patterns=patterns,
         metrics=tuple(getattr(m, "name", str(m)) for m in (metrics.metrics or [])) if metrics is not None else (),
         vpc=vpc is not None,
@@ -98,7 +102,11 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
         "tracing": tracing,
         "layers": list(layers) or None,
     }
-    source = {"filters": list(filters) or None, "metrics_config": metrics, "provisioned_poller_config": pollers}
+    source = {
+        "filters": list(filters) or None,
+        "metrics_config": metrics,
+        "provisioned_poller_config": _as_lambda_pollers(pollers),
+    }
     deployment = LambdaDeployment(
         options=options,
         function_props={k: v for k, v in given.items() if v is not None},
@@ -146,6 +154,13 @@ def _sequence(read: PropReader, prop: str, attribute: str, fix: str) -> Sequence
         read.errors.append(f"{prop}[{wrong[0]}]={value[wrong[0]]!r} is not what {prop} takes: pass e.g. {fix}")
         return ()
     return tuple(value)
+
+
+def _as_lambda_pollers(pollers: Any) -> lambda_.ProvisionedPollerConfig | None:
+    """``aws_lambda``'s struct, the one ``SqsEventSource`` type-checks, with the fields of either given."""
+    if pollers is None or isinstance(pollers, lambda_.ProvisionedPollerConfig):
+        return pollers
+    return lambda_.ProvisionedPollerConfig(**{k: getattr(pollers, k) for k in _POLLER_FIELDS})
 
 
 def _patterns(read: PropReader, filters: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

@@ -22,6 +22,8 @@ LAMBDA_MAX_LAYERS = 5
 #: The most concurrent invocations one SQS event source makes without ``max_concurrency`` (standard mode).
 SQS_EVENT_SOURCE_MAX_INVOCATIONS = 1250
 #: ``ProvisionedPollerConfig`` for an SQS event source: at least 2 pollers, at most 200 when idle, 2,000 at most.
+#: The Lambda API reference (ProvisionedPollerConfig) now takes 2-10,000 MaximumPollers for SQS, and so does
+#: CloudFormation's schema, but aws-cdk-lib's SqsEventSource refuses more than 2,000: 2,000 is what deploys.
 MIN_POLLERS_RANGE = (2, 200)
 MAX_POLLERS_RANGE = (2, 2000)
 #: Filters per event source: 5 by default, 10 with a quota increase.
@@ -43,7 +45,7 @@ class LambdaOptions:
     :param max_pollers: ``provisioned_poller_config.maximum_pollers``.
     :param provisioned: ``provisioned_poller_config`` is given.
     :param poller_group_name: ``provisioned_poller_config.poller_group_name``.
-    :param own_layers: how many layers of its own the function has, beside ``sqslease``'s.
+    :param layers: the function's own layers, each by its ARN (one layer given twice: one token string).
     :param filter_patterns: each filter's ``pattern``, a JSON string.
     :param metrics: the ``MetricType`` names of ``metrics_config``.
     :param vpc: a VPC is given.
@@ -57,7 +59,7 @@ class LambdaOptions:
     max_pollers: int | None = None
     provisioned: bool = False
     poller_group_name: str | None = None
-    own_layers: int = 0
+    layers: tuple[str, ...] = ()
     filter_patterns: tuple[str, ...] = ()
     metrics: tuple[str, ...] = field(default=())
     vpc: bool = False
@@ -69,7 +71,7 @@ def check_lambda_options(options: LambdaOptions) -> ConsumerCheck:
     """Every rule of a ``LambdaJob``'s deployment options."""
     check = ConsumerCheck()
     check.errors += check_vpc(options)
-    check.errors += check_layers(options.own_layers)
+    check.errors += check_layers(options.layers)
     check.errors += check_provisioned_pollers(options)
     concurrency = check_reserved_concurrency(options)
     filters = check_filters(options.filter_patterns)
@@ -87,15 +89,22 @@ def check_vpc(options: LambdaOptions) -> list[str]:
     ]
 
 
-def check_layers(own_layers: int) -> list[str]:
-    """At most :data:`LAMBDA_MAX_LAYERS` layers in all, ``sqslease``'s one of them."""
+def check_layers(layers: Sequence[str]) -> list[str]:
+    """The function's own layers (by ARN): each once (its ``Layers`` are unique), :data:`LAMBDA_MAX_LAYERS` in all
+    with ``sqslease``'s. None is valid: the ``sqslease`` layer alone, the default."""
     most = LAMBDA_MAX_LAYERS - 1
-    if own_layers > most:
-        return [
-            f"layers has {own_layers} layers: a function takes at most {LAMBDA_MAX_LAYERS}, and the sqslease layer is "
-            f"one of them; pass at most {most}, e.g. by merging layers into one"
-        ]
-    return []
+    errors = [
+        f"layers[{i}] repeats layers[{layers.index(arn)}]: Lambda takes each layer once (a function's Layers are "
+        "unique); remove the repeat"
+        for i, arn in enumerate(layers)
+        if layers.index(arn) != i
+    ]
+    if len(layers) > most:
+        errors.append(
+            f"layers has {len(layers)} layers: a function takes at most {LAMBDA_MAX_LAYERS}, and the sqslease layer "
+            f"is one of them; pass at most {most}, e.g. by merging layers into one"
+        )
+    return errors
 
 
 def check_provisioned_pollers(options: LambdaOptions) -> list[str]:
@@ -234,13 +243,19 @@ def _empty_part(pattern: object, path: str = "") -> str | None:
 
 
 def check_metrics(metrics: tuple[str, ...]) -> list[str]:
-    """An SQS event source produces ``EventCount`` metrics only."""
-    return [
+    """``EventCount`` only (an SQS event source's one metric), named once (``Metrics`` are unique); none is valid."""
+    errors = [
         f"metrics_config has MetricType.{name}, which only Kafka event sources produce: pass "
         "lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])"
         for name in metrics
         if name not in SQS_EVENT_SOURCE_METRICS
     ]
+    errors += [
+        f"metrics_config names MetricType.{name} {metrics.count(name)} times: Lambda takes each metric once; pass "
+        f"lambda_.MetricsConfig(metrics=[lambda_.MetricType.{name}])"
+        for name in sorted({m for m in metrics if metrics.count(m) > 1})
+    ]
+    return errors
 
 
 #: Lambda's pattern for an environment variable's name (the Lambda API's ``Environment`` type).

@@ -297,8 +297,12 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         task execution role may read exactly these, plus ``kms:Decrypt`` on a secret's own key. Default: none.
     capacity_provider_strategies:
         Where tasks run: ``FARGATE`` and ``FARGATE_SPOT`` items, each once, weight 0-1000 (some above 0), base
-        0-100,000 (on one item only); Spot only for X86_64. An ``ecs.Cluster`` gets both providers enabled;
-        an imported cluster must have them. Default: the ``FARGATE`` launch type.
+        0-100,000 (on one item only); Spot runs X86_64 and ARM64 tasks. An ``ecs.Cluster`` gets both providers
+        enabled; an imported cluster must have them. Default: the ``FARGATE`` launch type.
+    platform_version:
+        The Fargate platform version the service pins, e.g. ``ecs.FargatePlatformVersion.VERSION1_4``; on
+        ``FARGATE_SPOT``, X86_64 tasks need 1.3.0 or later and ARM64 tasks 1.4.0 or later. Default: none pinned
+        (ECS's ``LATEST``, 1.4.0 for Linux).
     cpu_architecture:
         ``ecs.CpuArchitecture.ARM64`` (Graviton) or ``X86_64``; the default image is built for it, an ``image``
         of yours must match it. Default: X86_64.
@@ -348,6 +352,7 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     environment: Mapping[str, str]
     secrets: Mapping[str, ecs.Secret]
     capacity_provider_strategies: Sequence[ecs.CapacityProviderStrategy]
+    platform_version: ecs.FargatePlatformVersion
     cpu_architecture: ecs.CpuArchitecture
     vpc: ec2.IVpc
     vpc_subnets: ec2.SubnetSelection

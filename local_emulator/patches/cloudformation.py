@@ -88,7 +88,9 @@ def harden_change_set_execution() -> None:
     nothing left to add and "succeeds". Here a failure marks the stack and change set failed and
     answers a 400 naming the resource, which no client retries. moto also creates a change-set stack
     with an empty template and never rebuilds its outputs, so ``cdk`` could not read
-    ``BootstrapVersion`` from ``CDKToolkit``; they are rebuilt after each execution.
+    ``BootstrapVersion`` from ``CDKToolkit``; they are rebuilt after each execution. Nor does it give a change-set
+    stack the region's exports or publish its own, so a stack importing another's value (``Fn::ImportValue``, a
+    cross-stack reference) failed with ``ExportNotFound``: both are done here, as ``CreateStack`` does.
     """
     original = CloudFormationBackend.execute_change_set
 
@@ -96,6 +98,9 @@ def harden_change_set_execution() -> None:
         change_set = find_change_set(self, change_set_name, stack_name)
         if change_set is not None and change_set.execution_status == "EXECUTE_FAILED":
             raise ValidationError(message=f"change set {change_set_name} already failed; create a new one")
+        if change_set is not None:
+            stack = self.stacks[change_set.stack_id]
+            stack.cross_stack_resources = stack.resource_map.cross_stack_resources = self.exports
         try:
             original(self, change_set.change_set_id if change_set else change_set_name, stack_name)
         except Exception as error:
@@ -111,6 +116,7 @@ def harden_change_set_execution() -> None:
             if stack.status.endswith("_COMPLETE") and stack.template:
                 stack._parse_template()
                 stack.output_map = stack._create_output_map()
+                self.exports.update({export.name: export for export in stack.exports})
 
     CloudFormationBackend.execute_change_set = execute_change_set  # type: ignore[method-assign]
 
