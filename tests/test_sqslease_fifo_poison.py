@@ -1,0 +1,82 @@
+"""A FIFO message that fails until the DLQ goes there alone: the worker retries it in process while it holds the
+leases of its group's later messages, sends it to the DLQ itself when its attempts are spent, then runs the rest of
+the group in order. Real worker processes on moto_server here; the sequencing on the fakes in
+``test_sqslease_fifo_poison_unit.py``, the Lambda adapter in ``test_sqslease_fifo_poison_lambda.py``."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+from support.moto_queues import counts, make_queue, receive_all
+from support.waiting import wait_for
+from support.worker_processes import events_of, start_worker_process
+
+from local_emulator.server import LocalServer
+
+pytestmark = pytest.mark.heavy  # worker processes and seconds of back-off: scheduled first (tests/conftest.py)
+
+POISON_GROUP = ["poison", "m1", "m2", "m3"]
+OTHER_GROUP = ["h0", "h1", "h2", "h3"]
+
+
+def send_fifo(server: LocalServer, url: str, group: str, bodies: list[str]) -> None:
+    sqs = server.client("sqs")
+    for body in bodies:
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group, MessageDeduplicationId=body)
+
+
+def runs(events: Path) -> list[tuple[str, int]]:
+    """(body, receive count) of every handler start, in order."""
+    return [(body, int(count)) for kind, body, count, _ in events_of(events) if kind == "start"]
+
+
+@pytest.mark.parametrize(
+    ("max_receive_count", "told"),
+    [
+        (3, False),  # as reported: the worker finds maxReceiveCount and the DLQ in the queue's RedrivePolicy
+        (5, True),  # the default max_receive_count, given as the constructs' consumer contract gives it
+    ],
+)
+def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
+    local_aws: LocalServer, tmp_path: Path, max_receive_count: int, told: bool
+) -> None:
+    queues = make_queue(local_aws, vt=30, max_receive_count=max_receive_count, fifo=True)
+    assert queues.dlq_url is not None
+    send_fifo(local_aws, queues.url, "g", POISON_GROUP)
+    send_fifo(local_aws, queues.url, "h", OTHER_GROUP)
+    events = tmp_path / "events"
+    args = ["--backoff-base", "1"]  # back-offs of 1, 2, 4, 8 s at most: the test's length, not its outcome
+    if told:
+        args += ["--max-receive-count", str(max_receive_count), "--dead-letter-queue-url", queues.dlq_url]
+    process = start_worker_process(local_aws, queues.url, events, handler="sqs_handlers:poison_job", args=args)
+    try:
+        done = len(POISON_GROUP) - 1 + len(OTHER_GROUP)
+        assert wait_for(
+            lambda: sum(kind == "end" for kind, *_ in events_of(events)) >= done
+            and counts(local_aws, queues.url) == (0, 0),
+            timeout_s=60,
+        ), (runs(events), [m["Body"] for m in receive_all(local_aws, queues.dlq_url)])
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+    started = runs(events)
+    # The poison ran max_receive_count times, its receive count rising as SQS's would have; then its group, once
+    # each, in order, on their first receive: none was released, so none spent a receive.
+    assert [r for r in started if r[0] == "poison"] == [("poison", k) for k in range(1, max_receive_count + 1)]
+    assert [r for r in started if r[0] in POISON_GROUP[1:]] == [(body, 1) for body in POISON_GROUP[1:]]
+    last_poison = max(i for i, r in enumerate(started) if r[0] == "poison")
+    assert all(started.index((body, 1)) > last_poison for body in POISON_GROUP[1:])
+    assert [r for r in started if r[0] in OTHER_GROUP] == [(body, 1) for body in OTHER_GROUP]
+    (dead,) = receive_all(local_aws, queues.dlq_url)
+    assert dead["Body"] == "poison" and dead["Attributes"]["MessageGroupId"] == "g"
+    emf = [json.loads(line) for line in process.stdout.read().decode().splitlines() if line.startswith("{")]
+    poison_id = next(r["MessageId"] for r in emf if r["Outcome"] == "dead_lettered")
+    assert [(r["Outcome"], r["ReceiveCount"]) for r in emf if r["MessageId"] == poison_id] == [
+        *(("failure", k) for k in range(1, max_receive_count)),
+        ("dead_lettered", max_receive_count),
+    ]
+    assert sorted(r["Outcome"] for r in emf if r["MessageId"] != poison_id) == ["success"] * done
