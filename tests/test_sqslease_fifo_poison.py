@@ -55,8 +55,9 @@ def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
     try:
         done = len(POISON_GROUP) - 1 + len(OTHER_GROUP)
         assert wait_for(
-            lambda: sum(kind == "end" for kind, *_ in events_of(events)) >= done
-            and counts(local_aws, queues.url) == (0, 0),
+            lambda: (
+                sum(kind == "end" for kind, *_ in events_of(events)) >= done and counts(local_aws, queues.url) == (0, 0)
+            ),
             timeout_s=60,
         ), (runs(events), [m["Body"] for m in receive_all(local_aws, queues.dlq_url)])
         process.send_signal(signal.SIGTERM)
