@@ -69,9 +69,8 @@ class LeaseSettings:
         Default none (then they lapse, logged).
     :param max_receive_count: the queue's ``maxReceiveCount``. With ``dead_letter_queue_url``, a FIFO consumer
         retries a failed message in process, holding its group's later messages, and sends it to the DLQ itself
-        after this many attempts (docs/sqslease.md, "FIFO queues"). Default ``None``: the worker reads the
-        queue's ``RedrivePolicy`` (FIFO only); the Lambda adapter releases the group's later messages as SQS
-        retries.
+        after this many attempts (docs/sqslease.md, "FIFO queues"). Default ``None``: ``python -m sqslease.worker``
+        reads the queue's ``RedrivePolicy`` (FIFO only); else a failure releases its group's later messages.
     :param receive_count_warning: log a warning when a message has been received more than this. Default 3.
     :param wait_time: long-poll wait, at most; see :attr:`poll_wait`. Default 20.
     :param max_in_flight: this consumer stops receiving at this many leases of its own. Default 100,000.
