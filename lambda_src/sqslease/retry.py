@@ -138,8 +138,9 @@ def is_throttling(code: str) -> bool:
 def backoff_ceiling(receive_count: int, base: float = 2, cap: float = 900) -> float:
     """The longest back-off after a failed run ``receive_count``, in seconds: ``base x 2^(receive_count - 1)``,
     capped at ``cap`` and at the 12 h SQS limit."""
-    exponent = min(max(receive_count - 1, 0), 32)
-    return min(base * 2**exponent, cap, SQS_MAX_VISIBILITY_TIMEOUT_S)
+    exponent: int = min(max(receive_count - 1, 0), 32)
+    ceiling: float = base * 2**exponent
+    return min(ceiling, cap, SQS_MAX_VISIBILITY_TIMEOUT_S)
 
 
 def backoff_delay(receive_count: int, base: float = 2, cap: float = 900, rng: random.Random | None = None) -> int:
