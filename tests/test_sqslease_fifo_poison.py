@@ -14,6 +14,9 @@ from support.moto_queues import counts, make_queue, receive_all
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 
+from jobqueues.ops.discovery import JobType
+from jobqueues.ops.dlq import list_dead_letters
+from jobqueues.ops.redrive import redrive
 from local_emulator.server import LocalServer
 
 pytestmark = pytest.mark.heavy  # worker processes and seconds of back-off: scheduled first (tests/conftest.py)
@@ -72,8 +75,6 @@ def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
     last_poison = max(i for i, r in enumerate(started) if r[0] == "poison")
     assert all(started.index((body, 1)) > last_poison for body in POISON_GROUP[1:])
     assert [r for r in started if r[0] in OTHER_GROUP] == [(body, 1) for body in OTHER_GROUP]
-    (dead,) = receive_all(local_aws, queues.dlq_url)
-    assert dead["Body"] == "poison" and dead["Attributes"]["MessageGroupId"] == "g"
     emf = [json.loads(line) for line in process.stdout.read().decode().splitlines() if line.startswith("{")]
     poison_id = next(r["MessageId"] for r in emf if r["Outcome"] == "dead_lettered")
     assert [(r["Outcome"], r["ReceiveCount"]) for r in emf if r["MessageId"] == poison_id] == [
@@ -81,3 +82,18 @@ def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
         ("dead_lettered", max_receive_count),
     ]
     assert sorted(r["Outcome"] for r in emf if r["MessageId"] != poison_id) == ["success"] * done
+    # The DLQ holds the poison alone: `jobqueues dlq list` shows the worker's copy as the poison (its id, group,
+    # runs and error), and `dlq redrive` puts it back in its group, where a worker would retry it again
+    job = JobType("Jobs", "S", "S/Jobs", queues.url, queues.dlq_url, fifo=True, max_receive_count=max_receive_count)
+    (row,) = list_dead_letters(job, local_aws.client("sqs"), None).rows
+    assert (row.body, row.group, row.source_message_id, row.receive_count) == (
+        "poison",
+        "g",
+        poison_id,
+        max_receive_count,
+    )
+    assert row.last_error is not None and row.last_error.error_type == "RuntimeError"
+    assert counts(local_aws, queues.dlq_url) == (1, 0)
+    assert redrive(local_aws.client("sqs"), queues.dlq_url, queues.url, fifo=True, method="loop").moved == 1
+    (back,) = receive_all(local_aws, queues.url)
+    assert back["Body"] == "poison" and back["Attributes"]["MessageGroupId"] == "g"
