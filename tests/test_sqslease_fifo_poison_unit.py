@@ -265,3 +265,43 @@ def test_max_receive_count_is_a_setting_with_sqs_range() -> None:
     with pytest.raises(ValueError, match="max_receive_count must be 1-1000, got 0"):
         LeaseSettings(max_receive_count=0)
     assert json.dumps(LeaseSettings().as_strings()).count("max_receive_count") == 0  # unset: not written
+
+
+class PolicyClient:
+    """A GetQueueAttributes answering a RedrivePolicy (or raising ``error``)."""
+
+    def __init__(self, policy: dict | None, error: Exception | None = None) -> None:
+        self.policy, self.error, self.asked = policy, error, 0
+
+    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict:
+        self.asked += 1
+        if self.error is not None:
+            raise self.error
+        return {"Attributes": {"RedrivePolicy": json.dumps(self.policy)} if self.policy else {}}
+
+
+def test_the_worker_command_reads_a_fifo_queues_redrive_policy_for_what_its_options_do_not_give(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from support.sqs_errors import client_error
+
+    from sqslease.worker_cli import with_redrive_policy
+
+    policy = {"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:jobs-dlq.fifo", "maxReceiveCount": 4}
+    emulator = "http://localhost:4566/123456789012/jobs.fifo"
+    # GIVEN no options: both from the policy, the DLQ's URL on the queue's endpoint (an emulator's here)
+    found = with_redrive_policy(LeaseSettings(), PolicyClient(policy), emulator)
+    assert (found.max_receive_count, found.dead_letter_queue_url) == (
+        4,
+        "http://localhost:4566/123456789012/jobs-dlq.fifo",
+    )
+    # an option given wins; a standard queue, or both given, asks nothing
+    assert with_redrive_policy(LeaseSettings(max_receive_count=2), PolicyClient(policy), URL).max_receive_count == 2
+    for settings, url in ((LeaseSettings(), URL.removesuffix(".fifo")), (LeaseSettings(**UNIT), URL)):
+        client = PolicyClient(policy)
+        assert with_redrive_policy(settings, client, url) == settings and client.asked == 0
+    # a queue without a policy has no DLQ to protect; a policy that cannot be read is logged, the worker runs on
+    assert with_redrive_policy(LeaseSettings(), PolicyClient(None), URL) == LeaseSettings()
+    denied = PolicyClient(policy, client_error("access_denied", "GetQueueAttributes"))
+    assert with_redrive_policy(LeaseSettings(), denied, URL) == LeaseSettings()
+    assert f"could not read the RedrivePolicy of {URL}" in caplog.text

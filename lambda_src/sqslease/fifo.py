@@ -20,8 +20,8 @@ from collections.abc import Callable
 from sqslease.message import Message
 
 #: Seconds a handler waiting for a parked retry sleeps at most before it looks at the clock again: the clock need
-#: not be the one the wait is timed on (a test's fake clock).
-PARKED_LOOK_S = 0.25
+#: not be the one the wait is timed on (a test's fake clock). A wake a second per idle handler, while one is parked.
+PARKED_LOOK_S = 1.0
 
 
 class ReadyQueue:
