@@ -305,3 +305,14 @@ def test_the_worker_command_reads_a_fifo_queues_redrive_policy_for_what_its_opti
     denied = PolicyClient(policy, client_error("access_denied", "GetQueueAttributes"))
     assert with_redrive_policy(LeaseSettings(), denied, URL) == LeaseSettings()
     assert f"could not read the RedrivePolicy of {URL}" in caplog.text
+
+
+def test_without_the_heartbeat_the_worker_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    # A held lease that nothing extends would run out while its message waits for its retry: no holding.
+    from sqslease.worker import Worker
+
+    told = {k: v for k, v in UNIT.items() if k not in ("extension_threshold", "heartbeat_interval")}
+    worker = Worker(FakeSQS(), URL, Runs(FakeClock()), LeaseSettings(**told, heartbeat=False))
+    assert worker.processor.fifo_retry is None
+    assert "to retry it in process, give both max_receive_count and dead_letter_queue_url" in caplog.text
+    assert Worker(FakeSQS(), URL, Runs(FakeClock()), LeaseSettings(**told)).processor.fifo_retry is not None
