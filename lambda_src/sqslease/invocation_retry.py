@@ -24,17 +24,17 @@ logger = logging.getLogger("sqslease")
 def retry_in_invocation(
     processor: MessageProcessor,
     message: Message,
+    result: ProcessResult,
     run: Callable[[], ProcessResult],
     time_left: Callable[[], float],
     sleep: Callable[[float], None],
 ) -> ProcessResult:
-    """Run ``message`` (``run()``) and retry it while its result is held and the retry fits.
+    """Retry ``message``, whose run ended in ``result``, by ``run()`` while its result is held and the retry fits.
 
     :param time_left: seconds the invocation may still use (before its deadline margin).
     :param sleep: waits out the back-off, in seconds (``time.sleep``; a test's fake clock).
     :returns: the last run's result; never held (a retry that does not fit is settled by the failure policy).
     """
-    result = run()
     while result.held:
         delay = retry_delay(processor.settings, message.receive_count)
         needed = delay + result.processing_ms / 1000  # the back-off, and a run as long as the one that failed

@@ -188,8 +188,11 @@ def process_event(
                     batch_stopped = not skip_group_on_error
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            run = functools.partial(run_record, processor, message, held.out_of_time, held.remaining)
-            if retry_in_invocation(processor, message, run, held.remaining, sleep).retry:
+            result = run_record(processor, message, held.out_of_time, held.remaining)
+            if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
+                run = functools.partial(run_record, processor, message, held.out_of_time, held.remaining)
+                result = retry_in_invocation(processor, message, result, run, held.remaining, sleep)
+            if result.retry:
                 failures.append({"itemIdentifier": record["messageId"]})
                 if fifo:
                     failed_groups.add(group)
