@@ -99,27 +99,32 @@ def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
     assert back["Body"] == "poison" and back["Attributes"]["MessageGroupId"] == "g"
 
 
-def test_sigterm_while_a_group_is_held_loses_nothing_and_the_next_worker_keeps_its_order(
-    local_aws: LocalServer, tmp_path: Path
+#: 4 s leases extended 1 s before they end: a killed worker's held group is back within 4 s.
+SHORT_LEASES = {"SQSLEASE_VISIBILITY_TIMEOUT": "4", "SQSLEASE_EXTENSION_THRESHOLD": "1"}
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 0), (signal.SIGKILL, -signal.SIGKILL)])
+def test_a_worker_stopped_while_it_holds_a_group_loses_nothing_and_the_next_one_keeps_its_order(
+    local_aws: LocalServer, tmp_path: Path, stop: signal.Signals, status: int
 ) -> None:
     # GIVEN a worker holding group g behind its failed head (3 receives at most, back-off base 2 s)
     queues = make_queue(local_aws, vt=30, max_receive_count=3, fifo=True)
     assert queues.dlq_url is not None
     send_fifo(local_aws, queues.url, "g", POISON_GROUP)
     events = tmp_path / "events"
-    first = start_worker_process(local_aws, queues.url, events, handler="sqs_handlers:poison_job")
+    first = start_worker_process(local_aws, queues.url, events, handler="sqs_handlers:poison_job", **SHORT_LEASES)
     try:
         assert wait_for(lambda: runs(events)[:1] == [("poison", 1)], timeout_s=30)
-        # WHEN it is told to stop (its head parked, or retried once more on a handler that came free)
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(timeout=30) == 0
+        # WHEN it drains (SIGTERM) or dies (kill -9), its head parked or being retried once more
+        first.send_signal(stop)
+        assert first.wait(timeout=30) == status
     finally:
         first.kill()
     drained = len(runs(events))
-    # THEN the drain ran nothing of g behind its head, and the next worker takes the group from its head: the poison
-    # goes to the DLQ alone and the rest runs once each, in order
+    # THEN nothing of g behind its head ran, and the next worker takes the group from its head (once the killed
+    # worker's leases end): the poison goes to the DLQ alone and the rest runs once each, in order
     assert {body for body, _ in runs(events)} == {"poison"}
-    second = start_worker_process(local_aws, queues.url, events, handler="sqs_handlers:poison_job")
+    second = start_worker_process(local_aws, queues.url, events, handler="sqs_handlers:poison_job", **SHORT_LEASES)
     try:
         assert wait_for(
             lambda: (
@@ -133,8 +138,8 @@ def test_sigterm_while_a_group_is_held_loses_nothing_and_the_next_worker_keeps_i
         second.kill()
     after = runs(events)[drained:]
     assert [body for body, _ in after] == ["poison", "poison", *POISON_GROUP[1:]]
-    assert [count for body, count in after if body == "poison"] == [2, 3]  # from SQS's count: a drain gives more runs
-    # those the first worker had received spent one receive in its drain (1 handler: a receive of 2), the rest none
+    assert [count for body, count in after if body == "poison"] == [2, 3]  # from SQS's count: it gets more runs
+    # those the first worker had received spent that receive (1 handler: a receive of 2), the rest none
     assert [(body, count) for body, count in after if body != "poison"] == [("m1", 2), ("m2", 1), ("m3", 1)]
     job = JobType("Jobs", "S", "S/Jobs", queues.url, queues.dlq_url, fifo=True, max_receive_count=3)
     assert [row.body for row in list_dead_letters(job, local_aws.client("sqs"), None).rows] == ["poison"]

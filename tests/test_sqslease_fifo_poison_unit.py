@@ -146,6 +146,25 @@ def test_a_poison_is_retried_after_each_back_off_then_dead_lettered_by_the_worke
     assert emf_records(worker)[2]["ErrorType"] == "RuntimeError"
 
 
+def test_a_dlq_send_that_fails_deletes_nothing_and_releases_the_group_as_before() -> None:
+    # GIVEN a poison on its last attempt (SQS's count 3 = max_receive_count) and a DLQ that refuses the send
+    clock = FakeClock()
+    sqs = FakeSQS(clock).script("SendMessage", "error500")
+    sqs.add("poison", "m1", group="g", receive_count=3)
+    handler = Runs(clock)
+    with running_worker(sqs, URL, handler, clock=clock, **UNIT) as worker:
+        assert wait_for(lambda: len([c for c in changes(sqs) if c[2] != 30]) == 2, timeout_s=10)
+    # THEN the original is not deleted (the copy is sent first, the delete only after SQS took it): the failure
+    # policy settles it (back-off for receive 3: 4-8 s) and m1 is released behind it, as without retries
+    assert sqs.entries("DeleteMessageBatch") == [] and len(sqs.entries("SendMessage")) == 1
+    settles = {h: seconds for _, h, seconds in changes(sqs) if seconds != 30}
+    assert 4 <= settles[sqs.handle_of("poison")[0]] <= 8 and settles[sqs.handle_of("m1")[0]] == 0
+    assert [(r["MessageId"], r["Outcome"]) for r in emf_records(worker)] == [
+        ("m-poison", "failure"),
+        ("m-m1", "released"),
+    ]
+
+
 def test_a_held_group_does_not_keep_a_one_handler_worker_from_other_groups() -> None:
     # GIVEN a worker of one handler whose group g is held behind its failed head, the clock standing still
     clock = FakeClock()
