@@ -100,3 +100,11 @@ RECORDED_RUNS: list[str] = []
 def recorded_job(body: str, message: Message) -> None:
     """A handler that records each body it runs in :data:`RECORDED_RUNS`."""
     RECORDED_RUNS.append(body)
+
+
+def poison_job(body: str, message: Message) -> None:
+    """Records ``start|end body receive_count monotonic``; a body that begins with ``poison`` fails every time."""
+    _log("start", message)
+    if body.startswith("poison"):
+        raise RuntimeError(f"{body} fails every time")
+    _log("end", message)

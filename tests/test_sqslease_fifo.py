@@ -128,9 +128,10 @@ def test_lambda_adapter_stops_at_the_first_failure_of_a_fifo_batch(
 
 
 def test_a_failing_head_spends_a_receive_of_each_later_message_received_with_it(local_aws: LocalServer) -> None:
-    # SQS hands out none of a group's messages while one is in flight: for the failed head to be retried, the
-    # later messages received with it are released unrun, each having spent that receive. A head that fails
-    # until the DLQ takes them there with it, never run (the FIFO guarantee in docs/sqslease.md).
+    # A worker not told max_receive_count (and the DLQ) cannot retry in process: SQS hands out none of a group's
+    # messages while one is in flight, so for the failed head to be retried the later messages received with it
+    # are released unrun, each having spent that receive, and a head that fails until the DLQ takes them there with
+    # it, never run. Told both, it holds them instead: test_sqslease_fifo_poison.py.
     max_receives = 3
     queues = make_queue(local_aws, vt=30, max_receive_count=max_receives, fifo=True)
     send_groups(local_aws, queues.url, "A", 3)  # A0 fails every time; A1, A2 wait behind it

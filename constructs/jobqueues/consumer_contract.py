@@ -81,12 +81,16 @@ class ConsumerContract:
         lease_extension: bool,
         max_processing_time_s: float | None = None,
         max_batching_window_s: float = 0,
+        max_receive_count: int | None = None,
     ) -> ConsumerContract:
         """The contract of a queue with these lease facts; raises ``ValueError`` when ``sqslease`` would refuse
         them (the queue's declaration checks the same rule first, with a fix).
 
         :param visibility_timeout_s: the queue's visibility timeout; ``None`` for a token, then given as
             ``visibility_timeout_token``.
+        :param max_receive_count: the DLQ's ``maxReceiveCount``: with the DLQ's URL, a FIFO consumer retries a
+            failed message in process and dead-letters it itself (docs/sqslease.md, "FIFO queues"). Default
+            ``None`` (a token, or an adopted queue): not written; the worker reads the queue's ``RedrivePolicy``.
         """
         vt = LeaseSettings.visibility_timeout if visibility_timeout_s is None else visibility_timeout_s
         lease = LeaseSettings(
@@ -99,6 +103,7 @@ class ConsumerContract:
             # a cap of max_processing_time would lapse the lease of a message that waited in the prefetch.
             max_processing_time=max_processing_time_s,
             dead_letter_queue_url=dead_letter_queue_url,
+            max_receive_count=max_receive_count,
             max_batching_window=max_batching_window_s,
             job_type=job_type,
         )

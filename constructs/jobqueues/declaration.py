@@ -26,6 +26,7 @@ from jobqueues.queue_option_rules import (
 from jobqueues.queue_rules import (
     alarm_thresholds,
     fifo_and_names,
+    fifo_lambda_retries,
     queue_time_slo,
     resolve_visibility_timeout,
     retries_and_retention,
@@ -60,6 +61,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     delivery_delay,
     retries_and_retention,
     fifo_and_names,
+    fifo_lambda_retries,
     fifo_high_throughput,
     message_size,
     removal_policies,

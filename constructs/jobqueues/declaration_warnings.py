@@ -12,6 +12,8 @@ from dataclasses import dataclass
 RETRIES_OUTLIVE_RETENTION = "jobqueues:maxReceiveTimesVtExceedsRetention"
 #: ``max_receive_count`` 1: a message a stopping consumer received but did not start reaches the DLQ unrun.
 SINGLE_RECEIVE = "jobqueues:maxReceiveCountBelowTwo"
+#: FIFO with a Lambda consumer: the back-off of ``max_receive_count``'s retries does not fit in one invocation.
+FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT = "jobqueues:fifoRetriesExceedLambdaTimeout"
 #: ``max_tasks x concurrency`` handlers could hold more messages than the in-flight quota.
 HANDLERS_EXCEED_IN_FLIGHT_QUOTA = "jobqueues:handlersExceedInFlightQuota"
 #: ``MeasuredProfiles``: a job type's profile refused a recommendation; the declared fallback is used.

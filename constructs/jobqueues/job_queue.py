@@ -83,12 +83,13 @@ class JobQueue(JobQueueBase):
         self.max_receive_count = (
             plan.max_receive_count.value if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
         )
+        self.known_max_receive_count = None if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
         key = plan.encryption_key
         encryption = sqs.QueueEncryption.KMS if key else sqs.QueueEncryption.SQS_MANAGED
         fifo = plan.fifo or None
         throughput = _throughput(plan)
         #: The dead-letter queue. Its redrive-allow policy admits only the source queue. SQS's own maximum message
-        #: size (the region's largest): a message sqslease dead-letters carries two more attributes.
+        #: size (the region's largest): a message sqslease dead-letters carries up to four more attributes.
         self.dead_letter_queue: sqs.Queue = sqs.Queue(
             self,
             "DeadLetterQueue",

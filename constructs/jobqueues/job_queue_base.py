@@ -64,6 +64,8 @@ class JobQueueBase(Construct):
     max_queue_time_seconds: float | None = None
     #: Whether both queues are FIFO.
     fifo: bool
+    #: Receives before a message moves to the DLQ, when known at synth (``None``: a token, or an adopted queue).
+    known_max_receive_count: int | None = None
     #: Where alarm notifications go; consumers send theirs there too.
     alarm_topic: sns.ITopic | None
     #: The table of the consumer's idempotency records (``idempotency``); ``None``: idempotency off.
@@ -126,6 +128,7 @@ class JobQueueBase(Construct):
                 lease_extension=self.lease_extension,
                 max_processing_time_s=self.max_processing_time_seconds,
                 max_batching_window_s=self.max_batching_window_seconds,
+                max_receive_count=self.known_max_receive_count,
             )
             if self.idempotency_table is not None:
                 retention = self.idempotency_retention_seconds or SQS_MAX_RETENTION_S

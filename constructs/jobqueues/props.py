@@ -35,9 +35,11 @@ class QueueOptions(TypedDict, total=False):
         How long the DLQ keeps a message; longer than ``retention_period``, because a message keeps its
         original enqueue time there. Default: 14 days.
     fifo:
-        FIFO queues (both get ``.fifo`` names); consumers keep order per message group. A message that fails
-        until the DLQ takes with it the later messages of its group received with it (released unrun to keep the
-        order, they reach ``max_receive_count`` together): ``jobqueues dlq list`` marks them. Default: False.
+        FIFO queues (both get ``.fifo`` names); consumers keep order per message group. A failed message is
+        retried in process while its group's later messages wait, held, and at ``max_receive_count`` its consumer
+        sends it to the DLQ itself: its group goes on, none of its later messages having spent a receive. A Lambda
+        consumer retries only while the back-off fits in its invocation (synth warning
+        ``jobqueues:fifoRetriesExceedLambdaTimeout`` otherwise). Default: False.
     content_based_deduplication:
         FIFO only: deduplicate on the body's SHA-256. Default: False.
     queue_name:
@@ -56,7 +58,7 @@ class QueueOptions(TypedDict, total=False):
         Source queue only: the largest message (body and attributes) it accepts, 1 KiB - 1 MiB in whole bytes
         (CloudFormation's range; regions without 1 MiB messages take 256 KiB at most). ``jobqueues send`` reads it
         from the queue. The DLQ keeps SQS's default, its region's maximum, so that a message ``sqslease``
-        dead-letters with its two added attributes fits. Default: 256 KiB.
+        dead-letters with its added attributes fits. Default: 256 KiB.
     deduplication_scope:
         FIFO only, both queues: ``sqs.DeduplicationScope.MESSAGE_GROUP`` with ``fifo_throughput_limit``
         ``PER_MESSAGE_GROUP_ID`` is SQS's high-throughput FIFO (one without the other is refused).

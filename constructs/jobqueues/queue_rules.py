@@ -6,9 +6,17 @@ import math
 import re
 
 from jobqueues import defaults
-from jobqueues.declaration_warnings import RETRIES_OUTLIVE_RETENTION, SINGLE_RECEIVE
+from jobqueues.declaration_warnings import FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT, RETRIES_OUTLIVE_RETENTION, SINGLE_RECEIVE
 from jobqueues.queue_declaration import RuleContext, fmt, in_flight_threshold
-from sqslease.rules import SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION_S, SQS_MIN_RETENTION_S
+from sqslease.retry import retries_backoff_s
+from sqslease.rules import (
+    LAMBDA_MAX_TIMEOUT_S,
+    SQS_MAX_RECEIVE_COUNT,
+    SQS_MAX_RETENTION_S,
+    SQS_MIN_RETENTION_S,
+    lambda_deadline_margin,
+)
+from sqslease.settings import LeaseSettings
 
 QUEUE_NAME_MAX_LENGTH = 80
 DLQ_SUFFIX = "-dlq"
@@ -65,6 +73,42 @@ def retries_and_retention(c: RuleContext) -> None:
             + (" or delivery_delay" if delay else "")
             + " or raise retention_period",
         )
+
+
+def fifo_lambda_retries(c: RuleContext) -> None:
+    """FIFO with a Lambda consumer: a failed record is retried within its invocation only while its back-off fits
+    (``sqslease.invocation_retry``); warn when the retries of ``max_receive_count`` do not fit in one."""
+    d, r = c.d, c.result
+    if not d.fifo or c.timeout is None or "max_receive_count" in d.tokens:
+        return
+    if lambda_retries_fit(r.max_receive_count, c.timeout, c.p99):
+        return
+    n = r.max_receive_count
+    absorbed = max(k for k in range(1, n + 1) if k == 1 or lambda_retries_fit(k, c.timeout, c.p99))
+    timeout = next(
+        (t for t in range(math.ceil(c.timeout) + 1, LAMBDA_MAX_TIMEOUT_S + 1) if lambda_retries_fit(n, t, c.p99)), None
+    )
+    runs = f" and {n} runs of {c.name('processing_p99')} {fmt(c.p99)}" if c.p99 else ""
+    room = c.timeout - lambda_deadline_margin(c.timeout)
+    fixes = [f"max_receive_count {absorbed} absorbs its retries in one invocation"] if absorbed > 1 else []
+    fixes += [f"{c.name('lambda_timeout')} {fmt(timeout)} absorbs max_receive_count {n}'s"] if timeout else []
+    c.warn(
+        FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT,
+        "fifo=True with a Lambda consumer: a failed record is retried within its invocation while its back-off "
+        f"fits. The {n - 1} retries of max_receive_count {n} wait up to {fmt(retries_backoff_s(n))}{runs}, more "
+        f"than the {fmt(room)} {c.name('lambda_timeout')} {fmt(c.timeout)} leaves before its deadline margin: a "
+        "retry that does not fit releases the later records of the failed record's group, each release costing "
+        "them a receive, so a record that fails every time leaves them fewer attempts of their own"
+        + (". " + "; or ".join(fixes) if fixes else ""),
+    )
+
+
+def lambda_retries_fit(max_receive_count: int, timeout_s: float, processing_p99_s: float | None) -> bool:
+    """Whether a FIFO record's retries (each back-off at its longest, with the consumer's default back-off) and
+    its ``max_receive_count`` runs of ``processing_p99_s`` fit in one invocation of ``timeout_s``, before its
+    deadline margin (``sqslease.rules.lambda_deadline_margin``)."""
+    backoff = retries_backoff_s(max_receive_count, LeaseSettings.backoff_base, LeaseSettings.backoff_max)
+    return backoff + max_receive_count * (processing_p99_s or 0) < timeout_s - lambda_deadline_margin(timeout_s)
 
 
 def fifo_and_names(c: RuleContext) -> None:

@@ -2,11 +2,12 @@
 
 In order: wait for the long poll in flight (what it brings is held unstarted); let handlers that come free run the
 messages received before the drain until the release point (``poll_wait`` + :data:`DRAIN_POLL_MARGIN_S` after the
-signal, capped by ``shutdown_grace``); release what is still unstarted; wait for the running handlers until the
-grace ends, then release theirs; confirm the deletes and releases before the heartbeat stops. The messages of
-timed-out handlers still running (hung) were held meanwhile; they are settled by the failure policy last, as the
-worker exits. With idempotency, a running message released at the grace's end has its record deleted first, so
-that the consumer that receives it next runs it at once.
+signal, capped by ``shutdown_grace``); release what is still unstarted, and hide the FIFO messages parked for a retry
+in process for what is left of their delay; wait for the running handlers until the grace ends, then release theirs;
+confirm the deletes and releases before the heartbeat stops. The messages of timed-out handlers still running (hung)
+were held meanwhile; they are settled by the failure policy last, as the worker exits. With idempotency, a running
+message released at the grace's end has its record deleted first, so that the consumer that receives it next runs it
+at once.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def drain(
         settler.release_all([m.lease for m in unstarted], timeout=max(1.0, grace_ends - clock()))
         for message in unstarted:
             processor.record_released(message)
+    handlers.release_parked()
     handlers.join(until=grace_ends)
     still_running = handlers.still_running()
     if still_running:

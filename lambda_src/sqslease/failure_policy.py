@@ -1,11 +1,13 @@
-"""How a failed message is settled: by the failure policy (lapse, visible now, backoff), or, for a non-retryable
-error, sent to the dead-letter queue. See :mod:`sqslease.processor`."""
+"""How a failed message is settled: by the failure policy (lapse, visible now, backoff), or sent to the dead-letter
+queue (a non-retryable error; a FIFO message whose attempts are spent, :mod:`sqslease.fifo_retry`). See
+:mod:`sqslease.processor`."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from sqslease.fifo_retry import FifoRetry
 from sqslease.message import Message
 from sqslease.retry import backoff_delay
 from sqslease.settings import FailurePolicy, LeaseSettings
@@ -13,8 +15,21 @@ from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
 
-#: SQS's limit of message attributes: the DLQ copy adds the error and the source id while there is room.
+#: SQS's limit of message attributes: the DLQ copy adds sqslease's (below, in this order) while there is room.
 MAX_DLQ_ATTRIBUTES = 10
+#: The attributes of a DLQ copy sqslease sends itself (``jobqueues dlq list`` reads them): the last error's repr,
+#: the original's ``MessageId`` (what the consumer's EMF lines name), the attempts it failed (the receive count
+#: of its last run, what SQS's count would be) and why it was dead-lettered (:data:`DEAD_LETTER_REASONS`).
+DLQ_ERROR_ATTRIBUTE = "sqslease.error"
+DLQ_SOURCE_ID_ATTRIBUTE = "sqslease.source_message_id"
+DLQ_RECEIVE_COUNT_ATTRIBUTE = "sqslease.receive_count"
+DLQ_REASON_ATTRIBUTE = "sqslease.reason"
+#: ``non_retryable``: an error of ``settings.non_retryable``, on its first failure. ``max_receive_count``: a FIFO
+#: message that failed ``settings.max_receive_count`` times, retried in process (:mod:`sqslease.fifo_retry`).
+NON_RETRYABLE, ATTEMPTS_SPENT = "non_retryable", "max_receive_count"
+DEAD_LETTER_REASONS = (NON_RETRYABLE, ATTEMPTS_SPENT)
+#: The prefix of sqslease's own attributes: a redriven copy's are dropped before it is dead-lettered again.
+ATTRIBUTE_PREFIX = "sqslease."
 
 
 def apply_failure_policy(settler: Settler, settings: LeaseSettings, message: Message) -> None:
@@ -30,6 +45,58 @@ def apply_failure_policy(settler: Settler, settings: LeaseSettings, message: Mes
         )
 
 
+def settle_failure(
+    sqs: Any,
+    settler: Settler,
+    settings: LeaseSettings,
+    message: Message,
+    error: BaseException,
+    fifo_retry: FifoRetry | None,
+    delete_on_success: bool,
+) -> tuple[str, bool, bool]:
+    """Settle a retryable failure: ``(outcome, retry, held)``. By the failure policy, unless ``fifo_retry`` retries
+    this FIFO message in process: held (its lease left to the heartbeat) while attempts are left and the consumer
+    holds, else sent to the DLQ once they are spent (:mod:`sqslease.fifo_retry`)."""
+    if fifo_retry is not None and message.message_group_id is not None:
+        if fifo_retry.spent(message):
+            outcome, retry = dead_letter(
+                sqs, settler, settings, message, error, delete_on_success=delete_on_success, reason=ATTEMPTS_SPENT
+            )
+            return outcome, retry, False
+        if fifo_retry.holds(message):
+            return "failure", True, True
+    apply_failure_policy(settler, settings, message)
+    return "failure", True, False
+
+
+def retry_delay(settings: LeaseSettings, receive_count: int) -> float:
+    """Seconds a consumer waits before it retries in process a message whose run ``receive_count`` failed: what
+    the failure policy would have hidden it for (``backoff``: its back-off; ``visible_now``: 0; ``lapse``: a
+    visibility timeout, the longest its lease could have had left)."""
+    policy = settings.failure_policy
+    if policy is FailurePolicy.VISIBLE_NOW:
+        return 0.0
+    if policy is FailurePolicy.LAPSE:
+        return settings.visibility_timeout
+    return float(backoff_delay(receive_count, settings.backoff_base, settings.backoff_max))
+
+
+def dlq_attributes(message: Message, error: BaseException, reason: str) -> dict[str, Any]:
+    """The message attributes of ``message``'s DLQ copy: its own (those of an earlier dead-lettering dropped), then
+    sqslease's (:data:`DLQ_ERROR_ATTRIBUTE` ...) while SQS's limit of :data:`MAX_DLQ_ATTRIBUTES` leaves room."""
+    attributes = {k: v for k, v in message.message_attributes.items() if not k.startswith(ATTRIBUTE_PREFIX)}
+    added = (
+        (DLQ_ERROR_ATTRIBUTE, "String", repr(error)[:1000]),
+        (DLQ_SOURCE_ID_ATTRIBUTE, "String", message.message_id),
+        (DLQ_RECEIVE_COUNT_ATTRIBUTE, "Number", str(message.receive_count)),
+        (DLQ_REASON_ATTRIBUTE, "String", reason),
+    )
+    for name, kind, value in added:
+        if len(attributes) < MAX_DLQ_ATTRIBUTES:
+            attributes[name] = {"DataType": kind, "StringValue": value}
+    return attributes
+
+
 def dead_letter(
     sqs: Any,
     settler: Settler,
@@ -38,25 +105,27 @@ def dead_letter(
     error: BaseException,
     *,
     delete_on_success: bool,
+    reason: str = NON_RETRYABLE,
 ) -> tuple[str, bool]:
-    """Send a message that failed with a non-retryable error to ``settings.dead_letter_queue_url`` (its attributes,
-    the error and its id added while there is room), then delete it (``delete_on_success``) or leave it for Lambda
-    to delete. Returns its outcome and whether it is retried: without a DLQ, or when the send fails, the failure
-    policy settles it instead (``failure``, retried)."""
+    """Send a failed message to ``settings.dead_letter_queue_url`` (:func:`dlq_attributes`; on a FIFO DLQ its group,
+    and its ``MessageId`` as deduplication id, so a second copy sent within SQS's 5 minutes is dropped), then delete
+    it (``delete_on_success``) or leave it for Lambda to delete: sent first, so a crash in between leaves a copy in
+    each queue, never none. Returns its outcome and whether it is retried: without a DLQ, or when the send fails,
+    the failure policy settles it instead (``failure``, retried).
+
+    :param reason: why (:data:`DEAD_LETTER_REASONS`). Default :data:`NON_RETRYABLE`.
+    """
     dlq = settings.dead_letter_queue_url
     if not dlq:
         logger.error(
-            "message %s failed with non-retryable %r but no dead_letter_queue_url is set; "
-            "applying the failure policy instead",
+            "message %s failed (%s: %r) but no dead_letter_queue_url is set; applying the failure policy instead",
             message.message_id,
+            reason,
             error,
         )
         apply_failure_policy(settler, settings, message)
         return "failure", True
-    attributes = dict(message.message_attributes)
-    for name, value in (("sqslease.error", repr(error)[:1000]), ("sqslease.source_message_id", message.message_id)):
-        if len(attributes) < MAX_DLQ_ATTRIBUTES:
-            attributes[name] = {"DataType": "String", "StringValue": value}
+    attributes = dlq_attributes(message, error, reason)
     request: dict[str, Any] = {"QueueUrl": dlq, "MessageBody": message.body, "MessageAttributes": attributes}
     if dlq.endswith(".fifo"):
         request["MessageGroupId"] = message.message_group_id or message.message_id
@@ -70,7 +139,13 @@ def dead_letter(
         )
         apply_failure_policy(settler, settings, message)
         return "failure", True
-    logger.error("message %s failed with non-retryable %r: sent to the DLQ", message.message_id, error)
+    logger.error(
+        "message %s failed (%r, receive %d): sent to the DLQ (%s)",
+        message.message_id,
+        error,
+        message.receive_count,
+        reason,
+    )
     if delete_on_success:
         settler.delete(message.lease)
     # else: reported as a success, so Lambda deletes it after the invocation; extended until then.

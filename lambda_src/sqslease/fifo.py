@@ -4,35 +4,55 @@ SQS FIFO queues keep order per ``MessageGroupId`` only if the consumer does too:
 next message before the previous one ended, and if one fails, the group's later messages must go back to
 the queue (released) rather than run before it. For standard queues every message is its own group.
 
-Releasing them is the price of the retry: SQS hands out none of a group's messages while one is in flight, and
-each released message has spent the receive that brought it. So a message that fails until the DLQ takes the
-later messages received with it there too, never run (docs/sqslease.md's FIFO section says how to size for it).
+A failed message that the worker retries in process (:mod:`sqslease.fifo_retry`) is *parked* instead: its group
+stays closed, its later messages wait behind it (held, not released: they spend no receive), and it is handed out
+again once its retry is due, before them. A parked group counts as one outstanding message (its head), so that a
+poison message does not keep its worker from receiving other groups' messages.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 
 from sqslease.message import Message
+
+#: Seconds a handler waiting for a parked retry sleeps at most before it looks at the clock again: the clock need
+#: not be the one the wait is timed on (a test's fake clock). A wake a second per idle handler, while one is parked.
+PARKED_LOOK_S = 1.0
 
 
 class ReadyQueue:
     """Thread-safe queue of received messages that hands out at most one message per group at a time.
 
     :param fifo: group by ``MessageGroupId`` (a FIFO queue). Default False: no grouping.
+    :param clock: monotonic clock in seconds (when parked retries are due). Default ``time.monotonic``.
     """
 
-    def __init__(self, fifo: bool = False) -> None:
+    def __init__(self, fifo: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.fifo = fifo
+        self.clock = clock
         self._items: deque[Message] = deque()
-        self._busy: set[str] = set()  # groups with a message running
+        self._busy: set[str] = set()  # groups with a message running or parked
+        self._parked: dict[str, tuple[Message, float]] = {}  # group -> its failed head, and when (clock) to retry it
         self._closed = False
         self._cond = threading.Condition()
 
     def __len__(self) -> int:
+        """Messages waiting for a handler, a parked group counting as one (its head): its later messages wait
+        for the retry, not for a handler."""
         with self._cond:
-            return len(self._items)
+            if not self._parked:
+                return len(self._items)
+            behind = sum(1 for message in self._items if self._group(message) in self._parked)
+            return len(self._items) - behind + len(self._parked)
+
+    def parked(self) -> dict[str, float]:
+        """Message id -> when (clock) its retry is due, for every parked message."""
+        with self._cond:
+            return {message.message_id: due for message, due in self._parked.values()}
 
     def put(self, messages: list[Message]) -> bool:
         """Append messages in the order SQS returned them. False (nothing added) once closed."""
@@ -46,15 +66,39 @@ class ReadyQueue:
             return True
 
     def get(self) -> Message | None:
-        """The oldest message whose group is not running (marking its group running); None once closed."""
+        """A parked message whose retry is due, else the oldest message whose group is neither running nor parked
+        (marking its group running); None once closed."""
         with self._cond:
             while True:
                 if self._closed:
                     return None
-                message = self._take_startable()
+                now = self.clock()
+                message = self.take(now)
                 if message is not None:
                     return message
-                self._cond.wait()
+                due = min((at for _, at in self._parked.values()), default=None)
+                self._cond.wait(None if due is None else min(PARKED_LOOK_S, max(0.0, due - now)))
+
+    def take(self, now: float) -> Message | None:
+        """What :meth:`get` hands out at ``now`` (clock), without waiting: None when nothing is startable."""
+        with self._cond:
+            for group, (message, due) in self._parked.items():
+                if due <= now:
+                    del self._parked[group]  # its group stays busy: it runs now
+                    return message
+            return self._take_startable()
+
+    def park(self, message: Message, due: float) -> bool:
+        """Hand ``message`` (just failed, its group still running) out again at ``due`` (clock), before its group's
+        later messages. False (nothing parked) once closed."""
+        group = self._group(message)
+        assert group is not None, "only a FIFO message is retried in process"
+        with self._cond:
+            if self._closed:
+                return False
+            self._parked[group] = (message, due)
+            self._cond.notify_all()  # a waiting handler sleeps until the earliest retry
+            return True
 
     def _take_startable(self) -> Message | None:
         for index, message in enumerate(self._items):
@@ -80,15 +124,18 @@ class ReadyQueue:
             self._cond.notify_all()
             return later
 
-    def close(self) -> list[Message]:
-        """Stop: every :meth:`get` returns None and :meth:`put` refuses from now on. Returns the messages that
-        were waiting (to release), atomically, so none is left behind."""
+    def close(self) -> tuple[list[Message], list[tuple[Message, float]]]:
+        """Stop: every :meth:`get` returns None and :meth:`put` and :meth:`park` refuse from now on. Returns the
+        messages that were waiting (to release) and the parked ones with when their retry was due, atomically, so
+        none is left behind."""
         with self._cond:
             self._closed = True
             items = list(self._items)
+            parked = list(self._parked.values())
             self._items.clear()
+            self._parked.clear()
             self._cond.notify_all()
-            return items
+            return items, parked
 
     def _group(self, message: Message) -> str | None:
         return message.message_group_id if self.fifo else None

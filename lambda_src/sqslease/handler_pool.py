@@ -1,9 +1,12 @@
 """The worker's handler threads: run received messages, one message per FIFO group at a time.
 
-A FIFO message that fails sends its group's later messages back to the queue (released unrun, see
-:mod:`sqslease.fifo`). During a drain they are held back instead, and released with the other unstarted
-messages at the drain's release point (see :mod:`sqslease.drain`): released earlier, they could meet the long poll
-of another worker drained at the same moment, which might have no handler for them.
+A FIFO message that fails is retried in process when the worker knows the queue's ``maxReceiveCount`` and DLQ
+(:mod:`sqslease.fifo_retry`): parked until the failure policy's delay has passed (:mod:`sqslease.fifo`), its lease
+and its group's later messages held meanwhile. Otherwise, and once a drain began, it sends its group's later
+messages back to the queue (released unrun). During a drain they are held back instead, and released with the
+other unstarted messages at the drain's release point (see :mod:`sqslease.drain`), and so are the parked messages
+(hidden for what is left of their delay): released earlier, they could meet the long poll of another worker
+drained at the same moment, which might have no handler for them.
 
 With ``max_processing_time`` set, a watchdog thread times out handlers still running then (see
 :mod:`sqslease.attempt`): the message has failed, and its handler thread no longer counts as running it. Its lease
@@ -18,11 +21,13 @@ can no longer cover ``max_processing_time`` and a visibility timeout when a hand
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 
 from sqslease.attempt import Attempt
+from sqslease.failure_policy import retry_delay
 from sqslease.fifo import ReadyQueue
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
@@ -60,13 +65,14 @@ class HandlerPool:
         self.on_hung = on_hung
         self.max_processing_time = processor.settings.max_processing_time
         self._stopping = stopping
-        self._ready = ReadyQueue(fifo=fifo)
+        self._ready = ReadyQueue(fifo=fifo, clock=clock)
         self._running: dict[threading.Thread, Attempt] = {}
         self._timed_out: dict[threading.Thread, Attempt] = {}  # still running, their message settled
         self._reported: set[int] = set()  # ids of the hung attempts told to on_hung
         self._watchdog_stop = threading.Event()
         self._running_lock = threading.Lock()
         self._held_back: list[Message] = []  # FIFO messages kept from release until the drain releases (below)
+        self._parked_at_drain: list[tuple[Message, float]] = []  # failed FIFO messages whose retry was to come
         self._released = False  # the drain released what was not started
         #: When (clock) the drain releases: no poll drained with this one is open then. Set by the drain.
         self.release_at = 0.0
@@ -130,15 +136,32 @@ class HandlerPool:
         return bool(len(self._ready) or self._held_back)
 
     def take_unstarted(self) -> list[Message]:
-        """Close: handlers take nothing new (they end after their message). Returns every message not started."""
+        """Close: handlers take nothing new (they end after their message). Returns every message not started;
+        the parked ones wait for :meth:`release_parked`."""
         with self._running_lock:
-            unstarted = self._ready.close() + self._held_back
+            waiting, parked = self._ready.close()
+            unstarted = waiting + self._held_back
+            self._parked_at_drain += parked
             self._held_back = []
             self._released = True
         return unstarted
 
+    def release_parked(self) -> None:
+        """Hide the failed messages whose retry in process was to come for what is left of their delay (the drain
+        ends their hold: the next consumer retries them then). Each of them ran: no EMF line, the run had one."""
+        with self._running_lock:
+            parked, self._parked_at_drain = self._parked_at_drain, []
+        now = self.clock()
+        for message, due in parked:
+            logger.info("message %s: its retry was %.1f s away; released until then", message.message_id, due - now)
+            self.settler.change_visibility(message.lease, math.ceil(max(0.0, due - now)))
+
+    def parked(self) -> dict[str, float]:
+        """Message id -> when (clock) its retry in process is due, for every failed FIFO message held for one."""
+        return self._ready.parked()
+
     def close(self) -> None:
-        """Stop at once (a fatal error): waiting messages are dropped, their leases left to run out."""
+        """Stop at once (a fatal error): waiting and parked messages are dropped, their leases left to run out."""
         self._ready.close()
         self._watchdog_stop.set()
 
@@ -198,14 +221,21 @@ class HandlerPool:
             message = self._ready.get()
             if message is None:
                 return
+            if message.retries_in_process and message.lease.lost:
+                # Its lease was lost while parked: it may be visible, and its group's later messages must not
+                # overtake it. Released, they come back after it.
+                logger.warning("message %s: lease lost before its retry in process; not run", message.message_id)
+                self._finished(message, failed=True)
+                continue
             if self._lease_too_short(message):
                 continue
             attempt = Attempt(message, self.clock())
             with self._running_lock:
                 self._running[me] = attempt
-            failed = True
+            failed, held = True, False
             try:
-                failed = self.processor.process(message, attempt).retry
+                result = self.processor.process(message, attempt)
+                failed, held = result.retry, result.held
             except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
                 logger.exception("processing message %s failed unexpectedly", message.message_id)
             finally:
@@ -219,8 +249,31 @@ class HandlerPool:
                         self.processed += 1
                     if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
                         self._room.set()
-            if not late:  # a timed-out message's group was finished by its timeout
+            if held:
+                self._retry_later(message)
+            elif not late:  # a timed-out message's group was finished by its timeout
                 self._finished(message, failed)
+
+    def _retry_later(self, message: Message) -> None:
+        """Park ``message``, a failed FIFO message held for a retry in process, for the failure policy's delay; if
+        a drain closed the queue meanwhile, settle it by the failure policy instead (its group's later messages are
+        the drain's)."""
+        failed_run = message.receive_count
+        delay = retry_delay(self.processor.settings, failed_run)
+        message.retries_in_process += 1
+        if not self._ready.park(message, self.clock() + delay):
+            message.retries_in_process -= 1
+            self.processor.apply_failure_policy(message)
+            self._finished(message, failed=True)
+            return
+        logger.warning(
+            "message %s of group %s failed (receive %d): retried in process in %.1f s, its lease and its group's "
+            "later messages held meanwhile",
+            message.message_id,
+            message.message_group_id,
+            failed_run,
+            delay,
+        )
 
     def _lease_too_short(self, message: Message) -> bool:
         """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;

@@ -12,9 +12,11 @@ record failed it raises :class:`BatchFailedError` instead (``raise_on_entire_bat
 Powertools does), so that Lambda backs the event source off. A fatal SQS error (access denied, missing queue,
 unusable KMS key) is raised as :class:`sqslease.retry.FatalSqsError`.
 
-FIFO queues (``.fifo``): records run in order and a group stops at its first failure; its remaining records
-are released and reported as failures. With ``skip_group_on_error=False`` (the default, as Powertools'
-``SqsFifoPartialProcessor``) the whole rest of the batch stops; with True only that group does.
+FIFO queues (``.fifo``): records run in order. With ``max_receive_count`` and ``dead_letter_queue_url`` set (the
+constructs set both), a failed record is retried within the invocation while its back-off fits, and sent to the DLQ
+at ``max_receive_count`` (:mod:`sqslease.invocation_retry`). Otherwise a group stops at its first failure; its
+remaining records are released and reported as failures. With ``skip_group_on_error=False`` (the default, as
+Powertools' ``SqsFifoPartialProcessor``) the whole rest of the batch stops; with True only that group does.
 
 The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
 most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
@@ -76,17 +78,20 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sqslease.async_loop import AsyncLoop
 from sqslease.emf import EmfLogger
+from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import MessageHooks
 from sqslease.hung_records import RecordsHungError, TimedOutRecords, cancel_wait_s, delete_finished, end_environment
 from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.invocation import EventLeases, event_queue_url, remaining_seconds
+from sqslease.invocation_retry import retry_in_invocation
 from sqslease.message import Message
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.record_runner import run_record
@@ -120,6 +125,7 @@ def process_event(
     hooks: Iterable[MessageHooks] = (),
     idempotency: IdempotencyStore | None = None,
     key: KeyFunction = message_id_key,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
     batch response.
@@ -134,6 +140,7 @@ def process_event(
         ``SQSLEASE_IDEMPOTENCY_TABLE``.
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
         the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
+    :param sleep: how the invocation waits out a FIFO retry's back-off, in seconds. Default ``time.sleep``.
     """
     records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
@@ -157,6 +164,7 @@ def process_event(
         loop=AsyncLoop(),  # this invocation's: started by the first coroutine, stopped before it returns
         idempotency=gate,
         on_fatal=held._on_fatal,
+        fifo_retry=FifoRetry.of(settings, held.queue_url),
     )
     fifo = held.queue_url.endswith(".fifo")
     failures: list[dict[str, str]] = []
@@ -190,7 +198,13 @@ def process_event(
                     batch_stopped = not skip_group_on_error
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            if run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out).retry:
+            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out)
+            if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
+                run = functools.partial(
+                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out
+                )
+                result = retry_in_invocation(processor, message, result, run, held.remaining, sleep)
+            if result.retry:
                 failures.append({"itemIdentifier": record["messageId"]})
                 if fifo:
                     failed_groups.add(group)

@@ -14,6 +14,10 @@ class Message:
 
     ``lease.lost`` turns True if SQS stops honouring the receipt handle (the message may be delivered to
     someone else); long handlers can check it and stop early.
+
+    ``retries_in_process``: the runs of this delivery before this one. A FIFO consumer retries a failed message
+    without releasing it (docs/sqslease.md, "FIFO queues"), so SQS does not count those runs:
+    :attr:`receive_count` adds them.
     """
 
     message_id: str
@@ -23,10 +27,17 @@ class Message:
     lease: Lease
     attributes: dict[str, str] = field(default_factory=dict)
     message_attributes: dict[str, Any] = field(default_factory=dict)
+    retries_in_process: int = 0
 
     @property
     def receive_count(self) -> int:
-        """``ApproximateReceiveCount``: 1 on the first delivery."""
+        """The attempt this run is: ``ApproximateReceiveCount`` (1 on the first delivery) plus
+        :attr:`retries_in_process`, i.e. what SQS's count would be had each retry been a redelivery."""
+        return self.sqs_receive_count + self.retries_in_process
+
+    @property
+    def sqs_receive_count(self) -> int:
+        """``ApproximateReceiveCount`` as SQS counts it: the deliveries, without the retries in process."""
         return int(self.attributes.get("ApproximateReceiveCount", "1"))
 
     def queue_time_ms(self, now_ms: float) -> float | None:

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt, HandlerTimeoutError
 from sqslease.emf import EmfLogger
-from sqslease.failure_policy import apply_failure_policy, dead_letter
+from sqslease.failure_policy import apply_failure_policy, dead_letter, settle_failure
+from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import HookChain, MessageHooks, configured_hooks
 from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.idempotency_requests import FatalStoreError
@@ -34,12 +35,15 @@ TIMED_OUT = "timed_out"
 
 
 class ProcessResult(NamedTuple):
-    """How one message ended. ``retry`` is True when the message should be delivered again. (A named tuple: a
-    frozen dataclass's ``__init__`` cost every message a microsecond.)"""
+    """How one message ended. ``retry`` is True when the message should be delivered again. ``held``: a failed FIFO
+    message whose lease is kept for a retry in process (:mod:`sqslease.fifo_retry`): the caller runs it again or
+    settles it (:meth:`MessageProcessor.apply_failure_policy`). (A named tuple: a frozen dataclass's ``__init__`` cost
+    every message a microsecond.)"""
 
     outcome: str  # one of sqslease.emf.OUTCOMES
     processing_ms: float
     retry: bool
+    held: bool = False
 
 
 class AsyncHandlerError(TypeError):
@@ -69,6 +73,9 @@ class MessageProcessor:
     :param idempotency: the records that make completion exactly-once (:meth:`_begin`). Default none: off.
     :param on_fatal: called with a :class:`FatalStoreError` of the idempotency store (the message is not run).
         Default: raise it.
+    :param fifo_retry: a FIFO queue's retries in process: a failure with attempts left is held (not settled), and
+        one whose attempts are spent is sent to the DLQ (:mod:`sqslease.fifo_retry`). Default none: the failure
+        policy settles every failure.
     """
 
     def __init__(
@@ -86,6 +93,7 @@ class MessageProcessor:
         loop: AsyncLoop | None = None,
         idempotency: IdempotencyGate | None = None,
         on_fatal: Callable[[FatalSqsError], None] | None = None,
+        fifo_retry: FifoRetry | None = None,
     ) -> None:
         self.handler = handler
         self.settler = settler
@@ -99,6 +107,7 @@ class MessageProcessor:
         self.loop = loop or AsyncLoop()
         self.idempotency = idempotency
         self.on_fatal = on_fatal
+        self.fifo_retry = fifo_retry
 
     def process(self, message: Message, attempt: Attempt | None = None) -> ProcessResult:
         """Run the handler on ``message`` and settle it, unless ``attempt`` timed out meanwhile (then its late
@@ -143,6 +152,7 @@ class MessageProcessor:
                 self.apply_failure_policy(message)
             return ProcessResult(TIMED_OUT, elapsed_ms, True)
 
+        held = False
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
             if error is None:
                 self.idempotency.complete(message, returned)
@@ -166,8 +176,7 @@ class MessageProcessor:
                 error,
                 exc_info=error,
             )
-            outcome, retry = "failure", True
-            self.apply_failure_policy(message)
+            outcome, retry, held = self._settle_failure(message, error)
 
         self.emf.emit(
             job_type=self.settings.job_type,
@@ -182,7 +191,7 @@ class MessageProcessor:
             queue_ms=queue_ms,
         )
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
-        return ProcessResult(outcome, elapsed_ms, retry)
+        return ProcessResult(outcome, elapsed_ms, retry, held)
 
     def _run(self, message: Message, attempt: Attempt) -> Any:
         self.hooks.before(message)
@@ -219,9 +228,10 @@ class MessageProcessor:
             if attempt.take_held():
                 self.apply_failure_policy(message)
             return ProcessResult(TIMED_OUT, 0, True)
-        retry = outcome != "duplicate"
+        retry, held = outcome != "duplicate", False
         if outcome == "failure":
-            self.apply_failure_policy(message)
+            assert error is not None  # admit() gives the key function's error with a failure
+            outcome, retry, held = self._settle_failure(message, error)
         elif outcome == "duplicate":
             if self.delete_on_success:
                 self.settler.delete(message.lease)
@@ -238,7 +248,7 @@ class MessageProcessor:
             lease_lost=message.lease.lost,
             error=error,
         )
-        return ProcessResult(outcome, 0, retry)
+        return ProcessResult(outcome, 0, retry, held)
 
     def time_out(self, attempt: Attempt, now: float, reason: str, *, hold: bool = False) -> bool:
         """Fail a handler still running (``reason``: past ``max_processing_time``, or the Lambda deadline): settle
@@ -302,6 +312,11 @@ class MessageProcessor:
 
     def apply_failure_policy(self, message: Message) -> None:
         apply_failure_policy(self.settler, self.settings, message)
+
+    def _settle_failure(self, message: Message, error: BaseException) -> tuple[str, bool, bool]:
+        return settle_failure(
+            self.sqs, self.settler, self.settings, message, error, self.fifo_retry, self.delete_on_success
+        )
 
     def _dead_letter(self, message: Message, error: BaseException) -> tuple[str, bool]:
         return dead_letter(

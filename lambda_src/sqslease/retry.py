@@ -138,16 +138,30 @@ def is_throttling(code: str) -> bool:
     return code in THROTTLING_CODES or "throttl" in code.lower()
 
 
+def backoff_ceiling(receive_count: int, base: float = 2, cap: float = 900) -> float:
+    """The longest back-off after a failed run ``receive_count``, in seconds: ``base x 2^(receive_count - 1)``,
+    capped at ``cap`` and at the 12 h SQS limit."""
+    exponent: int = min(max(receive_count - 1, 0), 32)
+    ceiling: float = base * 2**exponent
+    return min(ceiling, cap, SQS_MAX_VISIBILITY_TIMEOUT_S)
+
+
 def backoff_delay(receive_count: int, base: float = 2, cap: float = 900, rng: random.Random | None = None) -> int:
     """Visibility timeout (whole seconds) before a failed message is retried.
 
     Exponential in the receive count with "equal jitter" (uniform between half and all of
-    ``base x 2^(receive_count - 1)``), capped at ``cap`` and at the 12 h SQS limit; at least 1 s.
+    :func:`backoff_ceiling`); at least 1 s.
     """
     uniform = (rng or random).uniform
-    exponent = min(max(receive_count - 1, 0), 32)
-    ceiling = min(base * 2**exponent, cap, SQS_MAX_VISIBILITY_TIMEOUT_S)
+    ceiling = backoff_ceiling(receive_count, base, cap)
     return max(1, int(uniform(ceiling / 2, ceiling)))
+
+
+def retries_backoff_s(max_receive_count: int, base: float = 2, cap: float = 900) -> int:
+    """The longest the retries of a message that fails every time wait in all, in seconds: the back-offs after its
+    runs 1 to ``max_receive_count - 1``, each the most :func:`backoff_delay` gives (a FIFO consumer retrying in
+    process waits them out, :mod:`sqslease.fifo_retry`)."""
+    return sum(max(1, int(backoff_ceiling(run, base, cap))) for run in range(1, max_receive_count))
 
 
 def extension_retry_delay(

@@ -21,6 +21,7 @@ from sqslease.rules import (
     DEFAULT_MAX_TOTAL_LEASE_S,
     DEFAULT_SHUTDOWN_GRACE_S,
     SQS_IN_FLIGHT_QUOTA,
+    SQS_MAX_RECEIVE_COUNT,
     SQS_MAX_VISIBILITY_TIMEOUT_S,
     default_request_timeout,
     lease_timing_problems,
@@ -67,7 +68,12 @@ class LeaseSettings:
     :param backoff_base: first backoff delay. Default 2.
     :param backoff_max: backoff delay cap (SQS caps any visibility timeout at 12 h). Default 900.
     :param non_retryable: import paths of exception types sent straight to the DLQ. Default none.
-    :param dead_letter_queue_url: where non-retryable failures go. Default none (then they lapse, logged).
+    :param dead_letter_queue_url: where non-retryable failures go, and (FIFO) messages whose attempts are spent.
+        Default none (then they lapse, logged).
+    :param max_receive_count: the queue's ``maxReceiveCount``. With ``dead_letter_queue_url``, a FIFO consumer
+        retries a failed message in process, holding its group's later messages, and sends it to the DLQ itself
+        after this many attempts (docs/sqslease.md, "FIFO queues"). Default ``None``: ``python -m sqslease.worker``
+        reads the queue's ``RedrivePolicy`` (FIFO only); else a failure releases its group's later messages.
     :param receive_count_warning: log a warning when a message has been received more than this. Default 3.
     :param wait_time: long-poll wait, at most; see :attr:`poll_wait`. Default 20.
     :param max_in_flight: this consumer stops receiving at this many leases of its own. Default 100,000.
@@ -109,6 +115,7 @@ class LeaseSettings:
     backoff_max: float = 900
     non_retryable: tuple[str, ...] = field(default_factory=tuple)
     dead_letter_queue_url: str | None = None
+    max_receive_count: int | None = None
     receive_count_warning: int = 3
     wait_time: int = 20
     max_in_flight: int = 100_000
@@ -142,6 +149,8 @@ class LeaseSettings:
             problems.append(
                 f"receive_visibility_timeout must be 1 s to visibility_timeout, got {self.receive_visibility_timeout}"
             )
+        if self.max_receive_count is not None and not 1 <= self.max_receive_count <= SQS_MAX_RECEIVE_COUNT:
+            problems.append(f"max_receive_count must be 1-{SQS_MAX_RECEIVE_COUNT}, got {self.max_receive_count}")
         if not 1 <= self.task_protection_minutes <= 2880:
             problems.append(f"task_protection_minutes must be 1-2880, got {self.task_protection_minutes}")
         if self.max_processing_time is not None and not 0 < self.max_processing_time <= SQS_MAX_VISIBILITY_TIMEOUT_S:

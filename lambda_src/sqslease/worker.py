@@ -58,6 +58,7 @@ from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
+from sqslease.fifo_retry import FifoRetry
 from sqslease.handler_pool import HandlerPool
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
@@ -141,6 +142,7 @@ class Worker:
             sqs, queue_url, self.scheduler, settings, clock, on_fatal=self._on_fatal, idempotency=gate
         )
         self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
+        self._stopping = threading.Event()
         self.processor = MessageProcessor(
             handler,
             self.settler,
@@ -152,8 +154,8 @@ class Worker:
             loop=AsyncLoop(),
             idempotency=gate,
             on_fatal=self._on_fatal,
+            fifo_retry=fifo_retry(settings, queue_url, holding=lambda: not self._stopping.is_set()),
         )
-        self._stopping = threading.Event()
         #: Handlers that ran past ``max_processing_time`` and did not end.
         self.hung: list[Attempt] = []
         self.handlers = HandlerPool(
@@ -259,6 +261,22 @@ class Worker:
         self.processor.loop.stop()
         if self.protection is not None:
             self.protection.stop()
+
+
+def fifo_retry(settings: LeaseSettings, queue_url: str, holding: Callable[[], bool]) -> FifoRetry | None:
+    """The worker's retries in process of ``queue_url`` (:mod:`sqslease.fifo_retry`): none without the heartbeat,
+    which alone keeps the held leases. A FIFO queue not retried in process although given one of
+    ``max_receive_count`` and ``dead_letter_queue_url`` is logged: a failure then releases its group's later
+    messages, each spending a receive."""
+    retries = FifoRetry.of(settings, queue_url, holding) if settings.heartbeat else None
+    told = settings.max_receive_count is not None or settings.dead_letter_queue_url is not None
+    if retries is None and queue_url.endswith(".fifo") and told:
+        logger.warning(
+            "FIFO queue: a failed message is released with its group's later messages, each spending a receive; "
+            "to retry it in process, give both max_receive_count and dead_letter_queue_url (the queue's "
+            "RedrivePolicy) with the heartbeat on"
+        )
+    return retries
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,9 +11,10 @@ import logging
 import os
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from sqslease.clients import consumer_region, make_clients
+from sqslease.fifo_retry import redrive_policy
 from sqslease.hooks import configured_hooks
 from sqslease.idempotency_gate import configured_key
 from sqslease.imports import import_object, resolve_exceptions
@@ -51,6 +52,31 @@ def _whole_number(raw: str, source: str, meaning: str) -> int:
     if value < 1:
         raise ValueError(f"{source}={value}: give {meaning}")
     return value
+
+
+def with_redrive_policy(settings: LeaseSettings, sqs: Any, queue_url: str) -> LeaseSettings:
+    """``settings`` with a FIFO queue's ``max_receive_count`` and ``dead_letter_queue_url`` read from its
+    ``RedrivePolicy`` where the options do not give them (the constructs give both), so that a failed message is
+    retried in process (:mod:`sqslease.fifo_retry`). A policy that cannot be read is logged: the worker runs on, its
+    failures releasing their groups' later messages."""
+    if not queue_url.endswith(".fifo") or (settings.max_receive_count and settings.dead_letter_queue_url):
+        return settings
+    try:
+        policy = redrive_policy(sqs, queue_url)
+    except Exception as error:  # the worker's own requests report a fatal error: this one only costs the retries
+        logging.getLogger("sqslease").warning("could not read the RedrivePolicy of %s: %s", queue_url, error)
+        return settings
+    if policy is None:
+        return settings
+    max_receive_count, dead_letter_queue_url = policy
+    logging.getLogger("sqslease").info(
+        "FIFO queue: maxReceiveCount %d, DLQ %s (its RedrivePolicy)", max_receive_count, dead_letter_queue_url
+    )
+    return dataclasses.replace(
+        settings,
+        max_receive_count=settings.max_receive_count or max_receive_count,
+        dead_letter_queue_url=settings.dead_letter_queue_url or dead_letter_queue_url,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         clients = make_clients(settings, concurrency, session=session, region_name=region)
     except BotoCoreError as error:  # e.g. AWS_PROFILE naming no profile
         parser.error(f"AWS configuration (AWS_PROFILE, AWS_CONFIG_FILE, AWS_* variables): {error}")
+    settings = with_redrive_policy(settings, clients.control, args.queue_url)
     worker = Worker(
         clients.lease,
         args.queue_url,

@@ -8,8 +8,9 @@ consumer logged for it**: sqslease writes ``ErrorType`` and ``Error`` on a failu
 any of the terms, within the API's 1,024-character pattern), from the oldest message's first send on (less a
 minute of clock skew), so a page of 20 messages costs one search, not one scan of the log per message. The
 emulator (moto) ignores a ``?`` pattern and returns every line of the range: the lines are matched here anyway.
-A message sqslease dead-lettered itself is a copy: it carries the original's id (``sqslease.source_message_id``)
-and the error's text (``sqslease.error``), used when no line is found.
+A message sqslease dead-lettered itself is a copy: it carries the original's id (``sqslease.source_message_id``),
+the error's text (``sqslease.error``), used when no line is found, and the receive count of its last run
+(``sqslease.receive_count``: a FIFO consumer retries in process, so SQS counted fewer), shown as its receives.
 
 On a FIFO DLQ a receive locks the groups of the messages it brings until they are visible again, so a peek sees
 the first messages of each group only (up to 10 per receive); :func:`depth` says how many there are in all.
@@ -24,6 +25,7 @@ from typing import Any
 
 from jobqueues.ops.discovery import JobType
 from jobqueues.ops.errors import OpsError
+from sqslease.failure_policy import DLQ_ERROR_ATTRIBUTE, DLQ_RECEIVE_COUNT_ATTRIBUTE, DLQ_SOURCE_ID_ATTRIBUTE
 
 #: Seconds the peeked messages stay invisible before they are made visible again (they are released at once;
 #: this bounds how long a peek interrupted half-way hides them).
@@ -37,13 +39,14 @@ PATTERN_LIMIT = 1024
 MAX_LOG_PAGES = 100
 #: Milliseconds searched before a message's first send: the log's timestamps come from the consumer's clock.
 CLOCK_SKEW_MS = 60_000
-SOURCE_ID_ATTRIBUTE = "sqslease.source_message_id"
+SOURCE_ID_ATTRIBUTE = DLQ_SOURCE_ID_ATTRIBUTE
 #: Why sqslease releases a message it did not run (docs/sqslease.md): what a DLQ row of such a message says.
 RELEASED_WHY = (
-    "FIFO: an earlier message of its group failed in the same receive, and each retry of that one received it "
-    "again; or a drain, or a Lambda deadline, left it unstarted"
+    "FIFO: an earlier message of its group failed in the same receive and was released to be retried (a Lambda "
+    "invocation without time for the retry, or a consumer not told max_receive_count); or a drain, or a Lambda "
+    "deadline, left it unstarted"
 )
-ERROR_ATTRIBUTE = "sqslease.error"
+ERROR_ATTRIBUTE = DLQ_ERROR_ATTRIBUTE
 
 
 @dataclass(frozen=True)
@@ -280,11 +283,13 @@ def list_dead_letters(
         if error is None and text:
             error = LastError(text.split("(", 1)[0], text, None, "attribute")
         body = message.get("Body", "")
+        peeks = max(0, _system_int(message, "ApproximateReceiveCount") - 1)  # this peek excluded
+        runs = _string_attribute(message, DLQ_RECEIVE_COUNT_ATTRIBUTE)
         rows.append(
             DeadLetter(
                 message_id=message["MessageId"],
                 source_message_id=source_id,
-                receive_count=max(0, _system_int(message, "ApproximateReceiveCount") - 1),  # this peek excluded
+                receive_count=peeks + int(runs) if runs and runs.isdigit() else peeks,
                 age_s=max(0.0, (now_ms - _system_int(message, "SentTimestamp")) / 1000),
                 group=message.get("Attributes", {}).get("MessageGroupId"),
                 body=body[:BODY_PREVIEW],
