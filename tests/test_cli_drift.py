@@ -86,7 +86,11 @@ def profiles(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     disagree = write_profiles(
         spark,
         tmp_path_factory.mktemp("disagree"),
-        {"Prod-Billing/Invoices": spread(2_000, 8_000), "OpsShared/Emails": spread(100, 1_500), "Ghost": spread(10, 50)},
+        {
+            "Prod-Billing/Invoices": spread(2_000, 8_000),
+            "OpsShared/Emails": spread(100, 1_500),
+            "Ghost": spread(10, 50),
+        },
     )
     agree = write_profiles(
         spark,
@@ -179,7 +183,10 @@ def test_drift_of_one_stack_and_an_unknown_one(
     assert main([*args, "--stack", "OpsShared", "--tolerance", "0", "--json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["OpsShared/Emails"]["reason"] == "within 0% above the expected 10 s"
-    assert rows["Prod-Billing/Invoices"]["status"] == NOT_DEPLOYED and rows["Prod-Billing/Invoices"]["job_type"] == "Invoices"
+    assert (
+        rows["Prod-Billing/Invoices"]["status"] == NOT_DEPLOYED
+        and rows["Prod-Billing/Invoices"]["job_type"] == "Invoices"
+    )
     # an unknown stack names those that exist, status 2
     assert main([*args, "--stack", "Nope"]) == 2
     err = capsys.readouterr().err
@@ -201,8 +208,8 @@ def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     bad.write_text(json.dumps({"schema_version": 2, "deployments": profile}))
     assert main(["drift", "--profiles", str(bad)]) == 1
     assert capsys.readouterr().err == (
-        f"error: {bad}, profile 'OpsShared/Emails': recommended_processing_p99_s='2' is a str, not a number of seconds, "
-        "e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
+        f"error: {bad}, profile 'OpsShared/Emails': recommended_processing_p99_s='2' is a str, not a number of "
+        "seconds, e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
     )
 
 
@@ -323,7 +330,10 @@ def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
 
 def test_each_deployment_of_a_job_type_is_compared_with_its_own_profile() -> None:
     # GIVEN Reports deployed by a Dev and a Prod Stage, each measured on its own lines
-    dev, prod = (JobType("Reports", stack, f"{stack}/Reports", "url", "dlq", visibility_timeout_s=10, processing_p99_s=5.0) for stack in ("Dev-T", "Prod-T"))
+    dev, prod = (
+        JobType("Reports", stack, f"{stack}/Reports", "url", "dlq", visibility_timeout_s=10, processing_p99_s=5.0)
+        for stack in ("Dev-T", "Prod-T")
+    )
     profiles = {"Dev-T/Reports": {**entry(1.0), "count": 300}, "Prod-T/Reports": {**entry(30.0), "count": 819}}
     # WHEN drift compares the two deployments
     rows = {row.name: row for row in compare_all([dev, prod], profiles, {}, 0.25)}
@@ -336,7 +346,10 @@ def test_each_deployment_of_a_job_type_is_compared_with_its_own_profile() -> Non
 
 def test_a_profile_that_names_no_stack_is_used_only_where_it_cannot_mix_stages() -> None:
     # GIVEN a profile of lines that name no stack (an older sqslease's): keyed by the job type alone
-    dev, prod = (JobType("Reports", stack, f"{stack}/Reports", "url", "dlq", visibility_timeout_s=10, processing_p99_s=5.0) for stack in ("Dev-T", "Prod-T"))
+    dev, prod = (
+        JobType("Reports", stack, f"{stack}/Reports", "url", "dlq", visibility_timeout_s=10, processing_p99_s=5.0)
+        for stack in ("Dev-T", "Prod-T")
+    )
     bare = {"Reports": {**entry(5.0), "count": 819}}
     # WHEN one deployment runs the job type THEN it is compared with it, saying so
     (row,) = compare_all([dev], bare, {}, 0.25)

@@ -224,7 +224,11 @@ def test_each_stage_s_consumers_name_their_own_stack(tmp_path: Path) -> None:
     for stage_name in ("Dev", "Prod"):
         stack = cdk.Stack(cdk.Stage(app, stage_name, env=ENV), "TeamC")
         refunds = LambdaJob(
-            stack, "Refunds", code=lambda_.Code.from_asset(HANDLERS), handler="thumbs.handle", timeout=Duration.seconds(3)
+            stack,
+            "Refunds",
+            code=lambda_.Code.from_asset(HANDLERS),
+            handler="thumbs.handle",
+            timeout=Duration.seconds(3),
         )
         exports = EcsJob(stack, "Exports", handler="media.transcode:handle", processing_p99=Duration.seconds(2))
         emails = JobQueue(stack, "Emails", processing_p99=Duration.seconds(1))
@@ -237,7 +241,9 @@ def test_each_stage_s_consumers_name_their_own_stack(tmp_path: Path) -> None:
     # THEN every consumer is told the CloudFormation name of its own stack: what its EMF lines carry
     for stage_name, (function_env, command, queue_env) in found.items():
         options = dict(zip(command[3::2], command[4::2], strict=True))
-        assert function_env["SQSLEASE_STACK"] == options["--stack"] == queue_env["SQSLEASE_STACK"] == f"{stage_name}-TeamC"
+        assert (
+            function_env["SQSLEASE_STACK"] == options["--stack"] == queue_env["SQSLEASE_STACK"] == f"{stage_name}-TeamC"
+        )
 
 
 def test_ecs_job_cluster_has_container_insights_and_a_vpc_with_flow_logs(synthesized: dict) -> None:

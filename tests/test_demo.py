@@ -186,7 +186,9 @@ def test_jobstats_profiles_both_consumer_job_types(demo: tuple[DemoResult, list[
     assert Path(result.profile["path"]).exists()
     profiled = result.profile["document"]["deployments"]  # the deployed consumers write their stack on each line
     assert {"JobQueuesExample/Thumbnails", "JobQueuesExample/Transcode"} <= set(profiled)
-    assert profiled["JobQueuesExample/Thumbnails"]["count"] >= 20 and profiled["JobQueuesExample/Transcode"]["count"] >= 30
+    assert (
+        profiled["JobQueuesExample/Thumbnails"]["count"] >= 20 and profiled["JobQueuesExample/Transcode"]["count"] >= 30
+    )
     assert any(line.startswith("measured (jobstats) vs declared") for line in lines)
 
 

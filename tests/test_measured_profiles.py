@@ -47,12 +47,16 @@ def test_measured_p99_drives_the_visibility_timeout(tmp_path: Path) -> None:
 
 def test_missing_job_type_is_a_synth_error_naming_what_exists() -> None:
     profiles = MeasuredProfiles(document({"Test/EmailSend": entry(1.5)}), now=NOW)
-    with pytest.raises(JobQueueError, match=r"no profile 'Test/Thumbnails' in profiles.json \(it has: Test/EmailSend\)"):
+    with pytest.raises(
+        JobQueueError, match=r"no profile 'Test/Thumbnails' in profiles.json \(it has: Test/EmailSend\)"
+    ):
         profiles.processing_p99(new_stack(), "Thumbnails")
 
 
 def test_too_few_samples_is_an_error_or_an_explicit_fallback_with_a_warning() -> None:
-    profiles = MeasuredProfiles(document({"Test/Rare": entry(None, refused="only 12 messages (at least 1000 ...)")}), now=NOW)
+    profiles = MeasuredProfiles(
+        document({"Test/Rare": entry(None, refused="only 12 messages (at least 1000 ...)")}), now=NOW
+    )
     with pytest.raises(JobQueueError, match="only 12 messages"):
         profiles.processing_p99(new_stack(), "Rare")
     stack = new_stack()

@@ -165,9 +165,7 @@ class MeasuredProfiles:
         window = entry.get("window")
         if window is not None and not isinstance(window, dict):
             raise self._malformed(name, f"window={window!r} is {kind(window)}, not an object")
-        ended = _time(window or {}, "window.to", lambda problem: self._malformed(name, problem)) or (
-            self.generated_at
-        )
+        ended = _time(window or {}, "window.to", lambda problem: self._malformed(name, problem)) or self.generated_at
         if ended is None:
             return
         age_s = (self.now - ended).total_seconds()

@@ -250,9 +250,7 @@ def compare_all(
     return rows
 
 
-def _profile_of(
-    job: JobType, job_types: Sequence[JobType], profiles: Mapping[str, Any]
-) -> tuple[str | None, str]:
+def _profile_of(job: JobType, job_types: Sequence[JobType], profiles: Mapping[str, Any]) -> tuple[str | None, str]:
     """The name of the profile ``job`` is compared with, and what to add to its reason: its own, else one of
     lines that name no stack when no other deployed stack runs the job type; else none, and why."""
     if job.name in profiles:
