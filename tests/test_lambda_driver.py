@@ -23,15 +23,10 @@ from support.waiting import wait_for
 from local_emulator.chaos import Fault, FaultProxy
 from local_emulator.deploy import PROJECT_DIR
 from local_emulator.deployed import DeployedStack
-from local_emulator.lambda_driver.event_source import (
-    POLL_RETRY_MAX_S,
-    LambdaDriver,
-    lambda_record,
-    poll_retry_delay_s,
-    records_to_delete,
-)
+from local_emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
 from local_emulator.lambda_driver.function import DriverError, load_function
 from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
+from local_emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
 from local_emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 

@@ -1,7 +1,8 @@
 """The event source mapping's job: receive a batch from the queue, invoke the function, delete what Lambda would.
 
 Like Lambda's pollers, it outlives SQS's faults: a failed receive is retried with backoff (:func:`poll_retry_delay_s`)
-and a failed delete leaves its records to come back when their visibility timeout ends, each fault one log line."""
+and a failed delete leaves its records to come back when their visibility timeout ends, each fault one log line
+(:mod:`.sqs_faults`)."""
 
 from __future__ import annotations
 
@@ -14,36 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from local_emulator.lambda_driver.filters import matches, parse_filters
 from local_emulator.lambda_driver.function import DeployedFunction, DriverError
 from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
+from local_emulator.lambda_driver.sqs_faults import SQS_FAILURES, describe, poll_retry_delay_s
 from local_emulator.server import Emulator
 
 logger = logging.getLogger("local_emulator.lambda_driver")
-
-#: Seconds the poller waits after a failed receive; doubled for each failure in a row, up to
-#: :data:`POLL_RETRY_MAX_S`.
-POLL_RETRY_BASE_S = 0.1
-POLL_RETRY_MAX_S = 5.0
-#: What an SQS request raises when it fails (an error answer, a timeout, a lost connection).
-SQS_FAILURES = (ClientError, BotoCoreError)
-
-
-def poll_retry_delay_s(failures: int) -> float:
-    """Seconds before the poller receives again after ``failures`` failed receives in a row (1, 2, ...):
-    :data:`POLL_RETRY_BASE_S` doubled per failure, at most :data:`POLL_RETRY_MAX_S`."""
-    return min(POLL_RETRY_MAX_S, POLL_RETRY_BASE_S * 2 ** (failures - 1))
-
-
-def describe(error: BaseException) -> str:
-    """A failed request on one line: the AWS error code and message, or the exception's type and text."""
-    if isinstance(error, ClientError):
-        details = error.response.get("Error", {})
-        return f"{details.get('Code', 'error')}: {details.get('Message', '')}".strip().rstrip(":")
-    return " ".join(f"{type(error).__name__}: {error}".split())
-
 
 #: System attributes Lambda puts in a record's ``attributes`` (when SQS returns them).
 RECORD_ATTRIBUTES = (
