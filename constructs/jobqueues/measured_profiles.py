@@ -23,7 +23,6 @@ from constructs import Construct
 
 from jobqueues.declaration_warnings import PROFILE_TOO_SMALL, PROFILE_WITHOUT_STACK, STALE_PROFILE
 from jobqueues.errors import JobQueueError
-from jobqueues.inputs import is_token
 from jobqueues.names import stack_of
 from jobqueues.profiles_document import (
     PROFILES_FIELD,
@@ -121,12 +120,7 @@ class MeasuredProfiles:
         :param stack: the name of the stack whose measurement to use (e.g. a new Stage reading Prod's). Default:
             the name of ``scope``'s stack, as its consumers write it on their lines.
         """
-        stack_name = stack if stack is not None else stack_of(scope).stack_name
-        if is_token(stack_name):
-            raise JobQueueError(
-                f"the stack of {scope.node.path} has a name known only at deploy time: pass "
-                "stack='<the name its consumers write on their lines>' to name its measurement"
-            )
+        stack_name = stack if stack is not None else stack_of(scope).stack_name  # the CDK takes no token there
         name, entry = self.entry(job_type, stack_name)
         if name != deployment_name(stack_name, job_type):
             Annotations.of(scope).add_warning_v2(
