@@ -133,9 +133,9 @@ def main() -> None:
     for label, seconds, ratio in rows:
         print(f"{label:46} {seconds:8.2f} {args.lines / seconds:11,.0f} {ratio:8.2f}x")
     print(f"p99 error vs DuckDB's exact quantile_disc, per job type (bound {MAX_RELATIVE_ERROR:.4%}):")
-    for job_type, entry in sorted(document["job_types"].items()):
+    for job_type, entry in sorted(document["deployments"].items()):  # the generated lines name no stack
         error = abs(entry["p99_ms"] - exact_p99[job_type]) / exact_p99[job_type]
-        same = entry == cached["job_types"][job_type]
+        same = entry == cached["deployments"][job_type]
         print(
             f"   {job_type:15} {entry['p99_ms']:>13,.1f} ms vs {exact_p99[job_type]:>13,.1f} ms: {error:.4%}"
             + ("" if same else "  (cached run differs!)")

@@ -23,12 +23,12 @@ from jobstats.session import spark_session
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobstats")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("profile", help="measure per-job-type processing times and recommend timeouts")
+    p = sub.add_parser("profile", help="measure each deployment's processing times and recommend timeouts")
     p.add_argument(
         "inputs", nargs="+", help="log files, directories (read recursively) or globs (gzip, s3a:// paths work)"
     )
     p.add_argument("--out", required=True, help="where to write profiles.json (local path, or s3://, hdfs://)")
-    p.add_argument("--plots", type=Path, help="write one PNG per job type into this directory")
+    p.add_argument("--plots", type=Path, help="write one PNG per deployment (stack and job type) into this directory")
     p.add_argument("--since", help="only records on or after this date (UTC), e.g. 2026-11-01")
     p.add_argument(
         "--cache", type=Path, help="local directory keeping per-file partial results: unchanged files are not re-read"
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['total_lines']:,} lines from {report['files']} files, {report['malformed_lines']:,} malformed; "
         f"wrote {args.out}" + (f" and plots to {args.plots}" if args.plots else "")
     )
-    for job_type, entry in document["job_types"].items():
-        print(summary_line(job_type, entry))
+    for name, entry in document["deployments"].items():
+        print(summary_line(name, entry))
     return 0
 
 

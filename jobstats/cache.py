@@ -17,7 +17,8 @@ from jobstats.histogram import BUCKETS_PER_DECADE
 #: 2: rows per (file, day, reason, job type, queue) with a ``cells`` map, integer microsecond sums.
 #: The partial rows' maps, stored as pairs.
 _MAPS = ("cells", "queue_cells")
-CACHE_VERSION = 4  # 3: partial rows count released lines apart; 4: and carry queue-time buckets
+#: 3: partial rows count released lines apart; 4: and carry queue-time buckets; 5: and a stack per row.
+CACHE_VERSION = 5
 
 
 class PartialsCache:

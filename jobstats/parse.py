@@ -40,6 +40,7 @@ MAX_QUEUE_MS = SQS_MAX_RETENTION_S * 1000
 
 RECORD_COLUMNS = (
     "timestamp_ms",
+    "stack",
     "job_type",
     "queue",
     "processing_ms",
@@ -66,6 +67,7 @@ def records(raw: DataFrame) -> DataFrame:
     """:func:`read_json`'s rows -> ``file``, ``reason`` and :data:`RECORD_COLUMNS` (null when malformed)."""
     values = {
         "timestamp_ms": F.col("_aws.Timestamp"),
+        "stack": F.when(F.col("Stack") != "", F.col("Stack")),  # null without one: the job type alone names it
         "job_type": F.col("job_type"),
         "queue": F.col("Queue"),
         "processing_ms": F.col("ProcessingTime"),

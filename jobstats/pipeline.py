@@ -1,4 +1,7 @@
-"""``profile``: log files -> per-job-type statistics and recommendations (the CLI's work, callable from Python)."""
+"""``profile``: log files -> per-deployment statistics and recommendations (the CLI's work, callable from Python).
+
+A deployment is what its lines name (``sqslease.emf.deployment_name``): their stack and job type, or the job type
+alone for lines without a stack."""
 
 from __future__ import annotations
 
@@ -18,7 +21,16 @@ from jobstats.profiles import build_document, profile_entry
 from jobstats.recommend import DEFAULT_MIN_SAMPLES
 from jobstats.schema import SAMPLE_SCHEMA
 from jobstats.session import size_input_partitions
-from jobstats.stats import CANDIDATE_VTS_S, DAY_MS, file_counts, malformed_by_reason, partial_aggregate, summarize
+from jobstats.stats import (
+    CANDIDATE_VTS_S,
+    DAY_MS,
+    DEPLOYMENT_KEYS,
+    file_counts,
+    malformed_by_reason,
+    partial_aggregate,
+    summarize,
+)
+from sqslease.emf import deployment_name
 
 __all__ = ["InputError", "parse_since", "profile"]
 
@@ -38,12 +50,12 @@ def profile(
     plots_dir: Path | None = None,
     cache_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Profile every job type found in ``inputs``; return the ``profiles.json`` document.
+    """Profile every deployment (stack and job type) found in ``inputs``; return the ``profiles.json`` document.
 
     :param inputs: files, directories (walked recursively) or globs, local or any Hadoop file system.
     :param since_day: only records on or after this day (days since the epoch, UTC). Default: all.
-    :param min_samples: below this many messages a job type gets no recommendation. Default 1,000.
-    :param plots_dir: write one PNG per job type here. Default: no plots.
+    :param min_samples: below this many messages a deployment gets no recommendation. Default 1,000.
+    :param plots_dir: write one PNG per deployment here. Default: no plots.
     :param cache_dir: keep per-file partials here and reuse them while a file is unchanged. Default: no cache.
     """
     files = list_files(spark, inputs)
@@ -89,29 +101,34 @@ def profile(
     for file in report.files_without_records:
         logger.error("no well-formed record in %s: is it an sqslease EMF log?", file)
 
-    by_job = summarize(rows, ("job_type",), since_day)
-    if not by_job:
+    by_deployment = summarize(rows, DEPLOYMENT_KEYS, since_day)
+    if not by_deployment:
         raise InputError(
             f"no well-formed records in {inputs}"
             + (" on or after --since" if since_day is not None else "")
             + f" ({report.malformed_lines} malformed lines; sample: {report.malformed_sample[:2]})"
         )
-    by_queue = summarize(rows, ("job_type", "queue"), since_day)
+    by_queue = summarize(rows, (*DEPLOYMENT_KEYS, "queue"), since_day)
     entries = {}
-    for (job_type,), summary in by_job.items():
+    for (stack, job_type), summary in by_deployment.items():
         queues = None
         if len(summary.queues) > 1:
             queues = {
                 queue: profile_entry(q, CANDIDATE_VTS_S, min_samples)
-                for (jt, queue), q in by_queue.items()
-                if jt == job_type
+                for (st, jt, queue), q in by_queue.items()
+                if (st, jt) == (stack, job_type)
             }
-        entries[job_type] = profile_entry(summary, CANDIDATE_VTS_S, min_samples, queues)
+        name = deployment_name(stack, job_type)
+        entries[name] = {
+            "stack": stack,
+            "job_type": job_type,
+            **profile_entry(summary, CANDIDATE_VTS_S, min_samples, queues),
+        }
         if plots_dir is not None:
             from jobstats.plots import plot_job_type  # matplotlib only when plotting (clusters may lack it)
 
             histogram = coarse_histogram(summary.histogram, PLOT_BINS_PER_DECADE)
-            plot_job_type(job_type, entries[job_type], histogram, PLOT_BINS_PER_DECADE, plots_dir)
+            plot_job_type(name, entries[name], histogram, PLOT_BINS_PER_DECADE, plots_dir)
     return build_document(entries, inputs, report.as_dict())
 
 

@@ -1,5 +1,5 @@
-"""One PNG per job type: duration distribution (log axis) with p50, p99 and the recommended VT, and the
-what-if curves (share of messages overrunning each candidate VT, and the crash-retry delay it implies)."""
+"""One PNG per deployment (stack and job type): duration distribution (log axis) with p50, p99 and the recommended
+VT, and the what-if curves (share of messages overrunning each candidate VT, and the crash-retry delay it implies)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``profiles.json`` document: one entry per job type (schema in docs/jobstats.md)."""
+"""The ``profiles.json`` document: one entry per deployment, ``STACK/JOB_TYPE`` (schema in docs/jobstats.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 from jobstats.histogram import MAX_RELATIVE_ERROR, Summary
 from jobstats.recommend import recommend, what_if
 
-SCHEMA_VERSION = 1
+#: 2: ``deployments`` (a profile per stack and job type) replaced version 1's ``job_types`` (per job type alone).
+SCHEMA_VERSION = 2
 
 
 def iso(ms: int | None) -> str | None:
@@ -23,7 +24,7 @@ def iso(ms: int | None) -> str | None:
 def profile_entry(
     summary: Summary, candidate_vts_s: tuple[float, ...], min_samples: int, queues: dict[str, dict] | None = None
 ) -> dict[str, Any]:
-    """One job type's (or queue's) entry."""
+    """One deployment's (or queue's) statistics and recommendations."""
     count = summary.count
     entry: dict[str, Any] = {
         "count": count,
@@ -56,6 +57,7 @@ def build_document(
     report: dict[str, Any],
     generated_at: dt.datetime | None = None,
 ) -> dict[str, Any]:
+    """The document around ``entries`` (deployment name -> its entry, ``stack`` and ``job_type`` first)."""
     generated_at = generated_at or dt.datetime.now(dt.UTC)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -63,7 +65,7 @@ def build_document(
         "inputs": inputs,
         "input_report": report,
         "percentile_max_relative_error": round(MAX_RELATIVE_ERROR, 6),
-        "job_types": dict(sorted(entries.items())),
+        "deployments": dict(sorted(entries.items())),
     }
 
 
@@ -87,8 +89,8 @@ def write_document(document: dict[str, Any], path: str | Path, spark: Any = None
         stream.close()
 
 
-def summary_line(job_type: str, entry: dict[str, Any]) -> str:
-    """One line per job type for the end of a run."""
+def summary_line(name: str, entry: dict[str, Any]) -> str:
+    """One line per deployment for the end of a run."""
     vt = entry["recommended_visibility_timeout_s"]
     recommendation = (
         f"VT {vt} s, max_receive_count {entry['recommended_max_receive_count']}" if vt else entry["refused"]
@@ -99,7 +101,7 @@ def summary_line(job_type: str, entry: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{job_type}: {entry['count']:,} messages, p50 {entry['p50_ms']:.0f} ms, p99 {entry['p99_ms']:.0f} ms, "
+        f"{name}: {entry['count']:,} messages, p50 {entry['p50_ms']:.0f} ms, p99 {entry['p99_ms']:.0f} ms, "
         f"max {entry['max_ms']:.0f} ms, failures {entry['failure_rate']:.1%}, redelivered "
         f"{entry['redelivery_rate']:.1%}{queued} -> {recommendation}"
     )

@@ -23,6 +23,7 @@ EMF_SCHEMA = StructType(
     [
         StructField("_aws", StructType([StructField("Timestamp", LongType())])),
         StructField("JobType", VariantType()),
+        StructField("Stack", StringType()),  # absent from lines of a consumer not told its stack: null
         StructField("Queue", StringType()),
         StructField("ProcessingTime", DoubleType()),
         StructField("QueueTime", DoubleType()),  # absent from lines of sqslease before it wrote one: null

@@ -1,8 +1,8 @@
-"""Per-job-type statistics: one Spark hash aggregation into per-file partials, then pure Python.
+"""Per-deployment statistics: one Spark hash aggregation into per-file partials, then pure Python.
 
-The aggregation groups every line by file, day, malformed reason, job type, queue and cell (log-duration
+The aggregation groups every line by file, day, malformed reason, stack, job type, queue and cell (log-duration
 bucket, 500 per decade, x the receive count of a success), then rolls the cells up into one row per file,
-day, reason, job type and queue with a ``cells`` map: a few rows per file and day, not one per bucket, so
+day, reason, stack, job type and queue with a ``cells`` map: a few rows per file and day, not one per bucket, so
 collecting them and reading them from the cache is cheap. Everything else comes from those rows:
 percentiles (within 0.2305 % by construction), rates, what-if overruns, plot histograms, the per-queue
 breakdown and the input report. Partials of different files (or days) merge exactly (integer sums, min,
@@ -31,7 +31,7 @@ DAY_MS = 86_400_000
 #: Visibility timeouts (seconds) the what-if table evaluates.
 CANDIDATE_VTS_S = (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1200, 1800, 3600, 7200, 14400, 28800, 43200)
 
-PARTIAL_KEYS = ("file", "reason", "day", "job_type", "queue")
+PARTIAL_KEYS = ("file", "reason", "day", "stack", "job_type", "queue")
 
 
 def partial_aggregate(records: DataFrame) -> DataFrame:
@@ -111,8 +111,12 @@ def partial_aggregate(records: DataFrame) -> DataFrame:
     )
 
 
+#: What one profile measures: a deployment (the stack, null for lines without one, and the job type).
+DEPLOYMENT_KEYS = ("stack", "job_type")
+
+
 def summarize(
-    rows: Iterable[Mapping], by: tuple[str, ...] = ("job_type",), since_day: int | None = None
+    rows: Iterable[Mapping], by: tuple[str, ...] = DEPLOYMENT_KEYS, since_day: int | None = None
 ) -> dict[tuple, Summary]:
     """Fold well-formed partial rows into one :class:`Summary` per key, optionally from ``since_day`` on."""
     summaries: dict[tuple, Summary] = {}

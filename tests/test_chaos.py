@@ -95,7 +95,7 @@ def test_chaos_reports_no_message_lost_and_none_on_two_live_handlers(local_aws: 
     print(f"{text}\n{time.monotonic() - started:.0f} s, {len(streams)} worker processes")
 
     (row,) = report.job_types
-    assert row.job_type == "default"  # sqslease's default job type, from the EMF lines
+    assert row.name == "default"  # the name read_queue_state gave the queue's deployment
     assert (report.lost, row.received, row.completed, row.still_queued, row.dead_lettered) == (
         0,
         len(jobs),
@@ -157,7 +157,7 @@ def test_queue_ids_lists_visible_in_flight_and_dead_lettered_copies(local_aws: L
     attributes = {"sqslease.source_message_id": {"DataType": "String", "StringValue": "original-id"}}
     sqs.send_message(QueueUrl=queues.dlq_url, MessageBody="x", MessageAttributes=attributes)
     state = read_queue_state(sqs, "Jobs", queues.url, queues.dlq_url)
-    assert state.dead_lettered == {"original-id"} and state.job_type == "Jobs"
+    assert state.dead_lettered == {"original-id"} and state.name == "Jobs"
 
     fifo = make_queue(local_aws, fifo=True)  # one group: a consuming read lists past its head
     group = [

@@ -1,8 +1,11 @@
-"""The chaos report's definitions on hand-made EMF lines, and the proxy's message ledger on hand-made exchanges."""
+"""The chaos report's definitions on hand-made EMF lines, and the proxy's message ledger on hand-made exchanges.
+
+A row is a deployment (``STACK/JOB_TYPE``): its queue's messages, received or not."""
 
 from __future__ import annotations
 
 import json
+import re
 
 from local_emulator.chaos.ledger import MessageLedger, Observations
 from local_emulator.chaos.report import QueueState, build_report, parse_runs
@@ -10,11 +13,21 @@ from local_emulator.chaos.report import QueueState, build_report, parse_runs
 URL = "http://localhost:4566/123456789012/Prod-Invoices"
 
 
-def line(message_id: str, outcome: str, end_ms: int, processing_ms: float, job_type: str = "Invoices") -> str:
+def line(
+    message_id: str,
+    outcome: str,
+    end_ms: int,
+    processing_ms: float,
+    job_type: str = "Invoices",
+    stack: str = "Prod",
+    queue: str = "Prod-Invoices",
+) -> str:
     return json.dumps(
         {
             "_aws": {"Timestamp": end_ms, "CloudWatchMetrics": []},
             "JobType": job_type,
+            "Stack": stack,
+            "Queue": queue,
             "MessageId": message_id,
             "ProcessingTime": processing_ms,
             "Outcome": outcome,
@@ -24,7 +37,7 @@ def line(message_id: str, outcome: str, end_ms: int, processing_ms: float, job_t
 
 def report(streams: dict, received: tuple[str, ...] = (), queued: tuple[str, ...] = (), dead: tuple[str, ...] = ()):
     observations = Observations(received=dict.fromkeys(received, "Prod-Invoices"))
-    state = [QueueState("Invoices", URL, frozenset(queued), frozenset(dead))]
+    state = [QueueState("Prod/Invoices", URL, frozenset(queued), frozenset(dead))]
     return build_report(parse_runs(streams), observations, state)
 
 
@@ -85,18 +98,47 @@ def test_lost_is_received_never_completed_and_in_neither_queue() -> None:
     (row,) = result.job_types
     assert row.lost == ("failed-then-gone", "never-ran")
     assert (row.received, row.completed, row.dead_lettered, row.still_queued) == (7, 1, 2, 2)
-    assert result.lost == 2
+    assert result.lost == 2 and row.never_received == ()
 
 
-def test_job_type_comes_from_the_lines_else_from_the_queue_that_handed_it_out() -> None:
-    observations = Observations(received={"a": "Prod-Invoices", "b": "Prod-Invoices", "c": "other-queue"})
-    state = [QueueState("Invoices", URL), QueueState("Receipts", "http://x/123/Prod-Receipts")]
-    result = build_report(parse_runs({"w": [line("b", "success", 1, 1, job_type="Billing")]}), observations, state)
-    rows = {row.job_type: row for row in result.job_types}
-    assert sorted(rows) == ["Billing", "Invoices", "Receipts", "other-queue"]
-    assert rows["Invoices"].lost == ("a",)
-    assert rows["Billing"].completed == 1
-    assert rows["Receipts"].received == 0  # a job type with nothing received still gets its row
+def test_a_message_sent_but_never_received_is_counted_as_such() -> None:
+    # GIVEN a queue whose consumer stopped receiving (its poller died): two messages still in it, never handed out
+    streams = {"w1": [line("done", "success", 1_000, 10)]}
+    result = report(streams, received=("done",), queued=("stuck-1", "stuck-2"))
+    # THEN the report counts them in their deployment's row: queued, never received
+    (row,) = result.job_types
+    assert row.never_received == ("stuck-1", "stuck-2") and row.still_queued == 2
+    assert (row.received, row.completed, row.lost) == (1, 1, ())
+    assert result.never_received == 2
+    assert "Prod/Invoices never received: stuck-1, stuck-2" in result.format()
+
+
+def test_a_message_s_row_is_the_deployment_whose_queue_handed_it_out() -> None:
+    # GIVEN one job type deployed by a Dev and a Prod stack: the same JobType on both stacks' lines
+    dev_url, prod_url = "http://x/123/Dev-Invoices", URL
+    observations = Observations(received={"d": "Dev-Invoices", "p": "Prod-Invoices", "c": "other-queue"})
+    state = [
+        QueueState("Dev/Invoices", dev_url),
+        QueueState("Prod/Invoices", prod_url),
+        QueueState("Prod/Receipts", "http://x/123/Prod-Receipts"),
+    ]
+    streams = {
+        "dev": [line("d", "success", 1, 1, stack="Dev", queue="Dev-Invoices")],
+        "prod": [line("p", "failure", 1, 1)],
+        # a message the proxy did not see handed out: its lines' queue, else their stack and job type
+        "other": [
+            line("x", "success", 1, 1, stack="Dev", queue="Dev-Invoices"),
+            line("y", "success", 1, 1, stack="Old", queue="gone"),
+        ],
+    }
+    result = build_report(parse_runs(streams), observations, state)
+    rows = {row.name: row for row in result.job_types}
+    # THEN each counts in its own deployment's row, never in the other stack's
+    assert sorted(rows) == ["Dev/Invoices", "Old/Invoices", "Prod/Invoices", "Prod/Receipts", "other-queue"]
+    assert (rows["Dev/Invoices"].received, rows["Dev/Invoices"].completed) == (2, 2)
+    assert (rows["Prod/Invoices"].received, rows["Prod/Invoices"].lost) == (1, ("p",))
+    assert rows["Old/Invoices"].completed == 1 and rows["other-queue"].lost == ("c",)
+    assert rows["Prod/Receipts"].received == 0  # a deployment with nothing received still gets its row
 
 
 def test_parse_runs_skips_other_lines_and_takes_parsed_objects() -> None:
@@ -120,22 +162,24 @@ def test_parse_runs_skips_other_lines_and_takes_parsed_objects() -> None:
 
 def test_format_and_json() -> None:
     observations = Observations(received={"lost-one": "Prod-Invoices"})
-    state = [QueueState("Invoices", URL)]
+    state = [QueueState("Prod/Invoices", URL, queued=frozenset({"stuck"}))]
     runs = parse_runs({"w1": [line("m", "success", 10, 5)], "w2": [line("m", "success", 12, 5)]})
     result = build_report(runs, observations, state, faults={"throttle": 3, "hold": 1}, sqs_requests=20, kills=2)
     text = result.format()
     assert "4 of 20 SQS requests faulted (20.0 %: 1 hold, 3 throttle); 2 kill -9, 0 SIGTERM" in text
-    assert "Invoices lost: lost-one" in text and "Invoices two live: m" in text
+    assert "Prod/Invoices lost: lost-one" in text and "Prod/Invoices two live: m" in text
+    assert re.search(r"^Prod/Invoices +2 +1 +0 +1 +1 +1 +1 +1$", text, re.MULTILINE), text
     data = result.as_dict()
     assert data["job_types"][0] == {
-        "job_type": "Invoices",
+        "name": "Prod/Invoices",
         "received": 2,
         "completed": 1,
         "dead_lettered": 0,
-        "still_queued": 0,
+        "still_queued": 1,
         "lost": ["lost-one"],
         "ran_twice": ["m"],
         "two_live_handlers": ["m"],
+        "never_received": ["stuck"],
     }
     json.dumps(data)
 

@@ -40,13 +40,16 @@ JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 START_MS = 1_795_000_000_000
 
 
-def emf_lines(job_type: str, durations_ms: list[float]) -> str:
-    """One success line per duration, written by sqslease's EmfLogger."""
+def emf_lines(name: str, durations_ms: list[float]) -> str:
+    """One success line per duration, written by sqslease's EmfLogger as a consumer of deployment ``name``
+    (``STACK/JOB_TYPE``, or a job type alone: a consumer not told its stack) writes it."""
+    stack, _, job_type = name.rpartition("/")
     out = io.StringIO()
     logger = EmfLogger(out)
     for i, duration in enumerate(durations_ms):
         logger.record(
             job_type=job_type,
+            stack=stack or None,
             queue=f"https://sqs.us-east-1.amazonaws.com/123456789012/{job_type}",
             message_id=f"{job_type}-{i}",
             processing_ms=duration,
@@ -70,8 +73,8 @@ def write_profiles(spark: Any, directory: Path, lines: dict[str, list[float]]) -
 
     logs = directory / "logs"
     logs.mkdir(parents=True)
-    for job_type, durations in lines.items():
-        (logs / f"{job_type}.log").write_text(emf_lines(job_type, durations))
+    for name, durations in lines.items():
+        (logs / f"{name.replace('/', '-')}.log").write_text(emf_lines(name, durations))
     path = directory / "profiles.json"
     write_document(profile(spark, [str(logs)]), path)
     return path
@@ -83,18 +86,26 @@ def profiles(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     disagree = write_profiles(
         spark,
         tmp_path_factory.mktemp("disagree"),
-        {"Invoices": spread(2_000, 8_000), "Emails": spread(100, 1_500), "Ghost": spread(10, 50)},
+        {
+            "Prod-Billing/Invoices": spread(2_000, 8_000),
+            "OpsShared/Emails": spread(100, 1_500),
+            "Ghost": spread(10, 50),
+        },
     )
     agree = write_profiles(
         spark,
         tmp_path_factory.mktemp("agree"),
-        {"Invoices": spread(500, 2_500), "Emails": spread(100, 1_500), "Receipts": spread(50, 400)},
+        {
+            "Prod-Billing/Invoices": spread(500, 2_500),
+            "OpsShared/Emails": spread(100, 1_500),
+            "Prod-Billing/Receipts": spread(50, 400),
+        },
     )
     return {"disagree": disagree, "agree": agree}
 
 
-def measured_p99_ms(path: Path, job_type: str) -> int:
-    return round(json.loads(path.read_text())["job_types"][job_type]["recommended_processing_p99_s"] * 1000)
+def measured_p99_ms(path: Path, name: str) -> int:
+    return round(json.loads(path.read_text())["deployments"][name]["recommended_processing_p99_s"] * 1000)
 
 
 @NEEDS_CDK
@@ -105,7 +116,7 @@ def test_drift_exits_1_and_prints_the_fix(
     status = main(["--endpoint-url", url, "drift", "--profiles", str(profiles["disagree"])])
     out = capsys.readouterr()
     assert status == 1, out
-    p99_ms = measured_p99_ms(profiles["disagree"], "Invoices")
+    p99_ms = measured_p99_ms(profiles["disagree"], "Prod-Billing/Invoices")
     assert 7_900 <= p99_ms <= 8_100
     assert f"change: processing_p99=Duration.millis({p99_ms}) on job type Invoices" in out.out
     assert "Prod-Billing/Invoices: VT 10 s is below the expected 16 s" in out.out
@@ -159,7 +170,7 @@ def test_drift_of_the_synthesized_app(
     )
     out = capsys.readouterr().out
     assert status == 1
-    assert f"processing_p99=Duration.millis({measured_p99_ms(profiles['disagree'], 'Invoices')})" in out
+    assert f"processing_p99=Duration.millis({measured_p99_ms(profiles['disagree'], 'Prod-Billing/Invoices')})" in out
 
 
 @NEEDS_CDK
@@ -172,7 +183,10 @@ def test_drift_of_one_stack_and_an_unknown_one(
     assert main([*args, "--stack", "OpsShared", "--tolerance", "0", "--json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["OpsShared/Emails"]["reason"] == "within 0% above the expected 10 s"
-    assert rows["Invoices"]["status"] == NOT_DEPLOYED and "Prod-Billing/Invoices" not in rows
+    assert (
+        rows["Prod-Billing/Invoices"]["status"] == NOT_DEPLOYED
+        and rows["Prod-Billing/Invoices"]["job_type"] == "Invoices"
+    )
     # an unknown stack names those that exist, status 2
     assert main([*args, "--stack", "Nope"]) == 2
     err = capsys.readouterr().err
@@ -181,20 +195,21 @@ def test_drift_of_one_stack_and_an_unknown_one(
 
 def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "profiles.json"
-    bad.write_text(json.dumps({"schema_version": 9, "job_types": {}}))
+    bad.write_text(json.dumps({"schema_version": 9, "deployments": {}}))
     assert main(["drift", "--profiles", str(bad)]) == 1
     assert capsys.readouterr().err == (
-        f"error: {bad} is not a jobstats profiles document of a supported version (schema_version 9, expected 1): "
+        f"error: {bad} is not a jobstats profiles document of a supported version (schema_version 9, expected 2): "
         "regenerate it with `python -m jobstats profile`\n"
     )
     assert main(["drift", "--profiles", str(tmp_path / "missing.json")]) == 1
     assert "not found: run `python -m jobstats profile LOGS" in capsys.readouterr().err
     # a mistyped number is an error naming the job type and the field, not "no recommendation"
-    bad.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": {"recommended_processing_p99_s": "2"}}}))
+    profile = {"OpsShared/Emails": {"recommended_processing_p99_s": "2"}}
+    bad.write_text(json.dumps({"schema_version": 2, "deployments": profile}))
     assert main(["drift", "--profiles", str(bad)]) == 1
     assert capsys.readouterr().err == (
-        f"error: {bad}, job type 'Emails': recommended_processing_p99_s='2' is a str, not a number of seconds, "
-        "e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
+        f"error: {bad}, profile 'OpsShared/Emails': recommended_processing_p99_s='2' is a str, not a number of "
+        "seconds, e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
     )
 
 
@@ -247,7 +262,7 @@ def test_receives_below_the_recommendation_are_a_fix_not_a_failure() -> None:
 
 def test_a_refused_profile_and_a_missing_one_never_fail() -> None:
     refused = {"count": 12, "recommended_processing_p99_s": None, "refused": "only 12 messages"}
-    rows = compare_all([ECS_JOB, LAMBDA_JOB], {"Render": refused}, {}, 0.25)
+    rows = compare_all([ECS_JOB, LAMBDA_JOB], {"S/Render": refused}, {}, 0.25)
     assert [(r.name, r.status) for r in rows] == [("S/Render", NO_RECOMMENDATION), ("S/Thumbs", NO_PROFILE)]
     assert rows[0].reason == "only 12 messages" and not any(r.drifted for r in rows)
 
@@ -287,11 +302,15 @@ def test_load_profiles_names_the_job_type_and_field(tmp_path: Path) -> None:
         ({"recommended_processing_p99_s": 1, "count": 1.5}, "count=1.5 is a float, not a whole number"),
         ({"recommended_processing_p99_s": None, "recommended_max_receive_count": "3"}, "recommended_max_receive_count"),
     ):
-        path.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": entry_}}))
-        with pytest.raises(OpsError, match=f"job type 'Emails': {re.escape(problem)}"):
+        path.write_text(json.dumps({"schema_version": 2, "deployments": {"S/Emails": entry_}}))
+        with pytest.raises(OpsError, match=f"profile 'S/Emails': {re.escape(problem)}"):
             load_profiles(path)
+    path.write_text(json.dumps({"schema_version": 2, "deployments": {"S/Emails": entry(1.5)}}))
+    assert load_profiles(path) == {"S/Emails": entry(1.5)}
+    # version 1 (a profile per job type alone, every stack's samples mixed) is refused with the fix
     path.write_text(json.dumps({"schema_version": 1, "job_types": {"Emails": entry(1.5)}}))
-    assert load_profiles(path) == {"Emails": entry(1.5)}
+    with pytest.raises(OpsError, match=r"is a schema_version 1 profiles document, whose profiles are per job type"):
+        load_profiles(path)
 
 
 def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
@@ -307,3 +326,43 @@ def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
     assert deployed == {"S/Render": Deployed(None, None)}
     row = compare(ECS_JOB, entry(5.0), deployed["S/Render"], 0.25)
     assert (row.status, row.reason) == (NO_RECOMMENDATION, "the queue's visibility timeout could not be read")
+
+
+def test_each_deployment_of_a_job_type_is_compared_with_its_own_profile() -> None:
+    # GIVEN Reports deployed by a Dev and a Prod Stage, each measured on its own lines
+    dev, prod = (
+        JobType("Reports", stack, f"{stack}/Reports", "url", "dlq", visibility_timeout_s=10, processing_p99_s=5.0)
+        for stack in ("Dev-T", "Prod-T")
+    )
+    profiles = {"Dev-T/Reports": {**entry(1.0), "count": 300}, "Prod-T/Reports": {**entry(30.0), "count": 819}}
+    # WHEN drift compares the two deployments
+    rows = {row.name: row for row in compare_all([dev, prod], profiles, {}, 0.25)}
+    # THEN each row has its own samples and measurement, and names the profile it used
+    assert (rows["Dev-T/Reports"].samples, rows["Dev-T/Reports"].measured_p99_s) == (300, 1.0)
+    assert (rows["Prod-T/Reports"].samples, rows["Prod-T/Reports"].measured_p99_s) == (819, 30.0)
+    assert rows["Dev-T/Reports"].profile == "Dev-T/Reports" and rows["Prod-T/Reports"].status == TOO_SHORT
+    assert sorted(rows) == ["Dev-T/Reports", "Prod-T/Reports"]  # no profile left over
+
+
+def test_a_profile_that_names_no_stack_is_used_only_where_it_cannot_mix_stages() -> None:
+    # GIVEN a profile of lines that name no stack (an older sqslease's): keyed by the job type alone
+    dev, prod = (
+        JobType("Reports", stack, f"{stack}/Reports", "url", "dlq", visibility_timeout_s=10, processing_p99_s=5.0)
+        for stack in ("Dev-T", "Prod-T")
+    )
+    bare = {"Reports": {**entry(5.0), "count": 819}}
+    # WHEN one deployment runs the job type THEN it is compared with it, saying so
+    (row,) = compare_all([dev], bare, {}, 0.25)
+    assert (row.status, row.profile, row.samples) == (OK, "Reports", 819)
+    assert row.reason.endswith("(profile 'Reports': lines that name no stack)")
+    # WHEN two do THEN neither is: the lines of both may be in it
+    rows = compare_all([dev, prod], bare, {}, 0.25)
+    assert [(r.name, r.status, r.samples) for r in rows] == [
+        ("Dev-T/Reports", NO_PROFILE, None),
+        ("Prod-T/Reports", NO_PROFILE, None),
+        ("Reports", NOT_DEPLOYED, None),
+    ]
+    assert rows[0].reason == (
+        "no profile 'Dev-T/Reports'; the profile 'Reports' names no stack and 2 deployed stacks run Reports "
+        "(Dev-T, Prod-T): profile logs of consumers that write their stack (sqslease's SQSLEASE_STACK)"
+    )

@@ -200,16 +200,19 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
     assert re.search(r"\d+ -> 0 workers", text)
     assert "summary Prod-Billing/Invoices: 12 success" in text
     assert "summary Prod-Billing/Receipts: 1 success" in text
-    # ... and a local copy of each worker's output
-    local = [line for f in (up_run.logs_dir / "Invoices").glob("*.log") for line in f.read_text().splitlines()]
+    # ... and a local copy of each worker's output, under its stack and job type
+    worker_logs = up_run.logs_dir / "Prod-Billing" / "Invoices"
+    local = [line for f in worker_logs.glob("*.log") for line in f.read_text().splitlines()]
     assert sum('"Outcome":"success"' in line for line in local) == 12
     # ... and the EMF lines alone under emf/, what jobstats reads; the Lambda code is kept apart from the logs
-    emf = [line for f in (up_run.logs_dir / "emf" / "Invoices").glob("*.log") for line in f.read_text().splitlines()]
+    emf_logs = up_run.logs_dir / "emf" / "Prod-Billing" / "Invoices"
+    emf = [line for f in emf_logs.glob("*.log") for line in f.read_text().splitlines()]
     assert emf and all(json.loads(line)["JobType"] == "Invoices" for line in emf)
+    assert all(json.loads(line)["Stack"] == "Prod-Billing" for line in emf)
     assert sum(json.loads(line)["Outcome"] == "success" for line in emf) == 12
     assert all(f.stat().st_size > 0 for f in (up_run.logs_dir / "emf").rglob("*.log"))  # no empty file for jobstats
     assert not (up_run.logs_dir / "lambda-code").exists()
-    assert (OPS_APP_DIR / ".jobqueues" / "lambda-code" / "Receipts").is_dir()
+    assert (OPS_APP_DIR / ".jobqueues" / "lambda-code" / "Prod-Billing" / "Receipts").is_dir()
 
 
 @NEEDS_CDK
@@ -287,3 +290,27 @@ def test_a_lambda_error_is_reported_once_per_kind_with_its_log(tmp_path: Path) -
     assert second == []
     reported = [line.split(": invocation failed: ")[1].split(" (log")[0] for line in third]
     assert reported == ["ValueError: bad", import_error]
+
+
+def test_the_summary_counts_each_deployment_s_own_lines() -> None:
+    from local_emulator.deployments import outcome_counts
+
+    # GIVEN Exports deployed by a Dev and a Prod Stage: one job ran in Dev, four in Prod, one of them failed first
+    jobs = [
+        JobType("Exports", stack, f"{stack}/Exports", f"http://localhost:1/123456789012/{stack}-Exports", None)
+        for stack in ("Dev-TeamC", "Prod-TeamC")
+    ]
+
+    def line(stack: str, outcome: str, **fields: str) -> str:
+        record = {"_aws": {"Timestamp": 1}, "JobType": "Exports", "Stack": stack, "Queue": f"{stack}-Exports"}
+        return json.dumps({**record, "MessageId": "m", "Outcome": outcome, **fields})
+
+    lines = {
+        "dev-worker": [line("Dev-TeamC", "success"), "INFO not an EMF line"],
+        "prod-worker": [line("Prod-TeamC", outcome) for outcome in ("success", "failure", "success", "success")],
+        # a line that names no stack: its queue says whose it is
+        "prod-older": [json.dumps({"JobType": "Exports", "Queue": "Prod-TeamC-Exports", "Outcome": "success"})],
+    }
+    # WHEN the summary counts the outcomes THEN each deployment gets its own
+    counts = outcome_counts(lines.values(), jobs)
+    assert counts == {"Dev-TeamC/Exports": {"success": 1}, "Prod-TeamC/Exports": {"success": 4, "failure": 1}}

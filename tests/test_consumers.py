@@ -98,6 +98,7 @@ def test_lambda_job_function_runs_sqslease_on_the_latest_runtime_with_the_full_e
     assert env["SQSLEASE_MAX_BATCHING_WINDOW"] == "5"
     assert env["SQSLEASE_HEARTBEAT"] == "false"
     assert env["SQSLEASE_JOB_TYPE"] == "Thumbnails"
+    assert env["SQSLEASE_STACK"] == "Jobs"  # on each EMF line: measurements keyed by the deployment
     assert env["SQSLEASE_QUEUE_URL"] == {"Ref": logical_id(stack, job.job_queue.queue)}
     assert env["SQSLEASE_DEAD_LETTER_QUEUE_URL"] == {"Ref": logical_id(stack, job.job_queue.dead_letter_queue)}
     settings = LeaseSettings.from_env({k: v for k, v in env.items() if isinstance(v, str) and k != "SQSLEASE_HANDLER"})
@@ -199,6 +200,7 @@ def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthes
     assert options["--max-processing-time"] == str(3 * 3600)
     assert options["--heartbeat"] == "true"
     assert options["--shutdown-grace"] == "25"
+    assert options["--job-type"] == "VideoTranscode" and options["--stack"] == "Jobs"
     lease_args = [
         part
         for name, value in options.items()
@@ -213,6 +215,35 @@ def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthes
     assert definition["StopTimeout"] == 30  # shutdown grace 25 s + 5 s
     assert definition["LogConfiguration"]["LogDriver"] == "awslogs"
     assert definition["Image"] == REGISTRY_IMAGE
+
+
+def test_each_stage_s_consumers_name_their_own_stack(tmp_path: Path) -> None:
+    # GIVEN one stack deployed by a Dev and a Prod Stage, each with a LambdaJob, an EcsJob and a queue-only job type
+    app = cdk.App(context={"jobqueues:image": REGISTRY_IMAGE}, outdir=str(tmp_path))
+    found: dict[str, tuple[dict, list[str], dict[str, str]]] = {}
+    for stage_name in ("Dev", "Prod"):
+        stack = cdk.Stack(cdk.Stage(app, stage_name, env=ENV), "TeamC")
+        refunds = LambdaJob(
+            stack,
+            "Refunds",
+            code=lambda_.Code.from_asset(HANDLERS),
+            handler="thumbs.handle",
+            timeout=Duration.seconds(3),
+        )
+        exports = EcsJob(stack, "Exports", handler="media.transcode:handle", processing_p99=Duration.seconds(2))
+        emails = JobQueue(stack, "Emails", processing_p99=Duration.seconds(1))
+        template = Template.from_stack(stack).to_json()
+        function = template["Resources"][stack.get_logical_id(refunds.function.node.default_child)]
+        (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+        command = task["Properties"]["ContainerDefinitions"][0]["Command"]
+        found[stage_name] = (function["Properties"]["Environment"]["Variables"], command, emails.consumer_environment())
+        assert exports.job_queue.job_type == "Exports"
+    # THEN every consumer is told the CloudFormation name of its own stack: what its EMF lines carry
+    for stage_name, (function_env, command, queue_env) in found.items():
+        options = dict(zip(command[3::2], command[4::2], strict=True))
+        assert (
+            function_env["SQSLEASE_STACK"] == options["--stack"] == queue_env["SQSLEASE_STACK"] == f"{stage_name}-TeamC"
+        )
 
 
 def test_ecs_job_cluster_has_container_insights_and_a_vpc_with_flow_logs(synthesized: dict) -> None:

@@ -184,9 +184,11 @@ def test_lambda_driver_ran_the_deployed_layer_with_the_mappings_batches(demo: tu
 def test_jobstats_profiles_both_consumer_job_types(demo: tuple[DemoResult, list[str]]) -> None:
     result, lines = demo
     assert Path(result.profile["path"]).exists()
-    profiled = result.profile["document"]["job_types"]
-    assert {"Thumbnails", "Transcode"} <= set(profiled)
-    assert profiled["Thumbnails"]["count"] >= 20 and profiled["Transcode"]["count"] >= 30
+    profiled = result.profile["document"]["deployments"]  # the deployed consumers write their stack on each line
+    assert {"JobQueuesExample/Thumbnails", "JobQueuesExample/Transcode"} <= set(profiled)
+    assert (
+        profiled["JobQueuesExample/Thumbnails"]["count"] >= 20 and profiled["JobQueuesExample/Transcode"]["count"] >= 30
+    )
     assert any(line.startswith("measured (jobstats) vs declared") for line in lines)
 
 

@@ -60,7 +60,8 @@ def _profiles(directory: Path) -> None:
     """``profiles.json`` as ``python -m jobstats profile`` writes it (the fields MeasuredProfiles reads)."""
     from test_measured_profiles import document, entry
 
-    (directory / "profiles.json").write_text(json.dumps(document(EmailSend=entry(0.383))))
+    # the in-stack examples' stack is named Example: its consumers write Stack "Example" on their lines
+    (directory / "profiles.json").write_text(json.dumps(document({"Example/EmailSend": entry(0.383)})))
 
 
 def _worker_image(directory: Path) -> None:

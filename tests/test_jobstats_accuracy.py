@@ -39,6 +39,7 @@ def test_p99_error_through_spark_stays_under_half_a_percent(spark, median_ms: fl
         spark.createDataFrame([("f", float(v)) for v in values], PARSED)
         .withColumn("reason", F.lit(None).cast("int"))
         .withColumn("timestamp_ms", F.lit(0).cast("long"))
+        .withColumn("stack", F.lit(None).cast("string"))
         .withColumn("job_type", F.lit("J"))
         .withColumn("queue", F.lit("q"))
         .withColumn("outcome", F.lit("success"))

@@ -92,14 +92,14 @@ def test_cli_profiles_every_format_and_writes_plots(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     document = json.loads(out.read_text())
-    email = document["job_types"]["Email"]
+    email = document["deployments"]["Email"]
     assert email["count"] == 1_500
     exact_p99 = float(np.quantile(values["Email"], 0.99, method="inverted_cdf"))
     assert abs(email["p99_ms"] - exact_p99) / exact_p99 <= 0.005
     assert email["failure_rate"] == pytest.approx(30 / 1500) and email["redelivery_rate"] == pytest.approx(60 / 1500)
     assert email["recommended_visibility_timeout_s"] == max(10, -(-int(np.ceil(exact_p99)) * 2 // 1000))
     assert {"p50_ms", "p90_ms", "p999_ms", "max_ms", "window", "what_if"} <= set(email)
-    rare = document["job_types"]["Rare"]
+    rare = document["deployments"]["Rare"]
     assert rare["recommended_visibility_timeout_s"] is None and "only 20 messages" in rare["refused"]
     report = document["input_report"]
     assert report["malformed_lines"] == 3 and "this line is not JSON" in report["malformed_sample"]
@@ -114,7 +114,7 @@ def test_since_keeps_only_later_records(spark, tmp_path: Path) -> None:
     write_logs(tmp_path / "logs")
     out = tmp_path / "p.json"
     assert main(["profile", str(tmp_path / "logs"), "--out", str(out), "--since", "2026-10-27"]) == 0
-    assert json.loads(out.read_text())["job_types"]["Email"]["count"] == 750
+    assert json.loads(out.read_text())["deployments"]["Email"]["count"] == 750
 
 
 INPUT_SPELLINGS = {
@@ -137,7 +137,7 @@ def test_globs_uris_and_relative_paths_name_files_as_spark_does(
     out = tmp_path / "p.json"
     assert main(["profile", *inputs, "--out", str(out)]) == 0
     document = json.loads(out.read_text())
-    assert document["job_types"]["Email"]["count"] == 1_500
+    assert document["deployments"]["Email"]["count"] == 1_500
     report = document["input_report"]
     assert report["files"] == 4 and report["files_without_records"] == [f"file://{logs / 'notes.txt'}"]
 
@@ -172,7 +172,7 @@ def test_cache_reads_each_file_once_and_rereads_changed_ones(
     assert main([*args, "--out", str(tmp_path / "b.json")]) == 0
     assert "read 0 of 4 files (4 from the cache)" in caplog.text
     first, second = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
-    assert first["job_types"] == second["job_types"] and first["input_report"] == second["input_report"]
+    assert first["deployments"] == second["deployments"] and first["input_report"] == second["input_report"]
     with (tmp_path / "logs" / "consumer-a.log").open("a") as f:  # a log file grows
         EmfLogger(f).record(
             job_type="Late",
@@ -187,4 +187,4 @@ def test_cache_reads_each_file_once_and_rereads_changed_ones(
     caplog.clear()
     assert main([*args, "--out", str(tmp_path / "c.json")]) == 0
     assert "read 1 of 4 files (3 from the cache)" in caplog.text
-    assert json.loads((tmp_path / "c.json").read_text())["job_types"]["Late"]["count"] == 1
+    assert json.loads((tmp_path / "c.json").read_text())["deployments"]["Late"]["count"] == 1

@@ -161,5 +161,5 @@ def test_a_standalone_cluster_run_equals_the_local_run(spark, tmp_path: Path) ->
     assert len(executors) == 1, result.stderr[-3000:]  # the worker's executor, in a JVM of its own, did the reading
     local, cluster = comparable(tmp_path / "local.json"), comparable(tmp_path / "cluster.json")
     assert cluster == local
-    assert local["input_report"]["malformed_lines"] == 4 and local["job_types"]["Email"]["count"] == 1_500
+    assert local["input_report"]["malformed_lines"] == 4 and local["deployments"]["Email"]["count"] == 1_500
     shutil.rmtree(tmp_path / "cluster", ignore_errors=True)

@@ -70,7 +70,7 @@ def test_nan_durations_are_malformed_lines_not_records(spark, tmp_path: Path) ->
     (tmp_path / "a.log").write_text("\n".join(GOOD + bad) + "\n")
 
     document = run(tmp_path, tmp_path / "a.log")
-    email = document["job_types"]["Email"]
+    email = document["deployments"]["Email"]
     assert email["count"] == 1_000 and email["mean_ms"] == sum(DURATIONS) / 1_000
     assert email["window"]["to"] == "2026-10-26T07:49:59.000Z"  # the last good line, 999 s after the first
     report = document["input_report"]
@@ -91,15 +91,15 @@ def test_infinite_durations_are_malformed_lines_not_a_crash(spark, tmp_path: Pat
     (tmp_path / "a.log").write_text("\n".join(GOOD + bad) + "\n")
 
     document = run(tmp_path, tmp_path / "a.log")
-    assert document["job_types"]["Email"]["count"] == 1_000
-    assert document["job_types"]["Email"]["max_ms"] == 499.0
+    assert document["deployments"]["Email"]["count"] == 1_000
+    assert document["deployments"]["Email"]["max_ms"] == 499.0
     assert document["input_report"]["malformed_lines"] == len(tokens)
 
 
 def test_a_job_type_of_zero_ms_durations_gets_the_floor_vt_and_a_note(spark, tmp_path: Path) -> None:
     (tmp_path / "a.log").write_text("\n".join(GOOD + emf_lines("Noop", [0.0] * 1_000)) + "\n")
 
-    noop = run(tmp_path, tmp_path / "a.log", extra=("--min-samples", "1000"))["job_types"]["Noop"]
+    noop = run(tmp_path, tmp_path / "a.log", extra=("--min-samples", "1000"))["deployments"]["Noop"]
     assert (noop["p50_ms"], noop["p99_ms"], noop["max_ms"], noop["mean_ms"]) == (0, 0, 0, 0)
     assert noop["recommended_processing_p99_s"] == 0.001 and noop["recommended_visibility_timeout_s"] == 10
     assert noop["refused"] is None and "p99 is 0 ms" in noop["note"]
@@ -122,7 +122,7 @@ def test_a_cloudwatch_logs_export_prefix_is_read_recursively(spark, tmp_path: Pa
             f.write("".join(f"2026-10-26T06:53:20.000Z {line}\n" for line in lines))
 
     document = run(tmp_path, f"{prefix}/")
-    assert document["job_types"]["Email"]["count"] == 1_000
+    assert document["deployments"]["Email"]["count"] == 1_000
     report = document["input_report"]
     assert report["files"] == 3 and report["malformed_lines"] == 0 and report["files_without_records"] == []
 
@@ -137,7 +137,7 @@ def test_plots_of_unicode_and_clashing_names_are_distinct_and_stable(
     pngs = []
     for run_dir in ("first", "second"):
         document = run(tmp_path, tmp_path / "a.log", extra=("--plots", str(tmp_path / run_dir)))
-        assert sorted(document["job_types"]) == sorted(names)
+        assert sorted(document["deployments"]) == sorted(names)
         pngs.append(sorted(p.name for p in (tmp_path / run_dir).glob("*.png")))
     assert len(pngs[0]) == len(names) and len({name.lower() for name in pngs[0]}) == len(names)
     assert pngs[0] == pngs[1]
@@ -165,7 +165,7 @@ def test_a_job_type_must_be_a_json_string(spark, tmp_path: Path) -> None:
     (tmp_path / "a.log").write_text("\n".join([*GOOD, numeric, obj]) + "\n")
 
     document = run(tmp_path, tmp_path / "a.log")
-    assert list(document["job_types"]) == ["Email"]
+    assert list(document["deployments"]) == ["Email"]
     report = document["input_report"]
     assert (report["total_lines"], report["malformed_lines"]) == (1_002, 2)
     assert [json.loads(line)["JobType"] for line in report["malformed_sample"]] == [7, {"name": "Email"}]
@@ -189,10 +189,10 @@ def test_released_lines_are_not_runs_and_leave_the_statistics_alone(spark, tmp_p
     (tmp_path / "a.log").write_text("\n".join(GOOD + out.getvalue().splitlines()) + "\n")
     # WHEN jobstats profiles them THEN only the runs count: no 0 ms pulls the percentiles down, no redelivery
     document = run(tmp_path, tmp_path / "a.log")
-    email = document["job_types"]["Email"]
+    email = document["deployments"]["Email"]
     assert document["input_report"]["total_lines"] == 1_300  # read, and counted as lines
     (tmp_path / "alone").mkdir()
-    alone = run(tmp_path / "alone", _write(tmp_path / "alone.log", GOOD))["job_types"]["Email"]
+    alone = run(tmp_path / "alone", _write(tmp_path / "alone.log", GOOD))["deployments"]["Email"]
     assert email["count"] == 1_000 and email["redelivery_rate"] == 0
     assert (email["p50_ms"], email["p99_ms"], email["mean_ms"]) == (alone["p50_ms"], alone["p99_ms"], alone["mean_ms"])
 

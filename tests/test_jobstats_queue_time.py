@@ -108,7 +108,7 @@ def test_profiles_json_and_the_summary_line_carry_the_queue_time_p50_and_p99(
     assert jobstats_main([*args, "--out", str(tmp_path / "b.json")]) == 0
     assert "read 0 of 1 files (1 from the cache)" in caplog.text
     # THEN Email's entry has the queue-time p50 and p99 (within the bound of the exact ones), Resize's none
-    first, second = (json.loads((tmp_path / name).read_text())["job_types"] for name in ("a.json", "b.json"))
+    first, second = (json.loads((tmp_path / name).read_text())["deployments"] for name in ("a.json", "b.json"))
     assert first == second
     ranked = sorted(queued)
     for field, rank in (("queue_time_p50_ms", 600), ("queue_time_p99_ms", 1188)):

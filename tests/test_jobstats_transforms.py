@@ -159,8 +159,8 @@ def test_statistics_from_partials(spark, tmp_path: Path) -> None:
 def test_since_and_per_queue(spark, tmp_path: Path) -> None:
     lines = [emf(queue="q1", ts=0), emf(queue="q2", ts=DAY_MS + 5), emf(queue="q2", ts=2 * DAY_MS)]
     rows = partials(spark, tmp_path, {"a": lines})
-    assert summarize(rows)[("Email",)].queues == {"q1", "q2"}
-    assert summarize(rows, since_day=1)[("Email",)].count == 2
+    assert summarize(rows)[(None, "Email")].queues == {"q1", "q2"}  # a line without a Stack: no stack
+    assert summarize(rows, since_day=1)[(None, "Email")].count == 2
     by_queue = summarize(rows, ("job_type", "queue"))
     assert by_queue[("Email", "q1")].count == 1 and by_queue[("Email", "q2")].count == 2
 

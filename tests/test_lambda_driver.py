@@ -21,11 +21,13 @@ import pytest
 from support.moto_queues import counts
 from support.waiting import wait_for
 
+from local_emulator.chaos import Fault, FaultProxy
 from local_emulator.deploy import PROJECT_DIR
 from local_emulator.deployed import DeployedStack
 from local_emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
 from local_emulator.lambda_driver.function import DriverError, load_function
 from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
+from local_emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
 from local_emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.settings import FailurePolicy, LeaseSettings
@@ -129,9 +131,11 @@ class Deployed:
             physical_ids={"Fn": self.function_name, "Lay": layer_arn},
         )
 
-    def driver(self, tmp_path: Path, **kwargs: Any) -> tuple[LambdaDriver, Path]:
-        emulator = Emulator(self.server.endpoint)
-        function = load_function(emulator, self.stack, "Fn", tmp_path / "fn")
+    def driver(self, tmp_path: Path, endpoint: str | None = None, **kwargs: Any) -> tuple[LambdaDriver, Path]:
+        """The driver of the function, its code downloaded from the emulator; the function and the poller talk to
+        ``endpoint`` (default: the emulator itself)."""
+        function = load_function(Emulator(self.server.endpoint), self.stack, "Fn", tmp_path / "fn")
+        emulator = Emulator(endpoint or self.server.endpoint)
         stdout = tmp_path / "stdout.log"
         runtime = LocalRuntime(function, emulator, stdout.open("ab"), (tmp_path / "stderr.log").open("ab"))
         return LambdaDriver(emulator, function, runtime, idle_wait_s=1, **kwargs), stdout
@@ -155,6 +159,13 @@ def _receive_until(server: LocalServer, url: str, bodies: set[str], timeout_s: f
         found += sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60).get("Messages", [])
         time.sleep(0.1)
     return found
+
+
+def queue_depth(server: LocalServer, url: str) -> int:
+    """Visible plus in-flight messages of ``url``."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = server.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(value) for value in attributes.values())
 
 
 def _printed(stdout: Path) -> list[dict[str, Any]]:
@@ -195,6 +206,52 @@ def test_partial_batch_failure_deletes_only_unnamed_records(local_aws: LocalServ
         assert second[1].cold_start is False
     finally:
         driver.runtime.stop()
+
+
+def test_the_poller_survives_sqs_faults_as_lambda_s_pollers_do(
+    local_aws: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a mapping whose first two receives and first delete answer InternalError (500) through the fault proxy,
+    # each surfacing to the poller (one attempt per request: no SDK retry hides it)
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    deployed = Deployed(local_aws)
+    faults = {"ReceiveMessage": 2, "DeleteMessageBatch": 1}
+    lock = threading.Lock()
+
+    def rule(operation: str, body: bytes) -> Fault | None:
+        with lock:
+            if faults.get(operation, 0) > 0:
+                faults[operation] -= 1
+                return Fault("error500")
+        return None
+
+    with FaultProxy(local_aws.endpoint, rule) as proxy, caplog.at_level("INFO", logger="local_emulator.lambda_driver"):
+        driver, stdout = deployed.driver(tmp_path, endpoint=proxy.endpoint)
+        deployed.send("job-1")
+        # WHEN the poller runs
+        driver.start()
+        try:
+            # THEN it retries past the faults: the record runs, its lost delete brings it back once (as on Lambda),
+            # and the second delete takes it out of the queue
+            assert wait_for(
+                lambda: driver.stats.invocations == 2 and queue_depth(local_aws, deployed.queue_url) == 0, 60
+            )
+            assert driver.failure is None and driver.alive
+            assert (driver.stats.sqs_errors, driver.stats.deleted) == (3, 1)
+        finally:
+            driver.stop()
+    assert [r["body"] for p in _printed(stdout) for r in p["records"]] == ["job-1", "job-1"]
+    assert faults == {"ReceiveMessage": 0, "DeleteMessageBatch": 0}
+    # ... each fault one line, no traceback
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 3 and not any(r.exc_info for r in warnings)
+    assert all("InternalError" in r.getMessage() and "\n" not in r.getMessage() for r in warnings)
+    assert "retrying in 0.1 s" in warnings[0].getMessage() and "retrying in 0.2 s" in warnings[1].getMessage()
+
+
+def test_the_poller_backs_off_exponentially_to_a_bound() -> None:
+    assert [poll_retry_delay_s(n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.4, 0.8]
+    assert poll_retry_delay_s(30) == poll_retry_delay_s(9) == POLL_RETRY_MAX_S
 
 
 def test_function_error_deletes_nothing(local_aws: LocalServer, tmp_path: Path) -> None:

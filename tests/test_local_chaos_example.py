@@ -26,17 +26,20 @@ pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first 
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
-REPORT_HEADER = re.compile(r"^job type\s+received\s+completed\s+DLQ\s+queued\s+lost\s+ran twice\s+two live handlers")
+REPORT_HEADER = re.compile(
+    r"^stack/job type\s+received\s+completed\s+DLQ\s+queued\s+lost\s+ran twice\s+two live handlers\s+never received"
+)
 
 
 def report_rows(text: str) -> dict[str, list[int]]:
-    """The report's rows: job type -> [received, completed, DLQ, queued, lost, ran twice, two live handlers]."""
+    """The report's rows: STACK/JOB_TYPE -> [received, completed, DLQ, queued, lost, ran twice, two live handlers,
+    never received]."""
     lines = text.splitlines()
     start_at = next(i for i, line in enumerate(lines) if REPORT_HEADER.match(line))
     rows: dict[str, list[int]] = {}
     for line in lines[start_at + 1 :]:
         fields = line.split()
-        if len(fields) != 8 or not all(f.isdigit() for f in fields[1:]):
+        if len(fields) != 9 or not all(f.isdigit() for f in fields[1:]):
             break
         rows[fields[0]] = [int(f) for f in fields[1:]]
     return rows
@@ -86,11 +89,11 @@ def test_chaos_on_the_example_app_loses_nothing(tmp_path: Path) -> None:
     assert run.process.returncode == 0, text
     assert re.search(r"chaos: \d+ of \d+ SQS requests faulted", text), text
     rows = report_rows(text)
-    assert set(rows) >= {"Transcode", "Thumbnails"}, text
-    for job_type, row in rows.items():
-        lost, two_live = row[4], row[6]
-        assert lost == 0 and two_live == 0, f"{job_type}: {text}"
-    transcode_row, thumbnails_row = rows["Transcode"], rows["Thumbnails"]
+    assert set(rows) >= {"JobQueuesExample/Transcode", "JobQueuesExample/Thumbnails"}, text
+    for name, row in rows.items():
+        lost, two_live, never_received = row[4], row[6], row[7]
+        assert lost == 0 and two_live == 0 and never_received == 0, f"{name}: {text}"
+    transcode_row, thumbnails_row = rows["JobQueuesExample/Transcode"], rows["JobQueuesExample/Thumbnails"]
     # Every job was received and none is left: completed, or dead-lettered by faults on every delivery.
     assert transcode_row[0] == 40 and transcode_row[1] + transcode_row[2] == 40, text
     assert thumbnails_row[0] == 20 and thumbnails_row[1] + thumbnails_row[2] == 20, text

@@ -1,4 +1,5 @@
-"""Stack code reading jobstats' profiles.json: errors and warnings at synth, never a silent default."""
+"""Stack code reading jobstats' profiles.json: each stack its own deployment's profile (``STACK/JOB_TYPE``), errors
+and warnings at synth, never a silent default."""
 
 from __future__ import annotations
 
@@ -7,18 +8,20 @@ import json
 import math
 from pathlib import Path
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk.assertions import Annotations, Match, Template
-from cdk_helpers import new_stack
+from cdk_helpers import ENV, new_stack
 
 from jobqueues import JobQueue, JobQueueError, MeasuredProfiles
 
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 
 
-def document(**job_types: dict) -> dict:
-    return {"schema_version": 1, "generated_at": "2026-11-21T00:00:00.000Z", "job_types": job_types}
+def document(profiles: dict[str, dict]) -> dict:
+    """A profiles document holding ``profiles`` by name (``STACK/JOB_TYPE``; new_stack()'s stack is ``Test``)."""
+    return {"schema_version": 2, "generated_at": "2026-11-21T00:00:00.000Z", "deployments": profiles}
 
 
 def entry(p99_s: float | None, ended: str = "2026-11-20T00:00:00.000Z", refused: str | None = None) -> dict:
@@ -34,7 +37,7 @@ def entry(p99_s: float | None, ended: str = "2026-11-20T00:00:00.000Z", refused:
 
 def test_measured_p99_drives_the_visibility_timeout(tmp_path: Path) -> None:
     path = tmp_path / "profiles.json"
-    path.write_text(json.dumps(document(VideoTranscode=entry(240.0))))
+    path.write_text(json.dumps(document({"Test/VideoTranscode": entry(240.0)})))
     stack = new_stack()
     profiles = MeasuredProfiles.load(path, now=NOW)
     JobQueue(stack, "VideoTranscode", processing_p99=profiles.processing_p99(stack, "VideoTranscode"))
@@ -43,13 +46,17 @@ def test_measured_p99_drives_the_visibility_timeout(tmp_path: Path) -> None:
 
 
 def test_missing_job_type_is_a_synth_error_naming_what_exists() -> None:
-    profiles = MeasuredProfiles(document(EmailSend=entry(1.5)), now=NOW)
-    with pytest.raises(JobQueueError, match=r"'Thumbnails' is not in profiles.json \(it has: EmailSend\)"):
+    profiles = MeasuredProfiles(document({"Test/EmailSend": entry(1.5)}), now=NOW)
+    with pytest.raises(
+        JobQueueError, match=r"no profile 'Test/Thumbnails' in profiles.json \(it has: Test/EmailSend\)"
+    ):
         profiles.processing_p99(new_stack(), "Thumbnails")
 
 
 def test_too_few_samples_is_an_error_or_an_explicit_fallback_with_a_warning() -> None:
-    profiles = MeasuredProfiles(document(Rare=entry(None, refused="only 12 messages (at least 1000 ...)")), now=NOW)
+    profiles = MeasuredProfiles(
+        document({"Test/Rare": entry(None, refused="only 12 messages (at least 1000 ...)")}), now=NOW
+    )
     with pytest.raises(JobQueueError, match="only 12 messages"):
         profiles.processing_p99(new_stack(), "Rare")
     stack = new_stack()
@@ -58,12 +65,12 @@ def test_too_few_samples_is_an_error_or_an_explicit_fallback_with_a_warning() ->
 
 
 def test_stale_profile_warns(tmp_path: Path) -> None:
-    profiles = MeasuredProfiles(document(EmailSend=entry(1.5, ended="2026-09-01T00:00:00.000Z")), now=NOW)
+    profiles = MeasuredProfiles(document({"Test/EmailSend": entry(1.5, ended="2026-09-01T00:00:00.000Z")}), now=NOW)
     stack = new_stack()
     assert profiles.processing_p99(stack, "EmailSend").to_milliseconds() == 1500
     Annotations.from_stack(stack).has_warning("/Test", Match.string_like_regexp("end 82 days ago"))
     fresh = MeasuredProfiles(
-        document(EmailSend=entry(1.5, ended="2026-09-01T00:00:00.000Z")), max_age=Duration.days(90), now=NOW
+        document({"Test/EmailSend": entry(1.5, ended="2026-09-01T00:00:00.000Z")}), max_age=Duration.days(90), now=NOW
     )
     quiet = new_stack()
     fresh.processing_p99(quiet, "EmailSend")
@@ -98,6 +105,7 @@ def test_a_real_jobstats_profile_with_millisecond_p99s_drives_job_queues(spark: 
         for job_type, scale_ms in (("EmailSend", 120.0), ("Resize", 2_300.0)):
             emf.record(
                 job_type=job_type,
+                stack="Test",  # what the constructs tell a consumer of stack Test
                 queue=job_type,
                 message_id=f"{job_type}-{i}",
                 processing_ms=rng.lognormvariate(0, 0.5) * scale_ms,
@@ -120,9 +128,9 @@ def test_a_real_jobstats_profile_with_millisecond_p99s_drives_job_queues(spark: 
         assert not float(p99.to_seconds(integral=False)).is_integer()  # milliseconds, as jobstats writes them
         vts[job_type] = JobQueue(stack, job_type, processing_p99=p99).visibility_timeout.to_seconds()
     template = Template.from_stack(stack)
-    measured = json.loads(out.read_text())["job_types"]
+    measured = json.loads(out.read_text())["deployments"]
     assert vts["EmailSend"] == 10  # the floor
-    assert vts["Resize"] == math.ceil(2 * measured["Resize"]["recommended_processing_p99_s"])
+    assert vts["Resize"] == math.ceil(2 * measured["Test/Resize"]["recommended_processing_p99_s"])
     template.has_resource_properties(
         "AWS::SQS::Queue", {"QueueName": "Test-Resize", "VisibilityTimeout": vts["Resize"]}
     )
@@ -148,11 +156,11 @@ def test_a_malformed_profile_is_a_synth_error_naming_file_job_type_field_and_fix
     profile = {**entry(1.5), **change}
     profile = {k: v for k, v in profile.items() if v is not ...}
     path = tmp_path / "profiles.json"
-    path.write_text(json.dumps(document(EmailSend=profile)))
+    path.write_text(json.dumps(document({"Test/EmailSend": profile})))
     with pytest.raises(JobQueueError) as raised:
         MeasuredProfiles.load(path, now=NOW).processing_p99(new_stack(), "EmailSend")
     text = str(raised.value)
-    assert str(path) in text and "'EmailSend'" in text and message in text, text
+    assert str(path) in text and "profile 'Test/EmailSend'" in text and message in text, text
     assert "regenerate it with `python -m jobstats profile`" in text
 
 
@@ -161,10 +169,16 @@ def test_a_malformed_profile_is_a_synth_error_naming_file_job_type_field_and_fix
     [
         ("[1, 2]", "is a list, not a jobstats profiles document"),
         ('"profiles"', "is a str, not a jobstats profiles document"),
-        ('{"schema_version": 1, "job_types": {"EmailSend": [1.5]}}', "job type 'EmailSend' is a list, not an object"),
-        ('{"schema_version": 1}', "has no job_types object (missing), so it is not a jobstats profiles document"),
-        ('{"schema_version": 2, "job_types": {}}', "of a supported version (schema_version 2, expected 1)"),
-        ('{"schema_version": 1, "generated_at": "soon", "job_types": {}}', "generated_at='soon' is not an ISO 8601"),
+        ('{"schema_version": 2, "deployments": {"Test/EmailSend": [1.5]}}', "profile 'Test/EmailSend' is a list"),
+        ('{"schema_version": 2}', "has no deployments object (missing), so it is not a jobstats profiles document"),
+        ('{"schema_version": 3, "deployments": {}}', "of a supported version (schema_version 3, expected 2)"),
+        ('{"schema_version": 2, "generated_at": "soon", "deployments": {}}', "generated_at='soon' is not an ISO 8601"),
+        # version 1's profiles are per job type alone: they mix every stack's samples, so they are refused
+        (
+            '{"schema_version": 1, "job_types": {"EmailSend": {}}}',
+            "is a schema_version 1 profiles document, whose profiles are per job type: they mix the samples of every "
+            "stack that runs one (a Dev and a Prod Stage); regenerate it with `python -m jobstats profile`",
+        ),
     ],
 )
 def test_a_malformed_document_is_a_synth_error(tmp_path: Path, content: str, message: str) -> None:
@@ -173,3 +187,58 @@ def test_a_malformed_document_is_a_synth_error(tmp_path: Path, content: str, mes
     with pytest.raises(JobQueueError) as raised:
         MeasuredProfiles.load(path, now=NOW).processing_p99(new_stack(), "EmailSend")
     assert str(path) in str(raised.value) and message in str(raised.value), str(raised.value)
+
+
+def two_stages() -> tuple[cdk.Stack, cdk.Stack]:
+    """Stack TeamC deployed by a Dev and a Prod Stage: CloudFormation names Dev-TeamC and Prod-TeamC."""
+    app = cdk.App()
+    dev, prod = (cdk.Stack(cdk.Stage(app, stage, env=ENV), "TeamC") for stage in ("Dev", "Prod"))
+    return dev, prod
+
+
+def test_each_stage_s_stack_reads_its_own_deployment_s_profile() -> None:
+    # GIVEN one job type measured in Dev (p99 1 s) and in Prod (p99 30 s)
+    profiles = MeasuredProfiles(
+        document({"Dev-TeamC/Exports": entry(1.0), "Prod-TeamC/Exports": entry(30.0), "Dev-TeamC/Other": entry(1.0)}),
+        now=NOW,
+    )
+    # WHEN each Stage's stack reads it with the same code (no stack named: the scope's own)
+    vts = {}
+    stacks = two_stages()
+    for stack in stacks:
+        exports = JobQueue(stack, "Exports", processing_p99=profiles.processing_p99(stack, "Exports"))
+        vts[stack.stack_name] = exports.visibility_timeout.to_seconds()
+    # THEN each gets its own deployment's measurement, without a warning
+    assert vts == {"Dev-TeamC": 10, "Prod-TeamC": 60}
+    for stack in stacks:
+        Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
+    assert profiles.deployments == ["Dev-TeamC/Exports", "Dev-TeamC/Other", "Prod-TeamC/Exports"]
+
+
+def test_a_new_stage_reads_another_stage_s_profile_only_when_told() -> None:
+    profiles = MeasuredProfiles(document({"Prod-TeamC/Exports": entry(30.0)}), now=NOW)
+    staging = cdk.Stack(cdk.Stage(cdk.App(), "Staging", env=ENV), "TeamC")
+    with pytest.raises(JobQueueError) as missing:
+        profiles.processing_p99(staging, "Exports")
+    assert str(missing.value) == (
+        "no profile 'Staging-TeamC/Exports' in profiles.json (it has: Prod-TeamC/Exports): run jobstats on logs of "
+        "stack Staging-TeamC's consumers, pass stack='Prod-TeamC' to use that stack's measurement, or declare "
+        "processing_p99 explicitly"
+    )
+    scope = cdk.Stack(cdk.Stage(cdk.App(), "Staging", env=ENV), "TeamC")
+    inner = JobQueue(scope, "Emails", processing_p99=Duration.seconds(1))  # any scope in the stack names it
+    assert profiles.processing_p99(inner, "Exports", stack="Prod-TeamC").to_seconds() == 30
+
+
+def test_a_profile_of_lines_that_name_no_stack_is_used_with_a_warning() -> None:
+    # GIVEN a profile measured on lines of consumers not told their stack (an older sqslease): keyed by job type alone
+    profiles = MeasuredProfiles(document({"Exports": entry(2.0), "Prod-TeamC/Exports": entry(30.0)}), now=NOW)
+    dev, prod = two_stages()
+    # WHEN a stack without a profile of its own reads it THEN it is used, with a warning that says why it may mix
+    assert profiles.processing_p99(dev, "Exports").to_seconds() == 2
+    Annotations.from_stack(dev).has_warning(
+        "/Dev/TeamC", Match.string_like_regexp("Exports: the profile 'Exports' in profiles.json was measured on lines")
+    )
+    # ... and a stack's own profile always comes first
+    assert profiles.processing_p99(prod, "Exports").to_seconds() == 30
+    Annotations.from_stack(prod).has_no_warning("*", Match.any_value())

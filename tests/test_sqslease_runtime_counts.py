@@ -40,14 +40,15 @@ def message(i: int, lease: Lease | None = None) -> Message:
     return Message(f"m{i}", f"rh-{i}", f"b{i}", URL, lease or Lease(f"rh-{i}", 0.0, 60.0))
 
 
+@pytest.mark.parametrize("stack", [None, "Dev-Counted"])
 def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record_writes(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, stack: str | None
 ) -> None:
-    # GIVEN a logger whose JSON encoder counts its calls
+    # GIVEN a logger whose JSON encoder counts its calls (a consumer told its stack, or not)
     encoded: list[Any] = []
     real_encode = emf_module._ENCODER.encode
     monkeypatch.setattr(emf_module._ENCODER, "encode", lambda o: encoded.append(o) or real_encode(o))
-    common: dict[str, Any] = {"job_type": "Counted", "queue": "q", "receive_count": 2, "extensions": 1}
+    common: dict[str, Any] = {"job_type": "Counted", "queue": "q", "receive_count": 2, "extensions": 1, "stack": stack}
     cases: list[dict[str, Any]] = [
         {"message_id": "a", "processing_ms": 12.3456, "outcome": "success", "lease_lost": False, "queue_ms": 80.25},
         {"message_id": "b", "processing_ms": 0, "outcome": "released", "lease_lost": True},
@@ -71,6 +72,7 @@ def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record
     assert [json.dumps(x, separators=(",", ":")) for x in lines] == [
         json.dumps(x, separators=(",", ":")) for x in expected
     ]
+    assert all(("Stack" in line) == (stack is not None) for line in lines)
     # an error line goes through record(): its ErrorType and Error
     EmfLogger(emitted).emit(**common, **cases[2], error=ValueError("bad"))
     assert json.loads(emitted.getvalue().splitlines()[-1])["ErrorType"] == "ValueError"

@@ -20,8 +20,16 @@ from sqslease.rules import (
 )
 from sqslease.settings import ENV_PREFIX, LeaseSettings
 
-#: Written even at their default, so that a template shows the lease its consumer keeps.
-LEASE_FIELDS = ("dead_letter_queue_url", "job_type", "heartbeat", "visibility_timeout", "extension_threshold")
+#: Written even at their default, so that a template shows the lease its consumer keeps (and, with ``stack``, what
+#: its EMF lines are measured as: the deployment).
+LEASE_FIELDS = (
+    "dead_letter_queue_url",
+    "job_type",
+    "stack",
+    "heartbeat",
+    "visibility_timeout",
+    "extension_threshold",
+)
 #: The worker's command.
 WORKER_MODULE = ("python", "-m", "sqslease.worker")
 #: Variables the worker reads besides its options: ECS sets ``ECS_AGENT_URI`` (task scale-in protection).
@@ -82,6 +90,7 @@ class ConsumerContract:
         max_processing_time_s: float | None = None,
         max_batching_window_s: float = 0,
         max_receive_count: int | None = None,
+        stack: str | None = None,
     ) -> ConsumerContract:
         """The contract of a queue with these lease facts; raises ``ValueError`` when ``sqslease`` would refuse
         them (the queue's declaration checks the same rule first, with a fix).
@@ -91,6 +100,8 @@ class ConsumerContract:
         :param max_receive_count: the DLQ's ``maxReceiveCount``: with the DLQ's URL, a FIFO consumer retries a
             failed message in process and dead-letters it itself (docs/sqslease.md, "FIFO queues"). Default
             ``None`` (a token, or an adopted queue): not written; the worker reads the queue's ``RedrivePolicy``.
+        :param stack: the name of the stack that deploys the job queue, on each of its consumer's EMF lines
+            (``Stack``): jobstats measures each deployment of a job type apart. Default: none (not written).
         """
         vt = LeaseSettings.visibility_timeout if visibility_timeout_s is None else visibility_timeout_s
         lease = LeaseSettings(
@@ -106,6 +117,7 @@ class ConsumerContract:
             max_receive_count=max_receive_count,
             max_batching_window=max_batching_window_s,
             job_type=job_type,
+            stack=stack,
         )
         token = visibility_timeout_token if visibility_timeout_s is None else None
         return cls(queue_url=queue_url, lease=lease, visibility_timeout_token=token)

@@ -20,6 +20,8 @@ HANDLERS_EXCEED_IN_FLIGHT_QUOTA = "jobqueues:handlersExceedInFlightQuota"
 PROFILE_TOO_SMALL = "jobqueues:profileTooSmall"
 #: ``MeasuredProfiles``: a job type's measurements end longer ago than ``max_age``.
 STALE_PROFILE = "jobqueues:staleProfile"
+#: ``MeasuredProfiles``: the profile used was measured on lines that name no stack (other stacks' samples may be in it).
+PROFILE_WITHOUT_STACK = "jobqueues:profileWithoutStack"
 #: ``LambdaJob``: more event source filters than Lambda's default quota (5); the deploy needs a quota increase.
 FILTERS_ABOVE_DEFAULT_QUOTA = "jobqueues:filtersAboveDefaultQuota"
 #: ``LambdaJob``: provisioned pollers can invoke more at once than the function's reserved concurrency.

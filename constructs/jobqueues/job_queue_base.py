@@ -26,6 +26,7 @@ from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ec
 from jobqueues.idempotency_table import grant_job_type
 from jobqueues.inputs import is_token
 from jobqueues.lambda_consumer import bind_lambda_consumer
+from jobqueues.names import stack_of
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     DEFAULT_SHUTDOWN_GRACE_S,
@@ -129,6 +130,7 @@ class JobQueueBase(Construct):
                 max_processing_time_s=self.max_processing_time_seconds,
                 max_batching_window_s=self.max_batching_window_seconds,
                 max_receive_count=self.known_max_receive_count,
+                stack=stack_of(self).stack_name,
             )
             if self.idempotency_table is not None:
                 retention = self.idempotency_retention_seconds or SQS_MAX_RETENTION_S

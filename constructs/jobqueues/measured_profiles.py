@@ -3,9 +3,11 @@
     profiles = MeasuredProfiles.load("profiles.json", max_age=Duration.days(30))
     JobQueue(self, "EmailSend", processing_p99=profiles.processing_p99(self, "EmailSend"))
 
-Never a silent default: a job type missing from the file, or measured on too few samples, is a synth-time
+Each stack reads its own deployment's profile, ``<stack name>/<job type>`` (the name its consumers write on their
+EMF lines), so the same code in a Dev and a Prod Stage reads each stage's measurement; ``stack=`` names another.
+Never a silent default: a profile missing from the file, or measured on too few samples, is a synth-time
 error (unless an explicit ``fallback`` is given, which is then used with a warning); a profile whose data
-ends longer ago than ``max_age`` gets a warning annotation.
+ends longer ago than ``max_age``, or one of lines that name no stack, gets a warning annotation.
 """
 
 from __future__ import annotations
@@ -19,13 +21,24 @@ from typing import Any
 from aws_cdk import Annotations, Duration
 from constructs import Construct
 
-from jobqueues.declaration_warnings import PROFILE_TOO_SMALL, STALE_PROFILE
+from jobqueues.declaration_warnings import PROFILE_TOO_SMALL, PROFILE_WITHOUT_STACK, STALE_PROFILE
 from jobqueues.errors import JobQueueError
-from jobqueues.profiles_document import REGENERATE, document_problem, kind, p99_problem, recommended_p99_s
+from jobqueues.names import stack_of
+from jobqueues.profiles_document import (
+    PROFILES_FIELD,
+    REGENERATE,
+    document_problem,
+    job_type_of,
+    kind,
+    p99_problem,
+    profile_name,
+    recommended_p99_s,
+)
+from sqslease.emf import deployment_name
 
 
 class MeasuredProfiles:
-    """Per-job-type measurements from a ``jobstats`` profiles document.
+    """Per-deployment measurements from a ``jobstats`` profiles document (``STACK/JOB_TYPE`` -> profile).
 
     :param document: the parsed ``profiles.json``.
     :param source: where it came from, for messages.
@@ -46,7 +59,7 @@ class MeasuredProfiles:
             raise JobQueueError(problem)
         self.document = document
         self.source = source
-        #: When the measurements of the whole document end, if it says; a job type's own window comes first.
+        #: When the measurements of the whole document end, if it says; a profile's own window comes first.
         self.generated_at = _time(document, "generated_at", lambda problem: self._malformed(None, problem))
         self.max_age_s = (max_age or Duration.days(30)).to_seconds()
         self.now = now or dt.datetime.now(dt.UTC)
@@ -69,72 +82,91 @@ class MeasuredProfiles:
         return cls(document, str(path), max_age=max_age, now=now)
 
     @property
-    def job_types(self) -> list[str]:
-        return sorted(self.document["job_types"])
+    def deployments(self) -> list[str]:
+        """The names of the profiles, ``STACK/JOB_TYPE`` (a job type alone: lines that named no stack), sorted."""
+        return sorted(self.document[PROFILES_FIELD])
 
-    def entry(self, job_type: str) -> dict[str, Any]:
-        """The raw profile of a job type; a missing one is a synth-time error."""
-        entry: Any = self.document["job_types"].get(job_type)
-        if entry is None:
+    def entry(self, job_type: str, stack: str) -> tuple[str, dict[str, Any]]:
+        """The name and raw profile of ``job_type`` as stack ``stack`` deploys it (:func:`profile_name`); a missing
+        one is a synth-time error naming what exists and the fixes."""
+        profiles = self.document[PROFILES_FIELD]
+        name = profile_name(profiles, stack, job_type)
+        if name is None:
+            # another stack's profile of the job type (a bare one would have been found): a new Stage may use it
+            others = sorted(n for n, e in profiles.items() if isinstance(e, dict) and job_type_of(n, e) == job_type)
+            hint = f", pass stack={others[0].rpartition('/')[0]!r} to use that stack's measurement" if others else ""
             raise JobQueueError(
-                f"job type {job_type!r} is not in {self.source} (it has: {', '.join(self.job_types) or 'none'}): "
-                "run jobstats on logs that include it, or declare processing_p99 explicitly"
+                f"no profile {deployment_name(stack, job_type)!r} in {self.source} (it has: "
+                f"{', '.join(self.deployments) or 'none'}): run jobstats on logs of stack {stack}'s consumers{hint}, "
+                "or declare processing_p99 explicitly"
             )
+        entry = profiles[name]
         if not isinstance(entry, dict):
-            raise JobQueueError(f"{self.source}: job type {job_type!r} is {kind(entry)}, not an object: {REGENERATE}")
-        return entry
+            raise JobQueueError(f"{self.source}: profile {name!r} is {kind(entry)}, not an object: {REGENERATE}")
+        return name, entry
 
-    def _malformed(self, job_type: str | None, problem: str) -> JobQueueError:
-        where = self.source if job_type is None else f"{self.source}, job type {job_type!r}"
+    def _malformed(self, name: str | None, problem: str) -> JobQueueError:
+        where = self.source if name is None else f"{self.source}, profile {name!r}"
         return JobQueueError(f"{where}: {problem}: {REGENERATE}, or correct the field")
 
-    def processing_p99(self, scope: Construct, job_type: str, *, fallback: Duration | None = None) -> Duration:
+    def processing_p99(
+        self, scope: Construct, job_type: str, *, fallback: Duration | None = None, stack: str | None = None
+    ) -> Duration:
         """The measured p99 of ``job_type`` as a ``Duration`` (whole milliseconds, rounded up by jobstats).
 
-        :param scope: where warnings are annotated (the stack or the job queue's parent).
+        :param scope: a construct in the stack whose profile is read (the stack, or the job queue's parent); where
+            warnings are annotated.
         :param fallback: used, with a warning, when the profile refuses to recommend (too few samples).
+        :param stack: the name of the stack whose measurement to use (e.g. a new Stage reading Prod's). Default:
+            the name of ``scope``'s stack, as its consumers write it on their lines.
         """
-        entry = self.entry(job_type)
-        self._warn_if_stale(scope, job_type, entry)
-        p99_s = self._p99_s(job_type, entry)
+        stack_name = stack if stack is not None else stack_of(scope).stack_name  # the CDK takes no token there
+        name, entry = self.entry(job_type, stack_name)
+        if name != deployment_name(stack_name, job_type):
+            Annotations.of(scope).add_warning_v2(
+                PROFILE_WITHOUT_STACK,
+                f"{job_type}: the profile {name!r} in {self.source} was measured on lines that name no stack (an "
+                f"sqslease that did not write one, or a consumer not told its stack): the samples of every stack "
+                f"running {job_type} may be in it; profile lines of consumers that write Stack",
+            )
+        self._warn_if_stale(scope, name, entry)
+        p99_s = self._p99_s(name, entry)
         if p99_s is None:
             reason = entry.get("refused")
             if reason is not None and not isinstance(reason, str):
-                raise self._malformed(job_type, f"refused={reason!r} is {kind(reason)}, not a text")
+                raise self._malformed(name, f"refused={reason!r} is {kind(reason)}, not a text")
             reason = reason or "no recommendation"
             if fallback is None:
                 raise JobQueueError(
-                    f"{self.source} has no usable p99 for {job_type!r}: {reason}; "
+                    f"{self.source} has no usable p99 for {name!r}: {reason}; "
                     "or pass fallback=Duration... to use a declared value meanwhile"
                 )
             Annotations.of(scope).add_warning_v2(
                 PROFILE_TOO_SMALL,
-                f"{job_type}: {reason}; using the fallback processing_p99 of {fallback.to_human_string()}",
+                f"{name}: {reason}; using the fallback processing_p99 of {fallback.to_human_string()}",
             )
             return fallback
         return Duration.millis(round(p99_s * 1000))
 
-    def _p99_s(self, job_type: str, entry: dict[str, Any]) -> float | None:
+    def _p99_s(self, name: str, entry: dict[str, Any]) -> float | None:
         """The recommended p99 in seconds, ``None`` when refused; anything else is an error naming the field."""
         problem = p99_problem(entry)
         if problem is not None:
-            raise self._malformed(job_type, problem)
+            raise self._malformed(name, problem)
         return recommended_p99_s(entry)
 
-    def _warn_if_stale(self, scope: Construct, job_type: str, entry: dict[str, Any]) -> None:
+    def _warn_if_stale(self, scope: Construct, name: str, entry: dict[str, Any]) -> None:
         window = entry.get("window")
         if window is not None and not isinstance(window, dict):
-            raise self._malformed(job_type, f"window={window!r} is {kind(window)}, not an object")
-        ended = _time(window or {}, "window.to", lambda problem: self._malformed(job_type, problem)) or (
-            self.generated_at
-        )
+            raise self._malformed(name, f"window={window!r} is {kind(window)}, not an object")
+        ended = _time(window or {}, "window.to", lambda problem: self._malformed(name, problem)) or self.generated_at
         if ended is None:
             return
         age_s = (self.now - ended).total_seconds()
         if age_s > self.max_age_s:
             Annotations.of(scope).add_warning_v2(
                 STALE_PROFILE,
-                f"{job_type}: the measurements in {self.source} end {age_s / 86_400:.0f} days ago (max_age "
+                f"{name}: the measurements in {self.source} end {age_s / 86_400:.0f} days ago (max_age "
                 f"{self.max_age_s / 86_400:g} days): re-run jobstats on recent logs",
             )
 

@@ -1,7 +1,8 @@
 """One CloudWatch Embedded Metric Format line per processed message.
 
 CloudWatch Logs turns the line into metrics (namespace ``jobqueues``, dimension ``JobType``); the
-``jobstats`` Spark pipeline reads the same lines to measure p99s. The schema is in docs/sqslease.md.
+``jobstats`` Spark pipeline reads the same lines to measure p99s, per deployment (:func:`deployment_name`: the
+line's ``Stack``, a property that costs no metric, and its ``JobType``). The schema is in docs/sqslease.md.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ ERROR_TEXT_LIMIT = 500
 UNRUN_OUTCOMES = ("released", "duplicate", "in_progress_elsewhere", "store_unavailable")
 
 
+def deployment_name(stack: str | None, job_type: str) -> str:
+    """What a line was measured on: ``STACK/JOB_TYPE`` (``Dev-Billing/Invoices``), or the job type alone for a line
+    without a ``Stack`` (a consumer not told its stack). Unambiguous: neither a stack name nor a job type holds
+    ``/``."""
+    return job_type if stack is None else f"{stack}/{job_type}"
+
+
 class EmfLogger:
     """Writes EMF lines to a stream (stdout by default), one ``write`` per line, thread-safe."""
 
@@ -71,8 +79,12 @@ class EmfLogger:
         timestamp_ms: int | None = None,
         error: BaseException | None = None,
         queue_ms: float | None = None,
+        stack: str | None = None,
     ) -> dict[str, Any]:
         """Log one processed message and return the line's object.
+
+        :param stack: the consumer's stack (``LeaseSettings.stack``): the line gets ``Stack`` after ``JobType``.
+            Default: none (no ``Stack``).
 
         :param queue_ms: how long the message waited before this run started, in milliseconds (from its
             ``SentTimestamp``; see :meth:`sqslease.message.Message.queue_time_ms`): the line gets ``QueueTime``
@@ -92,6 +104,7 @@ class EmfLogger:
             },
             "SchemaVersion": SCHEMA_VERSION,
             "JobType": job_type,
+            **({} if stack is None else {"Stack": stack}),
             "Queue": queue,
             "MessageId": message_id,
             "ProcessingTime": millis(processing_ms),
@@ -121,6 +134,7 @@ class EmfLogger:
         lease_lost: bool,
         error: BaseException | None = None,
         queue_ms: float | None = None,
+        stack: str | None = None,
     ) -> None:
         """:meth:`record` without returning the line's object: what the runtime calls per message. The usual
         line (no error, finite times, whole counts) is formatted straight into its template, text for text what
@@ -136,8 +150,8 @@ class EmfLogger:
         ):
             queued = queue_ms is not None
             head, middle = _TEMPLATES.get(
-                (self.namespace, job_type, queue, outcome, SCHEMA_VERSION, queued)
-            ) or self._template(job_type, queue, outcome, queued)
+                (self.namespace, job_type, stack, queue, outcome, SCHEMA_VERSION, queued)
+            ) or self._template(job_type, stack, queue, outcome, queued)
             self._write(
                 f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)}{head}{encode_basestring_ascii(message_id)},'
                 f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
@@ -156,6 +170,7 @@ class EmfLogger:
             lease_lost=lease_lost,
             error=error,
             queue_ms=queue_ms,
+            stack=stack,
         )
 
     def _write(self, text: str) -> None:
@@ -169,16 +184,22 @@ class EmfLogger:
         return [{"Namespace": self.namespace, "Dimensions": [["JobType"]], "Metrics": _metrics(outcome, queued)}]
 
     def _template(
-        self, job_type: Any, queue: Any, outcome: Any, queued: bool, schema_version: Any = SCHEMA_VERSION
+        self,
+        job_type: Any,
+        stack: Any,
+        queue: Any,
+        outcome: Any,
+        queued: bool,
+        schema_version: Any = SCHEMA_VERSION,
     ) -> tuple[str, str]:
         """The encoded text of a line around its message id and processing time (see :func:`_template`)."""
-        key = (self.namespace, job_type, queue, outcome, schema_version, queued)
+        key = (self.namespace, job_type, stack, queue, outcome, schema_version, queued)
         template = _TEMPLATES.get(key)
         if template is None:
             if len(_TEMPLATES) >= _MAX_TEMPLATES:
                 _TEMPLATES.clear()
             directives = self._directives(outcome, queued)
-            template = _TEMPLATES[key] = _template(directives, job_type, queue, outcome, schema_version)
+            template = _TEMPLATES[key] = _template(directives, job_type, stack, queue, outcome, schema_version)
         return template
 
     def _encode(self, line: dict[str, Any]) -> str:
@@ -190,8 +211,11 @@ class EmfLogger:
         timestamp, processing, message_id = aws["Timestamp"], line["ProcessingTime"], line["MessageId"]
         counts = line["ReceiveCount"], line["Extensions"], line["LeaseLost"]
         queued = "QueueTime" in line  # its metric is in the directive: a template of its own
+        stack = line.get("Stack")
+        fields = len(_TEMPLATE_FIELDS) + 1 + ("Stack" in line)  # ``_aws``, and a Stack when the line has one
         if not (
-            type(timestamp) is int
+            (stack is None or type(stack) is str)
+            and type(timestamp) is int
             and type(message_id) is str
             and (type(processing) is int or (type(processing) is float and math.isfinite(processing)))
             and type(counts[0]) is int
@@ -200,18 +224,20 @@ class EmfLogger:
             and aws["CloudWatchMetrics"] == self._directives(line["Outcome"], queued)
         ):
             return _ENCODER.encode(line) + "\n"
-        head, middle = self._template(line["JobType"], line["Queue"], line["Outcome"], queued, line["SchemaVersion"])
+        head, middle = self._template(
+            line["JobType"], stack, line["Queue"], line["Outcome"], queued, line["SchemaVersion"]
+        )
         queue_time = line.get("QueueTime")
         extra = (
             ""
-            if len(line) == len(_TEMPLATE_FIELDS) + 1
+            if len(line) == fields
             # the usual extra field, a finite float: repr is what json.dumps writes for it
             else f',"QueueTime":{queue_time!r}'
-            if len(line) == len(_TEMPLATE_FIELDS) + 2 and type(queue_time) is float and math.isfinite(queue_time)
+            if len(line) == fields + 1 and type(queue_time) is float and math.isfinite(queue_time)
             else "".join(
                 f",{encode_basestring_ascii(name)}:{_ENCODER.encode(value)}"
                 for name, value in line.items()
-                if name not in _TEMPLATE_FIELDS and name != "_aws"
+                if name not in _TEMPLATE_FIELDS and name not in ("_aws", "Stack")
             )
         )
         return (
@@ -234,17 +260,20 @@ _TEMPLATE_FIELDS = (
 )
 
 
-#: (namespace, job type, queue, outcome, schema version) -> :func:`_template`, shared by every logger (the
-#: Lambda adapter makes one per invocation), at most this many.
+#: (namespace, job type, stack, queue, outcome, schema version, queued) -> :func:`_template`, shared by every
+#: logger (the Lambda adapter makes one per invocation), at most this many.
 _TEMPLATES: dict[tuple[Any, ...], tuple[str, str]] = {}
 _MAX_TEMPLATES = 1024
 
 
-def _template(directives: Any, job_type: str, queue: str, outcome: str, schema_version: int) -> tuple[str, str]:
+def _template(
+    directives: Any, job_type: str, stack: str | None, queue: str, outcome: str, schema_version: int
+) -> tuple[str, str]:
     """The encoded text of a line around its message id and processing time, and after that up to its counts."""
+    stack_text = "" if stack is None else f'"Stack":{_ENCODER.encode(stack)},'
     head = (
         f',"CloudWatchMetrics":{_ENCODER.encode(directives)}}},"SchemaVersion":{_ENCODER.encode(schema_version)},'
-        f'"JobType":{_ENCODER.encode(job_type)},"Queue":{_ENCODER.encode(queue)},"MessageId":'
+        f'"JobType":{_ENCODER.encode(job_type)},{stack_text}"Queue":{_ENCODER.encode(queue)},"MessageId":'
     )
     return head, f',"Outcome":{_ENCODER.encode(outcome)},"ReceiveCount":'
 

@@ -180,6 +180,7 @@ class MessageProcessor:
 
         self.emf.emit(
             job_type=self.settings.job_type,
+            stack=self.settings.stack,
             queue=self.queue_name,
             message_id=message.message_id,
             processing_ms=elapsed_ms,
@@ -239,6 +240,7 @@ class MessageProcessor:
             self.settler.stop_tracking(message.lease)  # lapses: the holder (or a retry) runs it at its end
         self.emf.emit(
             job_type=self.settings.job_type,
+            stack=self.settings.stack,
             queue=self.queue_name,
             message_id=message.message_id,
             processing_ms=0,
@@ -283,6 +285,7 @@ class MessageProcessor:
             self.apply_failure_policy(message)
         self.emf.emit(
             job_type=self.settings.job_type,
+            stack=self.settings.stack,
             queue=self.queue_name,
             message_id=message.message_id,
             processing_ms=elapsed_s * 1000,
@@ -301,6 +304,7 @@ class MessageProcessor:
         group behind a failure): Outcome ``released``, ProcessingTime 0. It has spent a receive."""
         self.emf.emit(
             job_type=self.settings.job_type,
+            stack=self.settings.stack,
             queue=self.queue_name,
             message_id=message.message_id,
             processing_ms=0,

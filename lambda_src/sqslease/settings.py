@@ -87,6 +87,9 @@ class LeaseSettings:
     :param max_batching_window: Lambda only: the event source's batching window; leases are assumed to have
         started that much before the invocation (conservative). Default 0.
     :param job_type: name in log lines and metrics. Default ``"default"``.
+    :param stack: the CloudFormation stack that deployed this consumer (``Dev-Billing``), written on each EMF line as
+        ``Stack``: a property, not a metric dimension, which keeps the measurements of a job type that several stacks
+        deploy (a Dev and a Prod Stage) apart in jobstats at no metric cost. Default ``None``: not written.
     :param task_protection_minutes: ECS only: while the worker holds leases it keeps ECS task scale-in
         protection on for this many minutes (1-2880), renewed at half time. Default 60.
     :param max_processing_time: seconds a handler may run on one message, from its start; one still running then
@@ -124,6 +127,7 @@ class LeaseSettings:
     deadline_margin: float = DEFAULT_DEADLINE_MARGIN_S
     max_batching_window: float = 0
     job_type: str = "default"
+    stack: str | None = None
     task_protection_minutes: int = 60
     max_processing_time: float | None = None
     hooks: tuple[str, ...] = field(default_factory=tuple)

@@ -13,18 +13,19 @@ The runner's API::
                                   # receives and deletes are what the report's "received" sees)
     # stop the consumers, then:
     chaos.stop()
-    final = [read_queue_state(sqs, job.job_type, job.queue_url, job.dead_letter_queue_url, timeout_s=vt)
-             for job in job_types]   # sqs: a boto3 client on the emulator itself, not the proxy
+    final = [read_queue_state(sqs, job.name, job.queue_url, job.dead_letter_queue_url, timeout_s=vt)
+             for job in job_types]   # sqs: a boto3 client on the emulator itself, not the proxy; job.name: a row
     report = chaos.report(emf_lines_by_stream, final)  # {log stream: [EMF line text or object]} -> ChaosReport
     print(report.format())        # or json.dumps(report.as_dict())
-    report.lost, report.ran_twice, report.two_live_handlers   # totals; report.job_types: per job type
+    report.lost, report.ran_twice, report.two_live_handlers, report.never_received  # totals
+    report.job_types              # per deployment (STACK/JOB_TYPE): a Dev and a Prod Stage's job type apart
 
 - :mod:`~local_emulator.chaos.proxy`: :class:`FaultProxy` and :func:`chaos_rule` (throttling, 500s, delays,
   held answers at ``rate`` of the SQS requests);
 - :mod:`~local_emulator.chaos.ledger`: :class:`MessageLedger`, the proxy's observer: ids handed out and deleted;
 - :mod:`~local_emulator.chaos.killer`: :class:`Killer`, kill -9 or SIGTERM of one live worker every interval;
 - :mod:`~local_emulator.chaos.report`: the report's pure functions and their definitions;
-- :mod:`~local_emulator.chaos.final_state`: the ids left in a job type's queue and DLQ at the end;
+- :mod:`~local_emulator.chaos.final_state`: the ids left in a deployment's queue and DLQ at the end;
 - :mod:`~local_emulator.chaos.session`: :class:`Chaos`, the four together.
 """
 

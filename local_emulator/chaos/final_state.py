@@ -61,10 +61,10 @@ def queue_ids(
 
 
 def read_queue_state(
-    sqs: Any, job_type: str, queue_url: str, dead_letter_queue_url: str | None, timeout_s: float = 0.0
+    sqs: Any, name: str, queue_url: str, dead_letter_queue_url: str | None, timeout_s: float = 0.0
 ) -> QueueState:
-    """One job type's :class:`QueueState`: :func:`queue_ids` of its source queue (``timeout_s``, see there),
-    then of its DLQ (one pass)."""
+    """The :class:`QueueState` of deployment ``name`` (``STACK/JOB_TYPE``, the report's row): :func:`queue_ids` of
+    its source queue (``timeout_s``, see there), then of its DLQ (one pass)."""
     queued = queue_ids(sqs, queue_url, timeout_s)
     dead = queue_ids(sqs, dead_letter_queue_url) if dead_letter_queue_url else frozenset()
-    return QueueState(job_type, queue_url, queued, dead)
+    return QueueState(name, queue_url, queued, dead)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import collections
 import json
 import threading
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from local_emulator.deployments import queue_name
+
+__all__ = ["MessageLedger", "Observations", "queue_name"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,6 @@ class MessageLedger:
     def snapshot(self) -> Observations:
         with self._lock:
             return Observations(dict(self._received), dict(self._receives), frozenset(self._deleted))
-
-
-def queue_name(queue_url: str) -> str:
-    """The queue's name: the last segment of its URL (hosts differ between the emulator, the proxy and AWS)."""
-    return urllib.parse.urlsplit(queue_url).path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _json(body: bytes) -> dict[str, Any]:

@@ -1,7 +1,12 @@
-"""The report on the user's own handlers after a chaos run: per job type, messages lost, run twice, and run on two
-live handlers at once. Pure functions of the consumers' EMF lines, what the proxy saw, and the queues' end state.
+"""The report on the user's own handlers after a chaos run: per deployment (``STACK/JOB_TYPE``), messages lost, run
+twice, run on two live handlers at once, and never received. Pure functions of the consumers' EMF lines, what the
+proxy saw, and the queues' end state.
 
 Definitions (docs/cli.md, ``--chaos``):
+
+- a message's **deployment** is the one whose queue handed it out (the proxy saw it), else the one whose queue its
+  lines name, else its lines' stack and job type (:mod:`local_emulator.deployments`): a Dev and a Prod Stage's
+  messages of one job type are two rows;
 
 - a **run** is an EMF line with an Outcome other than ``released`` (those never ran); it lasted
   ``[end - ProcessingTime, end]``, ``end`` being ``_aws.Timestamp`` (ms, when processing ended). A process killed
@@ -13,7 +18,9 @@ Definitions (docs/cli.md, ``--chaos``):
   the heartbeat off);
 - **lost**: received by a consumer (the proxy saw the server hand it out, or a consumer wrote a line for it),
   never completed (no ``success`` line), not dead-lettered (not among the DLQ's ids at the end, no
-  ``dead_lettered`` line) and not still in its queue at the end.
+  ``dead_lettered`` line) and not still in its queue at the end;
+- **never received**: still in its queue at the end and never handed to a consumer (its consumer stopped
+  receiving, e.g. a poller that died): sent, and stuck.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from local_emulator.chaos.ledger import Observations, queue_name
+from local_emulator.chaos.ledger import Observations
+from local_emulator.deployments import deployment_of, queue_deployments
 from sqslease.emf import UNRUN_OUTCOMES
 
 #: An EMF line: the text a consumer wrote (lines that are not JSON objects are skipped) or its parsed object.
@@ -34,7 +42,8 @@ EmfLine = str | Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Run:
-    """One EMF line of one message: ``start_ms``/``end_ms`` in ms since the epoch; ``stream``: who wrote it."""
+    """One EMF line of one message: ``start_ms``/``end_ms`` in ms since the epoch; ``stream``: who wrote it;
+    ``record``: the line's fields that say whose it is (``JobType``, ``Stack``, ``Queue``)."""
 
     message_id: str
     job_type: str
@@ -42,15 +51,16 @@ class Run:
     start_ms: float
     end_ms: float
     stream: str
+    record: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class QueueState:
-    """One job type's queues at the end of the run: the message ids still in its source queue (visible, in flight
-    or delayed) and in its dead-letter queue (a copy sqslease dead-lettered counts by its
-    ``sqslease.source_message_id``)."""
+    """One deployment's queues at the end of the run: its name (``STACK/JOB_TYPE``), the message ids still in its
+    source queue (visible, in flight or delayed) and in its dead-letter queue (a copy sqslease dead-lettered counts
+    by its ``sqslease.source_message_id``)."""
 
-    job_type: str
+    name: str
     queue_url: str
     queued: frozenset[str] = frozenset()
     dead_lettered: frozenset[str] = frozenset()
@@ -58,9 +68,10 @@ class QueueState:
 
 @dataclass(frozen=True)
 class JobTypeReport:
-    """One job type. Counts are of distinct message ids; the tuples list them, sorted."""
+    """One deployment (``name``: ``STACK/JOB_TYPE``). Counts are of distinct message ids; the tuples list them,
+    sorted. ``still_queued`` counts every message left in its queue, received or not."""
 
-    job_type: str
+    name: str
     received: int
     completed: int
     dead_lettered: int
@@ -68,11 +79,12 @@ class JobTypeReport:
     lost: tuple[str, ...] = ()
     ran_twice: tuple[str, ...] = ()
     two_live_handlers: tuple[str, ...] = ()
+    never_received: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ChaosReport:
-    """Per job type, and what chaos did: SQS requests and their faults by kind, kill -9 and SIGTERM sent."""
+    """Per deployment, and what chaos did: SQS requests and their faults by kind, kill -9 and SIGTERM sent."""
 
     job_types: tuple[JobTypeReport, ...]
     sqs_requests: int = 0
@@ -92,6 +104,10 @@ class ChaosReport:
     def two_live_handlers(self) -> int:
         return sum(len(row.two_live_handlers) for row in self.job_types)
 
+    @property
+    def never_received(self) -> int:
+        return sum(len(row.never_received) for row in self.job_types)
+
     def as_dict(self) -> dict[str, Any]:
         """Plain data for ``--json`` (stable keys)."""
         return {
@@ -101,7 +117,7 @@ class ChaosReport:
             "sigterms": self.sigterms,
             "job_types": [
                 {
-                    "job_type": row.job_type,
+                    "name": row.name,
                     "received": row.received,
                     "completed": row.completed,
                     "dead_lettered": row.dead_lettered,
@@ -109,6 +125,7 @@ class ChaosReport:
                     "lost": list(row.lost),
                     "ran_twice": list(row.ran_twice),
                     "two_live_handlers": list(row.two_live_handlers),
+                    "never_received": list(row.never_received),
                 }
                 for row in self.job_types
             ],
@@ -122,24 +139,26 @@ class ChaosReport:
         lines = [
             f"chaos: {faulted} of {self.sqs_requests} SQS requests faulted ({share:.1f} %: {kinds}); "
             f"{self.kills} kill -9, {self.sigterms} SIGTERM",
-            f"{'job type':<24} {'received':>8} {'completed':>9} {'DLQ':>5} {'queued':>6} {'lost':>5} "
-            f"{'ran twice':>9} {'two live handlers':>17}",
+            f"{'stack/job type':<32} {'received':>8} {'completed':>9} {'DLQ':>5} {'queued':>6} {'lost':>5} "
+            f"{'ran twice':>9} {'two live handlers':>17} {'never received':>14}",
         ]
         for row in self.job_types:
             lines.append(
-                f"{row.job_type:<24} {row.received:>8} {row.completed:>9} {row.dead_lettered:>5} "
-                f"{row.still_queued:>6} {len(row.lost):>5} {len(row.ran_twice):>9} {len(row.two_live_handlers):>17}"
+                f"{row.name:<32} {row.received:>8} {row.completed:>9} {row.dead_lettered:>5} {row.still_queued:>6} "
+                f"{len(row.lost):>5} {len(row.ran_twice):>9} {len(row.two_live_handlers):>17} "
+                f"{len(row.never_received):>14}"
             )
+        problems = ("lost", "ran twice", "two live", "never received")
         for row in self.job_types:
-            for label, ids in (("lost", row.lost), ("ran twice", row.ran_twice), ("two live", row.two_live_handlers)):
+            lists = (row.lost, row.ran_twice, row.two_live_handlers, row.never_received)
+            for label, ids in zip(problems, lists, strict=True):
                 if ids:
-                    lines.append(
-                        f"  {row.job_type} {label}: {', '.join(ids[:examples])}{' ...' * (len(ids) > examples)}"
-                    )
+                    lines.append(f"  {row.name} {label}: {', '.join(ids[:examples])}{' ...' * (len(ids) > examples)}")
         lines.append(
             "lost: received, never completed, not in the DLQ nor in its queue. ran twice: more than one success "
             "(a handler killed mid-job runs again: handlers must be idempotent). two live handlers: two runs of "
-            "one message overlapping in time (a lease that lapsed)."
+            "one message overlapping in time (a lease that lapsed). never received: left in its queue, never handed "
+            "to a consumer (stuck: its consumer stopped receiving)."
         )
         return "\n".join(lines)
 
@@ -162,6 +181,7 @@ def parse_runs(emf_lines_by_stream: Mapping[str, Iterable[EmfLine]]) -> list[Run
                     start_ms=end - float(record.get("ProcessingTime", 0)),
                     end_ms=end,
                     stream=stream,
+                    record={k: record[k] for k in ("JobType", "Stack", "Queue") if k in record},
                 )
             )
     return runs
@@ -178,22 +198,28 @@ def build_report(
     sigterms: int = 0,
     tolerance_ms: float = 1.0,
 ) -> ChaosReport:
-    """The report (definitions in the module docstring). A message's job type is its lines' JobType, else the
-    job type of the queue that handed it out (``final_state``), else that queue's name."""
-    by_queue = {queue_name(state.queue_url): state.job_type for state in final_state}
+    """The report (definitions in the module docstring). A message's row is the deployment whose queue handed it
+    out (``final_state``), else the one whose queue its lines name, else its lines' stack and job type, else the
+    name of the queue that handed it out."""
+    by_queue = queue_deployments((state.name, state.queue_url) for state in final_state)
     queued = {message_id for state in final_state for message_id in state.queued}
     in_dlq = {message_id for state in final_state for message_id in state.dead_lettered}
     runs_of: dict[str, list[Run]] = collections.defaultdict(list)
     for run in runs:
         runs_of[run.message_id].append(run)
-    job_type: dict[str, str] = {
-        message_id: by_queue.get(queue, queue) for message_id, queue in observations.received.items()
-    }
+    deployment: dict[str, str] = {}
     for message_id, message_runs in runs_of.items():
-        job_type[message_id] = message_runs[0].job_type or job_type.get(message_id, "")
+        deployment[message_id] = deployment_of(message_runs[0].record, by_queue) or ""
+    for message_id, queue in observations.received.items():
+        deployment[message_id] = by_queue.get(queue) or deployment.get(message_id) or queue
     rows: dict[str, dict[str, set[str]]] = collections.defaultdict(lambda: collections.defaultdict(set))
-    for message_id, kind in job_type.items():
-        row = rows[kind]
+    for state in final_state:  # every message left in a queue, received or not: one never received is stuck
+        for message_id in state.queued:
+            if message_id not in deployment:
+                rows[state.name]["never_received"].add(message_id)
+                rows[state.name]["queued"].add(message_id)
+    for message_id, name in deployment.items():
+        row = rows[name]
         message_runs = runs_of.get(message_id, [])
         successes = sum(run.outcome == "success" for run in message_runs)
         dead = message_id in in_dlq or any(run.outcome == "dead_lettered" for run in message_runs)
@@ -211,11 +237,11 @@ def build_report(
         if _two_live(message_runs, tolerance_ms):
             row["two_live"].add(message_id)
     for state in final_state:
-        rows[state.job_type]  # a job type that received nothing still gets its row
+        rows[state.name]  # a deployment that received nothing still gets its row
     return ChaosReport(
         job_types=tuple(
             JobTypeReport(
-                job_type=kind,
+                name=name,
                 received=len(row["received"]),
                 completed=len(row["completed"]),
                 dead_lettered=len(row["dead_lettered"]),
@@ -223,8 +249,9 @@ def build_report(
                 lost=tuple(sorted(row["lost"])),
                 ran_twice=tuple(sorted(row["ran_twice"])),
                 two_live_handlers=tuple(sorted(row["two_live"])),
+                never_received=tuple(sorted(row["never_received"])),
             )
-            for kind, row in sorted(rows.items())
+            for name, row in sorted(rows.items())
         ),
         sqs_requests=sqs_requests,
         faults=dict(faults or {}),

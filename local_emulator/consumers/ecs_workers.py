@@ -155,7 +155,9 @@ class WorkerPool:
         )
         stream = f"{self.spec.stream_prefix}/{task_id}"
         assert process.stdout is not None
-        self.shipper.attach(process.stdout, self.spec.log_group, stream, f"{self.job.job_type}/{task_id}.log")
+        self.shipper.attach(
+            process.stdout, self.spec.log_group, stream, f"{self.job.stack}/{self.job.job_type}/{task_id}.log"
+        )
         worker = Worker(task_id, process, stream, time.monotonic())
         self.workers.append(worker)
         self.started_total += 1

@@ -59,7 +59,7 @@ class LambdaConsumerRun:
         read_fd, write_fd = os.pipe()
         self._reader: IO[bytes] = os.fdopen(read_fd, "rb")
         self._writer: IO[Any] = os.fdopen(write_fd, "wb")
-        local_name = f"{job.job_type}/{self.stream.replace('/', '-')}.log"
+        local_name = f"{job.stack}/{job.job_type}/{self.stream.replace('/', '-')}.log"
         shipper.attach(self._reader, self.log_group, self.stream, local_name)
         self.runtime = LocalRuntime(self.function, endpoint, stdout=self._writer, stderr=self._writer)
         self.driver = LambdaDriver(endpoint, self.function, self.runtime, on_invocation=self._record)

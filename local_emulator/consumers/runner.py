@@ -74,8 +74,9 @@ class ConsumerRunner:
 
     :param app_dir: the app's directory (image directories are relative to it).
     :param handlers: ``--handlers``: the ECS workers' handler directory (default: each image's build directory).
-    :param logs_dir: where each process's output is kept (``<job type>/<task id or stream>.log``).
-    :param code_dir: where each Lambda job's code and layers are unpacked (``<job type>/``). Default: beside
+    :param logs_dir: where each process's output is kept (``<stack>/<job type>/<task id or stream>.log``: a Dev and
+        a Prod Stage's job type apart).
+    :param code_dir: where each Lambda job's code and layers are unpacked (``<stack>/<job type>/``). Default: beside
         ``logs_dir``, in ``lambda-code``.
     :param scale_in_after_s: seconds of a smaller backlog before workers stop (see :mod:`.scaler`).
     """
@@ -130,7 +131,7 @@ class ConsumerRunner:
                     )
                     self.ecs[job.name] = _EcsJob(pool, policy)
                 elif isinstance(consumer, LambdaConsumer):
-                    workdir = self.code_dir / job.job_type
+                    workdir = self.code_dir / job.stack / job.job_type
                     shutil.rmtree(workdir, ignore_errors=True)  # an earlier run's code
                     run = LambdaConsumerRun(job, self.emulator, self.endpoint, self.shipper, workdir)
                     with sigint_blocked():  # the poller thread and every environment it starts

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobqueues.profiles_document import PROFILES_FIELD, profile_name
 from sqslease.rules import visibility_timeout_for_p99
 
 
@@ -74,7 +75,8 @@ def format_profile(result: DemoResult) -> str:
     for job_type, row in sorted(result.job_types.items()):
         if row.consumer == "none":
             continue
-        entry = document["job_types"].get(job_type)
+        name = profile_name(document[PROFILES_FIELD], result.profile["stack"], job_type)
+        entry = None if name is None else document[PROFILES_FIELD][name]
         if entry is None:
             lines.append(
                 f"{job_type:<12} {0:>7} {'-':>12}  {declared.get(job_type, ''):<34} {row.visibility_timeout_s:>9} s"

@@ -146,7 +146,8 @@ class Demo(Harness):
         for line in completed.stdout.splitlines():
             self.say(f"jobstats: {line}")
         document: dict[str, Any] = json.loads(out.read_text())
-        return {"path": str(out), "document": document, "declared": self.declared(queues, consumers, function)}
+        declared = self.declared(queues, consumers, function)
+        return {"path": str(out), "document": document, "declared": declared, "stack": self.stack.name}
 
     def declared(
         self, queues: dict[str, QueueJob], consumers: dict[str, str], function: DeployedFunction

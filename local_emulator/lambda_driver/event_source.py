@@ -1,4 +1,8 @@
-"""The event source mapping's job: receive a batch from the queue, invoke the function, delete what Lambda would."""
+"""The event source mapping's job: receive a batch from the queue, invoke the function, delete what Lambda would.
+
+Like Lambda's pollers, it outlives SQS's faults: a failed receive is retried with backoff (:func:`poll_retry_delay_s`)
+and a failed delete leaves its records to come back when their visibility timeout ends, each fault one log line
+(:mod:`.sqs_faults`)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 from local_emulator.lambda_driver.filters import matches, parse_filters
 from local_emulator.lambda_driver.function import DeployedFunction, DriverError
 from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime
+from local_emulator.lambda_driver.sqs_faults import SQS_FAILURES, describe, poll_retry_delay_s
 from local_emulator.server import Emulator
 
 logger = logging.getLogger("local_emulator.lambda_driver")
@@ -94,6 +99,8 @@ class DriverStats:
     filtered_out: int = 0
     function_errors: int = 0
     delete_errors: int = 0
+    #: SQS requests that failed (a receive, retried with backoff; a delete, whose records come back).
+    sqs_errors: int = 0
     batch_sizes: list[int] = field(default_factory=list)
 
 
@@ -143,13 +150,25 @@ class LambdaDriver:
                 if remaining <= 0:
                     break
                 wait = min(20, math.floor(remaining))
-            response = self.sqs.receive_message(
-                QueueUrl=self.queue_url,
-                MaxNumberOfMessages=min(10, self.mapping.batch_size - len(messages)),
-                WaitTimeSeconds=wait,
-                MessageSystemAttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            )
+            try:
+                response = self.sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=min(10, self.mapping.batch_size - len(messages)),
+                    WaitTimeSeconds=wait,
+                    MessageSystemAttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                )
+            except SQS_FAILURES as error:
+                if not messages:
+                    raise  # the poller's loop backs off
+                self.stats.sqs_errors += 1
+                logger.warning(
+                    "%s: ReceiveMessage failed (%s): invoking the %d records gathered",
+                    self.function.name,
+                    describe(error),
+                    len(messages),
+                )
+                break
             received = response.get("Messages", [])
             if received and window_ends is None:
                 window_ends = time.monotonic() + self.mapping.batching_window_s
@@ -162,8 +181,8 @@ class LambdaDriver:
         """Invoke the function on ``messages`` and delete what Lambda would delete."""
         records = [lambda_record(m, self.mapping.queue_arn, self.region) for m in messages]
         invocation = self.runtime.invoke({"Records": records})
-        deleted = records_to_delete(records, invocation, self.mapping.report_batch_item_failures)
-        self._delete([m for m in messages if m["MessageId"] in set(deleted)])
+        to_delete = set(records_to_delete(records, invocation, self.mapping.report_batch_item_failures))
+        deleted = self._delete([m for m in messages if m["MessageId"] in to_delete])
         self.stats.invocations += 1
         self.stats.records += len(records)
         self.stats.batch_sizes.append(len(records))
@@ -176,14 +195,31 @@ class LambdaDriver:
             self.on_invocation(records, invocation, deleted)
         return records, invocation, deleted
 
-    def _delete(self, messages: list[dict[str, Any]]) -> None:
+    def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
+        """Delete ``messages``; the ids deleted. One that could not be deleted comes back when its visibility
+        timeout ends (its record runs again), as on Lambda."""
+        deleted = []
         for start in range(0, len(messages), 10):
             chunk = messages[start : start + 10]
             entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
-            failed = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries).get("Failed", [])
+            try:
+                failed = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries).get("Failed", [])
+            except SQS_FAILURES as error:
+                self.stats.sqs_errors += 1
+                logger.warning(
+                    "%s: DeleteMessageBatch failed (%s): its %d records come back when their visibility timeout "
+                    "ends, as on Lambda",
+                    self.function.name,
+                    describe(error),
+                    len(chunk),
+                )
+                continue
             for entry in failed:
                 self.stats.delete_errors += 1
                 logger.error("DeleteMessageBatch entry failed: %s", entry)
+            failed_ids = {entry.get("Id") for entry in failed}
+            deleted += [m["MessageId"] for i, m in enumerate(chunk) if str(i) not in failed_ids]
+        return deleted
 
     def drop_filtered(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages that match the mapping's filters; the others are deleted unprocessed (Lambda's rule)."""
@@ -211,12 +247,31 @@ class LambdaDriver:
         self._thread.start()
 
     def _run(self) -> None:
+        failures = 0  # failed receives in a row
         try:
             while not self._stop.is_set():
-                self.poll_once()
+                try:
+                    self.poll_once()
+                    failures = 0
+                except SQS_FAILURES as error:  # as Lambda's pollers: back off, then receive again
+                    failures += 1
+                    self.stats.sqs_errors += 1
+                    delay = poll_retry_delay_s(failures)
+                    logger.warning(
+                        "%s: ReceiveMessage failed (%s): retrying in %g s",
+                        self.function.name,
+                        describe(error),
+                        delay,
+                    )
+                    self._stop.wait(delay)
         except BaseException as error:  # kept for stop() to raise in the caller's thread
             self.failure = error
             logger.exception("the event source stand-in for %s failed", self.function.name)
+
+    @property
+    def alive(self) -> bool:
+        """The poller's thread runs (started and not ended)."""
+        return self._thread is not None and self._thread.is_alive()
 
     def stop(self) -> None:
         """Stop polling (a gathered batch is still invoked), end the runtime; raise what the poller raised."""

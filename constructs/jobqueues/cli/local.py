@@ -9,9 +9,7 @@ Both start the emulator (moto_server with jobqueues' CloudFormation handlers: th
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import json
 import shutil
 import signal
 import tempfile
@@ -280,18 +278,14 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _summary(runner: ConsumerRunner, wall_s: float) -> None:
-    """What the consumers did, from their EMF lines: outcomes per job type."""
-    outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for lines in runner.shipper.emf_lines_by_stream().values():
-        for line in lines:
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                if isinstance(record, dict) and "JobType" in record:
-                    outcomes[str(record["JobType"])][str(record.get("Outcome"))] += 1
+    """What the consumers did, from their EMF lines: outcomes per deployment (``STACK/JOB_TYPE``)."""
+    from local_emulator.deployments import outcome_counts
+
+    outcomes = outcome_counts(runner.shipper.emf_lines_by_stream().values(), runner.job_types)
     runner.refresh()
     Console().print(status_table(runner))
     for job in runner.consumed():
-        counts = outcomes.get(job.job_type, collections.Counter())
+        counts = outcomes.get(job.name, {})
         text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no message processed"
         ecs = runner.ecs.get(job.name)
         started = f"; {_plural(ecs.pool.started_total, 'worker')} started" if ecs is not None else ""
@@ -307,7 +301,7 @@ def _chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -
 
     sqs = server.client("sqs")
     final = [
-        read_queue_state(sqs, j.job_type, j.queue_url, j.dead_letter_queue_url, timeout_s=j.visibility_timeout_s or 0)
+        read_queue_state(sqs, j.name, j.queue_url, j.dead_letter_queue_url, timeout_s=j.visibility_timeout_s or 0)
         for j in runner.consumed()
         if j.queue_url is not None
     ]

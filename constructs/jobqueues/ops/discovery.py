@@ -16,6 +16,7 @@ from typing import Any
 from jobqueues.ops import intrinsics
 from jobqueues.ops.errors import NotFound, OpsError
 from jobqueues.ops.marker_format import CONSUMER_MARKER, IMAGE_DIRECTORY_MARKER, MARKER_VERSION, QUEUE_MARKER
+from sqslease.emf import deployment_name
 
 #: Stack states in which a stack's resources exist.
 LIVE_STATES = frozenset(
@@ -88,8 +89,9 @@ class JobType:
 
     @property
     def name(self) -> str:
-        """``stack/job type``: unique even when two stages deploy the same job type."""
-        return f"{self.stack}/{self.job_type}"
+        """``stack/job type``: unique even when two stages deploy the same job type; what its consumers' EMF lines
+        are measured as (:func:`sqslease.emf.deployment_name`)."""
+        return deployment_name(self.stack, self.job_type)
 
 
 @dataclass

@@ -1,6 +1,10 @@
 """``jobqueues drift``: each job type's deployed (or synthesized) visibility timeout against what jobstats
 measured (``profiles.json``), and the change to make in stack code.
 
+Each deployment is compared with its own profile, ``STACK/JOB_TYPE``: a job type that a Dev and a Prod Stage deploy
+is two rows, each on its own samples. A profile of lines that name no stack (``JOB_TYPE`` alone) stands in only where
+one deployed stack runs the job type: with two, their samples may both be in it, and neither is compared.
+
 The expected VT is the one the stack would derive with the measured p99 (:mod:`sqslease.rules`, the rules the
 constructs apply): ``max(2 x p99, 10 s)``, and for a Lambda job the larger of that and its timeout rule
 (``6 x timeout + batching window``, or ``timeout + window + 10 s`` with lease extension), with its deployed
@@ -32,9 +36,11 @@ from jobqueues.ops.discovery import JobType, LambdaConsumer
 from jobqueues.ops.errors import OpsError
 from jobqueues.ops.queues import queue_attributes
 from jobqueues.profiles_document import (
+    PROFILES_FIELD,
     REGENERATE,
     count_problem,
     document_problem,
+    job_type_of,
     kind,
     p99_problem,
     recommended_p99_s,
@@ -63,9 +69,9 @@ class Deployed:
 
 @dataclass(frozen=True)
 class Drift:
-    """One job type against its profile. Durations in seconds; ``fixes`` are lines of stack code to change."""
+    """One deployed job type against its profile. Durations in seconds; ``fixes`` are lines of stack code to change."""
 
-    name: str  # STACK/JOB_TYPE, or the job type alone when not deployed
+    name: str  # STACK/JOB_TYPE; a profile not deployed: its name
     job_type: str
     status: str  # ok, too_short, too_long, no_recommendation, no_profile, not_deployed
     reason: str
@@ -78,6 +84,7 @@ class Drift:
     max_receive_count: int | None = None
     recommended_max_receive_count: int | None = None
     fixes: list[str] = field(default_factory=list)
+    profile: str | None = None  # the name of the profile compared with
 
     @property
     def drifted(self) -> bool:
@@ -90,8 +97,9 @@ class Drift:
 
 
 def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
-    """Job type -> profile entry of a jobstats ``profiles.json``; an :class:`OpsError` naming the file (and the job
-    type and field) and what is wrong with it, as stack code's ``MeasuredProfiles`` words it."""
+    """Profile name (``STACK/JOB_TYPE``) -> profile entry of a jobstats ``profiles.json``; an :class:`OpsError`
+    naming the file (and the profile and field) and what is wrong with it, as stack code's ``MeasuredProfiles``
+    words it."""
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
@@ -101,15 +109,15 @@ def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
     problem = document_problem(document, str(path))
     if problem is not None:
         raise OpsError(problem)
-    job_types: dict[str, Any] = document["job_types"]
-    for job_type, entry in job_types.items():
+    profiles: dict[str, Any] = document[PROFILES_FIELD]
+    for name, entry in profiles.items():
         if not isinstance(entry, dict):
-            raise OpsError(f"{path}: job type {job_type!r} is {kind(entry)}, not an object: {REGENERATE}")
+            raise OpsError(f"{path}: profile {name!r} is {kind(entry)}, not an object: {REGENERATE}")
         problem = p99_problem(entry) or count_problem(entry, "recommended_max_receive_count")
         problem = problem or count_problem(entry, "count")
         if problem is not None:
-            raise OpsError(f"{path}, job type {job_type!r}: {problem}: {REGENERATE}, or correct the field")
-    return job_types
+            raise OpsError(f"{path}, profile {name!r}: {problem}: {REGENERATE}, or correct the field")
+    return profiles
 
 
 def _millis(seconds: float) -> int:
@@ -123,7 +131,7 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
         name=job.name,
         job_type=job.job_type,
         status=NO_PROFILE,
-        reason="no profile for this job type in the profiles document",
+        reason=f"no profile {job.name!r} in the profiles document",
         visibility_timeout_s=vt,
         declared_p99_s=job.processing_p99_s,
         max_receive_count=mrc,
@@ -212,21 +220,51 @@ def compare_all(
     deployed: Mapping[str, Deployed],
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> list[Drift]:
-    """Every job type against its profile (``deployed`` keyed by ``JobType.name``; a job type missing from it
-    takes its template's numbers), then the profiles no job type has."""
-    rows = []
+    """Every deployed job type against its own profile (``profiles`` by name, ``STACK/JOB_TYPE``; ``deployed`` keyed
+    by ``JobType.name``, a job type missing from it takes its template's numbers), then the profiles not compared."""
+    rows, used = [], set()
     for job in job_types:
         numbers = deployed.get(job.name)
         if numbers is None:
             vt = None if job.visibility_timeout_s is None else math.ceil(job.visibility_timeout_s)
             numbers = Deployed(vt, job.max_receive_count)
-        rows.append(compare(job, profiles.get(job.job_type), numbers, tolerance))
-    names = {job.job_type for job in job_types}
+        name, note = _profile_of(job, job_types, profiles)
+        row = compare(job, profiles.get(name) if name else None, numbers, tolerance)
+        if name is not None:
+            used.add(name)
+            row = replace(row, profile=name, reason=f"{row.reason} {note}".rstrip())
+        elif note:
+            row = replace(row, reason=note)
+        rows.append(row)
     rows += [
-        Drift(name=name, job_type=name, status=NOT_DEPLOYED, reason="in the profiles, not in the stacks searched")
-        for name in sorted(set(profiles) - names)
+        Drift(
+            name=name,
+            job_type=job_type_of(name, profiles[name]),
+            status=NOT_DEPLOYED,
+            reason="in the profiles, not in the stacks searched"
+            if "/" in name or not any(j.job_type == name for j in job_types)
+            else "names no stack, and several stacks searched run it: compared with none",
+        )
+        for name in sorted(set(profiles) - used)
     ]
     return rows
+
+
+def _profile_of(job: JobType, job_types: Sequence[JobType], profiles: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The name of the profile ``job`` is compared with, and what to add to its reason: its own, else one of
+    lines that name no stack when no other deployed stack runs the job type; else none, and why."""
+    if job.name in profiles:
+        return job.name, ""
+    if job.job_type not in profiles:
+        return None, ""
+    stacks = sorted(j.stack for j in job_types if j.job_type == job.job_type)
+    if len(stacks) == 1:
+        return job.job_type, f"(profile {job.job_type!r}: lines that name no stack)"
+    return None, (
+        f"no profile {job.name!r}; the profile {job.job_type!r} names no stack and {len(stacks)} deployed stacks run "
+        f"{job.job_type} ({', '.join(stacks)}): profile logs of consumers that write their stack (sqslease's "
+        "SQSLEASE_STACK)"
+    )
 
 
 def read_deployed(sqs: Any, job_types: Sequence[JobType]) -> dict[str, Deployed]:
