@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -196,6 +197,22 @@ def test_purge_asks_first(ops_deployment: Deployment) -> None:
     # an empty DLQ: nothing to ask
     empty = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert empty.returncode == 0 and "is empty: nothing to purge" in empty.stdout, empty
+
+
+@NEEDS_CDK
+def test_purge_with_standard_input_closed_asks_nobody(ops_deployment: Deployment) -> None:
+    # GIVEN a DLQ with a message, and `jobqueues dlq purge` run with its standard input closed (`<&-`)
+    receipts = discover(ops_deployment.server.client("cloudformation")).find("Receipts")
+    sqs = ops_deployment.server.client("sqs")
+    sqs.send_message(QueueUrl=receipts.dead_letter_queue_url, MessageBody="dead")
+    try:
+        command = [str(JOBQUEUES), "--endpoint-url", ops_deployment.server.endpoint, "dlq", "purge", "Receipts"]
+        done = subprocess.run(command, preexec_fn=lambda: os.close(0), capture_output=True, text=True, timeout=60)
+        # THEN nobody is asked: nothing deleted, status 1, as with an empty input (no AttributeError traceback)
+        assert (done.returncode, done.stderr) == (1, ""), done
+        assert "no answer (no input to read): nothing deleted; pass --yes" in done.stdout
+    finally:
+        assert len(take_all(sqs, receipts.dead_letter_queue_url or "")) == 1
 
 
 # dlq list: a real poison message, dead-lettered by the real worker under `jobqueues local up`.

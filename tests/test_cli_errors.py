@@ -22,7 +22,8 @@ from support.not_aws import not_aws
 
 from jobqueues.cli import cli, main
 from jobqueues.cli.context import Aws, pass_aws, run_command
-from jobqueues.ops.errors import EXIT_AWS, EXIT_INTERRUPTED, EXIT_USAGE, aws_error
+from jobqueues.ops.errors import EXIT_AWS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, aws_error
+from local_emulator.server import LocalServer
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 
@@ -273,3 +274,65 @@ def test_the_https_mistake_is_one_line_from_the_console_script() -> None:
         )
     assert done.returncode == EXIT_AWS, done
     assert "TLS failed" in _one_error_line(done.stderr)
+
+
+# Paths outside AWS where an exception could escape: a closed output, a file that is not text, no input at all.
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["status"], ["status", "--json"]])
+def test_output_to_a_closed_pipe_is_status_1_without_a_traceback(arguments: list[str], local_aws: LocalServer) -> None:
+    # GIVEN a reader that went away before the command wrote (`jobqueues status | head -1` once head has its line)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [str(JOBQUEUES), "--endpoint-url", local_aws.endpoint, *arguments],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env=_no_aws_environment(),
+        )
+    finally:
+        os.close(write_end)
+    # THEN it ends quietly, status 1 (docs/cli.md): what was left to print is dropped
+    assert (done.returncode, done.stderr) == (EXIT_FAILED, "")
+
+
+def test_a_file_that_is_not_utf8_sends_nothing_and_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_bytes(b'{"id": 1}\n{"id": 2}\n{"name": "caf\xe9"}\n')  # Latin-1, not UTF-8
+    # No endpoint is asked: the file is read whole, and refused, before anything is sent.
+    status = main(["send", "Invoices", "--file", str(jobs), "--endpoint-url", f"http://localhost:{_closed_port()}"])
+    assert status == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        f"error: --file {jobs}: line 3 is not UTF-8 text (byte 0xe9 at column 14): nothing sent\n"
+    )
+
+
+def closed_stdin() -> None:
+    """In the child before exec: standard input closed, as `jobqueues ... <&-` runs it."""
+    os.close(0)
+
+
+def test_a_file_from_a_closed_standard_input_is_one_line() -> None:
+    done = subprocess.run(
+        [str(JOBQUEUES), "send", "Invoices", "--file", "-", "--endpoint-url", f"http://localhost:{_closed_port()}"],
+        preexec_fn=closed_stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_no_aws_environment(),
+    )
+    assert done.returncode == EXIT_USAGE, done
+    assert _one_error_line(done.stderr) == "error: --file -: standard input is closed: nothing to send"
+
+
+def test_a_file_that_cannot_be_read_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["send", "Invoices", "--file", str(tmp_path / "missing.jsonl")])
+    assert status == EXIT_USAGE
+    assert _one_error_line(capsys.readouterr().err) == (
+        f"error: --file {tmp_path / 'missing.jsonl'}: No such file or directory"
+    )

@@ -28,7 +28,7 @@ ANSWERS: dict[str, tuple[int, bytes] | None] = {
 
 
 @dataclass
-class NotAws:
+class PlainServer:
     """A running server: its ``http://127.0.0.1:PORT`` URL and the (access key, region) of each request."""
 
     url: str
@@ -36,7 +36,7 @@ class NotAws:
 
 
 @contextmanager
-def not_aws(answer: str) -> Iterator[NotAws]:
+def not_aws(answer: str) -> Iterator[PlainServer]:
     """A server giving every request the answer ``answer`` (a key of :data:`ANSWERS`), until the ``with`` ends."""
     reply = ANSWERS[answer]
     scopes: list[tuple[str, str]] = []
@@ -66,7 +66,7 @@ def not_aws(answer: str) -> Iterator[NotAws]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield NotAws(f"http://127.0.0.1:{server.server_address[1]}", scopes)
+        yield PlainServer(f"http://127.0.0.1:{server.server_address[1]}", scopes)
     finally:
         server.shutdown()
         server.server_close()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlparse
 
 import click
@@ -161,6 +162,18 @@ def run_command(group: click.Command, argv: list[str]) -> int:
         return translated.exit_status
     # A command returns its exit status (drift's 1), or None for 0.
     return result if isinstance(result, int) else 0
+
+
+def standard_input() -> TextIO | None:
+    """``sys.stdin``, or ``None`` when there is none to read (closed: ``jobqueues ... <&-``)."""
+    stdin = sys.stdin
+    if stdin is None:
+        return None
+    try:
+        stdin.fileno()
+    except (OSError, ValueError):  # closed, or detached
+        return None
+    return stdin
 
 
 def messages(count: int) -> str:
