@@ -16,8 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from jobqueues.cli.context import Aws, messages, pass_aws
 from jobqueues.ops.dlq import dead_letter_url
+from jobqueues.ops.dry_run import PEEK_LIMIT, RECEIVE_MAX, DlqCount, count
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError
-from jobqueues.ops.redrive import dry_run
 from jobqueues.ops.redrive import redrive as run_redrive
 
 
@@ -36,6 +36,27 @@ def ctrl_c_sets(stop: threading.Event) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _dry_run_text(name: str, counted: DlqCount) -> str:
+    """What ``--dry-run`` prints: the messages, each FIFO group's, and what could not be placed in a group."""
+    lines = [f"would move {messages(counted.messages)} from {name}'s DLQ to its queue (nothing moved)"]
+    for group, n in sorted((counted.groups or {}).items()):
+        lines.append(f"  group {group}: {n} or more" if group in counted.at_least else f"  group {group}: {n}")
+    rest = counted.not_in_groups - counted.in_flight - counted.delayed
+    if rest and counted.at_least:
+        lines.append(
+            f"  {rest} more in the groups marked 'or more' (a FIFO receive shows {RECEIVE_MAX} messages of a group "
+            "at most without deleting them)"
+        )
+    elif rest:
+        lines.append(f"  {rest} more in groups not looked at (the count stops after {PEEK_LIMIT:,} messages)")
+    if counted.groups is not None and counted.in_flight + counted.delayed:
+        lines.append(
+            f"  {counted.in_flight + counted.delayed} in flight or delayed, in no group above (a peek or a stopped "
+            "redrive holds them for up to 60 s)"
+        )
+    return "\n".join(lines)
 
 
 @click.command("redrive")
@@ -64,13 +85,8 @@ def redrive(
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
     sqs = aws.client("sqs")
     if dry_run_:
-        count, groups = dry_run(sqs, dlq_url)
-        if as_json:
-            click.echo(json.dumps({"messages": count, "groups": dict(groups) if job.fifo else None}))
-        else:
-            click.echo(f"would move {messages(count)} from {job.name}'s DLQ to its queue (nothing moved)")
-            for group, n in sorted(groups.items()) if job.fifo else []:
-                click.echo(f"  group {group}: {n}")
+        counted = count(sqs, dlq_url, job.fifo)
+        click.echo(json.dumps(counted.as_dict()) if as_json else _dry_run_text(job.name, counted))
         return 0
     stop = threading.Event()
     columns = [TextColumn(f"redrive {job.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]

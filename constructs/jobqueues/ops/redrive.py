@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobqueues.ops.dlq import peek
 from jobqueues.ops.errors import OpsError
 
 #: Seconds between two looks at a move task's progress.
@@ -79,13 +77,6 @@ class RedriveResult:
 def queue_arn(sqs: Any, url: str) -> str:
     """The ARN of the queue at ``url``."""
     return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
-
-
-def dry_run(sqs: Any, dlq_url: str, limit: int = 1000) -> tuple[int, Counter[str]]:
-    """(messages, messages per FIFO group) the DLQ holds, from a peek at up to ``limit`` messages; nothing moves."""
-    messages = peek(sqs, dlq_url, limit)
-    groups = Counter(m.get("Attributes", {}).get("MessageGroupId") or "-" for m in messages)
-    return len(messages), groups
 
 
 def _code(error: Exception) -> str:
