@@ -366,3 +366,37 @@ def test_a_profile_that_names_no_stack_is_used_only_where_it_cannot_mix_stages()
         "no profile 'Dev-T/Reports'; the profile 'Reports' names no stack and 2 deployed stacks run Reports "
         "(Dev-T, Prod-T): profile logs of consumers that write their stack (sqslease's SQSLEASE_STACK)"
     )
+
+
+#: An app whose EcsJob has neither image= nor a Dockerfile in its image_directory, and a cdk.json without the
+#: jobqueues:image context: what a new team has before its first docker build.
+NO_IMAGE_APP = """
+import aws_cdk as cdk
+from aws_cdk import Duration
+from jobqueues import EcsJob
+
+app = cdk.App()
+EcsJob(cdk.Stack(app, "Media"), "Resize", handler="resize:handle", image_directory="worker",
+       processing_p99=Duration.seconds(3))
+app.synth()
+"""
+
+
+@NEEDS_CDK
+def test_drift_of_an_app_whose_image_is_not_buildable_needs_no_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an ECS job with no image and no Dockerfile (its synth fails without the jobqueues:image context)
+    (tmp_path / "app.py").write_text(NO_IMAGE_APP)
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": f"{sys.executable} app.py"}))
+    (tmp_path / "worker").mkdir()
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": 1, "job_types": {}}))
+    monkeypatch.chdir(tmp_path)
+    # WHEN drift synthesizes it, as `jobqueues local deploy` does (nothing is built: the image does not matter)
+    status = main(["drift", "--profiles", str(profiles), "--app", f"{sys.executable} app.py", "--json"])
+    out = capsys.readouterr()
+    # THEN its queue is compared, with nothing set in cdk.json
+    assert status == 0, out.err
+    [row] = json.loads(out.out)
+    assert (row["name"], row["status"], row["visibility_timeout_s"]) == ("Media/Resize", NO_PROFILE, 10)
