@@ -372,3 +372,15 @@ def test_the_summary_counts_each_deployment_s_own_lines() -> None:
     # WHEN the summary counts the outcomes THEN each deployment gets its own
     counts = outcome_counts(lines.values(), jobs)
     assert counts == {"Dev-TeamC/Exports": {"success": 1}, "Prod-TeamC/Exports": {"success": 4, "failure": 1}}
+
+
+def test_a_logs_directory_that_cannot_be_made_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN --logs under a regular file (a typo'd path): it used to fail after the deploy, with a traceback
+    (tmp_path / "notes.txt").write_text("")
+    logs = tmp_path / "notes.txt" / "logs"
+    # WHEN local up starts, THEN one line, status 2, and no emulator started, no cdk run
+    assert main(["local", "up", "--app", "python no_such_app.py", "--logs", str(logs)]) == 2
+    error = f"error: --logs {logs}: cannot make it a directory: {tmp_path / 'notes.txt'} is a file\n"
+    assert capsys.readouterr() == ("", error)

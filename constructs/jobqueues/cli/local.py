@@ -10,6 +10,7 @@ Both start the emulator (moto_server with jobqueues' CloudFormation handlers: th
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import tempfile
@@ -22,7 +23,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError
+from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
 
 if TYPE_CHECKING:
     from local_emulator.consumers.local_env import LocalEnv
@@ -34,6 +35,17 @@ TICK_S = 1.0
 
 APP_HELP = 'The CDK app command, e.g. "python app.py". Default: cdk.json\'s "app" in the current directory.'
 PORT_HELP = "The emulator's port. Default: a free one."
+
+
+def _check_directory(option: str, path: Path) -> None:
+    """Refuse, before the deploy, a ``path`` that cannot be made a directory (its nearest existing part is a
+    file, or cannot be written), without making it yet."""
+    path = path.resolve()
+    existing = next(part for part in (path, *path.parents) if part.exists())
+    if not existing.is_dir():
+        raise BadInput(f"{option} {path}: cannot make it a directory: {existing} is a file")
+    if existing != path and not os.access(existing, os.W_OK | os.X_OK):
+        raise BadInput(f"{option} {path}: cannot make it a directory: {existing} is not writable")
 
 
 def _local_env(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Any:
@@ -115,6 +127,8 @@ def command() -> None:
 )
 def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, logs: Path) -> int:
     """Deploy every stack of the app in the current directory to the emulator, and verify it."""
+    if demo:
+        _check_directory("--logs", logs)
     with _deployed(app, port) as server:
         if demo:
             from local_emulator.demo import DemoError, run_demo
@@ -197,6 +211,7 @@ def up(
 ) -> int:
     """Deploy the app, then run its consumers locally until Ctrl-C: ECS workers scaled like the deployed
     service, Lambda functions through an event-source driver, their logs in the emulator's CloudWatch Logs."""
+    _check_directory("--logs", logs)
     with _deployed(app, port) as server:
         from jobqueues.ops.discovery import discover
         from local_emulator.consumers.local_env import environments
