@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -373,11 +374,20 @@ def test_a_profile_that_names_no_stack_is_used_only_where_it_cannot_mix_stages()
 NO_IMAGE_APP = """
 import aws_cdk as cdk
 from aws_cdk import Duration
-from jobqueues import EcsJob
+from cdk_nag import AwsSolutionsChecks
+from jobqueues import EcsJob, deploy_time_availability_zones
+
+
+class Media(cdk.Stack):
+    @property
+    def availability_zones(self):
+        return deploy_time_availability_zones()
+
 
 app = cdk.App()
-EcsJob(cdk.Stack(app, "Media"), "Resize", handler="resize:handle", image_directory="worker",
+EcsJob(Media(app, "Media"), "Resize", handler="resize:handle", image_directory="worker",
        processing_p99=Duration.seconds(3))
+cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # a finding fails the synth
 app.synth()
 """
 
@@ -400,3 +410,14 @@ def test_drift_of_an_app_whose_image_is_not_buildable_needs_no_context(
     assert status == 0, out.err
     [row] = json.loads(out.out)
     assert (row["name"], row["status"], row["visibility_timeout_s"]) == ("Media/Resize", NO_PROFILE, 10)
+    # ... and what it synthesized passes cdk-nag (in the app) and cfn-lint
+    from cfnlint.api import ManualArgs, lint_file
+
+    from jobqueues.ops.assembly import stack_artifacts
+    from jobqueues.ops.synth import UNBUILT_IMAGE
+
+    context = json.dumps({"jobqueues:image": UNBUILT_IMAGE})
+    environment = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out"), "CDK_CONTEXT_JSON": context}
+    subprocess.run([sys.executable, "app.py"], check=True, env=environment, timeout=300)
+    [stack] = stack_artifacts(tmp_path / "cdk.out")
+    assert list(lint_file(stack.template_file, config=ManualArgs(regions=["us-east-1"]))) == []
