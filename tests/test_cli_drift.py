@@ -35,6 +35,7 @@ from jobqueues.ops.drift import (
     load_profiles,
 )
 from jobqueues.ops.errors import OpsError
+from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
 from sqslease.emf import EmfLogger
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -401,7 +402,7 @@ def test_drift_of_an_app_whose_image_is_not_buildable_needs_no_context(
     (tmp_path / "cdk.json").write_text(json.dumps({"app": f"{sys.executable} app.py"}))
     (tmp_path / "worker").mkdir()
     profiles = tmp_path / "profiles.json"
-    profiles.write_text(json.dumps({"schema_version": 1, "job_types": {}}))
+    profiles.write_text(json.dumps({"schema_version": SUPPORTED_SCHEMA_VERSION, PROFILES_FIELD: {}}))
     monkeypatch.chdir(tmp_path)
     # WHEN drift synthesizes it, as `jobqueues local deploy` does (nothing is built: the image does not matter)
     status = main(["drift", "--profiles", str(profiles), "--app", f"{sys.executable} app.py", "--json"])

@@ -23,6 +23,7 @@ from support.not_aws import not_aws
 from jobqueues.cli import cli, main
 from jobqueues.cli.context import Aws, pass_aws, run_command
 from jobqueues.ops.errors import EXIT_AWS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, aws_error
+from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
 from local_emulator.server import LocalServer
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -181,7 +182,9 @@ def team_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
-    (tmp_path / "profiles.json").write_text(json.dumps({"schema_version": 1, "job_types": {}}))
+    (tmp_path / "profiles.json").write_text(
+        json.dumps({"schema_version": SUPPORTED_SCHEMA_VERSION, PROFILES_FIELD: {}})
+    )
     yield tmp_path
 
 
