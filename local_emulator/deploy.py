@@ -45,11 +45,6 @@ class DeployReport:
     not_verifiable: dict[str, str] = field(default_factory=dict)
 
 
-#: The ECS jobs' image in the local deploy (context ``jobqueues:image``); tasks never run in the emulator, the
-#: demo runs the worker as local processes.
-LOCAL_WORKER_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
-
-
 #: Stack states in which every resource of the last deploy exists.
 DEPLOYED_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE"})
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jobqueues.defaults import IMAGE_CONTEXT
-from jobqueues.ops.synth import SynthError, app_command, find_cdk, run_cdk, synth
-from local_emulator.deploy import LOCAL_ACCOUNT, LOCAL_REGION, LOCAL_WORKER_IMAGE, DeployReport, verify
+from jobqueues.ops.synth import SynthError, app_command, find_cdk, run_cdk, synth_unbuilt
+from local_emulator.deploy import LOCAL_ACCOUNT, LOCAL_REGION, DeployReport, verify
 from local_emulator.server import LocalServer
 
 __all__ = ["app_command", "cdk_environment", "deploy_app", "find_cdk"]
@@ -34,7 +33,7 @@ def deploy_app(
     environment = cdk_environment(server)
     find_cdk(app_dir)  # before anything runs
     # No Docker here: ECS jobs take a registry image instead of building their image directory.
-    synth(app_dir, app, output_dir, context={IMAGE_CONTEXT: LOCAL_WORKER_IMAGE}, environment=environment)
+    synth_unbuilt(app_dir, app, output_dir, environment=environment)
     check_environments(output_dir)
     assembly = ["--app", str(output_dir)]
     bootstrap = ["bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", *assembly]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -169,6 +170,97 @@ def test_dry_run_moves_nothing(
         assert len(take_all(sqs, invoices.dead_letter_queue_url or "")) == 6
 
 
+def fill_groups(sqs: Any, job: JobType, sizes: dict[str, int], interleaved: bool) -> list[tuple[str, str]]:
+    """(group, body) sent to ``job``'s FIFO DLQ: each group's messages in a row, or the groups taking turns."""
+    order = [(g, n) for g, size in sizes.items() for n in range(size)]
+    if interleaved:
+        order.sort(key=lambda item: item[1])
+    sent = []
+    for group, n in order:
+        body = json.dumps({"id": f"{group}-{n}"})
+        sqs.send_message(
+            QueueUrl=job.dead_letter_queue_url,
+            MessageBody=body,
+            MessageGroupId=group,
+            MessageDeduplicationId=f"{group}-{n}-{uuid.uuid4().hex[:6]}",
+        )
+        sent.append((group, body))
+    return sent
+
+
+#: DLQs the dry run once miscounted (it said 10 where 12 moved, 10 for 45, 30 for 36): groups and sizes, whether
+#: the groups' messages take turns, and what the dry run says now: per group (``None``: a lower bound, 10), and
+#: the messages it cannot place in a group. A FIFO receive shows at most 10 messages of a group without deleting.
+DRY_RUNS = {
+    "one group of 12": ({"a": 12}, False, {"a": 12}, 0),
+    "one group of 30 and three of 5 taking turns": (
+        {"big": 30, "g0": 5, "g1": 5, "g2": 5},
+        True,
+        {"big": 30, "g0": 5, "g1": 5, "g2": 5},
+        0,
+    ),
+    "three groups of 12": ({"a": 12, "b": 12, "c": 12}, False, {"a": None, "b": None, "c": None}, 6),
+    "three groups of 5 taking turns": ({"g0": 5, "g1": 5, "g2": 5}, True, {"g0": 5, "g1": 5, "g2": 5}, 0),
+}
+
+
+@NEEDS_CDK
+@pytest.mark.parametrize("case", sorted(DRY_RUNS))
+def test_a_fifo_dry_run_counts_every_message_and_each_group_it_can(
+    ops_deployment: Deployment, invoices: JobType, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sizes, interleaved, expected, not_in_groups = DRY_RUNS[case]
+    sqs = ops_deployment.server.client("sqs")
+    sent = fill_groups(sqs, invoices, sizes, interleaved)
+    try:
+        # WHEN a dry run counts the DLQ
+        url = ops_deployment.server.endpoint
+        assert main(["--endpoint-url", url, "dlq", "redrive", "Invoices", "--dry-run", "--json"]) == 0
+        counted = json.loads(capsys.readouterr().out)
+        # THEN every message is counted, each group exactly where SQS lets a receive see it, the rest said so
+        assert counted["messages"] == len(sent)
+        assert counted["groups"] == {g: 10 if n is None else n for g, n in expected.items()}
+        assert sorted(counted["at_least"]) == sorted(g for g, n in expected.items() if n is None)
+        assert counted["not_in_groups"] == not_in_groups
+        assert counted["messages"] == sum(counted["groups"].values()) + counted["not_in_groups"]
+        # ... and the table says the same
+        assert main(["--endpoint-url", url, "dlq", "redrive", "Invoices", "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"would move {len(sent)} messages from Prod-Billing/Invoices's DLQ"), out
+        for group, n in expected.items():
+            assert f"  group {group}: {'10 or more' if n is None else n}\n" in out, out
+        assert (f"  {not_in_groups} more in the groups marked 'or more'" in out) == bool(not_in_groups), out
+        assert take_all(sqs, invoices.queue_url or "") == []  # nothing moved
+    finally:
+        left = take_all(sqs, invoices.dead_letter_queue_url or "")
+    # ... nothing consumed, every group still in order
+    assert len(left) == len(sent)
+    for group in sizes:
+        assert [m["Body"] for m in left if m["Attributes"]["MessageGroupId"] == group] == [
+            b for g, b in sent if g == group
+        ]
+    # ... each message received twice at most by each of the two dry runs (then once by take_all)
+    assert max(int(m["Attributes"]["ApproximateReceiveCount"]) for m in left) <= 2 * 2 + 1
+
+
+@NEEDS_CDK
+def test_a_standard_dry_run_receives_nothing(ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    receipts = discover(ops_deployment.server.client("cloudformation")).find("Receipts")
+    sqs = ops_deployment.server.client("sqs")
+    for first in range(0, 25, 10):
+        entries = [{"Id": str(i), "MessageBody": f"r-{first + i}"} for i in range(min(10, 25 - first))]
+        sqs.send_message_batch(QueueUrl=receipts.dead_letter_queue_url, Entries=entries)
+    try:
+        url = ops_deployment.server.endpoint
+        assert main(["--endpoint-url", url, "dlq", "redrive", "Receipts", "--dry-run", "--json"]) == 0
+        counted = json.loads(capsys.readouterr().out)
+        assert (counted["messages"], counted["groups"]) == (25, None)
+    finally:
+        left = take_all(sqs, receipts.dead_letter_queue_url or "")
+    # SQS's counts, not a peek: no receive spent on any message (this take is each one's first)
+    assert len(left) == 25 and {m["Attributes"]["ApproximateReceiveCount"] for m in left} == {"1"}
+
+
 @NEEDS_CDK
 def test_purge_asks_first(ops_deployment: Deployment) -> None:
     receipts = discover(ops_deployment.server.client("cloudformation")).find("Receipts")
@@ -196,6 +288,22 @@ def test_purge_asks_first(ops_deployment: Deployment) -> None:
     # an empty DLQ: nothing to ask
     empty = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert empty.returncode == 0 and "is empty: nothing to purge" in empty.stdout, empty
+
+
+@NEEDS_CDK
+def test_purge_with_standard_input_closed_asks_nobody(ops_deployment: Deployment) -> None:
+    # GIVEN a DLQ with a message, and `jobqueues dlq purge` run with its standard input closed (`<&-`)
+    receipts = discover(ops_deployment.server.client("cloudformation")).find("Receipts")
+    sqs = ops_deployment.server.client("sqs")
+    sqs.send_message(QueueUrl=receipts.dead_letter_queue_url, MessageBody="dead")
+    try:
+        command = [str(JOBQUEUES), "--endpoint-url", ops_deployment.server.endpoint, "dlq", "purge", "Receipts"]
+        done = subprocess.run(command, preexec_fn=lambda: os.close(0), capture_output=True, text=True, timeout=60)
+        # THEN nobody is asked: nothing deleted, status 1, as with an empty input (no AttributeError traceback)
+        assert (done.returncode, done.stderr) == (1, ""), done
+        assert "no answer (no input to read): nothing deleted; pass --yes" in done.stdout
+    finally:
+        assert len(take_all(sqs, receipts.dead_letter_queue_url or "")) == 1
 
 
 # dlq list: a real poison message, dead-lettered by the real worker under `jobqueues local up`.
@@ -424,3 +532,19 @@ def test_a_message_released_unrun_says_it_never_failed() -> None:
     assert (errors["poison"].error_type, errors["poison"].error) == ("ValueError", "bad order")
     assert errors["mate"].error_type == "released"
     assert errors["mate"].error.startswith("never failed: released unrun 2 times (FIFO: an earlier message")
+
+
+def test_messages_beyond_the_groups_seen_are_placed_only_where_they_can_be() -> None:
+    from jobqueues.ops.dry_run import place
+
+    # every message seen: each group exact
+    assert place({"a": 3, "b": 2}, set(), 5, complete=True).groups == {"a": 3, "b": 2}
+    # one group may hold more: the rest is its own
+    one = place({"a": 10, "b": 2}, {"a"}, 15, complete=True)
+    assert (one.groups, one.at_least, one.not_in_groups) == ({"a": 13, "b": 2}, frozenset(), 0)
+    # two may: each is a lower bound, the rest among them
+    two = place({"a": 10, "b": 10, "c": 1}, {"a", "b"}, 26, complete=True)
+    assert (two.groups, two.at_least, two.not_in_groups) == ({"a": 10, "b": 10, "c": 1}, frozenset({"a", "b"}), 5)
+    # the receives stopped before every group was reached: the rest may be in groups never seen
+    cut = place({"a": 10, "b": 3}, {"a"}, 20, complete=False)
+    assert (cut.groups, cut.at_least, cut.not_in_groups) == ({"a": 10, "b": 3}, frozenset({"a"}), 7)

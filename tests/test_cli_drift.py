@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from jobqueues.ops.drift import (
     load_profiles,
 )
 from jobqueues.ops.errors import OpsError
+from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
 from sqslease.emf import EmfLogger
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -366,3 +368,57 @@ def test_a_profile_that_names_no_stack_is_used_only_where_it_cannot_mix_stages()
         "no profile 'Dev-T/Reports'; the profile 'Reports' names no stack and 2 deployed stacks run Reports "
         "(Dev-T, Prod-T): profile logs of consumers that write their stack (sqslease's SQSLEASE_STACK)"
     )
+
+
+#: An app whose EcsJob has neither image= nor a Dockerfile in its image_directory, and a cdk.json without the
+#: jobqueues:image context: what a new team has before its first docker build.
+NO_IMAGE_APP = """
+import aws_cdk as cdk
+from aws_cdk import Duration
+from cdk_nag import AwsSolutionsChecks
+from jobqueues import EcsJob, deploy_time_availability_zones
+
+
+class Media(cdk.Stack):
+    @property
+    def availability_zones(self):
+        return deploy_time_availability_zones()
+
+
+app = cdk.App()
+EcsJob(Media(app, "Media"), "Resize", handler="resize:handle", image_directory="worker",
+       processing_p99=Duration.seconds(3))
+cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # a finding fails the synth
+app.synth()
+"""
+
+
+@NEEDS_CDK
+def test_drift_of_an_app_whose_image_is_not_buildable_needs_no_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an ECS job with no image and no Dockerfile (its synth fails without the jobqueues:image context)
+    (tmp_path / "app.py").write_text(NO_IMAGE_APP)
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": f"{sys.executable} app.py"}))
+    (tmp_path / "worker").mkdir()
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": SUPPORTED_SCHEMA_VERSION, PROFILES_FIELD: {}}))
+    monkeypatch.chdir(tmp_path)
+    # WHEN drift synthesizes it, as `jobqueues local deploy` does (nothing is built: the image does not matter)
+    status = main(["drift", "--profiles", str(profiles), "--app", f"{sys.executable} app.py", "--json"])
+    out = capsys.readouterr()
+    # THEN its queue is compared, with nothing set in cdk.json
+    assert status == 0, out.err
+    [row] = json.loads(out.out)
+    assert (row["name"], row["status"], row["visibility_timeout_s"]) == ("Media/Resize", NO_PROFILE, 10)
+    # ... and what it synthesized passes cdk-nag (in the app) and cfn-lint
+    from cfnlint.api import ManualArgs, lint_file
+
+    from jobqueues.ops.assembly import stack_artifacts
+    from jobqueues.ops.synth import UNBUILT_IMAGE
+
+    context = json.dumps({"jobqueues:image": UNBUILT_IMAGE})
+    environment = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out"), "CDK_CONTEXT_JSON": context}
+    subprocess.run([sys.executable, "app.py"], check=True, env=environment, timeout=300)
+    [stack] = stack_artifacts(tmp_path / "cdk.out")
+    assert list(lint_file(stack.template_file, config=ManualArgs(regions=["us-east-1"]))) == []

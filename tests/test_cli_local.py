@@ -10,6 +10,7 @@ Timeouts are generous (a deploy takes ~15 s); no assertion depends on timing.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -47,9 +48,14 @@ class Run:
         assert needle in self.text(), self.text()
 
 
-def start(*args: str, cwd: Path = OPS_APP_DIR) -> Run:
+def start(*args: str, cwd: Path = OPS_APP_DIR, env: dict[str, str] | None = None) -> Run:
     process = subprocess.Popen(
-        [str(JOBQUEUES), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [str(JOBQUEUES), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
     run = Run(process)
 
@@ -104,13 +110,19 @@ def log_messages(emulator: Emulator, group: str) -> list[tuple[str, str]]:
     return found
 
 
+#: What the handlers print from their environment: a local-only setting (`--env`), and one of the shell's.
+ECHOED = ["LOCAL_GREETING", "SHELL_ONLY"]
+
+
 @pytest.fixture(scope="module")
 def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
     """``jobqueues local up`` on the ops app, driven through its whole life (see the module docstring)."""
     port = free_port()
     logs_dir = tmp_path_factory.mktemp("local-up-logs")
     run = start(
-        "local", "up", "--port", str(port), "--until-idle", "20", "--scale-in-after", "2", "--logs", str(logs_dir)
+        *("local", "up", "--port", str(port), "--until-idle", "20", "--scale-in-after", "2", "--logs", str(logs_dir)),
+        *("--env", "LOCAL_GREETING=everyone", "--env", "Invoices:LOCAL_GREETING=invoices only"),
+        env={"SHELL_ONLY": "from the shell"},
     )
     try:
         run.wait_for_line("consumers running", timeout_s=180)
@@ -129,7 +141,7 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
             entries.append(
                 {
                     "Id": str(i),
-                    "MessageBody": json.dumps({"id": job_id, "work_s": 1.5}),
+                    "MessageBody": json.dumps({"id": job_id, "work_s": 1.5, "echo_env": ECHOED}),
                     "MessageGroupId": f"customer-{i % 4}",
                     "MessageDeduplicationId": job_id,
                 }
@@ -139,7 +151,7 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
             assert not sent.get("Failed")
             up.invoice_ids |= {s["MessageId"] for s in sent["Successful"]}
         up.receipt_id = sqs.send_message(
-            QueueUrl=up.receipts.queue_url, MessageBody=json.dumps({"id": "receipt", "work_s": 0.2})
+            QueueUrl=up.receipts.queue_url, MessageBody=json.dumps({"id": "receipt", "work_s": 0.2, "echo_env": ECHOED})
         )["MessageId"]
 
         def drained() -> bool:
@@ -213,6 +225,52 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
     assert all(f.stat().st_size > 0 for f in (up_run.logs_dir / "emf").rglob("*.log"))  # no empty file for jobstats
     assert not (up_run.logs_dir / "lambda-code").exists()
     assert (OPS_APP_DIR / ".jobqueues" / "lambda-code" / "Prod-Billing" / "Receipts").is_dir()
+
+
+@NEEDS_CDK
+def test_consumers_get_local_settings_and_not_the_shell_s(up_run: UpRun) -> None:
+    # GIVEN `local up --env LOCAL_GREETING=everyone --env Invoices:LOCAL_GREETING="invoices only"`, run from a
+    # shell with SHELL_ONLY set, WHEN the handlers print those variables
+    until(lambda: up_run.run.process.poll() is not None, 240, "the run to end")
+    printed = {
+        line.strip()
+        for path in up_run.logs_dir.rglob("*.log")
+        if "emf" not in path.parts
+        for line in path.read_text().splitlines()
+        if " env " in line
+    }
+    # THEN the job type's own value wins on its workers, the every-consumer one reaches the Lambda function, and
+    # neither consumer sees the shell's environment (only its deployed one)
+    assert printed == {
+        "invoices env LOCAL_GREETING=invoices only",
+        "invoices env SHELL_ONLY=<unset>",
+        "receipts env LOCAL_GREETING=everyone",
+        "receipts env SHELL_ONLY=<unset>",
+    }
+
+
+def test_env_values_are_parsed_before_anything_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["local", "up", "--env", "GREETING"]) == 2
+    assert "'GREETING' is not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE" in capsys.readouterr().err
+
+
+def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> None:
+    from jobqueues.ops.discovery import Discovery, LambdaConsumer
+    from jobqueues.ops.errors import BadInput, NotFound
+    from local_emulator.consumers.local_env import environments, parse_env
+
+    lambda_ = LambdaConsumer(None, None)
+    receipts = JobType("Receipts", "Prod-Billing", "Prod-Billing/Receipts", None, None, consumer=lambda_)
+    emails = JobType("Emails", "OpsShared", "OpsShared/Emails", None, None)
+    found = Discovery([receipts, emails], ["Prod-Billing", "OpsShared"])
+    consumed = ["Prod-Billing/Receipts"]
+    assert environments(parse_env(["A=1", "Prod-Billing/Receipts:A=2", "B=3"]), found, consumed) == {
+        "Prod-Billing/Receipts": {"A": "2", "B": "3"}
+    }
+    with pytest.raises(NotFound, match="no job type Receipt in 2 stacks searched; job types: Prod-Billing/Receipts"):
+        environments(parse_env(["Receipt:A=1"]), found, consumed)
+    with pytest.raises(BadInput, match="OpsShared/Emails has no consumer that runs locally"):
+        environments(parse_env(["Emails:A=1"]), found, consumed)
 
 
 @NEEDS_CDK
@@ -314,3 +372,15 @@ def test_the_summary_counts_each_deployment_s_own_lines() -> None:
     # WHEN the summary counts the outcomes THEN each deployment gets its own
     counts = outcome_counts(lines.values(), jobs)
     assert counts == {"Dev-TeamC/Exports": {"success": 1}, "Prod-TeamC/Exports": {"success": 4, "failure": 1}}
+
+
+def test_a_logs_directory_that_cannot_be_made_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN --logs under a regular file (a typo'd path): it used to fail after the deploy, with a traceback
+    (tmp_path / "notes.txt").write_text("")
+    logs = tmp_path / "notes.txt" / "logs"
+    # WHEN local up starts, THEN one line, status 2, and no emulator started, no cdk run
+    assert main(["local", "up", "--app", "python no_such_app.py", "--logs", str(logs)]) == 2
+    error = f"error: --logs {logs}: cannot make it a directory: {tmp_path / 'notes.txt'} is a file\n"
+    assert capsys.readouterr() == ("", error)

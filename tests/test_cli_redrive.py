@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from botocore.exceptions import ClientError
 from emulator_fixtures import NEEDS_CDK, Deployment
 
 from jobqueues.cli import main
+from jobqueues.cli.context import Aws
 from jobqueues.ops.discovery import JobType, discover
 from jobqueues.ops.redrive import redrive
 
@@ -140,11 +142,64 @@ def test_ctrl_c_cancels_the_move_task_and_a_rerun_finishes(
     moved_first = int(out.split("stopped: ")[1].split(" message")[0])
     assert 5 <= moved_first < 40, out
     assert "the rest is still in the DLQ: run the same command again to go on" in err
+    # what Ctrl-C said is what a move task does (the loop's "batch in hand" is not)
+    assert (
+        "stopping: cancelling the SQS move task (CancelMessageMoveTask): what it moved stays in the queue, the rest "
+        "in the DLQ (Ctrl-C again to stop waiting for the cancel)"
+    ) in err
+    assert "batch in hand" not in err
     assert depth(sqs, source) == moved_first and depth(sqs, dlq) == 40 - moved_first
     assert main(["--endpoint-url", url, "dlq", "redrive", "Receipts", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["moved"] == 40 - moved_first
     assert sorted(m["Body"] for m in drain(sqs, source)) == sorted(bodies)
     assert depth(sqs, dlq) == 0
+
+
+class InterruptedOnSecondPoll:
+    """An SQS client whose caller is interrupted (KeyboardInterrupt, as a second Ctrl-C raises it) on its second
+    progress poll of a move task."""
+
+    def __init__(self, sqs: Any) -> None:
+        self.sqs, self.polls = sqs, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sqs, name)
+
+    def list_message_move_tasks(self, **kwargs: Any) -> Any:
+        self.polls += 1
+        if self.polls == 2:
+            raise KeyboardInterrupt
+        return self.sqs.list_message_move_tasks(**kwargs)
+
+
+@NEEDS_CDK
+def test_a_second_ctrl_c_says_what_the_move_task_is_doing(
+    ops_deployment: Deployment, receipts: JobType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs = ops_deployment.server.client("sqs")
+    dlq, source = receipts.dead_letter_queue_url or "", receipts.queue_url or ""
+    fill(sqs, dlq, 40)
+    # GIVEN the command's SQS client interrupted while it follows the move task
+    client = Aws.client
+    monkeypatch.setattr(
+        Aws,
+        "client",
+        lambda aws, service: InterruptedOnSecondPoll(client(aws, "sqs")) if service == "sqs" else client(aws, service),
+    )
+    url = ops_deployment.server.endpoint
+    status = main(["--endpoint-url", url, "dlq", "redrive", "Receipts", "--max-per-second", "5"])
+    err = capsys.readouterr().err
+    # THEN it ends at once (130), saying what SQS says the task is doing: cancelled, not left running
+    assert status == 130, err
+    [line] = err.strip().splitlines()
+    assert re.fullmatch(
+        r"interrupted: the SQS move task is (cancelled|being cancelled) after \d+ of 40 messages: what it moved is "
+        r"in the queue, the rest stays in the DLQ: run the same command again to go on",
+        line,
+    ), line
+    arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    until(lambda: sqs.list_message_move_tasks(SourceArn=arn)["Results"][0]["Status"] == "CANCELLED")
+    assert depth(sqs, source) < 40 and depth(sqs, source) + depth(sqs, dlq) == 40
 
 
 @NEEDS_CDK

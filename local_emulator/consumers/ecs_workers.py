@@ -118,6 +118,7 @@ class WorkerPool:
     """The local tasks of one ECS job type, pointed at ``endpoint`` (the emulator, or the chaos proxy).
 
     :param emulator: the emulator itself, for ``UpdateService`` (never the chaos proxy).
+    :param local_env: local-only variables (``--env``), over everything else. Default: none.
     """
 
     job: JobType
@@ -128,9 +129,11 @@ class WorkerPool:
     workers: list[Worker] = field(default_factory=list)
     started_total: int = 0
     desired: int = -1
+    local_env: dict[str, str] = field(default_factory=dict)
 
     def environment(self) -> dict[str, str]:
-        """The container's variables, the SDK's for ``endpoint``, ``PYTHONPATH``; ``python`` is this interpreter."""
+        """The container's variables, the SDK's for ``endpoint``, ``PYTHONPATH``, then the local-only ones;
+        ``python`` is this interpreter."""
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
         return {
             "PATH": path,
@@ -138,6 +141,7 @@ class WorkerPool:
             **self.endpoint.env(),
             "PYTHONPATH": os.pathsep.join(self.spec.python_path),
             "PYTHONUNBUFFERED": "1",
+            **self.local_env,
         }
 
     def start_one(self) -> Worker:

@@ -34,6 +34,7 @@ class LambdaConsumerRun:
     :param emulator: the emulator itself (downloading the code and layers).
     :param endpoint: what the function and the poller talk to (the emulator, or the chaos proxy).
     :param workdir: where the code and layers are unpacked.
+    :param local_env: local-only variables (``--env``), over everything else the function gets. Default: none.
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class LambdaConsumerRun:
         endpoint: Emulator,
         shipper: LogShipper,
         workdir: Path,
+        local_env: dict[str, str] | None = None,
     ) -> None:
         consumer = job.consumer
         if not isinstance(consumer, LambdaConsumer) or consumer.function_name is None:
@@ -61,7 +63,9 @@ class LambdaConsumerRun:
         self._writer: IO[Any] = os.fdopen(write_fd, "wb")
         local_name = f"{job.stack}/{job.job_type}/{self.stream.replace('/', '-')}.log"
         shipper.attach(self._reader, self.log_group, self.stream, local_name)
-        self.runtime = LocalRuntime(self.function, endpoint, stdout=self._writer, stderr=self._writer)
+        self.runtime = LocalRuntime(
+            self.function, endpoint, stdout=self._writer, stderr=self._writer, extra_env=local_env
+        )
         self.driver = LambdaDriver(endpoint, self.function, self.runtime, on_invocation=self._record)
         #: The local copy of the function's output.
         self.log_file = shipper.local_path(local_name)

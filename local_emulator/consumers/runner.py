@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +79,8 @@ class ConsumerRunner:
     :param code_dir: where each Lambda job's code and layers are unpacked (``<stack>/<job type>/``). Default: beside
         ``logs_dir``, in ``lambda-code``.
     :param scale_in_after_s: seconds of a smaller backlog before workers stop (see :mod:`.scaler`).
+    :param environment: local-only variables per job type (``STACK/JOB_TYPE``), over everything else its consumer
+        gets (``--env``: :mod:`.local_env`). Default: none.
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class ConsumerRunner:
         scale_in_after_s: float = SCALE_IN_AFTER_S,
         out: Print = print,
         clock: Callable[[], float] = time.monotonic,
+        environment: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.emulator = emulator
         self.endpoint = endpoint or emulator
@@ -104,6 +107,7 @@ class ConsumerRunner:
         self.scale_in_after_s = scale_in_after_s
         self.out = out
         self.clock = clock
+        self.environment = environment or {}
         self.sqs = emulator.client("sqs")  # the queue depths come from the emulator itself, never the proxy
         self.shipper = LogShipper(emulator.client("logs"), logs_dir)
         self.ecs: dict[str, _EcsJob] = {}
@@ -124,7 +128,8 @@ class ConsumerRunner:
                         self.out(f"{job.name}: not set locally (not computable): {', '.join(spec.unresolved)}")
                     for line in spec.missing_secrets:
                         self.out(f"{job.name}: {line}")
-                    pool = WorkerPool(job, spec, self.endpoint, self.emulator, self.shipper)
+                    local_env = dict(self.environment.get(job.name, {}))
+                    pool = WorkerPool(job, spec, self.endpoint, self.emulator, self.shipper, local_env=local_env)
                     pool.set_desired(0)
                     policy = ScalingPolicy(
                         consumer.min_tasks, consumer.max_tasks, consumer.target_backlog_per_task, self.scale_in_after_s
@@ -133,7 +138,8 @@ class ConsumerRunner:
                 elif isinstance(consumer, LambdaConsumer):
                     workdir = self.code_dir / job.stack / job.job_type
                     shutil.rmtree(workdir, ignore_errors=True)  # an earlier run's code
-                    run = LambdaConsumerRun(job, self.emulator, self.endpoint, self.shipper, workdir)
+                    local_env = dict(self.environment.get(job.name, {}))
+                    run = LambdaConsumerRun(job, self.emulator, self.endpoint, self.shipper, workdir, local_env)
                     with sigint_blocked():  # the poller thread and every environment it starts
                         try:
                             run.runtime.start()  # the init phase now

@@ -64,7 +64,8 @@ class LocalRuntime:
 
     :param stdout: where the function's stdout goes (its EMF lines): a file opened for appending.
     :param stderr: where its stderr goes (logging).
-    :param extra_env: variables added to the function's environment (e.g. the demo's ledger path).
+    :param extra_env: variables over the function's environment and Lambda's reserved ones (the demo's ledger
+        path, ``jobqueues local up --env``).
     """
 
     def __init__(
@@ -89,7 +90,7 @@ class LocalRuntime:
         self._log_streams = itertools.count(1)
 
     def environment(self) -> dict[str, str]:
-        """The function's variables over Lambda's reserved ones, pointed at the emulator."""
+        """Lambda's reserved variables (pointed at the emulator) over the function's, then ``extra_env``."""
         f = self.function
         reserved = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -109,8 +110,8 @@ class LocalRuntime:
             "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{next(self._log_streams)}",
             **self.emulator.env(),
         }
-        # Function variables cannot override reserved ones in Lambda either.
-        return {**f.environment, **self.extra_env, **reserved}
+        # Function variables cannot override reserved ones in Lambda either; a local-only setting asked for can.
+        return {**f.environment, **reserved, **self.extra_env}
 
     def start(self) -> None:
         """Start the interpreter and import the handler (Lambda's init phase)."""

@@ -12,32 +12,44 @@ from typing import Any
 
 import click
 
-from jobqueues.cli.context import Aws, run_command
+from jobqueues.cli.context import Aws, aws_parameters, given_aws_options, run_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.option(
-    "--endpoint-url",
-    envvar="AWS_ENDPOINT_URL",
-    default=None,
-    metavar="URL",
-    help="AWS endpoint, e.g. the local emulator's http://localhost:4566. Default: $AWS_ENDPOINT_URL, else AWS.",
-)
-@click.option("--region", envvar="AWS_REGION", default=None, help="AWS region. Default: boto3's (AWS_REGION, config).")
-@click.option("--profile", envvar="AWS_PROFILE", default=None, help="AWS profile. Default: boto3's.")
 @click.version_option(package_name="cdk-jobqueues", prog_name="jobqueues")
 @click.pass_context
-def cli(ctx: click.Context, endpoint_url: str | None, region: str | None, profile: str | None) -> None:
+def cli(ctx: click.Context) -> None:
     """Run your CDK app's job types locally, and operate them after `cdk deploy`."""
-    ctx.obj = Aws(endpoint_url=endpoint_url, region=region, profile=profile)
+    ctx.ensure_object(Aws)
+    given = given_aws_options(ctx)
+    if ctx.invoked_subcommand in OWN_EMULATOR and given:
+        command = ctx.invoked_subcommand
+        raise click.UsageError(f"{', '.join(given)}: not for jobqueues {command}, which runs its own emulator")
+
+
+cli.params += aws_parameters(read_environment=True)
+
+#: Commands that start their own emulator: the AWS options do not apply to them.
+OWN_EMULATOR = ("local",)
+
+
+def _with_aws_options(command: click.Command) -> None:
+    """Give ``command``, and every command under it, the AWS options (one definition: :data:`AWS_OPTIONS`)."""
+    command.params += aws_parameters(read_environment=False)
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_aws_options(sub)
 
 
 def _register() -> None:
-    """Add the command modules' commands (each module is one concern)."""
+    """Add the command modules' commands (each module is one concern), each with the AWS options."""
     import importlib
 
     for name in ("status", "dlq", "send", "drift", "local"):
-        cli.add_command(importlib.import_module(f"jobqueues.cli.{name}").command)
+        command = importlib.import_module(f"jobqueues.cli.{name}").command
+        if name not in OWN_EMULATOR:
+            _with_aws_options(command)
+        cli.add_command(command)
 
 
 _register()

@@ -3,34 +3,68 @@
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlparse
 
 import click
+from click.core import ParameterSource
 
 from jobqueues.ops.discovery import Discovery, JobType, discover
-from jobqueues.ops.errors import EXIT_INTERRUPTED, OpsError, aws_error
+from jobqueues.ops.endpoint import endpoint_problem, guard
+from jobqueues.ops.errors import EXIT_INTERRUPTED, BadInput, OpsError, aws_error
 
 #: Hosts of a local endpoint (the emulator): credentials and region default to ``testing`` and LOCAL_REGION.
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 LOCAL_REGION = "us-east-1"
 
 
+@dataclass(frozen=True)
+class AwsOption:
+    """One of the options every command takes, before or after its name (as the AWS CLI takes its globals)."""
+
+    flag: str
+    attribute: str  # of :class:`Aws`
+    envvar: str
+    metavar: str
+    help: str
+
+
+#: The AWS options: their one definition (:func:`aws_parameters` makes the group's and each command's).
+AWS_OPTIONS = (
+    AwsOption(
+        "--endpoint-url",
+        "endpoint_url",
+        "AWS_ENDPOINT_URL",
+        "URL",
+        "AWS endpoint, e.g. the local emulator's http://localhost:4566. Default: $AWS_ENDPOINT_URL, else AWS.",
+    ),
+    AwsOption("--region", "region", "AWS_REGION", "REGION", "AWS region. Default: boto3's (AWS_REGION, config)."),
+    AwsOption("--profile", "profile", "AWS_PROFILE", "PROFILE", "AWS profile. Default: boto3's (AWS_PROFILE)."),
+)
+
+
 @dataclass
 class Aws:
-    """boto3 clients for one endpoint, region and profile; ``None`` s mean boto3's defaults."""
+    """boto3 clients for one endpoint, region and profile; ``None`` s mean boto3's defaults. ``sources``: where
+    each value came from (its option or variable), for the error that names it."""
 
     endpoint_url: str | None = None
     region: str | None = None
     profile: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
-        """A boto3 client for ``service``, made once."""
+        """A boto3 client for ``service``, made once; a bad endpoint is a :class:`BadInput` before any request."""
         if service not in self._clients:
             import boto3
 
+            if self.endpoint_url is not None:
+                problem = endpoint_problem(self.endpoint_url, self.sources.get("endpoint_url", "--endpoint-url"))
+                if problem is not None:
+                    raise BadInput(problem)
             session = boto3.Session(profile_name=self.profile, region_name=self.region)
             local: dict[str, str] = {}
             if self.endpoint_url and urlparse(self.endpoint_url).hostname in LOCAL_HOSTS:
@@ -39,7 +73,8 @@ class Aws:
                     local.update(aws_access_key_id="testing", aws_secret_access_key="testing")
                 if session.region_name is None:
                     local["region_name"] = LOCAL_REGION
-            self._clients[service] = session.client(service, endpoint_url=self.endpoint_url, **local)
+            client = session.client(service, endpoint_url=self.endpoint_url, **local)
+            self._clients[service] = guard(client)
         return self._clients[service]
 
     def discover(self, stacks: tuple[str, ...] | list[str] = ()) -> Discovery:
@@ -49,6 +84,45 @@ class Aws:
     def job_type(self, name: str, stack: str | None = None) -> JobType:
         """One job type by name (or ``STACK/NAME``), searched in ``stack`` or every stack."""
         return self.discover([stack] if stack else []).find(name, stack)
+
+
+def aws_parameters(read_environment: bool) -> list[click.Option]:
+    """:data:`AWS_OPTIONS` as click options that set the context's :class:`Aws`. The group's read the
+    environment too (``read_environment``); a command's are given on its command line only, and win over the
+    group's, so ``jobqueues status --region R`` and ``jobqueues --region R status`` are one command."""
+
+    def setter(option: AwsOption) -> Any:
+        def store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+            if value is None:
+                return
+            aws = ctx.ensure_object(Aws)
+            setattr(aws, option.attribute, value)
+            from_environment = ctx.get_parameter_source(str(param.name)) == ParameterSource.ENVIRONMENT
+            aws.sources[option.attribute] = option.envvar if from_environment else option.flag
+
+        return store
+
+    return [
+        click.Option(
+            [option.flag],
+            envvar=option.envvar if read_environment else None,
+            default=None,
+            metavar=option.metavar,
+            help=option.help,
+            expose_value=False,
+            callback=setter(option),
+        )
+        for option in AWS_OPTIONS
+    ]
+
+
+def given_aws_options(ctx: click.Context) -> list[str]:
+    """The AWS options given on ``ctx``'s command line (not from the environment)."""
+    return [
+        option.flag
+        for option in AWS_OPTIONS
+        if ctx.get_parameter_source(option.flag.lstrip("-").replace("-", "_")) == ParameterSource.COMMANDLINE
+    ]
 
 
 def pass_aws(function: Any) -> Any:
@@ -88,6 +162,18 @@ def run_command(group: click.Command, argv: list[str]) -> int:
         return translated.exit_status
     # A command returns its exit status (drift's 1), or None for 0.
     return result if isinstance(result, int) else 0
+
+
+def standard_input() -> TextIO | None:
+    """``sys.stdin``, or ``None`` when there is none to read (closed: ``jobqueues ... <&-``)."""
+    stdin = sys.stdin
+    if stdin is None:
+        return None
+    try:
+        stdin.fileno()
+    except (OSError, ValueError):  # closed, or detached
+        return None
+    return stdin
 
 
 def messages(count: int) -> str:

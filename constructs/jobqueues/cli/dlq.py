@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import sys
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from jobqueues.cli.context import Aws, messages, pass_aws
+from jobqueues.cli.context import Aws, messages, pass_aws, standard_input
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
 from jobqueues.ops.errors import EXIT_FAILED
 
@@ -103,7 +102,8 @@ def purge_(aws: Aws, job_type: str, stack: str | None, yes: bool) -> int:
         return 0
     if not yes:
         click.echo(f"delete the {messages(count)} of {job.name}'s DLQ ({url})? [y/N]: ", nl=False)
-        answer = sys.stdin.readline()  # Ctrl-C here is an interrupt (130), as anywhere
+        stdin = standard_input()
+        answer = stdin.readline() if stdin is not None else ""  # Ctrl-C here is an interrupt (130), as anywhere
         if not answer:  # end of input: a script or CI step, nobody to ask
             click.echo("\nno answer (no input to read): nothing deleted; pass --yes to purge without asking")
             return EXIT_FAILED

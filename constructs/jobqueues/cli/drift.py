@@ -80,14 +80,14 @@ def command(
     if app is not None:
         from jobqueues.ops.assembly import stack_artifacts
         from jobqueues.ops.discovery import StackTemplate, discover_templates
-        from jobqueues.ops.synth import synth
+        from jobqueues.ops.synth import synth_unbuilt
 
         with tempfile.TemporaryDirectory(prefix="jobqueues-drift-") as output:
             # No AWS needed: an app whose env reads CDK_DEFAULT_ACCOUNT/REGION (set by cdk from credentials) gets
             # placeholders where there are none; the queues' numbers do not depend on the account.
             placeholders = {"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "us-east-1"}
             environment = {name: value for name, value in placeholders.items() if not os.environ.get(name)}
-            synth(Path.cwd(), app, Path(output), environment=environment)
+            synth_unbuilt(Path.cwd(), app, Path(output), environment=environment)
             templates = [StackTemplate(a.name, a.template()) for a in stack_artifacts(Path(output))]
         job_types = discover_templates(templates).job_types
     else:

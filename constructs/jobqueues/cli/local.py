@@ -10,6 +10,7 @@ Both start the emulator (moto_server with jobqueues' CloudFormation handlers: th
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import tempfile
@@ -22,9 +23,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError
+from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
 
 if TYPE_CHECKING:
+    from local_emulator.consumers.local_env import LocalEnv
     from local_emulator.consumers.runner import ConsumerRunner
     from local_emulator.server import LocalServer
 
@@ -33,6 +35,27 @@ TICK_S = 1.0
 
 APP_HELP = 'The CDK app command, e.g. "python app.py". Default: cdk.json\'s "app" in the current directory.'
 PORT_HELP = "The emulator's port. Default: a free one."
+
+
+def _check_directory(option: str, path: Path) -> None:
+    """Refuse, before the deploy, a ``path`` that cannot be made a directory (its nearest existing part is a
+    file, or cannot be written), without making it yet."""
+    path = path.resolve()
+    existing = next(part for part in (path, *path.parents) if part.exists())
+    if not existing.is_dir():
+        raise BadInput(f"{option} {path}: cannot make it a directory: {existing} is a file")
+    if existing != path and not os.access(existing, os.W_OK | os.X_OK):
+        raise BadInput(f"{option} {path}: cannot make it a directory: {existing} is not writable")
+
+
+def _local_env(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Any:
+    """``--env`` values, parsed before anything starts (:mod:`local_emulator.consumers.local_env`)."""
+    from local_emulator.consumers.local_env import parse_env
+
+    try:
+        return parse_env(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def _require_moto() -> None:
@@ -104,6 +127,8 @@ def command() -> None:
 )
 def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, logs: Path) -> int:
     """Deploy every stack of the app in the current directory to the emulator, and verify it."""
+    if demo:
+        _check_directory("--logs", logs)
     with _deployed(app, port) as server:
         if demo:
             from local_emulator.demo import DemoError, run_demo
@@ -158,6 +183,15 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     help="Seconds of a smaller backlog before ECS workers stop. Default 30.",
 )
 @click.option(
+    "--env",
+    "local_env",
+    multiple=True,
+    metavar="[JOB_TYPE:]NAME=VALUE",
+    callback=_local_env,
+    help="A local-only variable for every consumer, or for JOB_TYPE's (repeatable); the consumers get their "
+    "deployed environment, not the shell's.",
+)
+@click.option(
     "--logs",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(".jobqueues/logs"),
@@ -172,17 +206,23 @@ def up(
     chaos_seed: int,
     until_idle: float | None,
     scale_in_after: float | None,
+    local_env: LocalEnv,
     logs: Path,
 ) -> int:
     """Deploy the app, then run its consumers locally until Ctrl-C: ECS workers scaled like the deployed
     service, Lambda functions through an event-source driver, their logs in the emulator's CloudWatch Logs."""
+    _check_directory("--logs", logs)
     with _deployed(app, port) as server:
         from jobqueues.ops.discovery import discover
+        from local_emulator.consumers.local_env import environments
         from local_emulator.consumers.runner import ConsumerRunner
         from local_emulator.consumers.scaler import SCALE_IN_AFTER_S
         from local_emulator.server import Emulator
 
-        job_types = discover(server.client("cloudformation")).job_types
+        found = discover(server.client("cloudformation"))
+        job_types = found.job_types
+        consumed = [job.name for job in job_types if job.consumer is not None]
+        environment = environments(local_env, found, consumed)
         logs = logs.resolve()
         logs.mkdir(parents=True, exist_ok=True)
         chaos_run = None
@@ -202,6 +242,7 @@ def up(
             handlers=handlers,
             scale_in_after_s=SCALE_IN_AFTER_S if scale_in_after is None else scale_in_after,
             out=click.echo,
+            environment=environment,
         )
         if chaos_run is not None:
             chaos_run.start(runner.worker_processes)

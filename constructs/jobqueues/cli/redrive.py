@@ -16,26 +16,84 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from jobqueues.cli.context import Aws, messages, pass_aws
 from jobqueues.ops.dlq import dead_letter_url
-from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError
-from jobqueues.ops.redrive import dry_run
+from jobqueues.ops.dry_run import PEEK_LIMIT, RECEIVE_MAX, DlqCount, count
+from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError, aws_error
+from jobqueues.ops.move_tasks import Interrupted, move_task_state
 from jobqueues.ops.redrive import redrive as run_redrive
+
+#: What a first Ctrl-C does, by the method running (``None``: before either starts).
+STOPPING = {
+    "move-task": (
+        "stopping: cancelling the SQS move task (CancelMessageMoveTask): what it moved stays in the queue, the rest "
+        "in the DLQ (Ctrl-C again to stop waiting for the cancel)"
+    ),
+    "loop": "stopping: the batch in hand finishes (Ctrl-C again to interrupt at once)",
+    None: "stopping before the redrive starts (Ctrl-C again to interrupt at once)",
+}
 
 
 @contextmanager
-def ctrl_c_sets(stop: threading.Event) -> Iterator[None]:
-    """While inside, Ctrl-C asks the redrive to stop (a second one interrupts at once)."""
+def ctrl_c_sets(stop: threading.Event, method: dict[str, str]) -> Iterator[None]:
+    """While inside, Ctrl-C asks the redrive to stop, saying what that does for ``method["name"]`` (the method
+    running); a second one interrupts at once."""
 
     def handler(signum: int, frame: Any) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        click.echo("stopping: the batch in hand finishes (Ctrl-C again to interrupt at once)", err=True)
+        click.echo(STOPPING[method.get("name")], err=True)
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def interrupted_move_task(sqs: Any, dlq_url: str, cancel_error: str | None) -> str:
+    """The line for a move task interrupted at once (a second Ctrl-C): what SQS says the task is doing now."""
+    try:
+        state = move_task_state(sqs, dlq_url)
+    except Exception as error:  # said, not raised: the interrupt is what ends the command
+        failure = aws_error(error)
+        if failure is None:
+            raise
+        return f"interrupted: the SQS move task's state could not be read ({failure}): `--dry-run` shows what is left"
+    if state is None or state.status == "COMPLETED":
+        return "interrupted: the SQS move task had finished: the DLQ's messages are in the queue"
+    progress = f"after {state.moved} of {state.to_move} messages"
+    if state.status in ("CANCELLING", "CANCELLED"):
+        how = "cancelled" if state.status == "CANCELLED" else "being cancelled"
+        return (
+            f"interrupted: the SQS move task is {how} {progress}: what it moved is in the queue, the rest stays in "
+            "the DLQ: run the same command again to go on"
+        )
+    why = f" (the cancel failed: {cancel_error})" if cancel_error else ""
+    return (
+        f"interrupted: the SQS move task is {state.status} {progress}{why}: it goes on server-side; the same "
+        "command follows it, and the SQS console cancels it"
+    )
+
+
+def _dry_run_text(name: str, counted: DlqCount) -> str:
+    """What ``--dry-run`` prints: the messages, each FIFO group's, and what could not be placed in a group."""
+    lines = [f"would move {messages(counted.messages)} from {name}'s DLQ to its queue (nothing moved)"]
+    for group, n in sorted((counted.groups or {}).items()):
+        lines.append(f"  group {group}: {n} or more" if group in counted.at_least else f"  group {group}: {n}")
+    rest = counted.not_in_groups - counted.in_flight - counted.delayed
+    if rest and counted.at_least:
+        lines.append(
+            f"  {rest} more in the groups marked 'or more' (a FIFO receive shows {RECEIVE_MAX} messages of a group "
+            "at most without deleting them)"
+        )
+    elif rest:
+        lines.append(f"  {rest} more in groups not looked at (the count stops after {PEEK_LIMIT:,} messages)")
+    if counted.groups is not None and counted.in_flight + counted.delayed:
+        lines.append(
+            f"  {counted.in_flight + counted.delayed} in flight or delayed, in no group above (a peek or a stopped "
+            "redrive holds them for up to 60 s)"
+        )
+    return "\n".join(lines)
 
 
 @click.command("redrive")
@@ -64,23 +122,29 @@ def redrive(
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
     sqs = aws.client("sqs")
     if dry_run_:
-        count, groups = dry_run(sqs, dlq_url)
-        if as_json:
-            click.echo(json.dumps({"messages": count, "groups": dict(groups) if job.fifo else None}))
-        else:
-            click.echo(f"would move {messages(count)} from {job.name}'s DLQ to its queue (nothing moved)")
-            for group, n in sorted(groups.items()) if job.fifo else []:
-                click.echo(f"  group {group}: {n}")
+        counted = count(sqs, dlq_url, job.fifo)
+        click.echo(json.dumps(counted.as_dict()) if as_json else _dry_run_text(job.name, counted))
         return 0
     stop = threading.Event()
+    running: dict[str, str] = {}  # "name": the method the redrive runs by, once it does
     columns = [TextColumn(f"redrive {job.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=Console(stderr=True), transient=True, disable=as_json) as bar, ctrl_c_sets(stop):
-        task = bar.add_task("redrive", total=None)
+    try:
+        with (
+            Progress(*columns, console=Console(stderr=True), transient=True, disable=as_json) as bar,
+            ctrl_c_sets(stop, running),
+        ):
+            task = bar.add_task("redrive", total=None)
 
-        def progress(moved: int, total: int) -> None:
-            bar.update(task, completed=moved, total=total or None)
+            def progress(moved: int, total: int) -> None:
+                bar.update(task, completed=moved, total=total or None)
 
-        result = run_redrive(sqs, dlq_url, job.queue_url, job.fifo, method, rate, progress, stop)
+            def started(name: str) -> None:
+                running["name"] = name
+
+            result = run_redrive(sqs, dlq_url, job.queue_url, job.fifo, method, rate, progress, stop, started)
+    except Interrupted as interrupt:
+        click.echo(interrupted_move_task(sqs, dlq_url, interrupt.cancel_error), err=True)
+        return EXIT_INTERRUPTED
     if as_json:
         click.echo(json.dumps(result.as_dict()))
     else:

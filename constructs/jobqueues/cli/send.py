@@ -3,13 +3,43 @@
 from __future__ import annotations
 
 import json
-from typing import IO
 
 import click
 
-from jobqueues.cli.context import Aws, messages, pass_aws
-from jobqueues.ops.errors import EXIT_FAILED, OpsError
+from jobqueues.cli.context import Aws, messages, pass_aws, standard_input
+from jobqueues.ops.errors import EXIT_FAILED, BadInput, OpsError
 from jobqueues.ops.send import bodies_from_lines, send
+
+
+def _read(file: str) -> bytes:
+    """The whole of ``file`` (``-``: standard input); :class:`BadInput` when it cannot be read."""
+    if file == "-":
+        stdin = standard_input()
+        if stdin is None:
+            raise BadInput("--file -: standard input is closed: nothing to send")
+        return stdin.buffer.read()
+    try:
+        with open(file, "rb") as opened:
+            return opened.read()
+    except OSError as error:
+        raise BadInput(f"--file {file}: {error.strerror or error}") from None
+
+
+def _text_lines(file: str) -> list[str]:
+    """The lines of ``file`` (``-``: standard input), decoded as UTF-8; :class:`BadInput` naming the first line
+    that cannot be read or is not UTF-8."""
+    lines = _read(file).splitlines(keepends=True)
+    decoded = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            decoded.append(line.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            byte = line[error.start : error.start + 1].hex()
+            raise BadInput(
+                f"--file {file}: line {number} is not UTF-8 text (byte 0x{byte} at column {error.start + 1}): "
+                "nothing sent"
+            ) from None
+    return decoded
 
 
 @click.command("send")
@@ -18,9 +48,9 @@ from jobqueues.ops.send import bodies_from_lines, send
 @click.option(
     "--file",
     "file",
-    type=click.File("r", encoding="utf-8"),
     default=None,
-    help="One message body per line (blank lines skipped; '-' reads stdin).",
+    metavar="FILE",
+    help="One message body per line, UTF-8 (blank lines skipped; '-' reads stdin). Read whole before sending.",
 )
 @click.option("--group", default=None, metavar="ID", help="FIFO: the message group (required on a FIFO queue).")
 @click.option("--dedup-id", default=None, metavar="ID", help="FIFO, --body only. Default: content-based, or SHA-256.")
@@ -31,7 +61,7 @@ def command(
     aws: Aws,
     job_type: str,
     body: str | None,
-    file: IO[str] | None,
+    file: str | None,
     group: str | None,
     dedup_id: str | None,
     stack: str | None,
@@ -42,10 +72,11 @@ def command(
         raise click.UsageError("pass one of --body TEXT or --file FILE")
     if dedup_id is not None and file is not None:
         raise click.UsageError("--dedup-id names one message: use it with --body (a file's bodies are their own ids)")
+    # A file is read whole first: one that is not text sends nothing, rather than stopping half-way.
+    bodies = [(1, body)] if body is not None else list(bodies_from_lines(_text_lines(file or "-")))
     job = aws.job_type(job_type, stack)
     if job.queue_url is None:
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
-    bodies = [(1, body)] if body is not None else bodies_from_lines(file or [])
     result = send(aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))

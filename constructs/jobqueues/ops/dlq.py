@@ -119,11 +119,11 @@ def peek(sqs: Any, url: str, limit: int) -> list[dict[str, Any]]:
                 break
             found.update((m["MessageId"], m) for m in new)
     finally:
-        _release(sqs, url, handles)
+        release(sqs, url, handles)
     return list(found.values())[:limit]
 
 
-def _release(sqs: Any, url: str, handles: list[str]) -> None:
+def release(sqs: Any, url: str, handles: list[str]) -> None:
     """Make the peeked messages visible again; a handle SQS refuses (already visible) needs nothing."""
     for first in range(0, len(handles), 10):
         entries = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 #: Exit statuses of the ``jobqueues`` command.
 EXIT_OK = 0
 #: ``drift`` found a difference; an operation ran and failed (a redrive entry the queue refused, say).
@@ -38,33 +40,96 @@ class AwsUnavailable(OpsError):
     exit_status = EXIT_AWS
 
 
-def aws_error(error: Exception, endpoint: str | None = None) -> OpsError | None:
-    """``error`` (botocore's) as one line, or ``None`` if it is not one of the AWS failures above."""
-    from botocore.exceptions import (
-        ClientError,
-        EndpointConnectionError,
-        NoCredentialsError,
-        NoRegionError,
-        PartialCredentialsError,
-    )
+class NotAws(AwsUnavailable):
+    """The endpoint answered, but not as AWS (or the emulator) does: a web page, an empty error, a closed line."""
+
+
+def aws_error(error: BaseException, endpoint: str | None = None) -> OpsError | None:
+    """``error`` (botocore's) as one line, or ``None`` if it is not a failure of asking AWS (a bug, which the
+    caller lets through). Every botocore failure kind maps here, whichever command met it (docs/cli.md).
+
+    :param endpoint: where the request went, for the failures that do not say. Default: "AWS".
+    """
+    from botocore import exceptions as boto
+    from botocore.parsers import ResponseParserError
 
     where = endpoint or "AWS"
-    if isinstance(error, NoCredentialsError | PartialCredentialsError):
-        return AwsUnavailable(
+    if isinstance(error, boto.ClientError):
+        return _client_error(error)
+    if isinstance(error, ResponseParserError):
+        return NotAws(f"{where} is not AWS: its answer could not be read as an AWS response; check the endpoint")
+    if not isinstance(error, boto.BotoCoreError):
+        return None
+    if isinstance(error, boto.ProfileNotFound):
+        return _no_such_profile(str(error.kwargs.get("profile")))
+    if isinstance(error, boto.ValidationError | boto.ParamValidationError):
+        return BadInput(f"a value AWS would refuse: {_one_line(str(error))}")
+    return _connection_error(error, where) or AwsUnavailable(_credentials_line(error) or _one_line(str(error)))
+
+
+def _client_error(error: Any) -> OpsError:
+    """An error AWS answered: access denied and refused credentials are status 3, the rest 1."""
+    code = error.response.get("Error", {}).get("Code", "")
+    text = error.response.get("Error", {}).get("Message", "")
+    operation = getattr(error, "operation_name", "")
+    if "AccessDenied" in code or code in {"UnauthorizedOperation", "AuthorizationError"}:
+        return AwsUnavailable(f"access denied to {operation}: {text or code}")
+    if code in {"InvalidClientTokenId", "UnrecognizedClientException", "ExpiredToken", "ExpiredTokenException"}:
+        return AwsUnavailable(f"the AWS credentials were refused ({code}): refresh them")
+    return OpsError(f"{operation} failed: {code}: {text}")
+
+
+def _connection_error(error: Any, where: str) -> OpsError | None:
+    """No answer at all: refused, TLS failed, closed, timed out; ``None`` for another kind of failure."""
+    from botocore import exceptions as boto
+
+    url = error.kwargs.get("endpoint_url") or where
+    if isinstance(error, boto.SSLError):
+        reason = str(error.kwargs.get("error", ""))
+        hint = (
+            "is it a plain http:// endpoint? (the emulator is)"
+            if "WRONG_VERSION_NUMBER" in reason or "record layer failure" in reason
+            else "check its certificate (AWS_CA_BUNDLE)"
+        )
+        return AwsUnavailable(f"TLS failed with {url} ({reason}): {hint}")
+    if isinstance(error, boto.ProxyConnectionError):
+        return AwsUnavailable(f"cannot reach the proxy {error.kwargs.get('proxy_url')} (HTTPS_PROXY): is it running?")
+    if isinstance(error, boto.EndpointConnectionError | boto.ConnectTimeoutError):
+        return AwsUnavailable(f"cannot reach {url}: is it running?")
+    if isinstance(error, boto.ReadTimeoutError):
+        return AwsUnavailable(f"{url} did not answer in time: is it AWS or the emulator, and is it overloaded?")
+    if isinstance(error, boto.ConnectionClosedError):
+        return NotAws(f"{url} closed the connection without an answer: is it AWS or the emulator?")
+    if isinstance(error, boto.HTTPClientError | boto.ConnectionError):
+        return AwsUnavailable(f"no answer from {url}: {_one_line(str(error.kwargs.get('error', error)))}")
+    return None
+
+
+def _credentials_line(error: Any) -> str | None:
+    """A credential or region that could not be found or loaded, with what to do; ``None`` for other kinds."""
+    from botocore import exceptions as boto
+
+    if isinstance(error, boto.NoCredentialsError | boto.PartialCredentialsError):
+        return (
             "no AWS credentials: configure them (aws configure, AWS_PROFILE, or a role), or pass --endpoint-url "
             "for the local emulator"
         )
-    if isinstance(error, NoRegionError):
-        return AwsUnavailable("no AWS region: pass --region, or set AWS_REGION")
-    if isinstance(error, EndpointConnectionError):
-        return AwsUnavailable(f"cannot reach {error.kwargs.get('endpoint_url') or where}: is it running?")
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "")
-        text = error.response.get("Error", {}).get("Message", "")
-        operation = getattr(error, "operation_name", "")
-        if "AccessDenied" in code or code in {"UnauthorizedOperation", "AuthorizationError"}:
-            return AwsUnavailable(f"access denied to {operation}: {text or code}")
-        if code in {"InvalidClientTokenId", "UnrecognizedClientException", "ExpiredToken", "ExpiredTokenException"}:
-            return AwsUnavailable(f"the AWS credentials were refused ({code}): refresh them")
-        return OpsError(f"{operation} failed: {code}: {text}")
+    if isinstance(error, boto.NoRegionError):
+        return "no AWS region: pass --region, or set AWS_REGION"
+    if isinstance(error, boto.CredentialRetrievalError | boto.TokenRetrievalError | boto.SSOError):
+        return f"the AWS credentials could not be loaded ({_one_line(str(error))}): refresh them (aws sso login?)"
     return None
+
+
+def _no_such_profile(profile: str) -> BadInput:
+    """``--profile`` (or ``AWS_PROFILE``) names no profile of the AWS config: say which exist."""
+    import botocore.session
+
+    session = botocore.session.Session()
+    known = ", ".join(sorted(session.available_profiles)) or "none"
+    config = session.get_config_variable("config_file")
+    return BadInput(f"no AWS profile {profile} in {config} or the credentials file; profiles: {known}")
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())

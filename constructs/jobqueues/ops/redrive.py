@@ -7,7 +7,8 @@ Two methods:
   dead-lettered it). Progress from ``ListMessageMoveTasks``; a stop request cancels the task
   (``CancelMessageMoveTask``), and what is left stays in the DLQ for the next run. A task already running on the
   DLQ is followed, not started twice. A ``KeyboardInterrupt`` while following it (a second Ctrl-C) cancels the
-  task too, then goes on up.
+  task too, then goes on up as :class:`Interrupted` (with the cancel's failure, if it failed: the task then goes on
+  server-side); :func:`move_task_state` says what SQS is doing with it.
 - **loop** (``--method loop``, and ``auto`` where the endpoint has no move tasks): receive up to 10 messages,
   send them to the source with ``SendMessageBatch``, keeping body, message attributes, ``MessageGroupId`` and
   ``MessageDeduplicationId``, then delete from the DLQ only the entries whose send succeeded. A refused entry is
@@ -26,13 +27,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobqueues.ops.dlq import peek
 from jobqueues.ops.errors import OpsError
+from jobqueues.ops.move_tasks import Interrupted, cancel_on_interrupt, error_code, queue_arn
 
 #: Seconds between two looks at a move task's progress.
 POLL_S = 1.0
@@ -76,23 +76,6 @@ class RedriveResult:
         }
 
 
-def queue_arn(sqs: Any, url: str) -> str:
-    """The ARN of the queue at ``url``."""
-    return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
-
-
-def dry_run(sqs: Any, dlq_url: str, limit: int = 1000) -> tuple[int, Counter[str]]:
-    """(messages, messages per FIFO group) the DLQ holds, from a peek at up to ``limit`` messages; nothing moves."""
-    messages = peek(sqs, dlq_url, limit)
-    groups = Counter(m.get("Attributes", {}).get("MessageGroupId") or "-" for m in messages)
-    return len(messages), groups
-
-
-def _code(error: Exception) -> str:
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
-
-
 def move_task(
     sqs: Any,
     dlq_url: str,
@@ -101,8 +84,10 @@ def move_task(
     progress: Progress,
     stop: threading.Event,
     poll_s: float = POLL_S,
+    on_started: Callable[[str], None] = lambda method: None,
 ) -> RedriveResult:
-    """Redrive with SQS's move task (see the module docstring); ``LookupError`` if the endpoint has none."""
+    """Redrive with SQS's move task (see the module docstring); ``LookupError`` if the endpoint has none.
+    ``on_started("move-task")`` once a task runs (started, or one already running followed)."""
     from botocore.exceptions import ClientError
 
     started = time.monotonic()
@@ -114,37 +99,19 @@ def move_task(
     try:
         handle = sqs.start_message_move_task(**request)["TaskHandle"]
     except ClientError as error:
-        if _code(error) in _NO_MOVE_TASKS:
-            raise LookupError(_code(error)) from error
-        if "UnsupportedOperation" not in _code(error) or "already a task running" not in str(error):
+        if error_code(error) in _NO_MOVE_TASKS:
+            raise LookupError(error_code(error)) from error
+        if "UnsupportedOperation" not in error_code(error) or "already a task running" not in str(error):
             raise
         handle = None  # one is running already: follow it
+    on_started("move-task")
     try:
         _follow(sqs, source_arn, handle, result, progress, stop, poll_s)
     except KeyboardInterrupt:
         # Interrupted at once (a second Ctrl-C): the task must not go on moving unwatched.
-        _cancel_quietly(sqs, handle or _running_handle(sqs, source_arn))
-        raise
+        raise Interrupted(cancel_on_interrupt(sqs, source_arn, handle)) from None
     result.seconds = time.monotonic() - started
     return result
-
-
-def _running_handle(sqs: Any, source_arn: str) -> str | None:
-    """The handle of the task running on ``source_arn``, if one is."""
-    try:
-        tasks = sqs.list_message_move_tasks(SourceArn=source_arn, MaxResults=1)["Results"]
-    except Exception:  # best effort, on the way out of an interrupt
-        return None
-    return str(tasks[0]["TaskHandle"]) if tasks and tasks[0].get("TaskHandle") else None
-
-
-def _cancel_quietly(sqs: Any, handle: str | None) -> None:
-    """Cancel the task of ``handle``; a task that ended meanwhile, or an endpoint that fails, is left alone."""
-    if handle:
-        try:
-            sqs.cancel_message_move_task(TaskHandle=handle)
-        except Exception:  # best effort, on the way out of an interrupt: what is left stays in the DLQ
-            pass
 
 
 def _follow(
@@ -178,7 +145,7 @@ def _follow(
             try:
                 sqs.cancel_message_move_task(TaskHandle=handle)
             except ClientError as error:
-                if "ResourceNotFound" not in _code(error):  # it finished meanwhile
+                if "ResourceNotFound" not in error_code(error):  # it finished meanwhile
                     raise
             handle = None
         if stop.is_set():
@@ -274,6 +241,7 @@ def redrive(
     rate: int | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
+    on_method: Callable[[str], None] | None = None,
 ) -> RedriveResult:
     """Move the DLQ at ``dlq_url`` back to ``source_url``.
 
@@ -282,13 +250,17 @@ def redrive(
     :param rate: messages per second at most (1..500 for a move task). Default: as fast as SQS takes them.
     :param progress: called with (moved, to move) as the redrive goes. Default: nothing.
     :param stop: set it to stop (the move task is cancelled; the loop ends after its batch). Default: never.
+    :param on_method: called with ``move-task`` or ``loop`` once the redrive runs by it (what a stop request
+        will do depends on it). Default: nothing.
     """
     progress = progress or (lambda moved, total: None)
     stop = stop or threading.Event()
+    on_method = on_method or (lambda name: None)
     if method in ("auto", "move-task"):
         try:
-            return move_task(sqs, dlq_url, source_url, rate, progress, stop)
+            return move_task(sqs, dlq_url, source_url, rate, progress, stop, on_started=on_method)
         except LookupError:
             if method == "move-task":
                 raise OpsError("this endpoint has no SQS move tasks: use --method loop") from None
+    on_method("loop")
     return loop(sqs, dlq_url, source_url, fifo, rate, progress, stop)

@@ -15,10 +15,14 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from jobqueues.defaults import IMAGE_CONTEXT
 from jobqueues.ops.errors import OpsError
 
 #: Lines of cdk's output kept in an error.
 ERROR_TAIL_LINES = 15
+#: The ECS jobs' image where nothing is built (context ``jobqueues:image``): ``jobqueues local`` (whose workers
+#: run as local processes) and ``drift --app`` (which reads the queues only). No Docker, no Dockerfile needed.
+UNBUILT_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
 #: A checkout of this repository (an editable install): its ``node_modules`` holds the pinned cdk CLI.
 CHECKOUT_DIR = Path(__file__).resolve().parents[3]
 
@@ -96,3 +100,12 @@ def synth(
         arguments += ["--context", f"{key}={value}"]
     run_cdk(app_dir, f"the app `{command}`", arguments, environment)
     return output_dir
+
+
+def synth_unbuilt(
+    app_dir: Path, app: str | None, output_dir: Path, environment: Mapping[str, str] | None = None
+) -> Path:
+    """:func:`synth` with every ``EcsJob`` without ``image=`` given :data:`UNBUILT_IMAGE` (context
+    ``jobqueues:image``) instead of an image built from its ``image_directory``: for what never runs the image
+    (``jobqueues local``, ``drift --app``), so an app with no Dockerfile yet needs nothing in its ``cdk.json``."""
+    return synth(app_dir, app, output_dir, context={IMAGE_CONTEXT: UNBUILT_IMAGE}, environment=environment)
