@@ -235,7 +235,7 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, Em
         # SIGTERM (a `kill`, a CI timeout) stops the run as Ctrl-C does: workers drained, the emulator stopped.
         run.process.send_signal(signal.SIGTERM)
         try:
-            status = run.process.wait(timeout=120)
+            status = run.wait(120)
         except subprocess.TimeoutExpired:
             run.process.kill()
             run.process.wait()
