@@ -19,10 +19,26 @@ from local_emulator.deploy import PROJECT_DIR, DeployReport
 from local_emulator.server import LocalServer, running_server
 from local_emulator.user_app import deploy_app
 
-#: Why a test that deploys is skipped: the ``cdk`` CLI (``npm ci``) is missing.
-NEEDS_CDK = pytest.mark.skipif(
-    not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
-)
+#: The pinned ``cdk`` CLI, which ``make setup`` installs (``npm ci``).
+CDK_CLI = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
+
+
+def require_cdk() -> Path:
+    """The pinned ``cdk`` CLI; a test that needs it fails without it, never skips (a run whose deploy tests all
+    skipped would pass without deploying anything)."""
+    if not CDK_CLI.exists():
+        pytest.fail(f"{CDK_CLI} is missing: run `make setup` (it runs `npm ci`), as `make test` does", pytrace=False)
+    return CDK_CLI
+
+
+@pytest.fixture(scope="session")
+def cdk_cli() -> Path:
+    """:func:`require_cdk` as a fixture (:data:`NEEDS_CDK`)."""
+    return require_cdk()
+
+
+#: A test that runs the ``cdk`` CLI (a deploy, a synth): it fails when the CLI is missing.
+NEEDS_CDK = pytest.mark.usefixtures("cdk_cli")
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,7 @@ def deployment(
     """``app`` (a CDK app script; default: the directory's ``cdk.json`` app) deployed and verified on an emulator
     of its own, as ``jobqueues local deploy`` deploys it, for as long as the ``with`` lasts; ``cdk`` runs in
     ``app_dir`` (default: the project's, i.e. the example app)."""
+    require_cdk()
     assembly = tmp_path_factory.mktemp("cdk.out")
     command = None if app is None else f"{sys.executable} {app}"
     with running_server() as server:

@@ -19,13 +19,25 @@ def _log(event: str, message: Message) -> None:
 
 
 def fleet_job(body: str, message: Message) -> None:
-    """``{"id": ..., "seconds": ...}``: records ``start|end id pid monotonic handle slack message_id`` (one atomic
-    append per line): the receipt handle's first 16 characters (as sqslease logs it), the lease's slack in
-    seconds and the message id."""
+    """``{"id": ..., "seconds": ..., "until_rerun": ...}``: records ``start|end id pid monotonic handle slack
+    message_id`` (one atomic append per line): the receipt handle's first 16 characters (as sqslease logs it), the
+    lease's slack in seconds and the message id. Runs ``seconds``; with ``until_rerun``, until the job has started
+    twice (another handler took it over: its lease lapsed), ``seconds`` at most."""
     job = json.loads(body)
     _fleet_record("start", job["id"], message)
-    time.sleep(job["seconds"])
+    if job.get("until_rerun"):
+        _until_started_twice(job["id"], job["seconds"])
+    else:
+        time.sleep(job["seconds"])
     _fleet_record("end", job["id"], message)
+
+
+def _until_started_twice(job: str, at_most_s: float) -> None:
+    events, deadline = Path(os.environ["TEST_EVENTS_FILE"]), time.monotonic() + at_most_s
+    while time.monotonic() < deadline:
+        if sum(line.split()[:2] == ["start", job] for line in events.read_text().splitlines()) >= 2:
+            return
+        time.sleep(0.05)
 
 
 def _fleet_record(kind: str, job: str, message: Message) -> None:

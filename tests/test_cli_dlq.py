@@ -103,30 +103,42 @@ def test_a_loop_killed_between_send_and_delete_loses_nothing(ops_deployment: Dep
     sent = fill_fifo_dlq(sqs, invoices, groups=2, per_group=10)
 
     class KilledAfterSecondSend:
-        """The client of a redrive killed right after its second batch was sent, before its delete."""
+        """The client of a redrive killed right after its second batch was sent, before its delete; ``held``: the
+        receipt handles of what it received and did not delete."""
 
-        sends = 0
+        def __init__(self) -> None:
+            self.sends = 0
+            self.held: list[str] = []
 
         def __getattr__(self, name: str) -> Any:
             return getattr(sqs, name)
 
+        def receive_message(self, **kwargs: Any) -> Any:
+            answer = sqs.receive_message(**kwargs)
+            self.held += [m["ReceiptHandle"] for m in answer.get("Messages", [])]
+            return answer
+
         def delete_message_batch(self, **kwargs: Any) -> Any:
             if self.sends == 2:
                 raise KeyboardInterrupt
+            self.held = [h for h in self.held if h not in {e["ReceiptHandle"] for e in kwargs["Entries"]}]
             return sqs.delete_message_batch(**kwargs)
 
         def send_message_batch(self, **kwargs: Any) -> Any:
             self.sends += 1
             return sqs.send_message_batch(**kwargs)
 
+    killed = KilledAfterSecondSend()
     with pytest.raises(KeyboardInterrupt):
-        fifo_loop(KilledAfterSecondSend(), invoices, visibility_s=2)
+        fifo_loop(killed, invoices)  # its batch in hand leased for 60 s
     # The second batch is in both queues, and in flight in the DLQ: a rerun at once finds both groups locked
     # and says so; once the batch is visible again, a rerun sends it again with the same deduplication ids,
     # which the FIFO queue drops, and finishes the rest.
     early = fifo_loop(sqs, invoices)
     assert (early.moved, early.in_flight_left) == (0, 10)
-    time.sleep(2.5)
+    entries = [{"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0} for i, h in enumerate(killed.held)]
+    released = sqs.change_message_visibility_batch(QueueUrl=invoices.dead_letter_queue_url, Entries=entries)
+    assert len(entries) == 10 and not released.get("Failed")  # the killed loop's lease runs out: visible again
     result = fifo_loop(sqs, invoices)
     assert result.moved == 10 and not result.failed
     assert_redriven(sqs, invoices, sent)
@@ -331,7 +343,7 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, Em
         # SIGTERM (a `kill`, a CI timeout) stops the run as Ctrl-C does: workers drained, the emulator stopped.
         run.process.send_signal(signal.SIGTERM)
         try:
-            status = run.process.wait(timeout=120)
+            status = run.wait(120)
         except subprocess.TimeoutExpired:
             run.process.kill()
             run.process.wait()

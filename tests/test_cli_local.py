@@ -39,9 +39,18 @@ class Run:
 
     process: subprocess.Popen[str]
     lines: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None  # reads the process's output into ``lines``
 
     def text(self) -> str:
         return "\n".join(self.lines)
+
+    def wait(self, timeout_s: float) -> int:
+        """The exit status, once the process ended and its output was read to its end (its last lines too)."""
+        status = self.process.wait(timeout=timeout_s)
+        assert self.reader is not None
+        self.reader.join(timeout_s)
+        assert not self.reader.is_alive(), "the process's output was not read to its end"
+        return status
 
     def wait_for_line(self, needle: str, timeout_s: float) -> None:
         until(lambda: needle in self.text() or self.process.poll() is not None, timeout_s, f"line {needle!r}")
@@ -64,7 +73,8 @@ def start(*args: str, cwd: Path = OPS_APP_DIR, env: dict[str, str] | None = None
         for line in process.stdout:
             run.lines.append(line.rstrip("\n"))
 
-    threading.Thread(target=read, daemon=True).start()
+    run.reader = threading.Thread(target=read, daemon=True)
+    run.reader.start()
     return run
 
 
@@ -164,7 +174,7 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
     finally:
         if run.process.poll() is None:
             try:
-                run.exit_status = run.process.wait(timeout=180)
+                run.exit_status = run.wait(180)
             except subprocess.TimeoutExpired:
                 run.process.kill()
                 run.process.wait()
@@ -207,7 +217,7 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
     # idle: the workers stop (scale in to min_tasks=0), then --until-idle ends the run with a summary
     until(lambda: desired(emulator, consumer) == 0, 90, "the workers to stop")
     until(lambda: run.process.poll() is not None, 120, "--until-idle to end the run")
-    assert run.process.returncode == 0, run.text()
+    assert run.wait(30) == 0, run.text()
     text = run.text()
     assert re.search(r"\d+ -> 0 workers", text)
     assert "summary Prod-Billing/Invoices: 12 success" in text
@@ -279,8 +289,7 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     app = Path(__file__).resolve().parent / "emulator_apps" / "stages_app.py"
     # WHEN `jobqueues local deploy` deploys it from a directory without a cdk.json
     run = start("local", "deploy", "--app", f"{sys.executable} {app}", cwd=tmp_path)
-    status = run.process.wait(timeout=240)
-    time.sleep(0.2)  # the reader thread's last lines
+    status = run.wait(240)
     # THEN every stack is deployed and verified, and the endpoint printed for the other commands
     assert status == 0, run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)

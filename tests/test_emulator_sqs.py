@@ -3,9 +3,10 @@
 moto checks that a message is visible, then marks it received, with no lock between; moto_server serves
 requests on threads, so two concurrent ReceiveMessage calls could both take one message. The fault fleet hit
 this once (two workers started one job 11 ms apart, each with a fresh lease). These tests drive moto's SQS
-backend in-process with the window between check and mark widened, without and with the emulator's patch.
+backend in-process with the window between check and mark held open until every receive has checked (or, where
+the patch's lock keeps the others out, for a second), without and with the emulator's patch.
 A FIFO group whose leases all ran out must come back from its first message, as in SQS; moto alone starts
-from its last.
+from its last (moto's clock moved past the leases, not waited for).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import threading
 import time
 from collections.abc import Iterator
 
+import moto.sqs.models
 import pytest
-from moto.sqs.models import Message, SQSBackend
+from moto.sqs.models import Message, Queue, SQSBackend
 
 from local_emulator.patches.sqs import (
     make_fifo_redelivery_ordered,
@@ -23,30 +25,36 @@ from local_emulator.patches.sqs import (
     make_sqs_receives_atomic,
 )
 
+RECEIVERS = 4
 
-@pytest.fixture
-def slow_marks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+
+def hold_marks(monkeypatch: pytest.MonkeyPatch, window_s: float) -> None:
+    """Widen the window between moto's visibility check and its mark: each mark waits until all
+    :data:`RECEIVERS` receives have reached theirs (each saw the message visible), or ``window_s`` seconds."""
     original = Message.mark_received
+    checked = threading.Barrier(RECEIVERS)
 
     def mark_received(self: Message, visibility_timeout: int | None = None) -> None:
-        time.sleep(0.05)  # the window between moto's visibility check and its mark, widened
+        try:
+            checked.wait(window_s)
+        except threading.BrokenBarrierError:
+            pass  # the other receives never got past the check
         original(self, visibility_timeout)
 
     monkeypatch.setattr(Message, "mark_received", mark_received)
-    yield
 
 
-def receive_at_once(backend: SQSBackend, receivers: int = 4) -> list[str]:
+def receive_at_once(backend: SQSBackend) -> list[str]:
     backend.create_queue("q")
     backend.send_message("q", "only")
     bodies: list[str] = []
-    start = threading.Barrier(receivers)
+    start = threading.Barrier(RECEIVERS)
 
     def receive() -> None:
         start.wait()
         bodies.extend(m.body for m in backend.receive_message("q", 10, 0, 60))
 
-    threads = [threading.Thread(target=receive) for _ in range(receivers)]
+    threads = [threading.Thread(target=receive) for _ in range(RECEIVERS)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -54,60 +62,85 @@ def receive_at_once(backend: SQSBackend, receivers: int = 4) -> list[str]:
     return bodies
 
 
-def test_moto_alone_hands_one_message_to_concurrent_receives(slow_marks: None) -> None:
+def test_moto_alone_hands_one_message_to_concurrent_receives(monkeypatch: pytest.MonkeyPatch) -> None:
     class Plain(SQSBackend):
         pass
 
-    assert receive_at_once(Plain("us-east-1", "123456789012")).count("only") > 1  # the race this guards against
+    hold_marks(monkeypatch, window_s=30)  # every receive checks before any marks: the race, every time
+    assert receive_at_once(Plain("us-east-1", "123456789012")) == ["only"] * RECEIVERS  # what this guards against
 
 
-def test_the_emulator_hands_a_message_to_one_receive_only(slow_marks: None) -> None:
+def test_the_emulator_hands_a_message_to_one_receive_only(monkeypatch: pytest.MonkeyPatch) -> None:
     class Atomic(SQSBackend):
         pass
 
     make_sqs_receives_atomic(Atomic)
+    hold_marks(monkeypatch, window_s=1)  # the lock keeps the others from the check: the first mark waits it out
     assert receive_at_once(Atomic("us-east-1", "123456789012")) == ["only"]
 
 
-def test_a_long_poll_still_waits_for_a_message_sent_meanwhile() -> None:
+def test_a_long_poll_still_waits_for_a_message_sent_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
     class Atomic(SQSBackend):
         pass
 
     make_sqs_receives_atomic(Atomic)
     backend = Atomic("us-east-1", "123456789012")
     backend.create_queue("q")
-    threading.Timer(0.5, lambda: backend.send_message("q", "late")).start()
+    waiting = threading.Event()
+    wait_for_messages = Queue.wait_for_messages
+
+    def signalled_wait(self: Queue, timeout: float) -> None:
+        waiting.set()
+        wait_for_messages(self, timeout)
+
+    monkeypatch.setattr(Queue, "wait_for_messages", signalled_wait)
+    bodies: list[str] = []
+    # GIVEN a 60 s long poll that found nothing and waits (outside the lock)
+    poll = threading.Thread(target=lambda: bodies.extend(m.body for m in backend.receive_message("q", 10, 60, 60)))
+    poll.start()
+    assert waiting.wait(30)
+    # WHEN a message is sent meanwhile THEN the poll takes it, long before its 60 s are over
+    backend.send_message("q", "late")
+    poll.join(30)
+    assert not poll.is_alive() and bodies == ["late"]
+    # AND an empty long poll waits out its time
     started = time.monotonic()
-    bodies = [m.body for m in backend.receive_message("q", 10, 5, 60)]
-    assert bodies == ["late"] and 0.4 < time.monotonic() - started < 2
-    started = time.monotonic()
-    assert backend.receive_message("q", 10, 1, 60) == [] and time.monotonic() - started >= 0.95  # waits it out
+    assert backend.receive_message("q", 10, 1, 60) == [] and time.monotonic() - started >= 0.95
 
 
-def crash_holding_a_group(backend: SQSBackend) -> list[str]:
+@pytest.fixture
+def moto_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """moto's SQS clock (``unix_time_millis``), ahead of the real one by the milliseconds in ``[0]``."""
+    ahead = [0.0]
+    real = moto.sqs.models.unix_time_millis
+    monkeypatch.setattr(moto.sqs.models, "unix_time_millis", lambda *args: real(*args) + ahead[0])
+    yield ahead
+
+
+def crash_holding_a_group(backend: SQSBackend, moto_clock: list[float]) -> list[str]:
     """A consumer receives a group's #0..#2 and crashes; once their leases run out together, what comes first."""
     backend.create_queue("q.fifo", FifoQueue="true", ContentBasedDeduplication="true")
     for i in range(3):
         backend.send_message("q.fifo", f"#{i}", group_id="g")
     assert [m.body for m in backend.receive_message("q.fifo", 10, 0, 1)] == ["#0", "#1", "#2"]
-    time.sleep(1.2)  # the 1 s leases run out, none deleted
+    moto_clock[0] += 1_200  # the 1 s leases run out, none deleted
     return [m.body for m in backend.receive_message("q.fifo", 10, 0, 30)]
 
 
-def test_moto_alone_redelivers_a_fifo_group_out_of_order() -> None:
+def test_moto_alone_redelivers_a_fifo_group_out_of_order(moto_clock: list[float]) -> None:
     class Plain(SQSBackend):
         pass
 
-    assert crash_holding_a_group(Plain("us-east-1", "123456789012"))[0] == "#2"  # what this guards against
+    assert crash_holding_a_group(Plain("us-east-1", "123456789012"), moto_clock)[0] == "#2"  # what this guards against
 
 
-def test_the_emulator_redelivers_a_fifo_group_in_order() -> None:
+def test_the_emulator_redelivers_a_fifo_group_in_order(moto_clock: list[float]) -> None:
     class Emulated(SQSBackend):
         pass
 
     make_fifo_redelivery_ordered(Emulated)
     make_sqs_receives_atomic(Emulated)
-    assert crash_holding_a_group(Emulated("us-east-1", "123456789012")) == ["#0", "#1", "#2"]
+    assert crash_holding_a_group(Emulated("us-east-1", "123456789012"), moto_clock) == ["#0", "#1", "#2"]
 
 
 def test_the_retention_check_reads_one_attribute_and_keeps_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import threading
 import time
 import uuid
 import zipfile
@@ -52,7 +51,7 @@ def handler(event, context):
     if "crash" in bodies:
         raise RuntimeError("boom")
     if "slow" in bodies:
-        time.sleep(5)
+        time.sleep(600)  # never returns in time: the driver kills it at the function's timeout
     return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "bad"]}
 """
 
@@ -323,13 +322,19 @@ def test_batching_window_gathers_messages_that_arrive_later(local_aws: LocalServ
     # The queue's visibility timeout outlasts the window, as it must (else a gathered message comes back).
     deployed = Deployed(local_aws, batch_size=10, window=3, vt=30)
     deployed.send("first")
-    later = threading.Timer(0.5, deployed.send, args=("second",))
-    later.start()
     driver, _ = deployed.driver(tmp_path)
+    receive = driver.sqs.receive_message
+
+    def receive_then_send_another(**request: Any) -> Any:
+        answer = receive(**request)
+        if any(m["Body"] == "first" for m in answer.get("Messages", [])):
+            deployed.send("second")  # arrives once the window opened with the first
+        return answer
+
+    driver.sqs.receive_message = receive_then_send_another
     try:
         messages = driver.gather()
     finally:
-        later.join()
         driver.runtime.stop()
     assert sorted(m["Body"] for m in messages) == ["first", "second"]
 

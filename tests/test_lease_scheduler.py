@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 
 import pytest
 from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 from support.sqs_errors import client_error
+from support.waiting import wait_for
 
 from sqslease.retry import EntryOutcome, backoff_delay, classify_error, may_have_landed
 from sqslease.scheduler import LeaseScheduler, LeaseState
@@ -53,10 +53,10 @@ def test_settle_waits_for_an_extension_in_flight_and_no_extension_follows() -> N
     scheduler = scheduler_with([3])
     (lease,) = scheduler.take_due(now=0)  # extension request "in flight"
     settled = []
-    settler = threading.Thread(target=lambda: settled.append(scheduler.begin_settle(lease, timeout=5)))
+    settler = threading.Thread(target=lambda: settled.append(scheduler.begin_settle(lease, timeout=60)))
     settler.start()
-    time.sleep(0.1)
-    assert settled == [] and lease.state is LeaseState.SETTLE_WAITING  # waiting for the request to finish
+    assert wait_for(lambda: lease.state is LeaseState.SETTLE_WAITING, timeout_s=30)
+    assert settled == []  # waiting for the request to finish (until it ends, or for the 60 s)
     scheduler.extended(lease, sent_at=0.5, visibility_timeout=30)
     settler.join()
     assert settled == [True] and lease.state is LeaseState.FINISHING

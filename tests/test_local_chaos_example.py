@@ -85,8 +85,8 @@ def test_chaos_on_the_example_app_loses_nothing(tmp_path: Path) -> None:
         if run.process.poll() is None:
             run.process.kill()
             run.process.wait()
+    assert run.wait(30) == 0, run.text()
     text = run.text()
-    assert run.process.returncode == 0, text
     assert re.search(r"chaos: \d+ of \d+ SQS requests faulted", text), text
     rows = report_rows(text)
     assert set(rows) >= {"JobQueuesExample/Transcode", "JobQueuesExample/Thumbnails"}, text

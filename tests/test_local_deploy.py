@@ -13,17 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from emulator_fixtures import deployment
+from emulator_fixtures import NEEDS_CDK, deployment
 
-from local_emulator.deploy import PROJECT_DIR, DeployError, DeployReport, verify
+from local_emulator.deploy import DeployError, DeployReport, verify
 from local_emulator.server import LocalServer
 
-pytestmark = [
-    pytest.mark.skipif(
-        not (PROJECT_DIR / "node_modules" / ".bin" / "cdk").exists(), reason="needs `npm ci` (make test runs it)"
-    ),
-    pytest.mark.heavy,
-]
+pytestmark = [NEEDS_CDK, pytest.mark.heavy]
 
 
 def test_unsupported_resource_type_fails_the_deploy_loudly(local_aws: LocalServer) -> None:

@@ -10,17 +10,18 @@ hold-back) are pinned below on a scripted client and a clock that moves only whe
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from support.fakes import FakeClock, FakeSQS
+from support.fault_proxy import Fault, FaultProxy
 from support.moto_queues import Queues, counts, make_queue, receive_all, send
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
@@ -63,6 +64,14 @@ class Trial:
 def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_receive(
     local_aws: LocalServer, tmp_path: Path
 ) -> None:
+    polled: set[str] = set()  # the queues an idle worker's long poll reached the server for
+
+    def note_polls(operation: str, body: bytes) -> Fault | None:
+        if operation == "ReceiveMessage":
+            polled.add(json.loads(body)["QueueUrl"])
+        return None
+
+    proxy = FaultProxy(local_aws.endpoint, note_polls).start()  # in front of B only: it passes every request
     trials = []
     released = tmp_path / "jobs-may-end"  # the jobs run until this file exists: A is busy at SIGTERM, whatever the load
     for n in range(TRIALS):  # the trials run side by side, each on its own queue
@@ -82,25 +91,29 @@ def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_recei
                 local_aws,
                 trial.queues.url,
                 trial.events,
+                endpoint=proxy.endpoint,
                 concurrency=3,
                 log=trial.idle_log,
                 **SETTINGS,
                 **jobs_end_on(released),
             )
-        assert wait_for(lambda: all("consuming" in t.log_text() for t in trials), timeout_s=30)
-        time.sleep(0.5)  # their polls are in flight
+        # B polls: it is in a long poll (2 s) from then on, but for the moment between two
+        assert wait_for(lambda: polled >= {t.queues.url for t in trials}, timeout_s=30)
         assert not [e for t in trials for e in events_of(t.events) if e[0] == "end"], "A was not busy at SIGTERM"
         for trial in trials:
             for process in trial.processes():
                 process.send_signal(signal.SIGTERM)
-        time.sleep(4)  # past the release point (2 s polls + 1 s) with A's jobs running, then they end
-        released.touch()
+        # A releases its 2 unstarted messages at its release point (2 s polls + 1 s), its 3 jobs still running;
+        # no poll of B took them (a drain's poll in flight hides what it finds)
+        assert wait_for(lambda: all(counts(local_aws, t.queues.url) == (JOBS - 3, 3) for t in trials), timeout_s=30)
+        released.touch()  # then A's jobs end
         for trial in trials:
             assert [p.wait(timeout=40) for p in trial.processes()] == [0, 0]
     finally:
         for trial in trials:
             for process in trial.processes():
                 process.kill()
+        proxy.stop()
     assert wait_for(lambda: all(counts(local_aws, t.queues.url)[1] == 0 for t in trials), timeout_s=15)
     problems = []
     for n, trial in enumerate(trials):
@@ -254,8 +267,10 @@ def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_poi
         w.shutdown()
         gate.set()
         assert wait_for(lambda: emf_records(w), timeout_s=10)
-        # THEN A1 and A2 are held back, neither run nor released
-        assert not wait_for(lambda: releases(sqs), timeout_s=0.5) and runs == ["A0"]
+        # THEN A1 and A2 are held back, neither run nor released (released at once, nothing would wait for them)
+        held = "message group A: message m-A0 failed; releasing 2 later messages of the group"
+        assert wait_for(lambda: held in caplog.text and w.handlers.waiting(), timeout_s=10)
+        assert releases(sqs) == [] and runs == ["A0"]
         # and released once the clock passes the release point
         assert advance_until(clock, lambda: len(releases(sqs)) == 2)
     assert sorted(h for _, h in releases(sqs)) == sorted(sqs.handle_of("A1") + sqs.handle_of("A2"))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from support.fakes import FakeClock, FakeSQS
-from support.moto_queues import make_queue, receive_all, send
+from support.moto_queues import make_queue, receive_all, receive_when_visible, send
 from support.recording import CallRecorder
 from support.waiting import wait_for
 
@@ -40,9 +40,8 @@ def test_a_tick_never_waits_for_a_held_request() -> None:
     scheduler, (first, second) = table(SLOW, [4.0, 8.0])
     heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
     try:
-        started = time.monotonic()
         first_tick = heartbeat.tick()  # the first lease's request is held
-        assert time.monotonic() - started < 5  # the held request waits 10 s
+        assert not first_tick.rounds[0].done()  # the tick returned while its round's request is still held
         clock.now = 4.0
         assert heartbeat.tick().wait(timeout=5).extended == 1  # the second lease's round ends meanwhile
         assert second.extensions == 1 and first.extensions == 0 and first.state is LeaseState.EXTENDING
@@ -157,20 +156,24 @@ def test_a_lease_is_extended_while_its_delete_is_held_and_a_failed_delete_is_ret
 
 def test_a_release_waits_for_the_extension_in_flight_on_the_sender_thread_not_the_handler() -> None:
     held = threading.Event()
-    sqs = FakeSQS().script("ChangeMessageVisibilityBatch", held)
+    extension_answered_first: list[bool] = []  # when the release went out, whether the extension was answered
+    sqs = FakeSQS().script("ChangeMessageVisibilityBatch", held, lambda: extension_answered_first.append(held.is_set()))
     scheduler, (lease,) = table(SLOW, [3], received_at=time.monotonic())  # 3 s left: due now
+    waits: list[bool | None] = []  # the sender's looks at the lease: None while the extension is in flight
+    change_ready = scheduler.change_ready
+    scheduler.change_ready = lambda lease: waits.append(change_ready(lease)) or waits[-1]  # type: ignore[method-assign]
     settler = Settler(sqs, "q", scheduler)
     heartbeat = Heartbeat(sqs, "q", scheduler, SLOW)
     try:
         tick = heartbeat.tick()
         assert wait_for(lambda: sqs.calls, timeout_s=5)  # the extension is in flight
-        started = time.monotonic()
         future = settler.change_visibility(lease, 0)
-        assert time.monotonic() - started < 5 and not future.done()  # the caller never waits (the extension: 10 s)
-        time.sleep(0.2)
+        assert not tick.rounds[0].done() and not future.done()  # the caller never waits for the extension
+        assert wait_for(lambda: None in waits, timeout_s=10)  # the sender thread waits for it instead
         assert len(sqs.calls) == 1  # and the release is not sent before the extension's answer
         held.set()
         assert tick.wait(timeout=5).extended == 1 and future.result(timeout=5) is True
+        assert extension_answered_first == [True]
     finally:
         held.set()
         settler.close(timeout=5)
@@ -185,7 +188,7 @@ def test_the_heartbeat_thread_backs_off_when_throttled() -> None:
     scheduler = LeaseScheduler(SLOW.extension_threshold, SLOW.pull_forward)
     scheduler.add("h", time.monotonic() - 25.2, 30)  # due now, 4.8 s of slack
     heartbeat = Heartbeat(sqs, "q", scheduler, SLOW).start()
-    time.sleep(2.5)
+    assert wait_for(lambda: len(sqs.calls) >= 3, timeout_s=30)  # a first try and two retries
     heartbeat.stop()
     times = [at for at, _, _ in sqs.calls]
     gaps = [b - a for a, b in itertools.pairwise(times)]
@@ -193,11 +196,19 @@ def test_the_heartbeat_thread_backs_off_when_throttled() -> None:
 
 
 # -- integration: moto_server --------------------------------------------------------------------------
-def received_leases(local_aws: LocalServer, count: int, vt: int = 2) -> tuple[str, LeaseScheduler, list]:
+#: Extensions of 30 s, asked 1 s before a lease ends: the leases scheduled on a FakeClock fall due when the test
+#: moves it, and an extension outlasts any wait of the test (moto, unlike SQS, extends a lapsed lease too).
+EXTEND_30 = LeaseSettings(visibility_timeout=30, extension_threshold=1, heartbeat_interval=0.2, pull_forward=0)
+
+
+def received_leases(
+    local_aws: LocalServer, count: int, vt: int = 2, clock: FakeClock | None = None
+) -> tuple[str, LeaseScheduler, list]:
+    """``count`` messages received with a ``vt`` s lease, scheduled on ``clock`` (from 0) or the real clock."""
     queues = make_queue(local_aws, vt=vt)
     send(local_aws, queues.url, [f"m{i}" for i in range(count)])
     scheduler = LeaseScheduler(SETTINGS.extension_threshold, SETTINGS.pull_forward)
-    sent_at = time.monotonic()
+    sent_at = clock() if clock else time.monotonic()
     messages = receive_all(local_aws, queues.url, vt=vt)
     assert len(messages) == count
     leases = [scheduler.add(m["ReceiptHandle"], sent_at, vt) for m in messages]
@@ -205,11 +216,13 @@ def received_leases(local_aws: LocalServer, count: int, vt: int = 2) -> tuple[st
 
 
 def test_eleven_plus_due_leases_go_out_in_correctly_sized_batches(local_aws: LocalServer) -> None:
-    url, scheduler, leases = received_leases(local_aws, 25)
+    clock = FakeClock(0.0)
+    received = time.monotonic()
+    url, scheduler, leases = received_leases(local_aws, 25, clock=clock)
     recorder = CallRecorder()
     sqs = recorder.attach(local_aws.client("sqs"))
-    heartbeat = Heartbeat(sqs, url, scheduler, SETTINGS)
-    time.sleep(1.1)  # all 25 are now within the 1 s threshold
+    heartbeat = Heartbeat(sqs, url, scheduler, EXTEND_30, clock=clock, sleep=clock.sleep)
+    clock.now = 1.1  # all 25 are now within the 1 s threshold
     stats = heartbeat.tick().wait(timeout=10)
     heartbeat.stop()
     calls = recorder.of("ChangeMessageVisibilityBatch")
@@ -217,16 +230,19 @@ def test_eleven_plus_due_leases_go_out_in_correctly_sized_batches(local_aws: Loc
     assert sorted(len(c.params["Entries"]) for c in calls) == [5, 10, 10]
     for call in calls:  # positional ids, never message ids
         assert [e["Id"] for e in call.params["Entries"]] == [str(i) for i in range(len(call.params["Entries"]))]
-    time.sleep(1.5)  # past the original 2 s visibility timeout: still invisible thanks to the extension
+    assert [c.params["Entries"][0]["VisibilityTimeout"] for c in calls] == [30] * 3
+    # past the original 2 s visibility timeout (a deadline of moto's, in real time): still invisible, extended
+    assert wait_for(lambda: time.monotonic() > received + 2.5, timeout_s=10)
     assert receive_all(local_aws, url) == []
     assert all(lease.extensions == 1 for lease in leases)
 
 
 def test_invalid_receipt_handle_marks_only_that_lease_lost(local_aws: LocalServer) -> None:
-    url, scheduler, leases = received_leases(local_aws, 3)
-    bogus = scheduler.add("not-a-receipt-handle", time.monotonic(), 2)
-    heartbeat = Heartbeat(local_aws.client("sqs"), url, scheduler, SETTINGS)
-    time.sleep(1.1)
+    clock = FakeClock(0.0)
+    url, scheduler, leases = received_leases(local_aws, 3, clock=clock)
+    bogus = scheduler.add("not-a-receipt-handle", clock(), 2)
+    heartbeat = Heartbeat(local_aws.client("sqs"), url, scheduler, EXTEND_30, clock=clock, sleep=clock.sleep)
+    clock.now = 1.1  # all 4 are now within the 1 s threshold
     stats = heartbeat.tick().wait(timeout=10)
     heartbeat.stop()
     assert stats.requests == 1 and stats.extended == 3 and stats.lost == 1
@@ -234,10 +250,14 @@ def test_invalid_receipt_handle_marks_only_that_lease_lost(local_aws: LocalServe
 
 
 def test_heartbeat_thread_keeps_a_message_invisible_until_stopped(local_aws: LocalServer) -> None:
+    # End to end on the real clock: the heartbeat thread's own ticks against moto's own clock.
+    received = time.monotonic()
     url, scheduler, (lease,) = received_leases(local_aws, 1)
     heartbeat = Heartbeat(local_aws.client("sqs"), url, scheduler, SETTINGS).start()
-    time.sleep(4.5)  # more than twice the 2 s visibility timeout
+    # more than twice the 2 s visibility timeout, on extensions: still invisible
+    assert wait_for(lambda: lease.extensions >= 3 and time.monotonic() > received + 4.5, timeout_s=30)
     assert receive_all(local_aws, url) == []
     heartbeat.stop()
-    assert lease.extensions >= 3
-    assert len(receive_all(local_aws, url, wait_s=3)) == 1  # it lapses once extensions stop
+    assert not lease.lost
+    found, _ = receive_when_visible(local_aws, url, timeout_s=15)
+    assert len(found) == 1  # it lapses once extensions stop

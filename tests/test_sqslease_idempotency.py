@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from support.dynamodb_faults import inject
+from support.fakes import FakeClock
 
 from local_emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease.idempotency import (
@@ -42,8 +43,11 @@ def job_type() -> str:
     return f"Job{next(_job_types)}"
 
 
-def consumer(local_aws: LocalServer, table: str, job_type: str, **settings: float) -> IdempotencyStore:
-    """One consumer's store: its own client (timeouts, no botocore retries), as a worker builds it."""
+def consumer(
+    local_aws: LocalServer, table: str, job_type: str, wall: FakeClock | None = None, **settings: float
+) -> IdempotencyStore:
+    """One consumer's store: its own client (timeouts, no botocore retries), as a worker builds it; on ``wall``
+    (epoch seconds, its retries' pauses too) when given, else the real clock."""
     lease = LeaseSettings(
         **{"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, **settings},
         job_type=job_type,
@@ -55,7 +59,8 @@ def consumer(local_aws: LocalServer, table: str, job_type: str, **settings: floa
         aws_access_key_id=LOCAL_AWS_ENV["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=LOCAL_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
     )
-    return IdempotencyStore(client, lease, IdempotencySettings(table=table, retention_period=3600))
+    clock = {"clock": wall, "sleep": wall.sleep} if wall else {}
+    return IdempotencyStore(client, lease, IdempotencySettings(table=table, retention_period=3600), **clock)
 
 
 def stored(local_aws: LocalServer, table: str, pk: str) -> dict | None:
@@ -87,13 +92,16 @@ def test_two_consumers_racing_on_the_same_keys_run_each_key_once(
 def test_a_dead_consumers_record_is_taken_over_at_its_expiry_not_before(
     local_aws: LocalServer, table: str, job_type: str
 ) -> None:
-    dead, successor = consumer(local_aws, table, job_type), consumer(local_aws, table, job_type)
-    lease_ends = time.time() + 3
+    wall = FakeClock(time.time())  # both consumers' clock: the record's expiry passes when the test says
+    dead, successor = consumer(local_aws, table, job_type, wall), consumer(local_aws, table, job_type, wall)
+    lease_ends = wall() + 3
     assert dead.begin("m1", lease_ends).status is BeginStatus.RUN  # then it dies: nothing extends the record
-    early = successor.begin("m1", time.time() + 30)
+    early = successor.begin("m1", wall() + 30)
     assert early.status is BeginStatus.IN_PROGRESS_ELSEWHERE and early.expires_at == pytest.approx(lease_ends, abs=1e-3)
-    time.sleep(max(0.0, lease_ends - time.time()) + 0.05)
-    assert successor.begin("m1", time.time() + 30).status is BeginStatus.RUN
+    wall.now = lease_ends - 0.01
+    assert successor.begin("m1", wall() + 30).status is BeginStatus.IN_PROGRESS_ELSEWHERE  # not before
+    wall.now = lease_ends
+    assert successor.begin("m1", wall() + 30).status is BeginStatus.RUN  # at its expiry
 
 
 def test_a_completed_key_is_a_duplicate_with_its_result_and_a_failed_one_runs_again(
@@ -115,14 +123,15 @@ def test_a_completed_key_is_a_duplicate_with_its_result_and_a_failed_one_runs_ag
 def test_a_late_owner_cannot_extend_complete_or_delete_its_successors_record(
     local_aws: LocalServer, table: str, job_type: str
 ) -> None:
-    late = consumer(local_aws, table, job_type, extension_threshold=1)  # request timeout 0.4 s
-    successor = consumer(local_aws, table, job_type)
-    old = late.begin("m1", time.time() + 1.5).hold
+    wall = FakeClock(time.time())  # both consumers' clock
+    late = consumer(local_aws, table, job_type, wall, extension_threshold=1)  # request timeout 0.4 s
+    successor = consumer(local_aws, table, job_type, wall)
+    old = late.begin("m1", wall() + 1.5).hold
     assert old is not None
-    time.sleep(1.6)
-    new = successor.begin("m1", time.time() + 30).hold
+    wall.sleep(1.6)  # the late owner's lease runs out
+    new = successor.begin("m1", wall() + 30).hold
     assert new is not None
-    assert late.extend([(old, time.time() + 30)]) == [ExtendOutcome.LOST]
+    assert late.extend([(old, wall() + 30)]) == [ExtendOutcome.LOST]
     assert late.complete(old, "late") is SettleOutcome.LOST
     assert late.fail(old) is SettleOutcome.LOST
     item = stored(local_aws, table, f"{job_type}#m1")
@@ -132,12 +141,13 @@ def test_a_late_owner_cannot_extend_complete_or_delete_its_successors_record(
 def test_throttling_is_retried_within_the_slack_then_the_message_is_not_run(
     local_aws: LocalServer, table: str, job_type: str
 ) -> None:
-    store = consumer(local_aws, table, job_type, visibility_timeout=10, extension_threshold=2)
+    wall = FakeClock(time.time())  # its retries' pauses move this clock: no real waiting
+    store = consumer(local_aws, table, job_type, wall, visibility_timeout=10, extension_threshold=2)
     faults = inject(store.client, lambda operation: "throttle")
-    started = time.time()
+    started = wall()
     begin = store.begin("m1", started + 3)
     assert begin.status is BeginStatus.UNAVAILABLE and "ProvisionedThroughputExceeded" in (begin.error or "")
-    assert faults.sent("PutItem") >= 2 and time.time() < started + 3  # retried, and gave up before the lease ended
+    assert faults.sent("PutItem") >= 2 and wall() < started + 3  # retried, and gave up before the lease ended
     assert stored(local_aws, table, f"{job_type}#m1") is None  # no record, so no run
 
 

@@ -57,12 +57,16 @@ def test_heartbeat_keeps_the_batch_invisible_during_a_long_invocation(local_aws:
     send(local_aws, queues.url, ["slow", "queued"])
     event = lambda_event(local_aws, queues.url, vt=2)
 
+    seen_meanwhile: list[list[dict]] = []
+
     @sqs_batch_handler(settings=LeaseSettings(**FAST), sqs=local_aws.client("sqs"), queue_url=queues.url)
     def handler(body: str, message: Message) -> None:
-        time.sleep(2.5)  # the whole batch outlives its 2 s visibility timeout
+        time.sleep(2.5)  # the job: the whole batch outlives its 2 s visibility timeout
+        # neither record visible, checked while the invocation holds the leases (after it, only Lambda's delete would)
+        seen_meanwhile.append(receive_all(local_aws, queues.url))
 
     assert handler(event, FakeContext(60)) == {"batchItemFailures": []}
-    assert receive_all(local_aws, queues.url) == []  # neither record was redelivered meanwhile
+    assert seen_meanwhile == [[], []]
 
 
 def test_deadline_guard_releases_unstarted_records_and_reports_them(local_aws: LocalServer) -> None:
@@ -100,8 +104,8 @@ def test_leases_held_wraps_other_batch_processing(local_aws: LocalServer) -> Non
     send(local_aws, queues.url, ["a", "b"])
     event = lambda_event(local_aws, queues.url, vt=2)
     with leases_held(event, FakeContext(60), LeaseSettings(**FAST), local_aws.client("sqs"), queues.url):
-        time.sleep(3)
-    assert receive_all(local_aws, queues.url) == []
+        time.sleep(3)  # the batch's processing, past its 2 s visibility timeout
+        assert receive_all(local_aws, queues.url) == []  # checked while the leases are held
 
 
 def test_empty_event_is_a_no_op() -> None:

@@ -9,7 +9,6 @@ import io
 import json
 import random
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.message import Message
 from sqslease.otel import OtelHooks
 from sqslease.processor import MessageProcessor
+from sqslease.receiver import ROOM_WAIT_S
 from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
@@ -212,21 +212,37 @@ def test_a_full_batch_of_deletes_is_sent_without_waiting_out_the_linger() -> Non
     settler.close(timeout=5)
 
 
+class RecordedWaits:
+    """The receiver's stop event, each of its waits recorded in ``log`` (``"wait <seconds>"``)."""
+
+    def __init__(self, event: threading.Event, log: list[str]) -> None:
+        self.event, self.log = event, log
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.log.append(f"wait {timeout}")
+        return self.event.wait(timeout)
+
+
 def test_a_worker_at_its_in_flight_limit_looks_for_room_every_20_ms_not_in_a_busy_loop() -> None:
     # GIVEN a worker of 4 handlers allowed 2 leases, whose handlers wait for a gate
     sqs = FakeSQS()
     sqs.add(*(f"b{i}" for i in range(10)))
     gate = threading.Event()
     with running_worker(sqs, URL, lambda body, message: gate.wait(30), concurrency=4, max_in_flight=2) as worker:
-        looks: list[int] = []
+        log: list[str] = []  # the receiver's looks at its capacity, and its waits, in order
         real_capacity = worker.receiver._capacity
-        worker.receiver._capacity = lambda: looks.append(1) or real_capacity()  # type: ignore[method-assign]
+        worker.receiver._capacity = lambda: log.append("look") or real_capacity()  # type: ignore[method-assign]
+        worker.receiver._stopping = RecordedWaits(worker.receiver._stopping, log)  # type: ignore[assignment]
         assert wait_for(lambda: worker.handlers.outstanding() == 2, timeout_s=30)
-        # WHEN it holds its 2 leases for a second, with handlers free
-        looks.clear()
-        time.sleep(1.0)
-        seen = len(looks)
+        # WHEN it holds its 2 leases, with handlers free, for ten of its rounds
+        held_from = len(log)
+        assert wait_for(lambda: log[held_from:].count(f"wait {ROOM_WAIT_S}") >= 10, timeout_s=30)
+        rounds = " ".join(log[held_from:]).split(f"wait {ROOM_WAIT_S}")[1:-1]  # whole rounds between two waits
         gate.set()
-    # THEN it looked about every 20 ms (at most a few hundred times), and received no more than its limit meanwhile
-    assert 0 < seen < 300
+    # THEN each round looked (twice at most) and then waited ROOM_WAIT_S (20 ms): never a busy loop; and it
+    # received no more than its limit meanwhile
+    assert rounds and all(round_.split() in (["look"], ["look", "look"]) for round_ in rounds), rounds
     assert max(entry["MaxNumberOfMessages"] for entry in sqs.entries("ReceiveMessage")) <= 2

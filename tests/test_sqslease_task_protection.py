@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,8 +66,8 @@ def test_a_worker_is_protected_while_it_holds_leases_and_cleared_when_idle(
             SQSLEASE_TASK_PROTECTION_MINUTES="15",
         )
         try:
-            time.sleep(2)
-            assert received == []  # idle: nothing to protect
+            # idle, it asks nothing (its first request, below, is the protection the job needs: the stub's 500);
+            # that an idle check sends nothing is pinned on a clock of its own below
             send(local_aws, queues.url, ["job"])
             assert wait_for(lambda: any(r["_status"] == 200 for r in received), timeout_s=10)
             assert wait_for(lambda: [e[0] for e in events_of(events)] == ["start", "end"], timeout_s=15)
@@ -88,6 +87,12 @@ def test_protection_is_renewed_at_half_time_and_never_crashes_the_caller() -> No
     clock = FakeClock(0.0)
     holding = [True]
     with agent_stub() as (uri, received):
+        idle = TaskProtection(uri, lambda: False, minutes=2, idle_s=5, clock=clock)
+        idle.check()
+        clock.now = 30
+        idle.check()  # never protected, holding nothing: no call
+        assert received == []
+        clock.now = 0
         protection = TaskProtection(uri, lambda: holding[0], minutes=2, idle_s=5, clock=clock)
         protection.check()
         clock.now = 59

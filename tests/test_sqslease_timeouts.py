@@ -17,7 +17,7 @@ from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all, receive_when_visible, send
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
-from support.worker_runs import WorkerRun
+from support.worker_runs import RUN_THREAD, WorkerRun
 from support.worker_threads import FAST
 
 from jobqueues.consumer_contract import ConsumerContract
@@ -32,6 +32,7 @@ from sqslease.worker import HandlerHungError, Worker
 from sqslease.worker_cli import HUNG_EXIT_CODE, USAGE_EXIT_CODE
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
+WATCHDOG = "sqslease-watchdog"  # the thread that times handlers out: it reads the clock once a look
 #: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
 UNIT = {
     "visibility_timeout": 300,
@@ -113,7 +114,7 @@ def test_a_handler_that_ends_before_its_timeout_is_settled_as_usual() -> None:
     run = WorkerRun(unit_worker(sqs, handler, emf, max_processing_time=60))
     assert wait_for(lambda: deleted(sqs), timeout_s=10)
     clock.sleep(10)
-    time.sleep(1.5)  # the watchdog looks every second at most: it must find nothing to time out
+    assert clock.await_reads(WATCHDOG)  # a whole look at the handlers 69 s after the start: nothing to time out
     assert run.stop() is None
     assert outcomes(emf) == {"m-quick": "success"} and changes(sqs) == []
 
@@ -165,8 +166,8 @@ def test_an_async_handler_that_ignores_its_cancellation_is_hung_after_the_grace(
     assert wait_for(started.is_set, timeout_s=10)  # its clock starts with the handler: only then move the time
     clock.sleep(61)
     assert wait_for(lambda: outcomes(emf) == {"m-stubborn": "timed_out"}, timeout_s=10)
-    time.sleep(1.5)
-    assert run.thread.is_alive()  # within the grace: still consuming
+    assert clock.await_reads(WATCHDOG)  # a whole look since, still within the grace: not hung, still consuming
+    assert run.worker.hung == [] and run.thread.is_alive()
     clock.sleep(ASYNC_CANCEL_GRACE_S)
     assert isinstance(run.join(), HandlerHungError)
     release.set()
@@ -191,12 +192,13 @@ def test_a_hung_handlers_lease_is_held_while_the_worker_drains_and_released_as_i
         assert wait_for(lambda: runs == ["hang", "busy"], timeout_s=10)
         # WHEN "hang" passes its max_processing_time: it has failed, and the worker drains (its thread still runs)
         clock.sleep(51)
-        assert wait_for(lambda: outcomes(emf) == {"m-hang": "timed_out"}, timeout_s=10)
-        time.sleep(1.5)  # watchdog, drain and sender rounds: a release would be sent by now
+        assert wait_for(lambda: outcomes(emf) == {"m-hang": "timed_out"} and run.worker.hung, timeout_s=10)
+        # the drain waits for "busy" (it reads the clock each round): what it releases first is released by now
+        assert clock.await_reads(RUN_THREAD, count=3)
         # THEN its message stays leased while its thread may run: not released, held by the heartbeat
-        assert changes(sqs) == [] and run.thread.is_alive()
         (hang,) = [m for m in run.worker.hung]
         assert not hang.message.lease.settling and not hang.message.lease.lost
+        assert changes(sqs) == [] and run.thread.is_alive()
     finally:
         busy_gate.set()
     # AND it is released (failure policy) only as the worker exits, after the drain settled "busy"
@@ -250,8 +252,8 @@ def test_a_hung_handler_against_moto_is_visible_again_at_its_timeout(local_aws: 
     raised = WorkerRun(worker).join()
     unblock.set()
     assert isinstance(raised, HandlerHungError)
-    (again,) = receive_all(local_aws, queues.url)  # "ok" deleted; "hang" visible again, long before its 30 s VT
-    assert again["Body"] == "hang" and time.monotonic() - started < 20
+    (again,) = receive_all(local_aws, queues.url)  # "ok" deleted; "hang" visible again: released, as its 30 s VT
+    assert again["Body"] == "hang" and time.monotonic() - started < 30  # cannot have run out yet
     assert sorted(outcomes(emf).values()) == ["success", "timed_out"]
 
 

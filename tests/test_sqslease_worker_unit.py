@@ -20,6 +20,7 @@ from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.worker import DEFAULT_CONCURRENCY, Worker
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
+RECEIVER_THREAD = "sqslease-receiver"
 #: A 10 s first lease (extended 5 s before it ends) and 1 s polls: with the clock standing still, no lease falls
 #: due, so the only ChangeMessageVisibilityBatch calls are the settles under test.
 UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
@@ -277,9 +278,10 @@ def test_the_governor_pauses_receiving_at_the_queue_limit_and_looks_again_after_
     sqs.add("waiting")
     runs: list[str] = []
     with running_worker(sqs, URL, lambda body, m: runs.append(body), clock=clock, queue_in_flight_limit=5, **UNIT):
-        # WHEN the worker starts: it looks, and sends no receive
+        # WHEN the worker starts: it looks, and goes round its receive loop paused, sending no receive
         assert wait_for(lambda: sqs.of("GetQueueAttributes"), timeout_s=10)
-        assert not wait_for(lambda: sqs.of("ReceiveMessage"), timeout_s=1.5)
+        assert clock.await_reads(RECEIVER_THREAD, count=2)  # (it reads the clock once a round)
+        assert not sqs.of("ReceiveMessage")
         # WHEN the queue drops below the limit and the check interval has passed
         sqs.in_flight = 4
         clock.sleep(GOVERNOR_CHECK_INTERVAL_S)

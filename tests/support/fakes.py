@@ -2,7 +2,9 @@
 
 The clock moves only when a test moves it, so every deadline (a lease, a drain's release point, a Lambda
 invocation's remaining time) passes exactly when the test says. Threads still run in real time: a test waits for
-what they do with :func:`support.waiting.wait_for`, with generous bounds.
+what they do with :func:`support.waiting.wait_for`, with generous bounds. To show that something did *not* happen,
+a test waits for the thread that would have done it to go round its loop (:meth:`FakeClock.await_reads`), never
+for a while.
 """
 
 from __future__ import annotations
@@ -15,21 +17,38 @@ from collections.abc import Callable
 from typing import Any
 
 from support.sqs_errors import client_error
+from support.waiting import wait_for
 
 
 class FakeClock:
-    """A monotonic clock (seconds) that moves only when told to (or when :meth:`sleep` is called)."""
+    """A monotonic clock (seconds) that moves only when told to (or when :meth:`sleep` is called). It counts who
+    reads it, by thread name (:meth:`reads`)."""
 
     def __init__(self, now: float = 0.0) -> None:
         self.now = now
         self._lock = threading.Lock()
+        self._reads: collections.Counter[str] = collections.Counter()
 
     def __call__(self) -> float:
-        return self.now
+        with self._lock:
+            self._reads[threading.current_thread().name] += 1
+            return self.now
 
     def sleep(self, seconds: float) -> None:
         with self._lock:
             self.now += seconds
+
+    def reads(self, thread_name: str) -> int:
+        """How many times threads named ``thread_name`` (e.g. ``sqslease-watchdog``) read the clock."""
+        with self._lock:
+            return self._reads[thread_name]
+
+    def await_reads(self, thread_name: str, count: int = 2, timeout_s: float = 20) -> bool:
+        """Wait until threads named ``thread_name`` read the clock ``count`` more times (True), or ``timeout_s``
+        seconds (False). A thread that reads it once a round (the watchdog, the receiver, a drain waiting for its
+        release point) has then gone round ``count - 1`` whole rounds that began after this call."""
+        seen = self.reads(thread_name)
+        return wait_for(lambda: self.reads(thread_name) >= seen + count, timeout_s)
 
 
 class FakeSQS:

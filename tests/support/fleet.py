@@ -59,6 +59,9 @@ class FleetConfig:
     max_receive_count: int = 20
     deadline_s: float = 45
     random_state: int = 1
+    #: Each job runs until it has started twice (its lease lapsed and another handler took it), its duration at
+    #: most (``sqs_handlers.fleet_job``): with the heartbeat off, its two runs overlap every time.
+    until_rerun: bool = False
 
     def worker_args(self) -> list[str]:
         return [
@@ -163,7 +166,8 @@ def run_fleet(server: LocalServer, config: FleetConfig) -> list[FleetReport]:
         for _ in lanes
     ]
     for lane in lanes:
-        send(server, queues[lane].url, [json.dumps({"id": j, "seconds": round(s, 3)}) for j, s in jobs[lane].items()])
+        bodies = [{"id": j, "seconds": round(s, 3), "until_rerun": config.until_rerun} for j, s in jobs[lane].items()]
+        send(server, queues[lane].url, [json.dumps(body) for body in bodies])
     rules = LaneRules(config, queues)
     started = time.monotonic()
     with (

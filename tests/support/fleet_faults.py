@@ -36,13 +36,14 @@ def dynamodb_chaos_rule(rate: float, rng: random.Random, hold_s: float = 1.5, ma
 
 class LaneRules:
     """The proxy's rules, counting each lane's requests (SQS by queue URL, DynamoDB by job-type prefix) and the
-    deletes it lets come back (``redeliver_rate`` of delete requests, decided before the other faults)."""
+    deletes it lets come back (``redeliver_rate`` of delete requests, decided before the other faults; with a
+    rate, each lane's first delete request always: every lane sees a message come back after its delete)."""
 
     def __init__(self, config: FleetConfig, queues: list[Queues]) -> None:
         self.lane_of = {q.url: lane for lane, q in enumerate(queues)}
         self.sqs = [Counter[tuple[str, str]]() for _ in queues]  # (operation, fault kind or "ok")
         self.dynamodb = [Counter[tuple[str, str]]() for _ in queues]
-        self.redelivered = [0 for _ in queues]
+        self.redelivered = [0 for _ in queues]  # delete entries answered "deleted" without being applied
         self.faults = random_faults(config.fault_rate, config.random_state)
         self.dynamodb_faults = dynamodb_chaos_rule(config.dynamodb_fault_rate, random.Random(config.random_state + 1))
         self.redeliver_rate = config.redeliver_rate
@@ -52,8 +53,10 @@ class LaneRules:
     def sqs_rule(self, operation: str, body: bytes) -> Fault | None:
         request = json.loads(body or b"{}")
         lane = self.lane_of.get(request.get("QueueUrl", ""))
+        deleting = operation.startswith("DeleteMessage") and self.redeliver_rate > 0
         with self.lock:
-            lost = operation.startswith("DeleteMessage") and self.rng.random() < self.redeliver_rate
+            first = deleting and lane is not None and self.sqs[lane][(operation, "redeliver")] == 0
+            lost = deleting and (first or self.rng.random() < self.redeliver_rate)
         fault = Fault("redeliver") if lost else self.faults(operation, body)
         if lane is not None:
             with self.lock:

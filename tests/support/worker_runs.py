@@ -7,6 +7,9 @@ import threading
 
 from sqslease.worker import Worker
 
+#: The thread :meth:`Worker.run` runs on, and with it the drain (for ``FakeClock.await_reads``).
+RUN_THREAD = "worker-run"
+
 
 class WorkerRun:
     """``worker.run()`` in a daemon thread; :meth:`join` waits for it and returns what it raised, if anything."""
@@ -14,7 +17,7 @@ class WorkerRun:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.raised: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread = threading.Thread(target=self._run, name=RUN_THREAD, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
