@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import threading
 import time
 import uuid
 import zipfile
