@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from local_emulator.deploy import PROJECT_DIR, DeployReport
-from local_emulator.server import LocalServer, running_server
-from local_emulator.user_app import deploy_app
+from jobqueues.emulator.deploy import PROJECT_DIR, DeployReport
+from jobqueues.emulator.server import LocalServer, running_server
+from jobqueues.emulator.user_app import deploy_app
 
 #: Why a test that deploys is skipped: the ``cdk`` CLI (``npm ci``) is missing.
 NEEDS_CDK = pytest.mark.skipif(

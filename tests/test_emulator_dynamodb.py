@@ -2,7 +2,7 @@
 
 moto restores a whole-table copy taken when a transaction began to cancel it; under concurrent requests that
 reverted acknowledged writes (the fault fleet saw a COMPLETED idempotency record reverted). The emulator serves
-DynamoDB requests one at a time (``local_emulator.patches.dynamodb.make_dynamodb_requests_atomic``).
+DynamoDB requests one at a time (``jobqueues.emulator.patches.dynamodb.make_dynamodb_requests_atomic``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from local_emulator.server import Emulator, LocalServer, free_port, wait_until_ready
+from jobqueues.emulator.server import Emulator, LocalServer, free_port, wait_until_ready
 
 PUTS = 200
 

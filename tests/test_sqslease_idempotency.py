@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from support.dynamodb_faults import inject
 
-from local_emulator.server import LOCAL_AWS_ENV, LocalServer
+from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease.idempotency import (
     BeginStatus,
     ExtendOutcome,
