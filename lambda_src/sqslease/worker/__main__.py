@@ -4,4 +4,5 @@ import sys
 
 from sqslease.worker.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when a tool walks the package's modules
+    sys.exit(main())
