@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
 from support.fleet import FleetConfig, FleetReport, run_fleet  # noqa: E402
 
-from local_emulator.server import running_server  # noqa: E402
+from jobqueues.emulator.server import running_server  # noqa: E402
 
 
 def row(run: int, report: FleetReport) -> str:

@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 from support.dynamodb_faults import inject  # noqa: E402
 from support.fake_dynamodb import FakeDynamoDB  # noqa: E402
 
-from local_emulator.server import LOCAL_AWS_ENV, running_server  # noqa: E402
+from jobqueues.emulator.server import LOCAL_AWS_ENV, running_server  # noqa: E402
 from sqslease.heartbeat import Heartbeat  # noqa: E402
 from sqslease.idempotency import IdempotencySettings, create_table_request  # noqa: E402
 from sqslease.idempotency_store import IdempotencyStore, store_client  # noqa: E402

@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
 from support.worker_processes import start_worker_process  # noqa: E402
 
-from local_emulator.server import LocalServer, running_server  # noqa: E402
+from jobqueues.emulator.server import LocalServer, running_server  # noqa: E402
 from sqslease.emf import EmfLogger  # noqa: E402
 from sqslease.heartbeat import Heartbeat  # noqa: E402
 from sqslease.message import Message  # noqa: E402

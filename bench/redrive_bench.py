@@ -21,8 +21,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "constructs"), str(ROOT / "lambda_src"), str(ROOT)]
 
+from jobqueues.emulator.server import running_server  # noqa: E402
 from jobqueues.ops.redrive import redrive  # noqa: E402
-from local_emulator.server import running_server  # noqa: E402
 
 
 def counting(client: Any) -> collections.Counter[str]:

@@ -11,7 +11,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from emulator_fixtures import SHARED_DEPLOYMENTS
 
-from local_emulator.server import LocalServer, running_server
+from jobqueues.emulator.server import LocalServer, running_server
 
 pytest_plugins = ["emulator_fixtures"]
 

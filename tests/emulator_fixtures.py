@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from local_emulator.deploy import PROJECT_DIR, DeployReport
-from local_emulator.server import LocalServer, running_server
-from local_emulator.user_app import deploy_app
+from jobqueues.emulator.deploy import PROJECT_DIR, DeployReport
+from jobqueues.emulator.server import LocalServer, running_server
+from jobqueues.emulator.user_app import deploy_app
 
 #: The pinned ``cdk`` CLI, which ``make setup`` installs (``npm ci``).
 CDK_CLI = PROJECT_DIR / "node_modules" / ".bin" / "cdk"

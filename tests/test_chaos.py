@@ -22,8 +22,8 @@ from support.moto_queues import counts, make_queue
 from support.worker_processes import ROOT, SQSLEASE_SRC
 from test_fault_injection import FleetConfig
 
-from local_emulator.chaos import Chaos, Fault, FaultProxy, MessageLedger, queue_ids, read_queue_state
-from local_emulator.server import LocalServer
+from jobqueues.emulator.chaos import Chaos, Fault, FaultProxy, MessageLedger, queue_ids, read_queue_state
+from jobqueues.emulator.server import LocalServer
 
 CONFIG = FleetConfig(jobs=80, workers=3, concurrency=3, fault_rate=0.2, kill_every_s=3.0, deadline_s=60)
 

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from local_emulator.chaos.killer import Killer
+from jobqueues.emulator.chaos.killer import Killer
 
 
 class FakeProcess:

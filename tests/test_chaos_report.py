@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from local_emulator.chaos.ledger import MessageLedger, Observations
-from local_emulator.chaos.report import QueueState, build_report, parse_runs
+from jobqueues.emulator.chaos.ledger import MessageLedger, Observations
+from jobqueues.emulator.chaos.report import QueueState, build_report, parse_runs
 
 URL = "http://localhost:4566/123456789012/Prod-Invoices"
 

@@ -31,10 +31,10 @@ from support.moto_queues import take_all
 from test_cli_local import Run, start, until
 
 from jobqueues.cli import main
+from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import JobType, discover
 from jobqueues.ops.dlq import LastError, any_term_patterns, list_dead_letters, parse_failure
 from jobqueues.ops.redrive import RedriveResult, loop, redrive
-from local_emulator.server import Emulator, free_port
 from sqslease.emf import EmfLogger
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"

@@ -22,9 +22,9 @@ from support.not_aws import not_aws
 
 from jobqueues.cli import cli, main
 from jobqueues.cli.context import Aws, pass_aws, run_command
+from jobqueues.emulator.server import LocalServer
 from jobqueues.ops.errors import EXIT_AWS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, aws_error
 from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
-from local_emulator.server import LocalServer
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 

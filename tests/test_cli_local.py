@@ -25,8 +25,8 @@ import pytest
 from emulator_fixtures import NEEDS_CDK, OPS_APP_DIR
 
 from jobqueues.cli import main
+from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import EcsConsumer, JobType, discover
-from local_emulator.server import Emulator, free_port
 
 pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 
@@ -265,9 +265,9 @@ def test_env_values_are_parsed_before_anything_starts(capsys: pytest.CaptureFixt
 
 
 def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> None:
+    from jobqueues.emulator.consumers.local_env import environments, parse_env
     from jobqueues.ops.discovery import Discovery, LambdaConsumer
     from jobqueues.ops.errors import BadInput, NotFound
-    from local_emulator.consumers.local_env import environments, parse_env
 
     lambda_ = LambdaConsumer(None, None)
     receipts = JobType("Receipts", "Prod-Billing", "Prod-Billing/Receipts", None, None, consumer=lambda_)
@@ -328,7 +328,7 @@ def test_missing_moto_is_one_line(
 
 
 def test_a_lambda_error_is_reported_once_per_kind_with_its_log(tmp_path: Path) -> None:
-    from local_emulator.consumers.runner import ConsumerRunner
+    from jobqueues.emulator.consumers.runner import ConsumerRunner
 
     class Run:  # the two things the runner reads of a LambdaConsumerRun
         log_file = tmp_path / "Receipts" / "stream.log"
@@ -360,7 +360,7 @@ def test_a_lambda_error_is_reported_once_per_kind_with_its_log(tmp_path: Path) -
 
 
 def test_the_summary_counts_each_deployment_s_own_lines() -> None:
-    from local_emulator.deployments import outcome_counts
+    from jobqueues.emulator.deployments import outcome_counts
 
     # GIVEN Exports deployed by a Dev and a Prod Stage: one job ran in Dev, four in Prod, one of them failed first
     jobs = [

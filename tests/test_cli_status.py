@@ -126,8 +126,9 @@ def test_a_queue_deleted_outside_its_stack_is_a_note() -> None:
 def test_the_ecs_columns_are_the_services_counts_which_local_up_sets(
     ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # `jobqueues local up` reflects its workers with UpdateService desiredCount (local_emulator.consumers.ecs_workers);
-    # the emulator then reports as many running: status shows the local workers.
+    # `jobqueues local up` reflects its workers with UpdateService desiredCount
+    # (jobqueues.emulator.consumers.ecs_workers); the emulator then reports as many running: status shows the local
+    # workers.
     invoices = discover(ops_deployment.server.client("cloudformation")).find("Invoices")
     assert isinstance(invoices.consumer, EcsConsumer) and invoices.consumer.service
     ecs = ops_deployment.server.client("ecs")

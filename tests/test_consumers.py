@@ -150,7 +150,11 @@ def test_the_layer_holds_sqslease_under_python_without_byte_code(synthesized: di
     layer = next(iter(resources(synthesized["json"], "AWS::Lambda::LayerVersion").values()))
     asset_dir = Path(synthesized["assembly"].directory) / layer["Metadata"]["aws:asset:path"]
     files = {p.relative_to(asset_dir).as_posix() for p in asset_dir.rglob("*") if p.is_file()}
-    assert "python/sqslease/worker.py" in files and "python/sqslease/rules.py" in files
+    assert (
+        "python/sqslease/worker/__init__.py" in files
+        and "python/sqslease/worker/__main__.py" in files
+        and "python/sqslease/rules.py" in files
+    )
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
     assert all(f.startswith("python/sqslease/") for f in files)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import uuid
 
-from local_emulator.consumers.container_secrets import container_secrets
-from local_emulator.deployed import DeployedStack
-from local_emulator.server import LocalServer
+from jobqueues.emulator.consumers.container_secrets import container_secrets
+from jobqueues.emulator.deployed import DeployedStack
+from jobqueues.emulator.server import LocalServer
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from emulator_fixtures import NEEDS_CDK, Deployment
 
-from local_emulator.demo import DemoResult, run_demo
+from jobqueues.emulator.demo import DemoResult, run_demo
 
 pytestmark = NEEDS_CDK
 
@@ -158,8 +158,8 @@ def test_a_job_whose_delete_was_lost_is_delivered_again_and_not_run_again(
 
 
 def test_only_deletes_are_lost_and_a_duplicate_that_ran_again_fails_the_demo() -> None:
-    from local_emulator.demo.duplicate import lose_deletes
-    from local_emulator.demo.report import JobTypeResult
+    from jobqueues.emulator.demo.duplicate import lose_deletes
+    from jobqueues.emulator.demo.report import JobTypeResult
 
     # GIVEN the proxy's rule: deletes fail, the rest (receives, extensions) pass
     assert lose_deletes("DeleteMessageBatch", b"{}") == lose_deletes("DeleteMessage", b"{}") is not None
@@ -194,7 +194,7 @@ def test_jobstats_profiles_both_consumer_job_types(demo: tuple[DemoResult, list[
 
 def test_a_second_demo_run_starts_from_empty_logs(tmp_path: Path) -> None:
     # GIVEN what a first run left (EMF and stderr logs, the ledger, profiles, a Lambda workdir) and a file of yours
-    from local_emulator.demo.harness import fresh_logs
+    from jobqueues.emulator.demo.harness import fresh_logs
 
     for name in ("emf/Transcode-worker-1.log", "stderr/Transcode-worker-1.log", "lambda-abc/opt/x.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from emulator_fixtures import NEEDS_CDK, Deployment, deployment
 
-from local_emulator.deploy import DeployError, verify
-from local_emulator.server import LocalServer
+from jobqueues.emulator.deploy import DeployError, verify
+from jobqueues.emulator.server import LocalServer
 
 pytestmark = [NEEDS_CDK, pytest.mark.heavy]
 

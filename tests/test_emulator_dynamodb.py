@@ -2,7 +2,7 @@
 
 moto restores a whole-table copy taken when a transaction began to cancel it; under concurrent requests that
 reverted acknowledged writes (the fault fleet saw a COMPLETED idempotency record reverted). The emulator serves
-DynamoDB requests one at a time (``local_emulator.patches.dynamodb.make_dynamodb_requests_atomic``).
+DynamoDB requests one at a time (``jobqueues.emulator.patches.dynamodb.make_dynamodb_requests_atomic``).
 
 moto's backend runs in process (``mock_aws``), its requests through moto's own ``DynamoHandler``, with the window
 between the transaction's copy and its restore held open until a PutItem sent meanwhile is answered: without the
@@ -23,8 +23,8 @@ from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.responses import DynamoHandler
 
-from local_emulator.patches.dynamodb import make_dynamodb_requests_atomic
-from local_emulator.server import Emulator, LocalServer
+from jobqueues.emulator.patches.dynamodb import make_dynamodb_requests_atomic
+from jobqueues.emulator.server import Emulator, LocalServer
 
 PUTS = 200
 #: Seconds a transaction holds its window open for a put that never comes (with the patch, the put waits for the

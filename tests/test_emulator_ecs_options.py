@@ -13,11 +13,11 @@ import pytest
 from emulator_apps.ecs_options_app import DATABASE_SECRET_ARN, STACK_NAME
 from emulator_fixtures import NEEDS_CDK, Deployment
 
+from jobqueues.emulator.checks import check_resource
+from jobqueues.emulator.consumers.ecs_workers import worker_spec
+from jobqueues.emulator.deployed import DeployedStack
+from jobqueues.emulator.server import Emulator
 from jobqueues.ops.discovery import discover
-from local_emulator.checks import check_resource
-from local_emulator.consumers.ecs_workers import worker_spec
-from local_emulator.deployed import DeployedStack
-from local_emulator.server import Emulator
 
 APP_DIR = Path(__file__).resolve().parent / "emulator_apps"  # the ECS options app's directory
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from emulator_fixtures import NEEDS_CDK, Deployment
 
-from local_emulator.deployed import DeployedStack
-from local_emulator.lambda_driver.event_source import LambdaDriver
-from local_emulator.lambda_driver.function import load_function
-from local_emulator.lambda_driver.runtime import LocalRuntime
-from local_emulator.server import Emulator
+from jobqueues.emulator.deployed import DeployedStack
+from jobqueues.emulator.lambda_driver.event_source import LambdaDriver
+from jobqueues.emulator.lambda_driver.function import load_function
+from jobqueues.emulator.lambda_driver.runtime import LocalRuntime
+from jobqueues.emulator.server import Emulator
 
 pytestmark = NEEDS_CDK
 

@@ -19,8 +19,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.sqs.models import SQSBackend, sqs_backends
 
-from local_emulator.patches.sqs_move_tasks import MoveTaskError, start_task
-from local_emulator.server import LocalServer
+from jobqueues.emulator.patches.sqs_move_tasks import MoveTaskError, start_task
+from jobqueues.emulator.server import LocalServer
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 

@@ -19,7 +19,7 @@ import moto.sqs.models
 import pytest
 from moto.sqs.models import Message, Queue, SQSBackend
 
-from local_emulator.patches.sqs import (
+from jobqueues.emulator.patches.sqs import (
     make_fifo_redelivery_ordered,
     make_retention_check_constant_time,
     make_sqs_receives_atomic,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 from support.fleet import FleetConfig, FleetReport, run_fleet
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 
 __all__ = ["FleetConfig", "FleetReport", "run_fleet"]
 

@@ -13,7 +13,7 @@ from support.fault_proxy import Fault, FaultProxy
 from support.moto_queues import make_queue
 from support.waiting import wait_for
 
-from local_emulator.server import LOCAL_AWS_ENV, LocalServer
+from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease.idempotency import create_table_request
 
 READ_TIMEOUT_S = 0.5

@@ -21,7 +21,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from jobqueues import IJobQueue, ImportedJobQueue, JobQueue, JobQueueError, deploy_time_availability_zones
 from sqslease.settings import LeaseSettings
-from sqslease.worker_cli import main as worker_main
+from sqslease.worker.cli import main as worker_main
 
 ROOT = Path(__file__).resolve().parent.parent
 ARN = "arn:aws:sqs:us-east-1:123456789012:{}"

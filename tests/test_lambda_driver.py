@@ -1,4 +1,4 @@
-"""The event source mapping stand-in (``local_emulator.lambda_driver``) and the generic Lambda entry point.
+"""The event source mapping stand-in (``jobqueues.emulator.lambda_driver``) and the generic Lambda entry point.
 
 The function, layer and mapping are created with boto3 in the session's moto_server (no CloudFormation):
 the driver reads them through the same APIs it uses after a deploy, downloads the code and the layer from
@@ -21,14 +21,14 @@ import pytest
 from support.moto_queues import counts
 from support.waiting import wait_for
 
-from local_emulator.chaos import Fault, FaultProxy
-from local_emulator.deploy import PROJECT_DIR
-from local_emulator.deployed import DeployedStack
-from local_emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
-from local_emulator.lambda_driver.function import DriverError, load_function
-from local_emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
-from local_emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
-from local_emulator.server import Emulator, LocalServer
+from jobqueues.emulator.chaos import Fault, FaultProxy
+from jobqueues.emulator.deploy import PROJECT_DIR
+from jobqueues.emulator.deployed import DeployedStack
+from jobqueues.emulator.lambda_driver.event_source import LambdaDriver, lambda_record, records_to_delete
+from jobqueues.emulator.lambda_driver.function import DriverError, load_function
+from jobqueues.emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
+from jobqueues.emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
+from jobqueues.emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.settings import FailurePolicy, LeaseSettings
 
@@ -225,7 +225,10 @@ def test_the_poller_survives_sqs_faults_as_lambda_s_pollers_do(
                 return Fault("error500")
         return None
 
-    with FaultProxy(local_aws.endpoint, rule) as proxy, caplog.at_level("INFO", logger="local_emulator.lambda_driver"):
+    with (
+        FaultProxy(local_aws.endpoint, rule) as proxy,
+        caplog.at_level("INFO", logger="jobqueues.emulator.lambda_driver"),
+    ):
         driver, stdout = deployed.driver(tmp_path, endpoint=proxy.endpoint)
         deployed.send("job-1")
         # WHEN the poller runs
@@ -292,8 +295,8 @@ def test_code_that_fails_to_import_fails_each_invocation_and_says_why(local_aws:
 
 
 def test_the_bootstrap_is_found_without_help_where_the_emulator_is_installed(tmp_path: Path) -> None:
-    from local_emulator.lambda_driver import bootstrap
-    from local_emulator.lambda_driver.runtime import bootstrap_path
+    from jobqueues.emulator.lambda_driver import bootstrap
+    from jobqueues.emulator.lambda_driver.runtime import bootstrap_path
 
     site = tmp_path / "site-packages"
     # a checkout: on PYTHONPATH for ``python -m``, then taken off by the bootstrap
@@ -398,7 +401,7 @@ def test_lambda_entry_names_a_missing_or_bad_handler() -> None:
 
 # -- FilterCriteria: Lambda's event filtering ---------------------------------------------------------------------
 def test_filter_patterns_match_as_lambda_s_do() -> None:
-    from local_emulator.lambda_driver.filters import matches, parse_filters
+    from jobqueues.emulator.lambda_driver.filters import matches, parse_filters
 
     def keeps(pattern: dict[str, Any], body: Any) -> bool:
         text = body if isinstance(body, str) else json.dumps(body)
@@ -432,7 +435,7 @@ def test_filter_patterns_match_as_lambda_s_do() -> None:
     "pattern", ['{"body": {"ip": [{"cidr": "10.0.0.0/8"}]}}', '{"body": {"$or": []}}', '{"attributes": {}}', "[1]"]
 )
 def test_a_filter_the_driver_cannot_apply_is_refused_not_guessed(pattern: str) -> None:
-    from local_emulator.lambda_driver.filters import UnsupportedFilter, parse_filters
+    from jobqueues.emulator.lambda_driver.filters import UnsupportedFilter, parse_filters
 
     with pytest.raises(UnsupportedFilter):
         parse_filters([pattern])

@@ -19,8 +19,8 @@ import pytest
 from emulator_fixtures import NEEDS_CDK
 from test_cli_local import start, until
 
+from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import discover
-from local_emulator.server import Emulator, free_port
 
 pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from emulator_fixtures import NEEDS_CDK, deployment
 
-from local_emulator.deploy import DeployError, DeployReport, verify
-from local_emulator.server import LocalServer
+from jobqueues.emulator.deploy import DeployError, DeployReport, verify
+from jobqueues.emulator.server import LocalServer
 
 pytestmark = [NEEDS_CDK, pytest.mark.heavy]
 
@@ -116,8 +116,8 @@ def test_a_stack_bound_to_another_region_is_refused_before_any_deploy(tmp_path: 
     import aws_cdk as cdk
     from aws_cdk import aws_sqs as sqs
 
+    from jobqueues.emulator.user_app import check_environments
     from jobqueues.ops.synth import SynthError
-    from local_emulator.user_app import check_environments
 
     def synth(stage_env: cdk.Environment) -> Path:
         out = tmp_path / f"{stage_env.account}-{stage_env.region}"

@@ -1,11 +1,11 @@
-"""``jobqueues local up``'s scaling of local ECS workers (local_emulator.consumers.scaler): a pure function of the
+"""``jobqueues local up``'s scaling of local ECS workers (jobqueues.emulator.consumers.scaler): a pure function of the
 queue depth, the running workers and the time passed in, so these tests need no clock and no emulator."""
 
 from __future__ import annotations
 
 import pytest
 
-from local_emulator.consumers.scaler import QueueDepth, ScalingPolicy, ScalingState, decide, wanted
+from jobqueues.emulator.consumers.scaler import QueueDepth, ScalingPolicy, ScalingState, decide, wanted
 
 POLICY = ScalingPolicy(min_tasks=0, max_tasks=3, target_backlog_per_task=2, scale_in_after_s=30)
 

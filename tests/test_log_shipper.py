@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from local_emulator.consumers.log_shipper import is_emf
+from jobqueues.emulator.consumers.log_shipper import is_emf
 from sqslease.emf import EmfLogger
 
 

@@ -22,10 +22,10 @@ from cdk_helpers import ENV
 from emulator_fixtures import OPS_APP_DIR
 
 from jobqueues import JobQueue
+from jobqueues.marker_format import CONSUMER_MARKER, QUEUE_MARKER
 from jobqueues.ops.assembly import stack_artifacts
 from jobqueues.ops.discovery import EcsConsumer, LambdaConsumer, StackTemplate, discover_templates
 from jobqueues.ops.errors import NotFound, OpsError
-from jobqueues.ops.marker_format import CONSUMER_MARKER, QUEUE_MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # What the two builds read: the sdist contents, copied so that setuptools' build/ directories (which keep
 # deleted modules) and egg-info never come from, or land in, the working tree.
-BUILD_INPUTS = ["pyproject.toml", "README.md", "LICENSE", "constructs", "jobstats", "lambda_src", "local_emulator"]
+BUILD_INPUTS = ["pyproject.toml", "README.md", "LICENSE", "constructs", "jobstats", "lambda_src"]
 
 USER_APP = """
 import json
@@ -84,16 +84,16 @@ print(sqslease.__file__)
 """
 
 
-# `jobqueues local up` runs a Lambda job's function in a fresh interpreter from the installed local_emulator: the
+# `jobqueues local up` runs a Lambda job's function in a fresh interpreter from the installed jobqueues.emulator: the
 # function's code sees boto3 as Lambda's runtime provides it, though the emulator's own directory is then the
 # venv's site-packages (a non-editable install), and an error the function raises is in its log output.
 LOCAL_LAMBDA = """
 import io, json, sys, tempfile
 from pathlib import Path
 
-from local_emulator.lambda_driver.function import DeployedFunction, Mapping
-from local_emulator.lambda_driver.runtime import LocalRuntime
-from local_emulator.server import Emulator
+from jobqueues.emulator.lambda_driver.function import DeployedFunction, Mapping
+from jobqueues.emulator.lambda_driver.runtime import LocalRuntime
+from jobqueues.emulator.server import Emulator
 
 code = Path(tempfile.mkdtemp())
 (code / "fn.py").write_text(
@@ -210,13 +210,16 @@ def test_wheels_install_and_synth_with_cdk_nag_outside_the_repository(wheels: di
     assert "[ERROR] ValueError: bad record" in local_lambda["log"], local_lambda["log"]
 
     # Every package of the checkout is in the wheel (setuptools' list is explicit): `jobqueues local` needs
-    # local_emulator and its subpackages (moto comes with the extra [local]).
+    # jobqueues.emulator and its subpackages (moto comes with the extra [local]). And nothing else at the top: no
+    # generic package name (an `emulator` or `local_emulator` beside the user's own) comes with the constructs.
     packages = {
         f"{root}/{init.parent.relative_to(ROOT / source).as_posix()}/__init__.py".replace("/./", "/")
-        for root, source in (("jobqueues", "constructs/jobqueues"), ("local_emulator", "local_emulator"))
+        for root, source in (("jobqueues", "constructs/jobqueues"), ("jobstats", "jobstats"))
         for init in (ROOT / source).rglob("__init__.py")
     }
     assert packages - set(facts["files"]["cdk-jobqueues"]) == set()
+    top = {name.split("/")[0] for name in facts["files"]["cdk-jobqueues"] if "/" in name}
+    assert {t for t in top if not t.endswith(".dist-info") and t != ".."} == {"jobqueues", "jobstats"}, top
 
     # The bug this layout fixes: removing the construct library must leave the runtime whole.
     pip_into(python, "uninstall", "--yes", "cdk-jobqueues", cwd=tmp_path)

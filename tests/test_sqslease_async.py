@@ -15,7 +15,7 @@ from support.moto_queues import counts, make_queue, send
 from support.waiting import wait_for
 from support.worker_threads import emf_records, running_worker
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message

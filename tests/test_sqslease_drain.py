@@ -27,7 +27,7 @@ from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 from support.worker_threads import emf_records, running_worker
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.drain import DRAIN_POLL_MARGIN_S
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy

@@ -24,7 +24,7 @@ from support.thief import Thief
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.heartbeat import Heartbeat
 from sqslease.scheduler import LeaseScheduler
 from sqslease.settings import LeaseSettings

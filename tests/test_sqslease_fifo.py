@@ -18,7 +18,7 @@ from support.lambda_events import lambda_event
 from support.moto_queues import counts, make_queue, receive_all
 from support.waiting import wait_for
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message

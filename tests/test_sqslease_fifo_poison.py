@@ -14,10 +14,10 @@ from support.moto_queues import counts, make_queue, receive_all
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 
+from jobqueues.emulator.server import LocalServer
 from jobqueues.ops.discovery import JobType
 from jobqueues.ops.dlq import list_dead_letters
 from jobqueues.ops.redrive import redrive
-from local_emulator.server import LocalServer
 
 pytestmark = pytest.mark.heavy  # worker processes and seconds of back-off: scheduled first (tests/conftest.py)
 

@@ -13,7 +13,7 @@ from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.failure_policy import DLQ_REASON_ATTRIBUTE, DLQ_RECEIVE_COUNT_ATTRIBUTE
 from sqslease.invocation import QUEUE_URL_ENV

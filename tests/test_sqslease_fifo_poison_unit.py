@@ -304,7 +304,7 @@ def test_the_worker_command_reads_a_fifo_queues_redrive_policy_for_what_its_opti
 ) -> None:
     from support.sqs_errors import client_error
 
-    from sqslease.worker_cli import with_redrive_policy
+    from sqslease.worker.cli import with_redrive_policy
 
     policy = {"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:jobs-dlq.fifo", "maxReceiveCount": 4}
     emulator = "http://localhost:4566/123456789012/jobs.fifo"

@@ -15,7 +15,7 @@ from support.fakes import FakeContext
 from support.lambda_events import lambda_event
 from support.moto_queues import make_queue, receive_all, send
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message

@@ -14,7 +14,7 @@ from support.moto_queues import make_queue, receive_all, receive_when_visible, s
 from support.recording import CallRecorder
 from support.waiting import wait_for
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.heartbeat import Heartbeat
 from sqslease.retry import FatalSqsError
 from sqslease.scheduler import LeaseScheduler, LeaseState

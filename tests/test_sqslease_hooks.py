@@ -18,7 +18,7 @@ from support.waiting import wait_for
 from support.worker_processes import ROOT
 from support.worker_threads import running_worker
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.hooks import Hooks, load_hooks
 from sqslease.lambda_adapter import process_event

@@ -13,7 +13,7 @@ import pytest
 from support.dynamodb_faults import inject
 from support.fakes import FakeClock
 
-from local_emulator.server import LOCAL_AWS_ENV, LocalServer
+from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease.idempotency import (
     BeginStatus,
     ExtendOutcome,

@@ -22,7 +22,7 @@ from support.waiting import wait_for
 from support.worker_processes import ROOT
 from support.worker_threads import emf_records, running_worker
 
-from local_emulator.server import LOCAL_AWS_ENV, LocalServer
+from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease import lambda_adapter
 from sqslease.idempotency import create_table_request
 from sqslease.idempotency_gate import configured_key

@@ -21,7 +21,7 @@ from support.moto_queues import counts, make_queue
 from support.waiting import wait_for
 from support.worker_threads import emf_records, running_worker
 
-from local_emulator.server import LOCAL_AWS_ENV, LocalServer
+from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.idempotency import IdempotencySettings, RecordStatus, create_table_request
 from sqslease.idempotency_store import IdempotencyStore, store_client

@@ -20,7 +20,7 @@ from support.fault_proxy import Fault, FaultProxy
 from support.lambda_events import FAKE_QUEUE_URL, fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all, send
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import leases_held, process_event, sqs_batch_handler
 from sqslease.message import Message

@@ -23,7 +23,7 @@ from support.moto_queues import counts, make_queue
 from support.waiting import wait_for
 from support.worker_threads import running_worker
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.hooks import builtin_hooks
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message

@@ -59,7 +59,7 @@ def test_the_worker_reads_lease_settings_from_its_command_line() -> None:
 
 
 def test_the_worker_help_names_each_option_s_values() -> None:
-    from sqslease.worker_cli import main
+    from sqslease.worker.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:

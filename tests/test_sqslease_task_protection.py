@@ -16,7 +16,7 @@ from support.moto_queues import make_queue, send
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.task_protection import PATH, TaskProtection
 
 

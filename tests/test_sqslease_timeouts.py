@@ -21,7 +21,7 @@ from support.worker_runs import RUN_THREAD, WorkerRun
 from support.worker_threads import FAST
 
 from jobqueues.consumer_contract import ConsumerContract
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.hung_records import RecordsHungError
 from sqslease.lambda_adapter import process_event
@@ -29,7 +29,7 @@ from sqslease.message import Message
 from sqslease.rules import ASYNC_CANCEL_GRACE_S
 from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.worker import HandlerHungError, Worker
-from sqslease.worker_cli import HUNG_EXIT_CODE, USAGE_EXIT_CODE
+from sqslease.worker.cli import HUNG_EXIT_CODE, USAGE_EXIT_CODE
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 WATCHDOG = "sqslease-watchdog"  # the thread that times handlers out: it reads the clock once a look

@@ -20,7 +20,7 @@ from support.waiting import wait_for
 from support.worker_processes import SQSLEASE_SRC, start_worker_process
 from support.worker_threads import emf_records, running_worker
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 

@@ -29,10 +29,10 @@ from emulator_fixtures import NEEDS_CDK
 from test_cli_local import depth, start, until
 from test_local_chaos_example import report_rows, send
 
+from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import discover
 from jobqueues.ops.drift import NO_PROFILE
 from jobqueues.ops.errors import EXIT_INTERRUPTED
-from local_emulator.server import Emulator, free_port
 
 pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 

@@ -26,8 +26,8 @@ from jobqueues.execute_command import (
 )
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
+from jobqueues.marker_format import IMAGE_DIRECTORY_MARKER
 from jobqueues.names import stack_of
-from jobqueues.ops.marker_format import IMAGE_DIRECTORY_MARKER
 from jobqueues.planning import plan_from_props
 from jobqueues.props import EcsJobProps, LeaseOptions, QueueOptions
 from sqslease.rules import DEFAULT_SHUTDOWN_GRACE_S, DEFAULT_WORKER_CONCURRENCY

@@ -21,7 +21,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
 from jobqueues.interface import IJobQueue
-from jobqueues.ops.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
+from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
 
 
 def mark_job_queue(job_queue: IJobQueue) -> None:

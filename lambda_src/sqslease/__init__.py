@@ -14,7 +14,7 @@
   ``Attempt`` (one handler run, settled once: by its end or its ``max_processing_time``), ``AsyncLoop`` (the
   event loop of ``async def`` handlers).
 - ``sqslease.idempotency`` and ``sqslease.idempotency_store``: exactly-once completion records in DynamoDB, tied
-  to the leases (the store only: not yet called by the worker or the adapter).
+  to the leases (the worker and the Lambda adapter claim a record before each handler run).
 
 boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """

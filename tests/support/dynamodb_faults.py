@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from local_emulator.chaos.dynamodb_errors import DYNAMODB_ERRORS
+from jobqueues.emulator.chaos.dynamodb_errors import DYNAMODB_ERRORS
 
 Rule = Callable[[str], "str | None"]
 

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.idempotency import create_table_request
 from support.fault_proxy import FaultProxy
 from support.fleet_faults import LaneRules, job_type

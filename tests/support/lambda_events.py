@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from support.moto_queues import receive_all
 
 #: The queue of :func:`fake_event`'s records (their ARN names it).

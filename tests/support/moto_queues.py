@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 
 _names = itertools.count()
 

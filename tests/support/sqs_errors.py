@@ -1,5 +1,5 @@
-"""SQS's JSON-protocol errors, moved to :mod:`local_emulator.chaos.sqs_errors`."""
+"""SQS's JSON-protocol errors, moved to :mod:`jobqueues.emulator.chaos.sqs_errors`."""
 
-from local_emulator.chaos.sqs_errors import SQS_ERRORS, client_error
+from jobqueues.emulator.chaos.sqs_errors import SQS_ERRORS, client_error
 
 __all__ = ["SQS_ERRORS", "client_error"]

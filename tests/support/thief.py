@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 
 
 class Thief:

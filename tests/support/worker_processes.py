@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: The sqslease sources worker processes run. Point SQSLEASE_SRC at another copy (e.g. a previous release) to

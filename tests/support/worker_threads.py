@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from local_emulator.server import LocalServer
+from jobqueues.emulator.server import LocalServer
 from sqslease.emf import EmfLogger
 from sqslease.message import Message
 from sqslease.settings import LeaseSettings

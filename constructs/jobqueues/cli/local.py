@@ -3,8 +3,8 @@
 Both start the emulator (moto_server with jobqueues' CloudFormation handlers: the optional extra
 ``cdk-jobqueues[local]``), deploy every stack of every Stage of the app in the current directory with the real
 ``cdk`` CLI, verify the deploy and print ``export AWS_ENDPOINT_URL=...``. ``up`` then runs the app's consumers
-(:mod:`local_emulator.consumers`) with a live status table until Ctrl-C, or until idle (``--until-idle``).
-``local_emulator`` is imported inside the commands: the other commands need no moto.
+(:mod:`jobqueues.emulator.consumers`) with a live status table until Ctrl-C, or until idle (``--until-idle``).
+``jobqueues.emulator`` is imported inside the commands: the other commands need no moto.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from rich.table import Table
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
 
 if TYPE_CHECKING:
-    from local_emulator.consumers.local_env import LocalEnv
-    from local_emulator.consumers.runner import ConsumerRunner
-    from local_emulator.server import LocalServer
+    from jobqueues.emulator.consumers.local_env import LocalEnv
+    from jobqueues.emulator.consumers.runner import ConsumerRunner
+    from jobqueues.emulator.server import LocalServer
 
 #: Seconds between two looks at the queues (scaling, the table).
 TICK_S = 1.0
@@ -49,8 +49,8 @@ def _check_directory(option: str, path: Path) -> None:
 
 
 def _local_env(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Any:
-    """``--env`` values, parsed before anything starts (:mod:`local_emulator.consumers.local_env`)."""
-    from local_emulator.consumers.local_env import parse_env
+    """``--env`` values, parsed before anything starts (:mod:`jobqueues.emulator.consumers.local_env`)."""
+    from jobqueues.emulator.consumers.local_env import parse_env
 
     try:
         return parse_env(values)
@@ -81,10 +81,10 @@ def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
     """The emulator with the app in the current directory deployed and verified, for as long as the ``with``."""
     _require_moto()
     _stop_on_signals()
-    from local_emulator.consumers.runner import sigint_blocked
-    from local_emulator.deploy import DeployError, format_report
-    from local_emulator.server import running_server
-    from local_emulator.user_app import app_command, deploy_app, find_cdk
+    from jobqueues.emulator.consumers.runner import sigint_blocked
+    from jobqueues.emulator.deploy import DeployError, format_report
+    from jobqueues.emulator.server import running_server
+    from jobqueues.emulator.user_app import app_command, deploy_app, find_cdk
 
     try:  # bad input fails before anything starts
         app = app_command(Path.cwd(), app)
@@ -131,8 +131,8 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
         _check_directory("--logs", logs)
     with _deployed(app, port) as server:
         if demo:
-            from local_emulator.demo import DemoError, run_demo
-            from local_emulator.deployed import DeployedError
+            from jobqueues.emulator.demo import DemoError, run_demo
+            from jobqueues.emulator.deployed import DeployedError
 
             click.echo("\ndemo: the deployed consumers at work")
             try:
@@ -213,11 +213,11 @@ def up(
     service, Lambda functions through an event-source driver, their logs in the emulator's CloudWatch Logs."""
     _check_directory("--logs", logs)
     with _deployed(app, port) as server:
+        from jobqueues.emulator.consumers.local_env import environments
+        from jobqueues.emulator.consumers.runner import ConsumerRunner
+        from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S
+        from jobqueues.emulator.server import Emulator
         from jobqueues.ops.discovery import discover
-        from local_emulator.consumers.local_env import environments
-        from local_emulator.consumers.runner import ConsumerRunner
-        from local_emulator.consumers.scaler import SCALE_IN_AFTER_S
-        from local_emulator.server import Emulator
 
         found = discover(server.client("cloudformation"))
         job_types = found.job_types
@@ -228,7 +228,7 @@ def up(
         chaos_run = None
         endpoint: Emulator = server
         if chaos is not None:
-            from local_emulator.chaos import Chaos
+            from jobqueues.emulator.chaos import Chaos
 
             chaos_run = Chaos(server.endpoint, rate=chaos, seed=chaos_seed)
             endpoint = Emulator(chaos_run.endpoint)
@@ -320,7 +320,7 @@ def _plural(count: int, noun: str) -> str:
 
 def _summary(runner: ConsumerRunner, wall_s: float) -> None:
     """What the consumers did, from their EMF lines: outcomes per deployment (``STACK/JOB_TYPE``)."""
-    from local_emulator.deployments import outcome_counts
+    from jobqueues.emulator.deployments import outcome_counts
 
     outcomes = outcome_counts(runner.shipper.emf_lines_by_stream().values(), runner.job_types)
     runner.refresh()
@@ -338,7 +338,7 @@ def _summary(runner: ConsumerRunner, wall_s: float) -> None:
 
 
 def _chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -> None:
-    from local_emulator.chaos import read_queue_state
+    from jobqueues.emulator.chaos import read_queue_state
 
     sqs = server.client("sqs")
     final = [

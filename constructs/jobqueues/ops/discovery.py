@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jobqueues.marker_format import CONSUMER_MARKER, IMAGE_DIRECTORY_MARKER, MARKER_VERSION, QUEUE_MARKER
 from jobqueues.ops import intrinsics
 from jobqueues.ops.errors import NotFound, OpsError
-from jobqueues.ops.marker_format import CONSUMER_MARKER, IMAGE_DIRECTORY_MARKER, MARKER_VERSION, QUEUE_MARKER
 from sqslease.emf import deployment_name
 
 #: Stack states in which a stack's resources exist.

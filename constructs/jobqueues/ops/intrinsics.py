@@ -4,7 +4,7 @@
 ``Fn::Sub`` and ``Fn::GetAtt`` of a queue (``Arn``, ``QueueName``, ``QueueUrl``) against a stack's physical
 ids, and raises :class:`Unresolvable` naming what it cannot compute. The ``jobqueues`` command reads its
 markers' references with it (:mod:`jobqueues.ops.discovery`), on AWS as on the emulator; the emulator's demo and
-Lambda driver read values through ``local_emulator.deployed.DeployedStack.resolve``, and its post-deploy check
+Lambda driver read values through ``jobqueues.emulator.deployed.DeployedStack.resolve``, and its post-deploy check
 skips a value it cannot compute.
 """
 
