@@ -14,6 +14,7 @@ from click.core import ParameterSource
 from jobqueues.ops.discovery import Discovery, JobType, discover
 from jobqueues.ops.endpoint import endpoint_problem, guard
 from jobqueues.ops.errors import EXIT_INTERRUPTED, BadInput, OpsError, aws_error
+from jobqueues.ops.timeouts import client_config
 
 #: Hosts of a local endpoint (the emulator): credentials and region default to ``testing`` and LOCAL_REGION.
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -73,7 +74,7 @@ class Aws:
                     local.update(aws_access_key_id="testing", aws_secret_access_key="testing")
                 if session.region_name is None:
                     local["region_name"] = LOCAL_REGION
-            client = session.client(service, endpoint_url=self.endpoint_url, **local)
+            client = session.client(service, endpoint_url=self.endpoint_url, config=client_config(), **local)
             self._clients[service] = guard(client)
         return self._clients[service]
 
