@@ -183,3 +183,10 @@ def test_a_refused_request_reports_its_entries_and_stops(ops_deployment: Deploym
     ]
     assert result.stopped_at_line == 21
     assert result.as_dict()["stopped_at_line"] == 21
+
+
+def test_an_empty_body_is_refused_before_anything_is_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN `--body ''` (SQS refuses an empty message), WHEN sent to an endpoint nothing listens on
+    status = main(["send", "Emails", "--body", "", "--endpoint-url", "http://localhost:1"])
+    # THEN one line, status 2, before any request (an unreachable endpoint would be status 3)
+    assert (status, capsys.readouterr().err) == (2, "error: --body is empty: SQS takes no empty message\n")

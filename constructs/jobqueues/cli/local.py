@@ -298,7 +298,7 @@ def _watch(runner: ConsumerRunner, until_idle: float | None) -> int:
 
 def status_table(runner: ConsumerRunner) -> Table:
     """Per job type: visible, in flight, DLQ, and the local workers or Lambda invocations."""
-    table = Table(title="jobqueues local up")
+    table = Table(title="jobqueues local up", title_justify="default")  # left, without padding
     for column in ("job type", "consumer", "visible", "in flight", "DLQ", "local"):
         table.add_column(column, justify="left" if column in ("job type", "consumer", "local") else "right")
     for row in runner.rows():

@@ -70,6 +70,8 @@ def command(
     """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed."""
     if (body is None) == (file is None):
         raise click.UsageError("pass one of --body TEXT or --file FILE")
+    if body == "":
+        raise BadInput("--body is empty: SQS takes no empty message")
     if dedup_id is not None and file is not None:
         raise click.UsageError("--dedup-id names one message: use it with --body (a file's bodies are their own ids)")
     # A file is read whole first: one that is not text sends nothing, rather than stopping half-way.
