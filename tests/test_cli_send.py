@@ -18,7 +18,8 @@ from support.moto_queues import take_all
 
 from jobqueues.cli import main
 from jobqueues.cli.context import Aws
-from jobqueues.ops.discovery import JobType, discover
+from jobqueues.ops.discovery import Discovery, JobType, discover
+from jobqueues.ops.errors import NotFound
 from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines, send
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -190,3 +191,29 @@ def test_an_empty_body_is_refused_before_anything_is_asked(capsys: pytest.Captur
     status = main(["send", "Emails", "--body", "", "--endpoint-url", "http://localhost:1"])
     # THEN one line, status 2, before any request (an unreachable endpoint would be status 3)
     assert (status, capsys.readouterr().err) == (2, "error: --body is empty: SQS takes no empty message\n")
+
+
+@NEEDS_CDK
+def test_a_stack_not_in_the_region_asked_is_said_so(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the ops app deployed in us-east-1, WHEN a job is sent to STACK/JOB_TYPE in another region
+    assert jq(ops_deployment, "send", "Prod-Billing/Receipts", "--body", "x", "--region", "eu-west-1") == 2
+    # THEN the line says the stack is not in the region searched, not that the stack has no such job type
+    assert capsys.readouterr().err == (
+        "error: no stack Prod-Billing in region eu-west-1 (stacks there: none): pass the --region or --profile "
+        "it is deployed with\n"
+    )
+
+
+def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
+    receipts = JobType("Receipts", "Prod-Billing", "Prod/Billing/Receipts", None, None)
+    found = Discovery([receipts], ["CDKToolkit", "Prod-Billing"], where="region us-east-1, account 123456789012")
+    with pytest.raises(NotFound) as missing:
+        found.find("Prod-Billng/Receipts")
+    assert str(missing.value) == (
+        "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing): "
+        "pass the --region or --profile it is deployed with"
+    )
+    with pytest.raises(NotFound, match="^no job type Receipts in stack CDKToolkit; job types: Prod-Billing/Rec"):
+        found.find("CDKToolkit/Receipts")

@@ -130,15 +130,23 @@ class StackTemplate:
 
 @dataclass(frozen=True)
 class Discovery:
-    """Every job type found, and the stacks searched."""
+    """Every job type found, the stacks searched, and where they were searched (``region R, account A``; empty for
+    synthesized templates)."""
 
     job_types: list[JobType]
     stacks: list[str]
+    where: str = ""
 
     def find(self, job_type: str, stack: str | None = None) -> JobType:
-        """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist."""
+        """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
+        the stacks searched when ``stack`` is none of them."""
         if "/" in job_type and stack is None:
             stack, job_type = job_type.rsplit("/", 1)
+        if stack is not None and stack not in self.stacks:
+            raise NotFound(
+                f"no stack {stack} in {self.where or 'the stacks searched'} (stacks there: "
+                f"{', '.join(self.stacks) or 'none'}): pass the --region or --profile it is deployed with"
+            )
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack)]
         if len(matches) == 1:
             return matches[0]
@@ -205,7 +213,7 @@ def _job_type(stack: StackTemplate, marker: dict[str, Any]) -> JobType:
 def discover_templates(stacks: Iterable[StackTemplate]) -> Discovery:
     """The job types of synthesized templates (no physical ids: URLs are ``None``)."""
     stacks = list(stacks)
-    return Discovery(job_types_in(stacks), sorted(s.name for s in stacks))
+    return Discovery(job_types_in(stacks), sorted(s.name for s in stacks), "the synthesized app")
 
 
 def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Discovery:
@@ -222,7 +230,14 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
         live = {n: live[n] for n in stack_names}
     with ThreadPoolExecutor(max_workers=8) as pool:
         templates = list(pool.map(lambda item: _load(cloudformation, *item), sorted(live.items())))
-    return Discovery(job_types_in(templates), sorted(live))
+    return Discovery(job_types_in(templates), sorted(live), _where(cloudformation, live))
+
+
+def _where(cloudformation: Any, live: dict[str, str]) -> str:
+    """``region R`` and, when a stack's id tells it, ``, account A``: where the stacks were listed."""
+    accounts = {stack_id.split(":")[4] for stack_id in live.values() if stack_id.count(":") >= 5}
+    region = f"region {cloudformation.meta.region_name}"
+    return f"{region}, account {accounts.pop()}" if len(accounts) == 1 else region
 
 
 def _live_stacks(cloudformation: Any) -> dict[str, str]:
