@@ -215,5 +215,5 @@ def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
         "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing): "
         "pass the --region or --profile it is deployed with"
     )
-    with pytest.raises(NotFound, match="^no job type Receipts in stack CDKToolkit; job types: Prod-Billing/Rec"):
+    with pytest.raises(NotFound, match=r"^no job type Receipts in stack CDKToolkit; job types: Prod-Billing/Rec"):
         found.find("CDKToolkit/Receipts")
