@@ -283,6 +283,47 @@ def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> No
         environments(parse_env(["Emails:A=1"]), found, consumed)
 
 
+def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
+    from jobqueues.emulator.consumers.local_env import environments, parse_env
+    from jobqueues.ops.discovery import Discovery, LambdaConsumer
+    from jobqueues.ops.errors import NotFound
+
+    # GIVEN Orders deployed by a Dev and a Prod Stage, both consumed locally
+    orders = [
+        JobType("Orders", stack, f"{stack}/Orders", None, None, consumer=LambdaConsumer(None, None))
+        for stack in ("Dev-Jobs", "Prod-Jobs")
+    ]
+    found = Discovery(orders, ["Dev-Jobs", "Prod-Jobs"])
+    consumed = ["Dev-Jobs/Orders", "Prod-Jobs/Orders"]
+    # WHEN --env names the job type alone THEN both deployments get it; STACK/JOB_TYPE one of them
+    assert environments(parse_env(["Orders:A=1", "Prod-Jobs/Orders:A=2"]), found, consumed) == {
+        "Dev-Jobs/Orders": {"A": "1"},
+        "Prod-Jobs/Orders": {"A": "2"},
+    }
+    # ... and an unknown one names the job types, never an option `local up` does not have
+    with pytest.raises(NotFound) as unknown:
+        environments(parse_env(["Prod-Job/Orders:A=1"]), found, consumed)
+    assert str(unknown.value) == (
+        "--env Prod-Job/Orders:...: no job type Prod-Job/Orders in 2 stacks searched; job types: Dev-Jobs/Orders, "
+        "Prod-Jobs/Orders"
+    )
+
+
+@NEEDS_CDK
+def test_env_of_an_unknown_job_type_is_refused_before_the_deploy() -> None:
+    # GIVEN an app of two Stages (tests/team_stages_app) and --env naming a job type it does not have
+    app_dir = Path(__file__).resolve().parent / "team_stages_app"
+    # WHEN local up starts
+    run = start("local", "up", "--env", "Export:DEBUG=1", "--env", "Exports:DEBUG=1", cwd=app_dir)
+    status = run.wait(240)
+    # THEN it stops after the synth, before anything is deployed, with the job types it has, status 2
+    assert status == 2, run.text()
+    assert (
+        "error: --env Export:...: no job type Export in 2 stacks searched; job types: Dev-TeamC/Exports" in run.text()
+    )
+    assert "resources created" not in run.text() and "Traceback" not in run.text()
+
+
 @NEEDS_CDK
 def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     # GIVEN an app of a top-level stack and two Stages (small: the ops app's own deploy is up_run's)

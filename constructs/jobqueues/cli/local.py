@@ -15,7 +15,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +77,11 @@ def _stop_on_signals() -> None:
 
 
 @contextlib.contextmanager
-def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
-    """The emulator with the app in the current directory deployed and verified, for as long as the ``with``."""
+def _deployed(
+    app: str | None, port: int | None, check_synthesized: Callable[[Path], None] | None = None
+) -> Iterator[LocalServer]:
+    """The emulator with the app in the current directory deployed and verified, for as long as the ``with``;
+    ``check_synthesized`` runs on the cloud assembly before the deploy."""
     _require_moto()
     _stop_on_signals()
     from jobqueues.emulator.consumers.runner import sigint_blocked
@@ -103,7 +106,7 @@ def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
         click.echo("cdk synth, bootstrap, deploy '**' ...")
         started = time.monotonic()
         try:
-            report = deploy_app(server, Path.cwd(), app, assembly)
+            report = deploy_app(server, Path.cwd(), app, assembly, check_synthesized=check_synthesized)
         except DeployError as error:
             raise OpsError(str(error)) from error
         click.echo(format_report(report))
@@ -212,7 +215,9 @@ def up(
     """Deploy the app, then run its consumers locally until Ctrl-C: ECS workers scaled like the deployed
     service, Lambda functions through an event-source driver, their logs in the emulator's CloudWatch Logs."""
     _check_directory("--logs", logs)
-    with _deployed(app, port) as server:
+    from jobqueues.emulator.consumers.local_env import check_synthesized
+
+    with _deployed(app, port, lambda assembly: check_synthesized(local_env, assembly)) as server:
         from jobqueues.emulator.consumers.local_env import environments
         from jobqueues.emulator.consumers.runner import ConsumerRunner
         from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S
