@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -335,6 +337,32 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     assert status == 0, run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
     assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
+
+
+#: The smallest app to deploy: one stack of one queue.
+TINY_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_sqs as sqs
+
+app = cdk.App()
+sqs.Queue(cdk.Stack(app, "KeepRunning"), "Queue", enforce_ssl=True)
+app.synth()
+"""
+
+
+@NEEDS_CDK
+def test_keep_running_ends_on_ctrl_c_with_130_as_the_exit_statuses_say(tmp_path: Path) -> None:
+    # GIVEN `local deploy --keep-running`, its emulator up once the deploy is done
+    (tmp_path / "app.py").write_text(TINY_APP)
+    run = start("local", "deploy", "--keep-running", "--app", f"{sys.executable} app.py", cwd=tmp_path)
+    run.wait_for_line("emulator running (Ctrl-C to stop)", timeout_s=240)
+    port = int(re.findall(r"^export AWS_ENDPOINT_URL=http://localhost:(\d+)$", run.text(), re.MULTILINE)[0])
+    # WHEN Ctrl-C stops it THEN the status is 130, as for `local up` (docs/cli.md), and the emulator is gone
+    run.process.send_signal(signal.SIGINT)
+    assert run.wait(60) == 130, run.text()
+    assert run.lines[-1] == "interrupted: the emulator is stopped" and "Traceback" not in run.text()
+    with pytest.raises(OSError):
+        socket.create_connection(("localhost", port), timeout=2).close()
 
 
 @NEEDS_CDK

@@ -132,6 +132,7 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     """Deploy every stack of the app in the current directory to the emulator, and verify it."""
     if demo:
         _check_directory("--logs", logs)
+    stopped = False
     with _deployed(app, port) as server:
         if demo:
             from jobqueues.emulator.demo import DemoError, run_demo
@@ -149,8 +150,11 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
             try:
                 while server.process.poll() is None:
                     time.sleep(1)
-            except KeyboardInterrupt:
-                pass
+            except KeyboardInterrupt:  # how it ends: 130, as `local up`'s Ctrl-C (docs/cli.md's exit statuses)
+                stopped = True
+    if stopped:
+        click.echo("interrupted: the emulator is stopped")
+        return EXIT_INTERRUPTED
     return 0
 
 
