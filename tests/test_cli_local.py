@@ -428,6 +428,22 @@ def test_a_lambda_error_is_reported_once_per_kind_with_its_log(tmp_path: Path) -
     assert reported == ["ValueError: bad", import_error]
 
 
+def test_a_lambda_poller_that_failed_is_a_consumer_that_stopped_receiving() -> None:
+    from jobqueues.emulator.consumers.runner import ConsumerRunner
+
+    class Driver:
+        def __init__(self, failure: BaseException | None) -> None:
+            self.failure = failure
+
+    class Run:  # what the runner reads of a LambdaConsumerRun: its driver
+        def __init__(self, failure: BaseException | None) -> None:
+            self.driver = Driver(failure)
+
+    runner = ConsumerRunner.__new__(ConsumerRunner)  # no emulator: only the bookkeeping runs
+    runner.lambdas = {"Prod-Billing/Receipts": Run(RuntimeError("boom")), "Dev-Billing/Receipts": Run(None)}  # type: ignore[dict-item]
+    assert runner.stopped_receiving() == {"Prod-Billing/Receipts": "its poller failed: RuntimeError('boom')"}
+
+
 def test_the_summary_counts_each_deployment_s_own_lines() -> None:
     from jobqueues.emulator.deployments import outcome_counts
 

@@ -355,4 +355,5 @@ def _chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -
         for j in runner.consumed()
         if j.queue_url is not None
     ]
-    click.echo(chaos_run.report(runner.shipper.emf_lines_by_stream(), final).format())
+    report = chaos_run.report(runner.shipper.emf_lines_by_stream(), final, runner.stopped_receiving())
+    click.echo(report.format())
