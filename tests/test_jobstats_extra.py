@@ -27,5 +27,6 @@ def test_without_pyspark_one_line_names_the_extra() -> None:
     done = subprocess.run([sys.executable, "-c", WITHOUT_PYSPARK], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done
     assert done.stderr == (
-        "error: python -m jobstats needs pyspark, which the extra jobstats installs: pip install 'cdk-jobqueues[jobstats]'\n"
+        "error: python -m jobstats needs pyspark, which the extra jobstats installs: "
+        "pip install 'cdk-jobqueues[jobstats]'\n"
     )
