@@ -17,9 +17,10 @@ from support.fakes import FakeSQS
 
 from sqslease.attempt import Attempt
 from sqslease.emf import EmfLogger
+from sqslease.lease import LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
-from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler, _Item
 from sqslease.settle_future import SettleFuture

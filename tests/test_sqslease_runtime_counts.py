@@ -24,11 +24,12 @@ from sqslease.emf import EmfLogger, millis, millis_text
 from sqslease.fifo import ReadyQueue
 from sqslease.handler_pool import HandlerPool
 from sqslease.invocation import QUEUE_URL_ENV
+from sqslease.lease import Lease
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.otel import OtelHooks
 from sqslease.processor import MessageProcessor
 from sqslease.receiver import ROOM_WAIT_S
-from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 from sqslease.settle_future import SettleFuture

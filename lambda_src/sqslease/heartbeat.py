@@ -20,6 +20,8 @@ from typing import Any
 
 from sqslease.idempotency import Hold
 from sqslease.idempotency_gate import IdempotencyGate
+from sqslease.lease import DELETING, Lease
+from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import (
     TIMEOUT_ERRORS,
     EntryOutcome,
@@ -30,7 +32,6 @@ from sqslease.retry import (
 )
 from sqslease.retry import is_throttling as _is_throttling
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
-from sqslease.scheduler import DELETING, Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")

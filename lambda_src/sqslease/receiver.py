@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from sqslease.handler_pool import HandlerPool
+from sqslease.lease import LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_exception, is_throttling
-from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")

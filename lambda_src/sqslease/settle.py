@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sqslease.lease import Lease, LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, may_have_landed
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
-from sqslease.scheduler import Lease, LeaseScheduler, LeaseState
 from sqslease.settle_future import SettleFuture
 
 logger = logging.getLogger("sqslease")
