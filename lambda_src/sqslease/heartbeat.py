@@ -1,4 +1,4 @@
-"""The heartbeat: extends due leases with ChangeMessageVisibilityBatch, exactly ceil(due / 10) requests a round.
+"""The heartbeat: extends due leases with ChangeMessageVisibilityBatch, exactly ceil(due / 10) requests a tick.
 
 A tick never waits for a request. Each batch of up to 10 due leases is a *round* that runs on its own
 thread (:mod:`sqslease.heartbeat_round`): it sends the batch, and retries the entries that failed (throttled, 5xx,

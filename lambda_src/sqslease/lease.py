@@ -9,7 +9,8 @@ One state per receipt handle, moved by the lease table (:class:`sqslease.lease_t
        |                    |
        |                    +--begin_change--> SETTLE_WAITING --extension done--> FINISHING
        +--begin_change--> FINISHING --finish--> RELEASED
-    any live state --lost--> LOST
+    ACTIVE or EXTENDING, its delete claimed (begin_delete) --finish--> DELETED
+    any live state, or FINISHING --lost--> LOST
 
 A lease is settled once (``settling``). A *delete* leaves the lease ACTIVE/EXTENDING, so the heartbeat
 keeps it until SQS confirms the delete (an extension landing after a delete fails harmlessly). A

@@ -76,8 +76,8 @@ class LeaseScheduler:
         """Leases to extend this tick, marked EXTENDING.
 
         All leases expiring within ``extension_threshold``, then, only to fill the last batch of
-        10, leases expiring within ``extension_threshold + pull_forward``. A round therefore needs
-        exactly ceil(due / 10) requests.
+        10, leases expiring within ``extension_threshold + pull_forward``. A tick therefore sends exactly
+        ceil(due / 10) requests, one per round of 10.
         """
         due_by = now + self.extension_threshold
         taken: list[Lease] = []

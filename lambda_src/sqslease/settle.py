@@ -3,9 +3,9 @@
 A lease is held until SQS confirms its delete or release:
 
 - A delete leaves the lease with the heartbeat, which keeps extending it while the delete is queued, in flight
-  or being retried. A failed delete is retried (backoff 0.05 s doubling, at most 1 s) as long as the lease is
-  held; only a lost lease or the end of :meth:`Settler.close`'s time gives it up (logged: the message will be
-  delivered again).
+  or being retried. A failed delete is retried (backoff 0.05 s doubling, at most 1 s, each with up to 25 % added)
+  as long as the lease is held; only a lost lease or the end of :meth:`Settler.close`'s time gives it up (logged:
+  the message will be delivered again).
 - A visibility change first takes the lease from the heartbeat (no late extension can overwrite a release or a
   backoff delay). If an extension is in flight it waits for it on the sender thread, never in a handler.
   Until the change is confirmed the lease keeps its last deadline; if that passes, the message is visible
@@ -114,7 +114,7 @@ class Settler(SettleSender):
         """Send what is queued (retrying failures) for at most ``timeout`` seconds, then stop the sender threads."""
         self._close_by = self.clock() + timeout
         with self._threads_lock:
-            self._closed = True  # as before, nothing queued after close starts a sender
+            self._closed = True  # from now on a settle queued starts no sender: it is never sent
             started = dict(self._threads)
         for operation, thread in started.items():
             self._queues[operation].put(CLOSE)
@@ -137,7 +137,7 @@ class Settler(SettleSender):
             if q is None:
                 self._full[operation] = threading.Event()
                 q = self._queues[operation] = queue.SimpleQueue()
-                if not self._closed:  # as before: nothing queued after close is sent
+                if not self._closed:  # after close nothing queued is sent (see close)
                     name = "sqslease-delete" if operation == "DeleteMessageBatch" else "sqslease-release"
                     thread = threading.Thread(target=self._loop, args=(q, operation), name=name, daemon=True)
                     thread.start()

@@ -38,7 +38,7 @@ class SettleItem:
     not_before: float = 0.0
 
 
-#: Queued by :meth:`Settler.close`: the sender sends what is left, then ends.
+#: Queued by :meth:`sqslease.settle.Settler.close`: the sender sends what is left, then ends.
 CLOSE: Any = object()
 
 
