@@ -22,7 +22,7 @@ from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.invocation import EventLeases, remaining_seconds
 from sqslease.invocation_retry import retry_in_invocation
 from sqslease.message import Message
-from sqslease.processor import Handler, MessageProcessor, ProcessResult
+from sqslease.processor import Handler, MessageProcessor
 from sqslease.record_runner import run_record
 from sqslease.settings import LeaseSettings
 
@@ -98,6 +98,9 @@ class RecordBatch:
         #: Records not run: out of time, or (FIFO) after a failure of their group (or batch).
         self.skipped: list[dict[str, Any]] = []
 
+    #: A FIFO queue's batch (:class:`FifoRecordBatch`): records may be skipped after a failure of their group.
+    fifo = False
+
     def run(self) -> list[dict[str, str]]:
         """Run the records; the failures to report (``batchItemFailures``). Raises the invocation's fatal error, or
         :class:`~sqslease.hung_records.RecordsHungError` when a handler still runs after its timeout."""
@@ -119,11 +122,11 @@ class RecordBatch:
         return self.failures
 
     def _run_records(self) -> None:
-        held, records = self.held, self.records
+        held, records, processor, timed_out, fifo = self.held, self.records, self.processor, self.timed_out, self.fifo
         for index, record in enumerate(records):
             if held.fatal is not None:
                 raise held.fatal
-            if self._skips(record):
+            if fifo and self._skips(record):
                 self.skipped.append(record)
                 continue
             if held.out_of_time():
@@ -138,18 +141,21 @@ class RecordBatch:
                 logger.warning("record %s not started: its lease could not be renewed", record["messageId"])
                 self._failed(record)
                 continue
-            if self._run(Message.from_lambda_record(record, held.queue_url, lease)).retry:
+            message = Message.from_lambda_record(record, held.queue_url, lease)
+            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out)
+            if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
+                run = functools.partial(
+                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out
+                )
+                result = retry_in_invocation(processor, message, result, run, held.remaining, self.sleep)
+            if result.retry:
                 self._failed(record)
         if self.skipped:
             self._release_skipped()
 
     def _skips(self, record: dict[str, Any]) -> bool:
-        """Whether ``record`` is not run: only FIFO skips records (:class:`FifoRecordBatch`)."""
+        """Whether ``record`` is not run (asked on a FIFO queue only: :class:`FifoRecordBatch`)."""
         return False
-
-    def _run(self, message: Message) -> ProcessResult:
-        held = self.held
-        return run_record(self.processor, message, held.out_of_time, held.remaining, timed_out=self.timed_out)
 
     def _failed(self, record: dict[str, Any]) -> None:
         self.failures.append({"itemIdentifier": record["messageId"]})
@@ -169,6 +175,8 @@ class FifoRecordBatch(RecordBatch):
 
     :param skip_group_on_error: after a failure stop only that record's group, not the batch.
     """
+
+    fifo = True
 
     def __init__(
         self,
@@ -193,13 +201,6 @@ class FifoRecordBatch(RecordBatch):
 
     def _skips(self, record: dict[str, Any]) -> bool:
         return self.batch_stopped or _group(record) in self.failed_groups
-
-    def _run(self, message: Message) -> ProcessResult:
-        result = super()._run(message)
-        if result.held:  # a failure with attempts left: retried while it fits (sqslease.invocation_retry)
-            run = functools.partial(super()._run, message)
-            result = retry_in_invocation(self.processor, message, result, run, self.held.remaining, self.sleep)
-        return result
 
     def _failed(self, record: dict[str, Any]) -> None:
         super()._failed(record)
