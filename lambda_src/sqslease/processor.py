@@ -102,13 +102,7 @@ class MessageProcessor:
         attempt = attempt or Attempt(message, time.monotonic())
         receive_count = message.receive_count
         if receive_count > self.settings.receive_count_warning:
-            logger.warning(
-                "message %s of %s received %d times (warning threshold %d): investigate",
-                message.message_id,
-                self.settings.job_type,
-                receive_count,
-                self.settings.receive_count_warning,
-            )
+            self._warn_received_often(message, receive_count)
         queue_ms = message.queue_time_ms(time.time() * 1000)
         if self.idempotency is not None:
             unrun = self._begin(message, attempt)
@@ -130,8 +124,20 @@ class MessageProcessor:
         elapsed_ms = (time.perf_counter() - started) * 1000
         if not attempt.claim():  # its timeout settled it: the result comes too late to count
             return self._too_late(message, attempt, elapsed_ms, error)
-        outcome, retry, held = self._settle(message, error, returned)
-        self.emf.emit(  # not through _emit: a call less for every message
+        if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
+            self._end_record(message, error, returned)
+        held = False  # the usual outcomes settled here, not in a method of their own: a call less a message
+        if message.lease.lost:
+            outcome, retry = "lost", True
+            logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
+        elif error is None:
+            outcome, retry = "success", False
+            if self.delete_on_success:
+                self.settler.delete(message.lease)
+            # else: Lambda deletes it once the invocation returns; the lease is extended until then.
+        else:
+            outcome, retry, held = self._failed(message, error)
+        self.emf.emit(  # not through _emit: a call less a message
             job_type=self.settings.job_type,
             stack=self.settings.stack,
             queue=self.queue_name,
@@ -161,37 +167,39 @@ class MessageProcessor:
             self.apply_failure_policy(message)
         return ProcessResult(TIMED_OUT, elapsed_ms, True)
 
-    def _settle(self, message: Message, error: BaseException | None, returned: Any) -> tuple[str, bool, bool]:
-        """Settle ``message`` by how its handler ended: its outcome, whether it should be delivered again, and
-        whether its lease is held for a retry in process."""
-        held = False
-        if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
-            if error is None:
-                self.idempotency.complete(message, returned)
-            else:
-                self.idempotency.fail(message.lease, message.message_id)
-        if message.lease.lost:
-            outcome, retry = "lost", True
-            logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
-        elif error is None:
-            outcome, retry = "success", False
-            if self.delete_on_success:
-                self.settler.delete(message.lease)
-            # else: Lambda deletes it once the invocation returns; the lease is extended until then.
-        elif self.non_retryable and isinstance(error, self.non_retryable):
+    def _warn_received_often(self, message: Message, receive_count: int) -> None:
+        logger.warning(
+            "message %s of %s received %d times (warning threshold %d): investigate",
+            message.message_id,
+            self.settings.job_type,
+            receive_count,
+            self.settings.receive_count_warning,
+        )
+
+    def _end_record(self, message: Message, error: BaseException | None, returned: Any) -> None:
+        """Complete the message's idempotency record (with the handler's result) or, on a failure, delete it."""
+        assert self.idempotency is not None
+        if error is None:
+            self.idempotency.complete(message, returned)
+        else:
+            self.idempotency.fail(message.lease, message.message_id)
+
+    def _failed(self, message: Message, error: BaseException) -> tuple[str, bool, bool]:
+        """Settle the handler's failure: a non-retryable error to the DLQ, any other by the failure policy (or held
+        for a FIFO retry in process). Its outcome, whether it is delivered again, and whether its lease is held."""
+        if self.non_retryable and isinstance(error, self.non_retryable):
             outcome, retry = dead_letter(
                 self.sqs, self.settler, self.settings, message, error, delete_on_success=self.delete_on_success
             )
-        else:
-            logger.error(
-                "handler failed on message %s (receive %d): %r",
-                message.message_id,
-                message.receive_count,
-                error,
-                exc_info=error,
-            )
-            outcome, retry, held = self._settle_failure(message, error)
-        return outcome, retry, held
+            return outcome, retry, False
+        logger.error(
+            "handler failed on message %s (receive %d): %r",
+            message.message_id,
+            message.receive_count,
+            error,
+            exc_info=error,
+        )
+        return self._settle_failure(message, error)
 
     def _run(self, message: Message, attempt: Attempt) -> Any:
         self.hooks.before(message)
