@@ -17,9 +17,9 @@ from support.worker_threads import emf_records, running_worker
 from jobqueues.emulator.server import LocalServer
 from sqslease.emf import QUEUE_TIME_METRIC, EmfLogger
 from sqslease.lambda_adapter import process_event
+from sqslease.lease import Lease
 from sqslease.message import Message
 from sqslease.receiver import RECEIVE_ATTRIBUTES
-from sqslease.scheduler import Lease
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"

@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from sqslease.attempt import Attempt
+from sqslease.lease import Lease
 from sqslease.rules import ASYNC_CANCEL_GRACE_S, HUNG_EXIT_CODE
-from sqslease.scheduler import Lease
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")

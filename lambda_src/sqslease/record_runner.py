@@ -9,7 +9,7 @@ records it finished are not delivered again. Its lease is held, not released, wh
 handler that returns settles it by the failure policy; one still running when the invocation ends ends the
 execution environment (:mod:`sqslease.hung_records`), so that it never runs beside its message's redelivery.
 
-Every other record runs on the invocation's thread, as it did before: a thread handoff costs tens of
+Every other record runs on the invocation's thread: a thread handoff costs tens of
 microseconds a record (``bench/runtime_bench.py``), which every invocation would pay for a hang that the function's
 own timeout already bounds. There the deadline guard covers a hung handler: no record starts with less than the
 margin left, and a record still running at the timeout ends with the invocation (Lambda's timeout: the batch's
