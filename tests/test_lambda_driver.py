@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import signal
 import threading
 import time
 import uuid
@@ -53,6 +54,8 @@ def handler(event, context):
         raise RuntimeError("boom")
     if "slow" in bodies:
         time.sleep(600)  # never returns in time: the driver kills it at the function's timeout
+    if "late" in bodies:
+        time.sleep(2.5)  # returns after a 1 s function's timeout: too late, it is killed at the timeout
     return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "bad"]}
 """
 
@@ -322,6 +325,25 @@ def test_timeout_kills_the_environment_and_fails_the_batch(local_aws: LocalServe
         driver.runtime.stop()
 
 
+def test_a_timeout_kills_the_environment_at_once(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN a 1 s function whose handler returns after 2.5 s
+    deployed = Deployed(local_aws, timeout=1)
+    deployed.send("late")
+    driver, _ = deployed.driver(tmp_path)
+    try:
+        messages = driver.gather()
+        driver.runtime.start()
+        environment = driver.runtime.process
+        assert environment is not None
+        # WHEN its invocation times out
+        _, invocation, _ = driver.invoke(messages)
+        # THEN the environment was killed as the invocation failed, as Lambda does: not left to return and exit
+        assert invocation.error is not None and "timed out" in invocation.error["errorMessage"]
+        assert environment.returncode == -signal.SIGKILL
+    finally:
+        driver.runtime.stop()
+
+
 def test_batching_window_gathers_messages_that_arrive_later(local_aws: LocalServer, tmp_path: Path) -> None:
     # The queue's visibility timeout outlasts the window, as it must (else a gathered message comes back).
     deployed = Deployed(local_aws, batch_size=10, window=3, vt=30)
@@ -514,3 +536,4 @@ def test_a_hung_record_ends_its_environment_before_its_redelivery_runs(local_aws
     redelivered = next(i for i, line in enumerate(lines) if line[:3] == ["start", "hang", "2"])
     ticks = [i for i, line in enumerate(lines) if line[:3] == ["tick", "hang", "1"]]  # the hung run's
     assert ticks and max(ticks) < redelivered
+
