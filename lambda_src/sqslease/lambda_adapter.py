@@ -20,12 +20,17 @@ Powertools' ``SqsFifoPartialProcessor``) the whole rest of the batch stops; with
 
 The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
 most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
-unstarted records are released and reported as failures. A record still running then, or at
-``max_processing_time``, is timed out (:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``,
-its lease held until its handler returns and settles it by the failure policy. A handler still running when the
-invocation ends ends the execution environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest
-as Lambda would and raises :class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits
-the process (status 3), so that the handler never runs beside its message's redelivery.
+unstarted records are released and reported as failures. A record on a spare thread (its ``max_processing_time``
+shorter than the invocation has) still running then, or at ``max_processing_time``, is timed out
+(:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``, its lease held until its handler returns
+and settles it by the failure policy. A handler still running when the invocation ends ends the execution
+environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest as Lambda would and raises
+:class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits the process (status 3), so
+that the handler never runs beside its message's redelivery. A record on the invocation's own thread (every other
+one) is timed out by the deadline watchdog (:mod:`sqslease.deadline_watch`) if it still runs at the hang point, half
+the margin before the end (one that ends before, even inside the margin, is not): the watchdog settles the batch as
+Lambda would and ends the environment through ``on_hung`` (the decorated entry point's), since the invocation's
+thread is the one that hangs.
 
 An event that is not SQS's is refused before any record runs: :class:`sqslease.sqs_event.NotAnSqsEventError`, a
 ``ValueError`` naming the expected format.
@@ -83,10 +88,19 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sqslease.async_loop import AsyncLoop
+from sqslease.deadline_watch import watch_inline_records
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import MessageHooks
-from sqslease.hung_records import RecordsHungError, TimedOutRecords, cancel_wait_s, delete_finished, end_environment
+from sqslease.hung_records import (
+    RecordsHungError,
+    TimedOutRecords,
+    cancel_wait_s,
+    delete_finished,
+    end_environment,
+    release_unstarted,
+    settle_failed_invocation,
+)
 from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
@@ -126,6 +140,7 @@ def process_event(
     idempotency: IdempotencyStore | None = None,
     key: KeyFunction = message_id_key,
     sleep: Callable[[float], None] = time.sleep,
+    on_hung: Callable[[RecordsHungError], object] | None = None,
 ) -> dict[str, Any]:
     """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
     batch response.
@@ -141,6 +156,10 @@ def process_event(
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
         the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
     :param sleep: how the invocation waits out a FIFO retry's back-off, in seconds. Default ``time.sleep``.
+    :param on_hung: called with the :class:`RecordsHungError` of a record hung on the invocation's own thread, on the
+        deadline watchdog's thread once it settled the batch (:mod:`sqslease.deadline_watch`), since this call cannot
+        return or raise while the handler runs. Default none: it raises the error if the handler returns.
+        :func:`sqs_batch_handler` passes :func:`~sqslease.hung_records.end_environment`.
     """
     records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
@@ -174,6 +193,8 @@ def process_event(
     failed_groups: set[str | None] = set()
     batch_stopped = False
     answered = False  # every record is settled or reported (no fatal error came between)
+    settle_failed = functools.partial(settle_failed_invocation, processor, held, records, failures, skipped)
+    watch = watch_inline_records(processor, held, timed_out, settle_failed, on_hung)
     try:
         for index, record in enumerate(records):
             if held.fatal is not None:
@@ -198,10 +219,10 @@ def process_event(
                     batch_stopped = not skip_group_on_error
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out)
+            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out, watch=watch)
             if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
                 run = functools.partial(
-                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out
+                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out, watch=watch
                 )
                 result = retry_in_invocation(processor, message, result, run, held.remaining, sleep)
             if result.retry:
@@ -212,14 +233,11 @@ def process_event(
         if skipped:
             if fifo and failed_groups:
                 logger.warning("FIFO: %d records after a failure in their group released unprocessed", len(skipped))
-            held.settler.release_all([held.leases[r["messageId"]] for r in skipped], timeout=held.time_left())
-            failures += [{"itemIdentifier": r["messageId"]} for r in skipped]
-            for record in skipped:
-                processor.record_released(
-                    Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
-                )
+            failures += release_unstarted(processor, held, skipped)
         answered = True
     finally:
+        if watch is not None:
+            watch.disarm()
         hung = timed_out.still_running(cancel_wait_s(remaining_seconds(context))) if timed_out else []
         if hung and answered:  # the environment ends (below): the invocation fails, and Lambda deletes nothing
             delete_finished(held.settler, held.leases, records, failures)
@@ -251,7 +269,8 @@ def sqs_batch_handler(
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
     Keyword arguments as :func:`process_event`. On its :class:`~sqslease.hung_records.RecordsHungError` (a handler
-    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`.
+    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`
+    (from the deadline watchdog's thread when the record hung on the invocation's own).
     """
 
     def wrap(func: Handler) -> LambdaHandler:
@@ -270,6 +289,7 @@ def sqs_batch_handler(
                     hooks=hooks,
                     idempotency=idempotency,
                     key=key,
+                    on_hung=end_environment,  # a record hung on the invocation's thread: from the watchdog's
                 )
             except RecordsHungError as error:
                 end_environment(error)
