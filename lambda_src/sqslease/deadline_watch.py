@@ -19,8 +19,8 @@ one of them goes on with the batch: the invocation (the handler returned, or its
 the watchdog (it was hung); in the latter case the invocation raises that error once the watchdog is done (where
 ``on_hung`` did not end the process).
 
-The watchdog thread (``sqslease-deadline``) starts with this module, in Lambda's init phase, and sleeps on a
-condition between invocations: an invocation starts no thread for it (a process forked after the import starts its
+The watchdog thread (``sqslease-deadline``) starts with this module, in Lambda's init phase, and sleeps on an
+event between invocations: an invocation starts no thread for it (a process forked after the import starts its
 own in its first invocation). An invocation arms and disarms its watch (a lock each, and the watchdog's wake when
 it sleeps); a record sets and clears the watched attempt without a lock.
 """
