@@ -478,3 +478,22 @@ def test_a_logs_directory_that_cannot_be_made_is_refused_before_anything_starts(
     assert main(["local", "up", "--app", "python no_such_app.py", "--logs", str(logs)]) == 2
     error = f"error: --logs {logs}: cannot make it a directory: {tmp_path / 'notes.txt'} is a file\n"
     assert capsys.readouterr() == ("", error)
+
+
+def test_the_local_up_table_s_lines_end_without_padding() -> None:
+    from rich.console import Console
+
+    from jobqueues.cli.local import status_table
+    from jobqueues.emulator.consumers.runner import Row
+
+    class Runner:  # what the table reads of a ConsumerRunner: its rows
+        def rows(self) -> list[Row]:
+            return [Row("Prod-Billing/Invoices", "ecs", visible=3, workers=2), Row("Dev-Billing/Receipts", "none")]
+
+    # WHEN the table is printed as off a terminal (200 columns)
+    console = Console(width=200, record=True, color_system=None)
+    console.print(status_table(Runner()))  # type: ignore[arg-type]
+    lines = console.export_text().splitlines()
+    # THEN the title is its own line, and no line is padded with trailing blanks to the table's width
+    assert lines[0] == "jobqueues local up"
+    assert [line for line in lines if line != line.rstrip()] == []
