@@ -211,7 +211,10 @@ ENDPOINTS: dict[str, tuple[str | None, str, int, tuple[str, ...]]] = {
         "xml 200", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 200 (text/xml)", "<hello/>")
     ),
     "xml error 500": (
-        "xml error 500", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 500 (text/xml)", "it broke")
+        "xml error 500",
+        "http",
+        EXIT_AWS,
+        ("is not AWS: it answered ListStacks with HTTP 500 (text/xml), an error not in AWS's error format", "it broke"),
     ),
     "empty 200": ("empty 200", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 200", "an empty body")),
     "json 200": ("json 200", "http", EXIT_AWS, ("is not AWS: it answered ListStacks", '{"hello": "world"}')),

@@ -70,7 +70,7 @@ def _unreadable(operation_model: Any, response_dict: dict[str, Any], status: int
     except Exception:  # what botocore's parser raises on a foreign answer is anything (KeyError, ParseError)
         return "which is no AWS answer"
     if status >= 300 and not (parsed.get("Error") or {}).get("Code"):
-        return "an error without an AWS error code"
+        return "an error not in AWS's error format"  # no code botocore can read, whatever it names
     return None
 
 
