@@ -21,12 +21,17 @@ stops; with True only that group does.
 
 The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
 most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
-unstarted records are released and reported as failures. A record still running then, or at
-``max_processing_time``, is timed out (:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``,
-its lease held until its handler returns and settles it by the failure policy. A handler still running when the
-invocation ends ends the execution environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest
-as Lambda would and raises :class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits
-the process (status 3), so that the handler never runs beside its message's redelivery.
+unstarted records are released and reported as failures. A record on a spare thread (its ``max_processing_time``
+shorter than the invocation has) still running then, or at ``max_processing_time``, is timed out
+(:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``, its lease held until its handler returns
+and settles it by the failure policy. A handler still running when the invocation ends ends the execution
+environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest as Lambda would and raises
+:class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits the process (status 3), so
+that the handler never runs beside its message's redelivery. A record on the invocation's own thread (every other
+one) is timed out by the deadline watchdog (:mod:`sqslease.deadline_watch`) if it still runs at the hang point, half
+the margin before the end (one that ends before, even inside the margin, is not): the watchdog settles the batch as
+Lambda would and ends the environment through ``on_hung`` (the decorated entry point's), since the invocation's
+thread is the one that hangs.
 
 An event that is not SQS's is refused before any record runs: :class:`sqslease.sqs_event.NotAnSqsEventError`, a
 ``ValueError`` naming the expected format.
@@ -120,6 +125,7 @@ def process_event(
     idempotency: IdempotencyStore | None = None,
     key: KeyFunction = message_id_key,
     sleep: Callable[[float], None] = time.sleep,
+    on_hung: Callable[[RecordsHungError], object] | None = None,
 ) -> dict[str, Any]:
     """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
     batch response.
@@ -135,6 +141,10 @@ def process_event(
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
         the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
     :param sleep: how the invocation waits out a FIFO retry's back-off, in seconds. Default ``time.sleep``.
+    :param on_hung: called with the :class:`RecordsHungError` of a record hung on the invocation's own thread, on the
+        deadline watchdog's thread once it settled the batch (:mod:`sqslease.deadline_watch`), since this call cannot
+        return or raise while the handler runs. Default none: it raises the error if the handler returns.
+        :func:`sqs_batch_handler` passes :func:`~sqslease.hung_records.end_environment`.
     """
     records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
@@ -146,7 +156,9 @@ def process_event(
     gate = IdempotencyGate(store, chosen_key(key, settings)) if store is not None else None
     held = EventLeases(event, context, settings, sqs, queue_url, gate)
     processor = invocation_processor(handler, held, settings, sqs, emf, hooks, gate)
-    batch = record_batch(records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep)
+    batch = record_batch(
+        records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep, on_hung=on_hung
+    )
     failures = batch.run()
     if raise_on_entire_batch_failure and len(failures) == len(records):
         raise BatchFailedError(failures)
@@ -168,7 +180,8 @@ def sqs_batch_handler(
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
     Keyword arguments as :func:`process_event`. On its :class:`~sqslease.hung_records.RecordsHungError` (a handler
-    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`.
+    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`
+    (from the deadline watchdog's thread when the record hung on the invocation's own).
     """
 
     def wrap(func: Handler) -> LambdaHandler:
@@ -187,6 +200,7 @@ def sqs_batch_handler(
                     hooks=hooks,
                     idempotency=idempotency,
                     key=key,
+                    on_hung=end_environment,  # a record hung on the invocation's thread: from the watchdog's
                 )
             except RecordsHungError as error:
                 end_environment(error)

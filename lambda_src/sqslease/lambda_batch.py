@@ -14,10 +14,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqslease.async_loop import AsyncLoop
+from sqslease.deadline_watch import InlineWatch, watch_inline_records
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import MessageHooks
-from sqslease.hung_records import RecordsHungError, TimedOutRecords, cancel_wait_s, delete_finished
+from sqslease.hung_records import (
+    RecordsHungError,
+    TimedOutRecords,
+    cancel_wait_s,
+    delete_finished,
+    release_unstarted,
+    settle_failed_invocation,
+)
 from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.invocation import EventLeases, remaining_seconds
 from sqslease.invocation_retry import retry_in_invocation
@@ -63,11 +71,12 @@ def record_batch(
     *,
     skip_group_on_error: bool,
     sleep: Callable[[float], None],
+    on_hung: Callable[[RecordsHungError], object] | None = None,
 ) -> RecordBatch:
     """The batch of ``records``: a :class:`FifoRecordBatch` on a FIFO queue, else a :class:`RecordBatch`."""
     if held.queue_url.endswith(".fifo"):
-        return FifoRecordBatch(records, held, processor, context, sleep, skip_group_on_error)
-    return RecordBatch(records, held, processor, context, sleep)
+        return FifoRecordBatch(records, held, processor, context, sleep, on_hung, skip_group_on_error)
+    return RecordBatch(records, held, processor, context, sleep, on_hung)
 
 
 class RecordBatch:
@@ -78,6 +87,8 @@ class RecordBatch:
     :param processor: runs one record and settles it.
     :param context: the Lambda context (the time left to wait for a timed-out handler).
     :param sleep: how the invocation waits out a FIFO retry's back-off, in seconds.
+    :param on_hung: given a record hung on the invocation's own thread, once the deadline watchdog settled the batch
+        (:func:`sqslease.lambda_adapter.process_event`).
     """
 
     def __init__(
@@ -87,6 +98,7 @@ class RecordBatch:
         processor: MessageProcessor,
         context: Any,
         sleep: Callable[[float], None],
+        on_hung: Callable[[RecordsHungError], object] | None = None,
     ) -> None:
         self.records = records
         self.held = held
@@ -97,6 +109,8 @@ class RecordBatch:
         self.failures: list[dict[str, str]] = []
         #: Records not run: out of time, or (FIFO) after a failure of their group (or batch).
         self.skipped: list[dict[str, Any]] = []
+        self.on_hung = on_hung
+        self.watch: InlineWatch | None = None  # the deadline watchdog's, armed while the records run
 
     #: A FIFO queue's batch (:class:`FifoRecordBatch`): records may be skipped after a failure of their group.
     fifo = False
@@ -106,10 +120,17 @@ class RecordBatch:
         :class:`~sqslease.hung_records.RecordsHungError` when a handler still runs after its timeout."""
         held = self.held
         answered = False  # every record is settled or reported (no fatal error came between)
+        # The watchdog settles the batch from these very lists (mutated in place) if a record hangs inline.
+        settle_failed = functools.partial(
+            settle_failed_invocation, self.processor, held, self.records, self.failures, self.skipped
+        )
+        self.watch = watch_inline_records(self.processor, held, self.timed_out, settle_failed, self.on_hung)
         try:
             self._run_records()
             answered = True
         finally:
+            if self.watch is not None:
+                self.watch.disarm()
             timed_out = self.timed_out
             hung = timed_out.still_running(cancel_wait_s(remaining_seconds(self.context))) if timed_out else []
             if hung and answered:  # the environment ends (below): the invocation fails, and Lambda deletes nothing
@@ -123,6 +144,7 @@ class RecordBatch:
 
     def _run_records(self) -> None:
         held, records, processor, timed_out, fifo = self.held, self.records, self.processor, self.timed_out, self.fifo
+        watch = self.watch
         for index, record in enumerate(records):
             if held.fatal is not None:
                 raise held.fatal
@@ -142,10 +164,10 @@ class RecordBatch:
                 self._failed(record)
                 continue
             message = Message.from_lambda_record(record, held.queue_url, lease)
-            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out)
+            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out, watch=watch)
             if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
                 run = functools.partial(
-                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out
+                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out, watch=watch
                 )
                 result = retry_in_invocation(processor, message, result, run, held.remaining, self.sleep)
             if result.retry:
@@ -161,12 +183,7 @@ class RecordBatch:
         self.failures.append({"itemIdentifier": record["messageId"]})
 
     def _release_skipped(self) -> None:
-        held, skipped = self.held, self.skipped
-        held.settler.release_all([held.leases[r["messageId"]] for r in skipped], timeout=held.time_left())
-        self.failures += [{"itemIdentifier": r["messageId"]} for r in skipped]
-        for record in skipped:
-            lease = held.leases[record["messageId"]]
-            self.processor.record_released(Message.from_lambda_record(record, held.queue_url, lease))
+        self.failures += release_unstarted(self.processor, self.held, self.skipped)
 
 
 class FifoRecordBatch(RecordBatch):
@@ -185,9 +202,10 @@ class FifoRecordBatch(RecordBatch):
         processor: MessageProcessor,
         context: Any,
         sleep: Callable[[float], None],
+        on_hung: Callable[[RecordsHungError], object] | None,
         skip_group_on_error: bool,
     ) -> None:
-        super().__init__(records, held, processor, context, sleep)
+        super().__init__(records, held, processor, context, sleep, on_hung)
         self.skip_group_on_error = skip_group_on_error
         self.failed_groups: set[str | None] = set()
         self.batch_stopped = False
