@@ -1,8 +1,8 @@
 """The counts the docs state are the code's: each is read from its page and compared with what the code builds.
 
 A count that changes with the code (a job queue's resources, what a Lambda or an ECS job adds, how many fit in a
-stack, the example app's resources and the properties ``make local`` compares) fails here until its page says the
-new figure. Measurements (times, ratios, sizes) are not counts: each page says how and when it measured them.
+stack, the example app's resources and the properties ``make local`` compares, the suite's fault fleet) fails here
+until its page says the new figure. Measurements (times, ratios, sizes) are not counts: each page says how and when it measured them.
 """
 
 from __future__ import annotations
@@ -110,3 +110,21 @@ def test_the_local_deploy_transcript_counts_the_ops_app(ops_deployment: Deployme
     stacks = ops_deployment.report.stacks
     for stack in ("Prod-Billing", "OpsShared"):
         assert figure(text, rf"stack {stack}: (?P<n>\d+) resources created") == len(stacks[stack])
+
+
+def test_the_fault_fleet_is_described_as_the_suite_runs_it() -> None:
+    from test_fault_injection import IDEMPOTENCY_FLEET as fleet
+
+    text = section("testing.md", "The fault fleet")
+    assert figure(text, r"each with (?P<n>\d+) jobs") == fleet.jobs
+    assert figure(text, r"\((?P<n>\d+) % longer than the") == round(fleet.long_share * 100)
+    assert figure(text, r"longer than the (?P<n>\d+) s lease") == fleet.visibility_timeout
+    assert figure(text, r"on (?P<n>\d+) workers x") == fleet.workers
+    assert figure(text, r"workers x (?P<n>\d+) handlers") == fleet.concurrency
+    assert figure(text, r"(?P<n>\d+) % of SQS requests faulted") == round(fleet.fault_rate * 100)
+    assert figure(text, r"(?P<n>\d+) % of DynamoDB requests faulted") == round(fleet.dynamodb_fault_rate * 100)
+    assert figure(text, r"(?P<n>\d+) % of delete requests") == round(fleet.redeliver_rate * 100)
+    assert figure(text, r"SIGTERM every (?P<n>\d+) s") == fleet.kill_every_s
+    summary = section("reliability.md", "The runs")
+    assert figure(summary, r"test_fault_injection.py`: (?P<n>\d+) jobs per queue") == fleet.jobs
+    assert figure(summary, r"a kill every (?P<n>\d+) s\)") == fleet.kill_every_s
