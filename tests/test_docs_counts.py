@@ -2,7 +2,8 @@
 
 A count that changes with the code (a job queue's resources, what a Lambda or an ECS job adds, how many fit in a
 stack, the example app's resources and the properties ``make local`` compares, the suite's fault fleet) fails here
-until its page says the new figure. Measurements (times, ratios, sizes) are not counts: each page says how and when it measured them.
+until its page says the new figure. Measurements (times, ratios, sizes) are not counts: each page says how and
+when it measured them.
 """
 
 from __future__ import annotations
