@@ -1,0 +1,378 @@
+"""An in-process model of one SQS queue's visibility rules, for the stateful test of the lease runtime
+(``tests/test_sqslease_statemachine.py``). It answers the calls the worker makes, as a boto3 client would, on an
+injected clock (:class:`support.fakes.FakeClock`): nothing happens by itself, and every deadline passes exactly
+when the test moves the clock.
+
+What it models (SQS's API reference and developer guide):
+
+- **Receipt handles.** Each receive hands a message out with a new receipt handle and counts a receive
+  (``ApproximateReceiveCount``); the lease (visibility timeout) counts from the receive, or from the latest
+  ChangeMessageVisibility, whose timeout counts from the call. A message is in flight until then, visible after.
+- **Stale handles** (the message was received again since). DeleteMessage "succeeds, but the message is not
+  deleted" (API reference): answered, not applied. For ChangeMessageVisibility the documentation says nothing; the
+  model takes one of two behaviours per run (``stale_changes``): ``"refuse"`` (ReceiptHandleIsInvalid) or
+  ``"apply"`` to the message's current delivery, as moto does.
+- **Expired handles** (the latest handle, its visibility timeout over, not received again). ChangeMessageVisibility:
+  MessageNotInflight. DeleteMessage: on a FIFO queue InvalidParameterValue ("The receipt handle has expired"); on a
+  standard queue applied (AWS's knowledge center: an old receipt handle "might still work" there).
+- **The 12 h cap.** A visibility timeout is at most ``max_total_visibility`` seconds from the receive (12 h;
+  a test scales it down): a change beyond it is refused ("...beyond the limit"), never shortened to fit.
+- **FIFO groups.** No message of a group is handed out while one of its messages is in flight; a group's messages
+  come in send order, as many of one group as fit before the next group's.
+- **The redrive policy.** A receive that would hand out a message received ``max_receive_count`` times moves it to
+  the DLQ instead (by SQS). The worker's own DLQ sends (SendMessage) land in :attr:`SqsModel.dlq` too; on a FIFO
+  DLQ a deduplication id seen within 5 minutes is dropped.
+
+Faults, per operation (``ChangeMessageVisibilityBatch``, ``DeleteMessageBatch``, ``ReceiveMessage``,
+``SendMessage``): :meth:`SqsModel.script` queues what the next requests do (``"throttle"``, ``"error500"``,
+``"timeout"``: not applied; ``"landed_timeout"``: applied, the answer lost; ``"lost"``: a delete answered
+"deleted" without being applied; a :class:`Hold`: the request waits until :meth:`Hold.answer`);
+:meth:`SqsModel.outage` makes every request of an operation fail until it ends. A test watches what happens
+through :attr:`SqsModel.observer` (called under the model's lock, on the caller's thread).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from support.fakes import FakeClock
+from support.sqs_errors import client_error
+
+CMV, DELETE, RECEIVE, SEND = "ChangeMessageVisibilityBatch", "DeleteMessageBatch", "ReceiveMessage", "SendMessage"
+#: Seconds (of the FIFO DLQ's clock) within which a MessageDeduplicationId drops a second copy.
+DEDUPLICATION_INTERVAL_S = 300
+#: Real seconds a held request waits for its answer at most (a test that forgets one does not hang).
+HOLD_LIMIT_S = 60
+
+
+@dataclass(eq=False)
+class QueuedMessage:
+    """One message of the queue, and where it is."""
+
+    message_id: str
+    body: str
+    group: str | None
+    sent_ms: int
+    receive_count: int = 0
+    handle: str | None = None  # the latest receipt handle
+    received_at: float = 0.0  # when the latest receive handed it out: the 12 h cap counts from it
+    visible_at: float = 0.0  # in flight while the clock is before this
+    state: str = "queued"  # queued, deleted, dead (moved to the DLQ by SQS)
+
+
+@dataclass(eq=False)
+class Delivery:
+    """One receive of a message: its receipt handle and the deadline last set under it."""
+
+    handle: str
+    message: QueuedMessage
+    received_at: float
+    deadline: float
+
+
+@dataclass(eq=False)
+class Hold:
+    """A request held until :meth:`answer`: ``landed`` ones were applied on arrival (only their answer waits)."""
+
+    landed: bool
+    sent_at: float | None = None  # set when a request arrives and is held
+    handles: list[str] = field(default_factory=list)
+    _reply: str | None = None
+    _event: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def waiting(self) -> bool:
+        return self.sent_at is not None and self._reply is None
+
+    def answer(self, reply: str) -> None:
+        """``"ok"`` (a landed request's answer arrives late) or ``"timeout"`` (the client gives up)."""
+        assert reply == "timeout" or self.landed, "only a landed request can be answered"
+        self._reply = reply
+        self._event.set()
+
+
+class SqsModel:
+    """One queue (standard, or FIFO for a ``.fifo`` ``queue_url``) and its DLQ. See the module docstring.
+
+    :param clock: the injected clock, seconds. The model reads ``clock.now`` (not a read a thread is counted for) and
+        asks ``clock.moved_since_read()`` as each request comes: a request decided before the clock moved is
+        reported ``delayed`` to the observer (it crossed the move as if delayed in the network).
+    :param max_receive_count: the redrive policy's ``maxReceiveCount``.
+    :param max_total_visibility: SQS's 12 h cap, in seconds (scaled down by a test). Default 43,200.
+    :param stale_changes: ``"refuse"`` or ``"apply"`` (a ChangeMessageVisibility with a stale handle).
+    :param poll_s: real seconds an empty receive waits for a message before it answers. Default 0.02.
+    """
+
+    def __init__(
+        self,
+        queue_url: str,
+        dlq_url: str,
+        clock: FakeClock,
+        max_receive_count: int,
+        max_total_visibility: float = 43_200,
+        stale_changes: str = "refuse",
+        poll_s: float = 0.02,
+    ) -> None:
+        assert stale_changes in ("refuse", "apply")
+        self.queue_url, self.dlq_url, self.clock = queue_url, dlq_url, clock
+        self.fifo = queue_url.endswith(".fifo")
+        self.max_receive_count = max_receive_count
+        self.max_total_visibility = max_total_visibility
+        self.stale_changes = stale_changes
+        self.poll_s = poll_s
+        self.messages: list[QueuedMessage] = []
+        self.deliveries: dict[str, Delivery] = {}
+        #: Every DLQ message: ``{"by": "sqs" | "consumer", "message_id": ..., "body": ..., "request": ...}``.
+        self.dlq: list[dict[str, Any]] = []
+        #: ``observer(event, **details)``, called under the lock: ``receive``, ``delete``, ``change``, ``dead``,
+        #: ``send_failed`` and ``refused`` (see where each is called).
+        self.observer: Callable[..., None] = lambda event, **details: None
+        self.empty_polls = 0  # receives answered empty: a test's sign that the receiver caught up
+        self.version = 0  # bumped by every change of state but an extension
+        self.holds: list[Hold] = []
+        self._script: dict[str, collections.deque[Any]] = collections.defaultdict(collections.deque)
+        self._outage: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self._arrived = threading.Condition(self._lock)
+
+    # -- the test's side ------------------------------------------------------------------------------------------
+    def send(self, body: str, group: str | None = None, sent_ms: int = 1_800_000_000_000) -> QueuedMessage:
+        with self._arrived:
+            message = QueuedMessage(f"m{next(self._ids)}-{body}", body, group if self.fifo else None, sent_ms)
+            self.messages.append(message)
+            self.version += 1
+            self._arrived.notify_all()
+            return message
+
+    def script(self, operation: str, *actions: Any) -> None:
+        with self._lock:
+            self._script[operation].extend(actions)
+
+    def outage(self, operation: str, kind: str | None) -> None:
+        """Every request of ``operation`` fails with ``kind`` from now on (``None``: the outage ends)."""
+        with self._lock:
+            if kind is None:
+                self._outage.pop(operation, None)
+            else:
+                self._outage[operation] = kind
+
+    def clear_faults(self) -> None:
+        """Drop every scripted fault and hold not yet met, and end every outage (held requests still wait)."""
+        with self._lock:
+            self._script.clear()
+            self._outage.clear()
+            self.holds = [hold for hold in self.holds if hold.sent_at is not None]
+
+    def healthy(self, operation: str) -> bool:
+        """No outage and no scripted fault waiting for ``operation``."""
+        with self._lock:
+            return operation not in self._outage and not self._script[operation]
+
+    def in_flight(self, handle: str) -> bool:
+        """Whether ``handle`` is its message's latest and the message is in flight (not deleted, not visible)."""
+        with self._lock:
+            delivery = self.deliveries.get(handle)
+            if delivery is None:
+                return False
+            message = delivery.message
+            return message.state == "queued" and message.handle == handle and self.clock.now < message.visible_at
+
+    def group_before(self, message_id: str) -> list[tuple[str, str]]:
+        """``(message id, state)`` of the messages sent before ``message_id`` in its FIFO group, in order."""
+        with self._lock:
+            (message,) = [m for m in self.messages if m.message_id == message_id]
+            if message.group is None:
+                return []
+            index = self.messages.index(message)
+            return [(m.message_id, m.state) for m in self.messages[:index] if m.group == message.group]
+
+    def delivery(self, handle: str) -> Delivery | None:
+        with self._lock:
+            return self.deliveries.get(handle)
+
+    def waiting_holds(self) -> list[Hold]:
+        with self._lock:
+            return [hold for hold in self.holds if hold.waiting]
+
+    # -- the client's methods ---------------------------------------------------------------------------------------
+    def receive_message(self, **params: Any) -> dict[str, Any]:
+        if self._fault(RECEIVE, [params]) != "ok":  # a timeout: a receive never sent (nothing handed out)
+            from botocore.exceptions import ConnectTimeoutError
+
+            raise ConnectTimeoutError(endpoint_url="http://sqs-model")
+        with self._arrived:
+            taken = self._take(params["MaxNumberOfMessages"], params["VisibilityTimeout"])
+            if not taken:
+                self._arrived.wait(self.poll_s)
+                taken = self._take(params["MaxNumberOfMessages"], params["VisibilityTimeout"])
+            if not taken:
+                self.empty_polls += 1
+                return {}
+            return {"Messages": [self._answer(delivery) for delivery in taken]}
+
+    def change_message_visibility_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        return self._batch(CMV, Entries, lambda e, late: self._change(e["ReceiptHandle"], int(e["VisibilityTimeout"]), late))
+
+    def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        return self._batch(DELETE, Entries, lambda e, late: self._delete(e["ReceiptHandle"], late))
+
+    def send_message(self, **request: Any) -> dict[str, Any]:
+        def apply(late: bool) -> dict[str, Any]:
+            dedup = request.get("MessageDeduplicationId")
+            now = self.clock.now
+            seen = [d for d in self.dlq if d["dedup"] == dedup and now - d["at"] < DEDUPLICATION_INTERVAL_S]
+            if dedup is None or not seen:
+                source = request.get("MessageAttributes", {}).get("sqslease.source_message_id", {})
+                self._dead(None, "consumer", request, source.get("StringValue"), dedup)
+            return {"MessageId": f"dlq-{len(self.dlq)}"}
+
+        return self._request(SEND, [request], apply)
+
+    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict[str, Any]:
+        with self._lock:
+            now = self.clock.now
+            in_flight = sum(1 for m in self.messages if m.state == "queued" and now < m.visible_at)
+            return {"Attributes": {"ApproximateNumberOfMessagesNotVisible": str(in_flight)}}
+
+    # -- semantics ------------------------------------------------------------------------------------------------
+    def _take(self, limit: int, visibility_timeout: int) -> list[Delivery]:
+        now = self.clock.now
+        queued = [m for m in self.messages if m.state == "queued"]
+        blocked = {m.group for m in queued if self.fifo and now < m.visible_at}
+        by_group: dict[str | None, list[QueuedMessage]] = collections.defaultdict(list)
+        for message in queued:  # FIFO: a group's messages together, groups in the order of their first message
+            if now >= message.visible_at and message.group not in blocked:
+                by_group[message.group if self.fifo else message.message_id].append(message)
+        taken: list[Delivery] = []
+        for message in itertools.chain.from_iterable(by_group.values()):
+            if len(taken) == limit:
+                break
+            if message.receive_count >= self.max_receive_count:  # the redrive policy: to the DLQ instead
+                self._dead(message, "sqs", None, message.message_id, None)
+                continue
+            message.receive_count += 1
+            message.handle = f"rh-{message.message_id}-{next(self._ids)}"
+            message.received_at, message.visible_at = now, now + visibility_timeout
+            delivery = Delivery(message.handle, message, now, message.visible_at)
+            self.deliveries[message.handle] = delivery
+            taken.append(delivery)
+            self.version += 1
+            self.observer("receive", delivery=delivery)
+        return taken
+
+    def _answer(self, delivery: Delivery) -> dict[str, Any]:
+        message = delivery.message
+        attributes = {"ApproximateReceiveCount": str(message.receive_count), "SentTimestamp": str(message.sent_ms)}
+        if message.group is not None:
+            attributes["MessageGroupId"] = message.group
+        return {"MessageId": message.message_id, "ReceiptHandle": delivery.handle, "Body": message.body,
+                "Attributes": attributes}  # fmt: skip
+
+    def _change(self, handle: str, seconds: int, late: bool) -> tuple[str, str] | None:
+        """Apply one ChangeMessageVisibility entry; ``(code, message)`` when refused."""
+        now = self.clock.now
+        delivery = self.deliveries.get(handle)
+        if delivery is None:
+            return self._refused(handle, "ReceiptHandleIsInvalid", "The input receipt handle is invalid.", late)
+        message = delivery.message
+        if message.state != "queued":
+            return self._refused(handle, "InvalidParameterValue", "Message does not exist or is not available.", late)
+        if message.handle != handle:
+            if self.stale_changes == "refuse":
+                return self._refused(handle, "ReceiptHandleIsInvalid", "The receipt handle is not the latest.", late)
+            delivery = self.deliveries[message.handle]  # applied to the current delivery, as moto does
+        if now >= message.visible_at:
+            return self._refused(handle, "AWS.SimpleQueueService.MessageNotInflight", "Message is not in flight.", late)
+        if now + seconds - message.received_at > self.max_total_visibility:
+            return self._refused(
+                handle,
+                "InvalidParameterValue",
+                f"Value {seconds} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for "
+                f"the message is beyond the limit [{self.max_total_visibility:g} seconds].",
+                late,
+            )
+        before = message.visible_at
+        message.visible_at = delivery.deadline = now + seconds
+        if seconds == 0 or message.visible_at < before - 1:  # a release or a back-off, not an extension
+            self.version += 1
+        self.observer("change", delivery=delivery, handle=handle, seconds=seconds, before=before, late=late)
+        return None
+
+    def _delete(self, handle: str, late: bool) -> tuple[str, str] | None:
+        delivery = self.deliveries.get(handle)
+        if delivery is None:
+            return self._refused(handle, "ReceiptHandleIsInvalid", "The input receipt handle is invalid.", late)
+        message = delivery.message
+        if message.state != "queued" or message.handle != handle:
+            return None  # deleted already, or a stale handle: succeeds, not applied
+        if self.fifo and self.clock.now >= message.visible_at:
+            return self._refused(handle, "InvalidParameterValue", "Reason: The receipt handle has expired.", late)
+        message.state = "deleted"
+        self.version += 1
+        self.observer("delete", delivery=delivery, late=late)
+        return None
+
+    def _dead(self, message: QueuedMessage | None, by: str, request: Any, source: str | None, dedup: Any) -> None:
+        if message is not None:
+            message.state = "dead"
+        body = message.body if message is not None else request["MessageBody"]
+        entry = {"by": by, "message_id": source, "body": body, "request": request, "dedup": dedup, "at": self.clock.now}
+        self.dlq.append(entry)
+        self.version += 1
+        self.observer("dead", entry=entry)
+
+    def _refused(self, handle: str, code: str, text: str, late: bool) -> tuple[str, str]:
+        self.observer("refused", handle=handle, code=code, text=text, late=late)
+        return code, text
+
+    # -- requests and their faults --------------------------------------------------------------------------------
+    def _batch(self, operation: str, entries: list[dict[str, Any]], one: Callable[..., Any]) -> dict[str, Any]:
+        def apply(late: bool) -> dict[str, Any]:
+            successful, failed = [], []
+            for entry in entries:
+                refused = one(entry, late)
+                if refused is None:
+                    successful.append({"Id": entry["Id"]})
+                else:
+                    failed.append({"Id": entry["Id"], "SenderFault": True, "Code": refused[0], "Message": refused[1]})
+            return {"Successful": successful, "Failed": failed}
+
+        return self._request(operation, entries, apply)
+
+    def _request(self, operation: str, entries: list[dict[str, Any]], apply: Callable[[bool], Any]) -> Any:
+        late = self.clock.moved_since_read()  # before the model reads the clock itself
+        action = self._fault(operation, entries)
+        if action == "lost":  # answered as done, nothing applied
+            return {"Successful": [{"Id": e["Id"]} for e in entries], "Failed": []}
+        with self._lock:
+            answer = apply(late) if action in ("ok", "landed_timeout") or getattr(action, "landed", False) else None
+        if isinstance(action, Hold):
+            action._event.wait(HOLD_LIMIT_S)
+            if action._reply != "ok":
+                action = "timeout"
+        if action in ("timeout", "landed_timeout"):
+            from botocore.exceptions import ReadTimeoutError
+
+            raise ReadTimeoutError(endpoint_url="http://sqs-model")
+        return answer
+
+    def _fault(self, operation: str, entries: Any) -> Any:
+        """The action of this request: ``"ok"``, a fault kind (raised here if it is an error) or a :class:`Hold`."""
+        with self._lock:
+            script = self._script[operation]
+            action = script.popleft() if script else self._outage.get(operation, "ok")
+            if isinstance(action, Hold):
+                action.sent_at = self.clock.now
+                action.handles = [e["ReceiptHandle"] for e in entries if "ReceiptHandle" in e]
+                self.holds.append(action)
+            elif operation == SEND and action != "ok":  # the consumer sees its DLQ send fail (it may have landed)
+                self.observer("send_failed", request=entries[0])
+        if action in ("throttle", "error500"):
+            raise client_error(action, operation)
+        return action

@@ -1,0 +1,425 @@
+"""The lease runtime's promises, checked by a stateful property test: hypothesis drives a real
+:class:`sqslease.worker.Worker` (its threads on an injected clock) against an in-process model of SQS's visibility
+rules (:mod:`support.sqs_model`), with sends, handler successes and failures, faulted, held and lost requests,
+SIGTERM and restarts, and clock steps and jumps. What the model covers, and what it does not: docs/testing.md.
+
+The invariants (:mod:`support.lease_ledger` checks them as each event happens; this module after each step):
+
+- a lease the worker holds is extended when it falls due while SQS answers; no lease of a running handler lapses
+  unless its extensions failed for its whole slack (an outage, a held request), the clock jumped past it, or it
+  reached its cap (``max_total_lease``); the worker never believes a lease lasts longer than SQS does;
+- nothing is deleted unless a run of it succeeded (or the worker sent it to the DLQ);
+- FIFO: a message runs only after the earlier messages of its group succeeded or were dead-lettered, never beside
+  one of them; outside a drain, an unstarted message is released only behind a head whose lease was lost, whose DLQ
+  send failed or that was not run: so none that never failed reaches the DLQ because an earlier one failed;
+- with idempotency, no run starts for a key whose record is COMPLETED;
+- no visibility change goes out with a receipt handle its message was received again since, unless the clock moved
+  after the worker last looked at it (a request delayed across the move).
+
+Deterministic: a derandomized profile, and no wall clock in any decision. Threads run in real time, so each step
+lets the worker catch up (:meth:`LeaseMachine.pace`: pacing only, nothing is asserted on it) and every wait for
+the worker has a generous bound.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from support.fake_dynamodb import FakeDynamoDB
+from support.fakes import FakeClock
+from support.lease_ledger import Ledger
+from support.sqs_model import CMV, DELETE, RECEIVE, SEND, Hold, SqsModel
+from support.waiting import wait_for
+
+from sqslease.emf import EmfLogger
+from sqslease.idempotency import IdempotencySettings
+from sqslease.idempotency_store import IdempotencyStore
+from sqslease.scheduler import CHANGING, LeaseState
+from sqslease.settings import FailurePolicy, LeaseSettings
+from sqslease.worker import Worker
+
+URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
+DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
+#: SQS's 12 h cap on a message's total visibility timeout, scaled down so that a run reaches it in a few steps.
+CAP_S = 120
+CONCURRENCY = 2
+#: 12 s leases (the first 10 s), extended 5 s before they end; 1 s polls: the release point 2 s after SIGTERM.
+SETTINGS = {
+    "visibility_timeout": 12,
+    "extension_threshold": 5,
+    "heartbeat_interval": 0.1,
+    "wait_time": 1,
+    "shutdown_grace": 10,
+    "backoff_base": 2,
+    "backoff_max": 8,
+    "max_receive_count": 3,
+    "job_type": "Jobs",
+}
+#: Real seconds any wait for the worker takes at most: generous, the machine is shared.
+LIMIT_S = 30
+#: Real seconds a step lets the worker catch up at most (pacing: proceeding earlier asserts nothing).
+PACE_LIMIT_S = 5
+STEPS_S = (0.5, 1, 2, 4)  # below the threshold: a kept lease never lapses in one
+JUMPS_S = (7, 12, 31, 70)  # past leases: a frozen process
+FAULTS = [
+    *((CMV, kind) for kind in ("throttle", "error500", "timeout", "landed_timeout")),
+    *((DELETE, kind) for kind in ("throttle", "error500", "timeout", "landed_timeout", "lost")),
+    (RECEIVE, "throttle"),
+    (RECEIVE, "error500"),
+    (SEND, "error500"),
+    (SEND, "landed_timeout"),
+]
+
+#: The actions of a step, each as often as it is named.
+ACTIONS = [*["send"] * 2, *["end_a_handler"] * 6, *["advance"] * 4, "jump", "fail_requests", "outage", "hold", "sigterm"]
+
+PROFILE = settings(
+    max_examples=20,
+    stateful_step_count=40,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+def real_pause(seconds: float) -> None:
+    """The runtime's retry pauses are real time and move nothing on the fake clock: capped so that a retry comes
+    at once (what it decides is on the fake clock)."""
+    time.sleep(min(seconds, 0.02))
+
+
+class WallClock:
+    """Epoch seconds that move with the fake monotonic clock (the idempotency records' clock)."""
+
+    def __init__(self, clock: FakeClock, epoch: float = 1_800_000_000.0) -> None:
+        self.clock, self.offset = clock, epoch - clock.now
+
+    def __call__(self) -> float:
+        return self.clock.now + self.offset
+
+
+class LeaseMachine(RuleBasedStateMachine):
+    """One queue, one worker at a time (restarted after a SIGTERM), and the steps of the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread: threading.Thread | None = None
+        self.ledger: Ledger | None = None
+        self.outages: set[str] = set()
+
+    @initialize(
+        fifo=st.booleans(),
+        idempotency=st.booleans(),
+        stale_changes=st.sampled_from(["refuse", "apply"]),
+        max_total_lease=st.sampled_from([CAP_S - 60, CAP_S]),
+        policy=st.sampled_from([FailurePolicy.BACKOFF, FailurePolicy.VISIBLE_NOW, FailurePolicy.LAPSE]),
+        first=st.lists(st.sampled_from(["job-a", "job-b", "job-c", "poison-a"]), min_size=1, max_size=4),
+    )
+    def start(
+        self,
+        fifo: bool,
+        idempotency: bool,
+        stale_changes: str,
+        max_total_lease: int,
+        policy: FailurePolicy,
+        first: list[str],
+    ) -> None:
+        self.clock = FakeClock(1000.0)
+        self.fifo = fifo
+        suffix = ".fifo" if fifo else ""
+        self.url = URL + suffix
+        self.model = SqsModel(self.url, DLQ + suffix, self.clock, SETTINGS["max_receive_count"], CAP_S, stale_changes)
+        self.wall = WallClock(self.clock)
+        self.emf = io.StringIO()  # every worker's EMF lines
+        self.dynamodb = FakeDynamoDB(self.wall) if idempotency else None
+        self.ledger = Ledger(self.model, self.dynamodb, str(SETTINGS["job_type"]))
+        self.settings = LeaseSettings(
+            **SETTINGS,
+            max_total_lease=max_total_lease,
+            failure_policy=policy,
+            dead_letter_queue_url=DLQ + suffix,
+        )
+        for body in first:
+            self.model.send(body, body[-1])
+        self.start_worker()
+
+    def start_worker(self) -> None:
+        assert self.ledger is not None
+        self.ledger.generation += 1
+        self.ledger.stopping, self.ledger.grace_ends = False, float("inf")
+        store = None
+        if self.dynamodb is not None:
+            store = IdempotencyStore(
+                self.dynamodb, self.settings, IdempotencySettings(table="jobs"), clock=self.wall, sleep=real_pause
+            )
+        self.worker = Worker(
+            self.model,
+            self.url,
+            self.ledger.handler,
+            self.settings,
+            concurrency=CONCURRENCY,
+            emf=EmfLogger(self.emf),
+            clock=self.clock,
+            idempotency=store,
+        )
+        self.worker.heartbeat.sleep = real_pause
+        self.thread = threading.Thread(target=self._run, args=(self.worker,), name="statemachine-worker", daemon=True)
+        self.thread.start()
+
+    def _run(self, worker: Worker) -> None:
+        try:
+            worker.run(install_signal_handlers=False)
+        except BaseException as error:  # a Worker.run that raises is a finding: kept for the test's thread
+            assert self.ledger is not None
+            self.ledger.violation(f"Worker.run raised {error!r}")
+
+    # -- the steps ------------------------------------------------------------------------------------------------
+    # What a step draws never depends on what the worker did (the threads' timing): Hypothesis replays a choice
+    # sequence and must see the same draws. So a step draws its action and all of its parameters from fixed
+    # strategies first, and an action that does not apply now (no handler to end, no held request) does nothing.
+    @rule(action=st.sampled_from(ACTIONS), data=st.data())
+    def step(self, action: str, data: st.DataObject) -> None:
+        """One action of :data:`ACTIONS` (most steps move work along)."""
+        getattr(self, action)(data)
+        self.settle()
+
+    def send(self, data: st.DataObject) -> None:
+        group = data.draw(st.sampled_from(["a", "b", "c"]), label="group")
+        body = f"{data.draw(st.sampled_from(['job', 'job', 'poison']), label='kind')}-{group}"
+        for _ in range(data.draw(st.integers(1, 2), label="count")):
+            self.model.send(body, group)
+
+    def end_a_handler(self, data: st.DataObject) -> None:
+        pick = data.draw(st.integers(0, 7), label="run")
+        verdict = data.draw(st.sampled_from(["success", "success", "failure"]), label="verdict")
+        runs = self.current_runs()
+        if runs:
+            run = runs[pick % len(runs)]
+            self.ledger.finish(run, "failure" if run.message.body.startswith("poison") else verdict)
+
+    def advance(self, data: st.DataObject) -> None:
+        self.move_clock(data.draw(st.sampled_from(STEPS_S), label="seconds"), jump=False)
+
+    def jump(self, data: st.DataObject) -> None:
+        self.move_clock(data.draw(st.sampled_from(JUMPS_S), label="seconds"), jump=True)
+
+    def fail_requests(self, data: st.DataObject) -> None:
+        operation, kind = data.draw(st.sampled_from(FAULTS), label="fault")
+        count = data.draw(st.integers(1, 2), label="requests")
+        if kind == "lost" and self.fifo:  # a FIFO queue never hands a message out twice: no lost delete
+            kind = "timeout"
+        self.model.script(operation, *[kind] * count)
+
+    def outage(self, data: st.DataObject) -> None:
+        """An outage of one operation begins, or, if one is on, they all end."""
+        operation = data.draw(st.sampled_from([CMV, DELETE]), label="operation")
+        kind = data.draw(st.sampled_from(["throttle", "error500", "timeout"]), label="kind")
+        if self.outages:
+            for ended in sorted(self.outages):
+                self.model.outage(ended, None)
+            self.outages.clear()
+            return
+        self.model.outage(operation, kind)
+        self.outages.add(operation)
+        if operation == CMV:
+            self._shake([d.handle for d in self.model.deliveries.values() if self.model.in_flight(d.handle)])
+
+    def hold(self, data: st.DataObject) -> None:
+        """The next request of an operation is held; or, if one is held, it is answered."""
+        operation = data.draw(st.sampled_from([CMV, DELETE]), label="operation")
+        landed = data.draw(st.booleans(), label="landed")
+        answer = data.draw(st.sampled_from(["ok", "timeout"]), label="answer")
+        waiting = self.model.waiting_holds()
+        for hold in waiting:
+            self._shake(hold.handles)
+            hold.answer(answer if hold.landed else "timeout")
+        self.model.holds = [hold for hold in self.model.holds if hold.sent_at is None]
+        if not waiting and not self.model.holds:
+            self.model.script(operation, Hold(landed))
+
+    def sigterm(self, data: st.DataObject) -> None:
+        """SIGTERM to a running worker, or a new worker once the last one's drain ended."""
+        if self.thread.is_alive() and not self.ledger.stopping:
+            self.ledger.stopping, self.ledger.grace_ends = True, self.clock.now + self.settings.shutdown_grace
+            self.worker.shutdown()
+        elif not self.thread.is_alive():
+            self.start_worker()
+
+    # -- after each step ------------------------------------------------------------------------------------------
+    @invariant()
+    def no_promise_broken(self) -> None:
+        if self.ledger is None:
+            return
+        self.check_deadlines()
+        assert not self.ledger.violations, "\n".join(self.ledger.violations)
+
+    def current_runs(self) -> list:
+        return [] if self.ledger is None else self.ledger.running(self.ledger.generation)
+
+    def settle(self) -> None:
+        """Let the worker catch up, then check that it kept the leases it had to."""
+        self.pace()
+        self.check_leases_kept()
+
+    def pace(self) -> None:
+        """Wait until the worker did what the last step asked of it: took what is receivable, started what it can,
+        sent its settles, ran a parked retry that is due (pacing: nothing is asserted on it)."""
+        ends = time.monotonic() + PACE_LIMIT_S
+        last, stable, polls = None, 0, self.model.empty_polls
+        while time.monotonic() < ends:
+            self.reap()
+            snapshot = (self.model.version, self.ledger.version, self.thread.is_alive())
+            if snapshot != last:
+                last, stable, polls = snapshot, 0, self.model.empty_polls
+            elif self._caught_up(polls):
+                stable += 1
+                if stable >= 3:
+                    return
+            time.sleep(0.01)
+
+    def _caught_up(self, polls: int) -> bool:
+        if not self.thread.is_alive() or self.ledger.stopping:
+            return True
+        if any(due <= self.clock.now for due in self.worker.handlers.parked().values()):
+            return False
+        return self.model.empty_polls > polls or self.worker.handlers.outstanding() >= 2 * CONCURRENCY
+
+    def reap(self) -> None:
+        """A worker whose ``run`` returned is a process that exited: the handlers it left running die with it."""
+        if self.thread is not None and not self.thread.is_alive():
+            for run in self.ledger.running(self.ledger.generation):
+                self.ledger.finish(run, "killed")
+
+    def move_clock(self, seconds: float, jump: bool) -> None:
+        to = self.clock.now + seconds
+        for hold in self.model.waiting_holds():  # the client times out a held request after its request timeout
+            if hold.sent_at + self.settings.lease_request_timeout <= to:
+                self._shake(hold.handles)
+                hold.answer("timeout")
+        self.pace()
+        for hold in self.model.waiting_holds():
+            self._shake(hold.handles)
+        if jump or CMV in self.outages:
+            self._shake([d.handle for d in self.model.deliveries.values() if self.model.in_flight(d.handle)])
+        self.check_lapses(to)
+        self.clock.now = to
+
+    def _shake(self, handles: list[str]) -> None:
+        with self.ledger._lock:
+            self.ledger.shaky.update(handles)
+
+    # -- the lease checks -----------------------------------------------------------------------------------------
+    def check_lapses(self, to: float) -> None:
+        """A running handler's lease that would lapse by ``to`` must have had its extensions fail, or its cap."""
+        for run in self.current_runs():
+            handle = run.message.receipt_handle
+            delivery = self.model.delivery(handle)
+            if delivery is None or not self.model.in_flight(handle) or delivery.deadline > to:
+                continue
+            capped = delivery.deadline >= run.message.lease.received_at + self.settings.max_total_lease - 1 - 1e-6
+            if handle not in self.ledger.shaky and not capped:
+                self.ledger.violation(
+                    f"the lease of run {run.number} ({handle}) lapses at {delivery.deadline:g} while its handler runs, "
+                    f"its extensions never having failed (clock {self.clock.now:g} -> {to:g})"
+                )
+
+    def check_leases_kept(self) -> None:
+        """Every lease the worker holds that is due, with SQS answering, is extended within two heartbeat ticks."""
+        if not self.thread.is_alive() or self.worker.heartbeat._stop.is_set():  # the drain stopped it
+            return
+        due = [lease for lease in self.worker.scheduler if self._owed(lease)]
+        for run in self.current_runs():
+            lost = run.message.lease.lost
+            if lost and run.message.receipt_handle not in self.ledger.shaky and not self._capped(run.message.lease):
+                self.ledger.violation(f"run {run.number} lost its lease ({run.message.receipt_handle}), SQS answering")
+        if not due:
+            return
+        if not self.clock.await_reads("sqslease-heartbeat", 2, LIMIT_S):
+            if self.thread.is_alive() and not self.worker.heartbeat._stop.is_set():
+                self.ledger.violation("the heartbeat stopped ticking")
+            return
+        # A round still on its request: wait for it, unless that request is held (the lease is no longer owed).
+        wait_for(lambda: not any(lease.state is LeaseState.EXTENDING and self._owed(lease) for lease in due), LIMIT_S)
+        for lease in due:
+            if self._owed(lease):
+                delivery = self.model.delivery(lease.receipt_handle)
+                self.ledger.violation(
+                    f"lease {lease.receipt_handle} due (SQS deadline {delivery.deadline:g}, clock {self.clock.now:g}) "
+                    f"not extended, SQS answering"
+                )
+
+    def _owed(self, lease) -> bool:
+        """Whether ``lease`` is due and the heartbeat can extend it now: held, SQS answering, a whole extension
+        before its cap, and slack left."""
+        now, handle = self.clock.now, lease.receipt_handle
+        if not lease.live or lease.settling == CHANGING or CMV in self.outages or not self.model.in_flight(handle):
+            return False
+        if any(handle in hold.handles for hold in self.model.waiting_holds()):
+            return False
+        if lease.deadline - now <= 0.1 or self._capped(lease):
+            return False
+        return self.model.delivery(handle).deadline - now <= self.settings.extension_threshold
+
+    def _capped(self, lease) -> bool:
+        left = self.settings.max_total_lease - (self.clock.now - lease.received_at)
+        return left < self.settings.extension_threshold + 1
+
+    def check_deadlines(self) -> None:
+        """The worker never believes a lease lasts longer than SQS does."""
+        if self.thread is None or not self.thread.is_alive():
+            return
+        for lease in self.worker.scheduler:
+            delivery = self.model.delivery(lease.receipt_handle)
+            if delivery is None or lease.receipt_handle in self.ledger.shaky or not lease.live:
+                continue
+            if lease.deadline > delivery.deadline + 1e-6:
+                self.ledger.violation(
+                    f"the worker holds {lease.receipt_handle} until {lease.deadline:g}; SQS until {delivery.deadline:g}"
+                )
+
+    # -- teardown ---------------------------------------------------------------------------------------------------
+    def teardown(self) -> None:
+        if self.ledger is None:
+            return
+        try:
+            self.stop_everything()
+        finally:
+            for hold in self.model.holds:
+                if hold.waiting:
+                    hold.answer("timeout")
+            for run in self.ledger.running():
+                self.ledger.finish(run, "killed")
+            if self.thread is not None:
+                self.thread.join(LIMIT_S)
+        assert not self.thread.is_alive(), "the worker did not stop"
+        assert not self.ledger.violations, "\n".join(self.ledger.violations)
+
+    def stop_everything(self) -> None:
+        """Faults off, every handler ended with success, SIGTERM, the clock moved until the drain ends."""
+        for operation in list(self.outages):
+            self.model.outage(operation, None)
+        self.outages.clear()
+        self.model.clear_faults()
+        for hold in self.model.waiting_holds():
+            hold.answer("timeout")
+        if not self.thread.is_alive():
+            return
+        if not self.ledger.stopping:
+            self.ledger.stopping, self.ledger.grace_ends = True, self.clock.now + self.settings.shutdown_grace
+            self.worker.shutdown()
+        for _ in range(60):
+            for run in self.current_runs():
+                self.ledger.finish(run, "success")
+            if wait_for(lambda: not self.thread.is_alive(), timeout_s=0.2):
+                return
+            self.clock.now += 1
+
+
+LeaseMachine.TestCase.settings = PROFILE
+TestLeaseMachine = LeaseMachine.TestCase
