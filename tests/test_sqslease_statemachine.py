@@ -23,9 +23,7 @@ the worker has a generous bound.
 
 from __future__ import annotations
 
-import io
 import threading
-import time
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -33,15 +31,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from support.fake_dynamodb import FakeDynamoDB
 from support.fakes import FakeClock
 from support.lease_ledger import Ledger
-from support.sqs_model import CMV, DELETE, RECEIVE, SEND, Hold, SqsModel
-from support.waiting import wait_for
+from support.lease_worker import WallClock, WorkerGenerations
+from support.sqs_faults import CMV, DELETE, RECEIVE, SEND, Hold
+from support.sqs_model import SqsModel
 
-from sqslease.emf import EmfLogger
-from sqslease.idempotency import IdempotencySettings
-from sqslease.idempotency_store import IdempotencyStore
-from sqslease.scheduler import CHANGING, LeaseState
 from sqslease.settings import FailurePolicy, LeaseSettings
-from sqslease.worker import Worker
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
@@ -60,10 +54,6 @@ SETTINGS = {
     "max_receive_count": 3,
     "job_type": "Jobs",
 }
-#: Real seconds any wait for the worker takes at most: generous, the machine is shared.
-LIMIT_S = 30
-#: Real seconds a step lets the worker catch up at most (pacing: proceeding earlier asserts nothing).
-PACE_LIMIT_S = 5
 STEPS_S = (0.5, 1, 2, 4)  # below the threshold: a kept lease never lapses in one
 JUMPS_S = (7, 12, 31, 70)  # past leases: a frozen process
 FAULTS = [
@@ -76,7 +66,16 @@ FAULTS = [
 ]
 
 #: The actions of a step, each as often as it is named.
-ACTIONS = [*["send"] * 2, *["end_a_handler"] * 6, *["advance"] * 4, "jump", "fail_requests", "outage", "hold", "sigterm"]
+ACTIONS = [
+    *["send"] * 2,
+    *["end_a_handler"] * 6,
+    *["advance"] * 4,
+    "jump",
+    "fail_requests",
+    "outage",
+    "hold",
+    "sigterm",
+]
 
 PROFILE = settings(
     max_examples=20,
@@ -88,23 +87,7 @@ PROFILE = settings(
 )
 
 
-def real_pause(seconds: float) -> None:
-    """The runtime's retry pauses are real time and move nothing on the fake clock: capped so that a retry comes
-    at once (what it decides is on the fake clock)."""
-    time.sleep(min(seconds, 0.02))
-
-
-class WallClock:
-    """Epoch seconds that move with the fake monotonic clock (the idempotency records' clock)."""
-
-    def __init__(self, clock: FakeClock, epoch: float = 1_800_000_000.0) -> None:
-        self.clock, self.offset = clock, epoch - clock.now
-
-    def __call__(self) -> float:
-        return self.clock.now + self.offset
-
-
-class LeaseMachine(RuleBasedStateMachine):
+class LeaseMachine(RuleBasedStateMachine, WorkerGenerations):
     """One queue, one worker at a time (restarted after a SIGTERM), and the steps of the module docstring."""
 
     def __init__(self) -> None:
@@ -135,9 +118,8 @@ class LeaseMachine(RuleBasedStateMachine):
         suffix = ".fifo" if fifo else ""
         self.url = URL + suffix
         self.model = SqsModel(self.url, DLQ + suffix, self.clock, SETTINGS["max_receive_count"], CAP_S, stale_changes)
-        self.wall = WallClock(self.clock)
-        self.emf = io.StringIO()  # every worker's EMF lines
-        self.dynamodb = FakeDynamoDB(self.wall) if idempotency else None
+        wall = WallClock(self.clock)
+        self.begin(self.url, CONCURRENCY, FakeDynamoDB(wall) if idempotency else None, wall)
         self.ledger = Ledger(self.model, self.dynamodb, str(SETTINGS["job_type"]))
         self.settings = LeaseSettings(
             **SETTINGS,
@@ -148,36 +130,6 @@ class LeaseMachine(RuleBasedStateMachine):
         for body in first:
             self.model.send(body, body[-1])
         self.start_worker()
-
-    def start_worker(self) -> None:
-        assert self.ledger is not None
-        self.ledger.generation += 1
-        self.ledger.stopping, self.ledger.grace_ends = False, float("inf")
-        store = None
-        if self.dynamodb is not None:
-            store = IdempotencyStore(
-                self.dynamodb, self.settings, IdempotencySettings(table="jobs"), clock=self.wall, sleep=real_pause
-            )
-        self.worker = Worker(
-            self.model,
-            self.url,
-            self.ledger.handler,
-            self.settings,
-            concurrency=CONCURRENCY,
-            emf=EmfLogger(self.emf),
-            clock=self.clock,
-            idempotency=store,
-        )
-        self.worker.heartbeat.sleep = real_pause
-        self.thread = threading.Thread(target=self._run, args=(self.worker,), name="statemachine-worker", daemon=True)
-        self.thread.start()
-
-    def _run(self, worker: Worker) -> None:
-        try:
-            worker.run(install_signal_handlers=False)
-        except BaseException as error:  # a Worker.run that raises is a finding: kept for the test's thread
-            assert self.ledger is not None
-            self.ledger.violation(f"Worker.run raised {error!r}")
 
     # -- the steps ------------------------------------------------------------------------------------------------
     # What a step draws never depends on what the worker did (the threads' timing): Hypothesis replays a choice
@@ -228,7 +180,7 @@ class LeaseMachine(RuleBasedStateMachine):
         self.model.outage(operation, kind)
         self.outages.add(operation)
         if operation == CMV:
-            self._shake([d.handle for d in self.model.deliveries.values() if self.model.in_flight(d.handle)])
+            self.shake([d.handle for d in self.model.deliveries.values() if self.model.in_flight(d.handle)])
 
     def hold(self, data: st.DataObject) -> None:
         """The next request of an operation is held; or, if one is held, it is answered."""
@@ -237,7 +189,7 @@ class LeaseMachine(RuleBasedStateMachine):
         answer = data.draw(st.sampled_from(["ok", "timeout"]), label="answer")
         waiting = self.model.waiting_holds()
         for hold in waiting:
-            self._shake(hold.handles)
+            self.shake(hold.handles)
             hold.answer(answer if hold.landed else "timeout")
         self.model.holds = [hold for hold in self.model.holds if hold.sent_at is None]
         if not waiting and not self.model.holds:
@@ -246,8 +198,7 @@ class LeaseMachine(RuleBasedStateMachine):
     def sigterm(self, data: st.DataObject) -> None:
         """SIGTERM to a running worker, or a new worker once the last one's drain ended."""
         if self.thread.is_alive() and not self.ledger.stopping:
-            self.ledger.stopping, self.ledger.grace_ends = True, self.clock.now + self.settings.shutdown_grace
-            self.worker.shutdown()
+            self.send_sigterm()
         elif not self.thread.is_alive():
             self.start_worker()
 
@@ -259,166 +210,33 @@ class LeaseMachine(RuleBasedStateMachine):
         self.check_deadlines()
         assert not self.ledger.violations, "\n".join(self.ledger.violations)
 
-    def current_runs(self) -> list:
-        return [] if self.ledger is None else self.ledger.running(self.ledger.generation)
-
     def settle(self) -> None:
         """Let the worker catch up, then check that it kept the leases it had to."""
         self.pace()
         self.check_leases_kept()
 
-    def pace(self) -> None:
-        """Wait until the worker did what the last step asked of it: took what is receivable, started what it can,
-        sent its settles, ran a parked retry that is due (pacing: nothing is asserted on it)."""
-        ends = time.monotonic() + PACE_LIMIT_S
-        last, stable, polls = None, 0, self.model.empty_polls
-        while time.monotonic() < ends:
-            self.reap()
-            snapshot = (self.model.version, self.ledger.version, self.thread.is_alive())
-            if snapshot != last:
-                last, stable, polls = snapshot, 0, self.model.empty_polls
-            elif self._caught_up(polls):
-                stable += 1
-                if stable >= 3:
-                    return
-            time.sleep(0.01)
-
-    def _caught_up(self, polls: int) -> bool:
-        if not self.thread.is_alive() or self.ledger.stopping:
-            return True
-        if any(due <= self.clock.now for due in self.worker.handlers.parked().values()):
-            return False
-        return self.model.empty_polls > polls or self.worker.handlers.outstanding() >= 2 * CONCURRENCY
-
-    def reap(self) -> None:
-        """A worker whose ``run`` returned is a process that exited: the handlers it left running die with it."""
-        if self.thread is not None and not self.thread.is_alive():
-            for run in self.ledger.running(self.ledger.generation):
-                self.ledger.finish(run, "killed")
-
     def move_clock(self, seconds: float, jump: bool) -> None:
         to = self.clock.now + seconds
         for hold in self.model.waiting_holds():  # the client times out a held request after its request timeout
             if hold.sent_at + self.settings.lease_request_timeout <= to:
-                self._shake(hold.handles)
+                self.shake(hold.handles)
                 hold.answer("timeout")
         self.pace()
         for hold in self.model.waiting_holds():
-            self._shake(hold.handles)
+            self.shake(hold.handles)
         if jump or CMV in self.outages:
-            self._shake([d.handle for d in self.model.deliveries.values() if self.model.in_flight(d.handle)])
+            self.shake([d.handle for d in self.model.deliveries.values() if self.model.in_flight(d.handle)])
         self.check_lapses(to)
         self.clock.now = to
-
-    def _shake(self, handles: list[str]) -> None:
-        with self.ledger._lock:
-            self.ledger.shaky.update(handles)
-
-    # -- the lease checks -----------------------------------------------------------------------------------------
-    def check_lapses(self, to: float) -> None:
-        """A running handler's lease that would lapse by ``to`` must have had its extensions fail, or its cap."""
-        for run in self.current_runs():
-            handle = run.message.receipt_handle
-            delivery = self.model.delivery(handle)
-            if delivery is None or not self.model.in_flight(handle) or delivery.deadline > to:
-                continue
-            capped = delivery.deadline >= run.message.lease.received_at + self.settings.max_total_lease - 1 - 1e-6
-            if handle not in self.ledger.shaky and not capped:
-                self.ledger.violation(
-                    f"the lease of run {run.number} ({handle}) lapses at {delivery.deadline:g} while its handler runs, "
-                    f"its extensions never having failed (clock {self.clock.now:g} -> {to:g})"
-                )
-
-    def check_leases_kept(self) -> None:
-        """Every lease the worker holds that is due, with SQS answering, is extended within two heartbeat ticks."""
-        if not self.thread.is_alive() or self.worker.heartbeat._stop.is_set():  # the drain stopped it
-            return
-        due = [lease for lease in self.worker.scheduler if self._owed(lease)]
-        for run in self.current_runs():
-            lost = run.message.lease.lost
-            if lost and run.message.receipt_handle not in self.ledger.shaky and not self._capped(run.message.lease):
-                self.ledger.violation(f"run {run.number} lost its lease ({run.message.receipt_handle}), SQS answering")
-        if not due:
-            return
-        if not self.clock.await_reads("sqslease-heartbeat", 2, LIMIT_S):
-            if self.thread.is_alive() and not self.worker.heartbeat._stop.is_set():
-                self.ledger.violation("the heartbeat stopped ticking")
-            return
-        # A round still on its request: wait for it, unless that request is held (the lease is no longer owed).
-        wait_for(lambda: not any(lease.state is LeaseState.EXTENDING and self._owed(lease) for lease in due), LIMIT_S)
-        for lease in due:
-            if self._owed(lease):
-                delivery = self.model.delivery(lease.receipt_handle)
-                self.ledger.violation(
-                    f"lease {lease.receipt_handle} due (SQS deadline {delivery.deadline:g}, clock {self.clock.now:g}) "
-                    f"not extended, SQS answering"
-                )
-
-    def _owed(self, lease) -> bool:
-        """Whether ``lease`` is due and the heartbeat can extend it now: held, SQS answering, a whole extension
-        before its cap, and slack left."""
-        now, handle = self.clock.now, lease.receipt_handle
-        if not lease.live or lease.settling == CHANGING or CMV in self.outages or not self.model.in_flight(handle):
-            return False
-        if any(handle in hold.handles for hold in self.model.waiting_holds()):
-            return False
-        if lease.deadline - now <= 0.1 or self._capped(lease):
-            return False
-        return self.model.delivery(handle).deadline - now <= self.settings.extension_threshold
-
-    def _capped(self, lease) -> bool:
-        left = self.settings.max_total_lease - (self.clock.now - lease.received_at)
-        return left < self.settings.extension_threshold + 1
-
-    def check_deadlines(self) -> None:
-        """The worker never believes a lease lasts longer than SQS does."""
-        if self.thread is None or not self.thread.is_alive():
-            return
-        for lease in self.worker.scheduler:
-            delivery = self.model.delivery(lease.receipt_handle)
-            if delivery is None or lease.receipt_handle in self.ledger.shaky or not lease.live:
-                continue
-            if lease.deadline > delivery.deadline + 1e-6:
-                self.ledger.violation(
-                    f"the worker holds {lease.receipt_handle} until {lease.deadline:g}; SQS until {delivery.deadline:g}"
-                )
+        self.wake_handlers()
 
     # -- teardown ---------------------------------------------------------------------------------------------------
     def teardown(self) -> None:
         if self.ledger is None:
             return
-        try:
-            self.stop_everything()
-        finally:
-            for hold in self.model.holds:
-                if hold.waiting:
-                    hold.answer("timeout")
-            for run in self.ledger.running():
-                self.ledger.finish(run, "killed")
-            if self.thread is not None:
-                self.thread.join(LIMIT_S)
-        assert not self.thread.is_alive(), "the worker did not stop"
+        self.stop_everything()
+        assert self.thread is not None and not self.thread.is_alive(), "the worker did not stop"
         assert not self.ledger.violations, "\n".join(self.ledger.violations)
-
-    def stop_everything(self) -> None:
-        """Faults off, every handler ended with success, SIGTERM, the clock moved until the drain ends."""
-        for operation in list(self.outages):
-            self.model.outage(operation, None)
-        self.outages.clear()
-        self.model.clear_faults()
-        for hold in self.model.waiting_holds():
-            hold.answer("timeout")
-        if not self.thread.is_alive():
-            return
-        if not self.ledger.stopping:
-            self.ledger.stopping, self.ledger.grace_ends = True, self.clock.now + self.settings.shutdown_grace
-            self.worker.shutdown()
-        for _ in range(60):
-            for run in self.current_runs():
-                self.ledger.finish(run, "success")
-            if wait_for(lambda: not self.thread.is_alive(), timeout_s=0.2):
-                return
-            self.clock.now += 1
 
 
 LeaseMachine.TestCase.settings = PROFILE

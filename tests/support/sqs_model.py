@@ -23,11 +23,7 @@ What it models (SQS's API reference and developer guide):
   the DLQ instead (by SQS). The worker's own DLQ sends (SendMessage) land in :attr:`SqsModel.dlq` too; on a FIFO
   DLQ a deduplication id seen within 5 minutes is dropped.
 
-Faults, per operation (``ChangeMessageVisibilityBatch``, ``DeleteMessageBatch``, ``ReceiveMessage``,
-``SendMessage``): :meth:`SqsModel.script` queues what the next requests do (``"throttle"``, ``"error500"``,
-``"timeout"``: not applied; ``"landed_timeout"``: applied, the answer lost; ``"lost"``: a delete answered
-"deleted" without being applied; a :class:`Hold`: the request waits until :meth:`Hold.answer`);
-:meth:`SqsModel.outage` makes every request of an operation fail until it ends. A test watches what happens
+Faults, per request, held requests and outages: :mod:`support.sqs_faults`. A test watches what happens
 through :attr:`SqsModel.observer` (called under the model's lock, on the caller's thread).
 """
 
@@ -37,17 +33,14 @@ import collections
 import itertools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from support.fakes import FakeClock
-from support.sqs_errors import client_error
+from support.sqs_faults import CMV, DELETE, RECEIVE, SEND, FaultedRequests
 
-CMV, DELETE, RECEIVE, SEND = "ChangeMessageVisibilityBatch", "DeleteMessageBatch", "ReceiveMessage", "SendMessage"
 #: Seconds (of the FIFO DLQ's clock) within which a MessageDeduplicationId drops a second copy.
 DEDUPLICATION_INTERVAL_S = 300
-#: Real seconds a held request waits for its answer at most (a test that forgets one does not hang).
-HOLD_LIMIT_S = 60
 
 
 @dataclass(eq=False)
@@ -75,33 +68,12 @@ class Delivery:
     deadline: float
 
 
-@dataclass(eq=False)
-class Hold:
-    """A request held until :meth:`answer`: ``landed`` ones were applied on arrival (only their answer waits)."""
-
-    landed: bool
-    sent_at: float | None = None  # set when a request arrives and is held
-    handles: list[str] = field(default_factory=list)
-    _reply: str | None = None
-    _event: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def waiting(self) -> bool:
-        return self.sent_at is not None and self._reply is None
-
-    def answer(self, reply: str) -> None:
-        """``"ok"`` (a landed request's answer arrives late) or ``"timeout"`` (the client gives up)."""
-        assert reply == "timeout" or self.landed, "only a landed request can be answered"
-        self._reply = reply
-        self._event.set()
-
-
-class SqsModel:
+class SqsModel(FaultedRequests):
     """One queue (standard, or FIFO for a ``.fifo`` ``queue_url``) and its DLQ. See the module docstring.
 
-    :param clock: the injected clock, seconds. The model reads ``clock.now`` (not a read a thread is counted for) and
-        asks ``clock.moved_since_read()`` as each request comes: a request decided before the clock moved is
-        reported ``delayed`` to the observer (it crossed the move as if delayed in the network).
+    :param clock: the injected clock, seconds. The model reads ``clock.now`` (not a read a thread is counted for);
+        a request decided before the clock moved is applied ``late`` (:class:`support.sqs_faults.FaultedRequests`),
+        and the observer is told.
     :param max_receive_count: the redrive policy's ``maxReceiveCount``.
     :param max_total_visibility: SQS's 12 h cap, in seconds (scaled down by a test). Default 43,200.
     :param stale_changes: ``"refuse"`` or ``"apply"`` (a ChangeMessageVisibility with a stale handle).
@@ -119,7 +91,8 @@ class SqsModel:
         poll_s: float = 0.02,
     ) -> None:
         assert stale_changes in ("refuse", "apply")
-        self.queue_url, self.dlq_url, self.clock = queue_url, dlq_url, clock
+        super().__init__(clock)
+        self.queue_url, self.dlq_url = queue_url, dlq_url
         self.fifo = queue_url.endswith(".fifo")
         self.max_receive_count = max_receive_count
         self.max_total_visibility = max_total_visibility
@@ -132,13 +105,9 @@ class SqsModel:
         #: ``observer(event, **details)``, called under the lock: ``receive``, ``delete``, ``change``, ``dead``,
         #: ``send_failed`` and ``refused`` (see where each is called).
         self.observer: Callable[..., None] = lambda event, **details: None
-        self.empty_polls = 0  # receives answered empty: a test's sign that the receiver caught up
+        self.empty_polls = 0  # receives answered empty, or failed: a test's sign that the receiver caught up
         self.version = 0  # bumped by every change of state but an extension
-        self.holds: list[Hold] = []
-        self._script: dict[str, collections.deque[Any]] = collections.defaultdict(collections.deque)
-        self._outage: dict[str, str] = {}
         self._ids = itertools.count(1)
-        self._lock = threading.RLock()
         self._arrived = threading.Condition(self._lock)
 
     # -- the test's side ------------------------------------------------------------------------------------------
@@ -149,30 +118,6 @@ class SqsModel:
             self.version += 1
             self._arrived.notify_all()
             return message
-
-    def script(self, operation: str, *actions: Any) -> None:
-        with self._lock:
-            self._script[operation].extend(actions)
-
-    def outage(self, operation: str, kind: str | None) -> None:
-        """Every request of ``operation`` fails with ``kind`` from now on (``None``: the outage ends)."""
-        with self._lock:
-            if kind is None:
-                self._outage.pop(operation, None)
-            else:
-                self._outage[operation] = kind
-
-    def clear_faults(self) -> None:
-        """Drop every scripted fault and hold not yet met, and end every outage (held requests still wait)."""
-        with self._lock:
-            self._script.clear()
-            self._outage.clear()
-            self.holds = [hold for hold in self.holds if hold.sent_at is not None]
-
-    def healthy(self, operation: str) -> bool:
-        """No outage and no scripted fault waiting for ``operation``."""
-        with self._lock:
-            return operation not in self._outage and not self._script[operation]
 
     def in_flight(self, handle: str) -> bool:
         """Whether ``handle`` is its message's latest and the message is in flight (not deleted, not visible)."""
@@ -196,16 +141,17 @@ class SqsModel:
         with self._lock:
             return self.deliveries.get(handle)
 
-    def waiting_holds(self) -> list[Hold]:
-        with self._lock:
-            return [hold for hold in self.holds if hold.waiting]
-
     # -- the client's methods ---------------------------------------------------------------------------------------
     def receive_message(self, **params: Any) -> dict[str, Any]:
-        if self._fault(RECEIVE, [params]) != "ok":  # a timeout: a receive never sent (nothing handed out)
-            from botocore.exceptions import ConnectTimeoutError
+        try:
+            if self._fault(RECEIVE, [params]) != "ok":  # a timeout: a receive never sent (nothing handed out)
+                from botocore.exceptions import ConnectTimeoutError
 
-            raise ConnectTimeoutError(endpoint_url="http://sqs-model")
+                raise ConnectTimeoutError(endpoint_url="http://sqs-model")
+        except Exception:
+            with self._lock:
+                self.empty_polls += 1  # the receiver backs off (real time): it did what it could
+            raise
         with self._arrived:
             taken = self._take(params["MaxNumberOfMessages"], params["VisibilityTimeout"])
             if not taken:
@@ -217,7 +163,9 @@ class SqsModel:
             return {"Messages": [self._answer(delivery) for delivery in taken]}
 
     def change_message_visibility_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
-        return self._batch(CMV, Entries, lambda e, late: self._change(e["ReceiptHandle"], int(e["VisibilityTimeout"]), late))
+        return self._batch(
+            CMV, Entries, lambda e, late: self._change(e["ReceiptHandle"], int(e["VisibilityTimeout"]), late)
+        )
 
     def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         return self._batch(DELETE, Entries, lambda e, late: self._delete(e["ReceiptHandle"], late))
@@ -331,7 +279,6 @@ class SqsModel:
         self.observer("refused", handle=handle, code=code, text=text, late=late)
         return code, text
 
-    # -- requests and their faults --------------------------------------------------------------------------------
     def _batch(self, operation: str, entries: list[dict[str, Any]], one: Callable[..., Any]) -> dict[str, Any]:
         def apply(late: bool) -> dict[str, Any]:
             successful, failed = [], []
@@ -344,35 +291,3 @@ class SqsModel:
             return {"Successful": successful, "Failed": failed}
 
         return self._request(operation, entries, apply)
-
-    def _request(self, operation: str, entries: list[dict[str, Any]], apply: Callable[[bool], Any]) -> Any:
-        late = self.clock.moved_since_read()  # before the model reads the clock itself
-        action = self._fault(operation, entries)
-        if action == "lost":  # answered as done, nothing applied
-            return {"Successful": [{"Id": e["Id"]} for e in entries], "Failed": []}
-        with self._lock:
-            answer = apply(late) if action in ("ok", "landed_timeout") or getattr(action, "landed", False) else None
-        if isinstance(action, Hold):
-            action._event.wait(HOLD_LIMIT_S)
-            if action._reply != "ok":
-                action = "timeout"
-        if action in ("timeout", "landed_timeout"):
-            from botocore.exceptions import ReadTimeoutError
-
-            raise ReadTimeoutError(endpoint_url="http://sqs-model")
-        return answer
-
-    def _fault(self, operation: str, entries: Any) -> Any:
-        """The action of this request: ``"ok"``, a fault kind (raised here if it is an error) or a :class:`Hold`."""
-        with self._lock:
-            script = self._script[operation]
-            action = script.popleft() if script else self._outage.get(operation, "ok")
-            if isinstance(action, Hold):
-                action.sent_at = self.clock.now
-                action.handles = [e["ReceiptHandle"] for e in entries if "ReceiptHandle" in e]
-                self.holds.append(action)
-            elif operation == SEND and action != "ok":  # the consumer sees its DLQ send fail (it may have landed)
-                self.observer("send_failed", request=entries[0])
-        if action in ("throttle", "error500"):
-            raise client_error(action, operation)
-        return action
