@@ -69,7 +69,7 @@ FAULTS = [
 ACTIONS = [
     *["send"] * 2,
     *["end_a_handler"] * 6,
-    *["advance"] * 4,
+    *["advance"] * 6,
     "jump",
     "fail_requests",
     "outage",

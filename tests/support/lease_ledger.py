@@ -14,9 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from support.sqs_model import Delivery, SqsModel
-
 from sqslease.message import Message
+from support.sqs_model import Delivery, SqsModel
 
 #: Real seconds a handler waits for the test to end it at most (a test that forgets one does not hang).
 HANDLER_LIMIT_S = 120
