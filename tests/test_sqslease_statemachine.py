@@ -3,7 +3,8 @@
 rules (:mod:`support.sqs_model`), with sends, handler successes and failures, faulted, held and lost requests,
 SIGTERM and restarts, and clock steps and jumps. What the model covers, and what it does not: docs/testing.md.
 
-The invariants (:mod:`support.lease_ledger` checks them as each event happens; this module after each step):
+The invariants (:mod:`support.lease_ledger` checks them as each event happens; :mod:`support.lease_checks` after
+each step):
 
 - a lease the worker holds is extended when it falls due while SQS answers; no lease of a running handler lapses
   unless its extensions failed for its whole slack (an outage, a held request), the clock jumped past it, or it
@@ -13,12 +14,13 @@ The invariants (:mod:`support.lease_ledger` checks them as each event happens; t
   one of them; outside a drain, an unstarted message is released only behind a head whose lease was lost, whose DLQ
   send failed or that was not run: so none that never failed reaches the DLQ because an earlier one failed;
 - with idempotency, no run starts for a key whose record is COMPLETED;
-- no visibility change goes out with a receipt handle its message was received again since, unless the clock moved
-  after the worker last looked at it (a request delayed across the move).
+- no handler starts on a lease that ran out; no visibility change goes out with a receipt handle its message was
+  received again since, unless the clock moved after the worker last looked at it (a request delayed across the
+  move).
 
 Deterministic: a derandomized profile, and no wall clock in any decision. Threads run in real time, so each step
-lets the worker catch up (:meth:`LeaseMachine.pace`: pacing only, nothing is asserted on it) and every wait for
-the worker has a generous bound.
+lets the worker catch up (:meth:`support.lease_worker.WorkerGenerations.pace`: pacing only, nothing is asserted
+on it) and every wait for the worker has a generous bound.
 """
 
 from __future__ import annotations
