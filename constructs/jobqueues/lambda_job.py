@@ -81,14 +81,13 @@ class LambdaJob(RegisteredConstruct):
         log_group.grant_write(role)
         acknowledge_wildcards(role, plan)
         _without_redundant_role_dependency(self.function, role)
-        window = plan.max_batching_window
         #: The consumer alarms.
         self.alarms = bind_lambda_consumer(
             self,
             self.job_queue,
             self.function,
             batch_size=plan.batch_size,
-            max_batching_window=window.value if isinstance(window, Given) else _seconds(window, registry),
+            max_batching_window=_duration(plan.max_batching_window, registry),
             max_concurrency=plan.max_concurrency,
             checked=True,
             add_environment=False,
@@ -100,14 +99,13 @@ class LambdaJob(RegisteredConstruct):
     ) -> lambda_.Function:
         handler = plan.handler.value if isinstance(plan.handler, Given) else plan.handler
         contract = RuntimeOptions(plan.hooks, plan.idempotency_key).apply(self.job_queue.consumer_contract())
-        timeout = plan.timeout
         return lambda_.Function(
             self,
             "Function",
             runtime=LAMBDA_RUNTIME,
             code=plan.code,
             handler=ENTRY_POINT,
-            timeout=timeout.value if isinstance(timeout, Given) else _seconds(timeout, registry),
+            timeout=_duration(plan.timeout, registry),
             memory_size=plan.memory_size,
             role=role,
             log_group=log_group,
@@ -117,7 +115,10 @@ class LambdaJob(RegisteredConstruct):
         )
 
 
-def _seconds(seconds: float | None, registry: StackRegistry) -> Duration | None:
+def _duration(seconds: float | Given | None, registry: StackRegistry) -> Duration | None:
+    """The ``Duration`` of a planned value: the token as given, or whole seconds shared in the stack."""
+    if isinstance(seconds, Given):
+        return seconds.value  # type: ignore[no-any-return]
     return None if seconds is None else registry.seconds(seconds)
 
 
