@@ -19,6 +19,7 @@ from jobqueues import defaults
 from jobqueues.consumer_rules import (
     ConsumerCheck,
     check_ecs_consumer,
+    check_handler,
     check_hooks,
     check_idempotency_key,
     stop_timeout_s,
@@ -163,7 +164,7 @@ def plan_ecs_job(d: EcsJobDeclaration) -> EcsJobPlan:
 def ecs_consumer_check(d: EcsJobDeclaration) -> tuple[ConsumerCheck, EcsServicePlan]:
     """The consumer's errors (those found where the props entered first) and warnings, and the service's plan."""
     service = plan_ecs_service(d.service)
-    errors = [*d.errors, *_missing(d), *_image_problems(d), *service.errors]
+    errors = [*d.errors, *_handler_problems(d), *_image_problems(d), *service.errors]
     errors += check_hooks(d.hooks)
     errors += check_idempotency_key(d.idempotency_key, d.queue.idempotency or "idempotency" in d.refused)
     consumer = check_ecs_consumer(
@@ -175,9 +176,12 @@ def ecs_consumer_check(d: EcsJobDeclaration) -> tuple[ConsumerCheck, EcsServiceP
     return ConsumerCheck(errors + consumer.errors, consumer.warnings), service
 
 
-def _missing(d: EcsJobDeclaration) -> list[str]:
+def _handler_problems(d: EcsJobDeclaration) -> list[str]:
+    """``handler`` missing, or not an import path."""
     if d.handler is None and "handler" not in d.tokens and "handler" not in d.refused:
         return ["handler is required: pass the per-message function, e.g. 'media.transcode:handle'"]
+    if d.handler is not None:
+        return check_handler(d.handler, "package.module:function", "handler='media.transcode:handle'")
     return []
 
 

@@ -16,7 +16,13 @@ from typing import Any
 
 from jobqueues import defaults
 from jobqueues.consumer_contract import reserved_variable
-from jobqueues.consumer_rules import ConsumerCheck, check_hooks, check_idempotency_key, check_lambda_consumer
+from jobqueues.consumer_rules import (
+    ConsumerCheck,
+    check_handler,
+    check_hooks,
+    check_idempotency_key,
+    check_lambda_consumer,
+)
 from jobqueues.declaration import QueueDeclaration
 from jobqueues.declaration_warnings import DeclarationWarning
 from jobqueues.lambda_environment_rules import check_lambda_environment
@@ -193,7 +199,8 @@ def lambda_consumer_check(d: LambdaJobDeclaration) -> tuple[ConsumerCheck, list[
 
 
 def _missing(d: LambdaJobDeclaration) -> list[str]:
-    """The required props not given (a token, or a value of the wrong type, is given)."""
+    """The required props not given (a token, or a value of the wrong type, is given), and a handler that is not an
+    import path."""
     given = {
         "code": d.code is not None or "code" in d.refused,
         "handler": d.handler is not None or "handler" in d.tokens or "handler" in d.refused,
@@ -201,7 +208,10 @@ def _missing(d: LambdaJobDeclaration) -> list[str]:
         or "lambda_timeout" in d.queue.tokens
         or "lambda_timeout" in d.refused,
     }
-    return [f"{prop} is required: {REQUIRED[prop]}" for prop, present in given.items() if not present]
+    missing = [f"{prop} is required: {REQUIRED[prop]}" for prop, present in given.items() if not present]
+    if d.handler is not None:
+        missing += check_handler(d.handler, "module.function", "handler='thumbs.handle'")
+    return missing
 
 
 def _given(queue: QueueDeclaration, prop: str, seconds: float | None) -> float | Given | None:
