@@ -29,6 +29,7 @@ from jobqueues.emulator.lambda_driver.function import DriverError, load_function
 from jobqueues.emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
 from jobqueues.emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
 from jobqueues.emulator.server import Emulator, LocalServer
+from sqslease.config import ConsumerConfig
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.settings import FailurePolicy, LeaseSettings
 
@@ -488,7 +489,7 @@ def test_a_hung_record_ends_its_environment_before_its_redelivery_runs(local_aws
         max_processing_time=1,
         failure_policy=FailurePolicy.VISIBLE_NOW,
     )
-    environment = {**settings.to_env(), "LEDGER": str(ledger)}
+    environment = {**ConsumerConfig(lease=settings).to_env(), "LEDGER": str(ledger)}
     deployed = Deployed(local_aws, vt=6, code=HUNG_HANDLER_CODE, environment=environment)
     deployed.send("ok", "hang")
     invocations: list[tuple[list[dict[str, Any]], Invocation, list[str]]] = []

@@ -101,8 +101,8 @@ class EcsJob(Construct):
             runtime_platform=_runtime_platform(service_plan),
         )
         grace = DEFAULT_SHUTDOWN_GRACE_S if grace_s is None else grace_s
-        # The worker's options are the lease settings; idempotency is read from its variables.
-        environment = {**service_plan.environment, **self.job_queue.consumer_contract().idempotency_environment()}
+        # Everything sqslease is told is the worker's options: the container's variables are the environment= prop's.
+        environment = dict(service_plan.environment)
         worker_image = image or _default_image(self, image_directory or DEFAULT_IMAGE_DIRECTORY, service_plan)
         #: The worker container: ``python -m sqslease.worker`` with the declaration's settings as arguments.
         self.container = self.task_definition.add_container(
@@ -163,7 +163,7 @@ class EcsJob(Construct):
             min_tasks=min_tasks,
             max_tasks=max_tasks,
             target_backlog_per_task=target_backlog,
-            add_environment=False,
+            add_settings=False,
         )
         if image is None:
             # Where `jobqueues local up` finds the handlers to run the worker as a local process (relative to
