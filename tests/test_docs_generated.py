@@ -153,7 +153,7 @@ def anchors(path: Path) -> set[str]:
 
 def test_anchors_are_githubs() -> None:
     assert anchors(ROOT / "docs" / "sqslease.md") >= {
-        "settings-leasesettings",
+        "settings-consumerconfig",
         "the-log-line-emf-one-per-processed-message-on-stdout",
         "long-running-workers-ecsfargate",
     }

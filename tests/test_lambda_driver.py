@@ -396,7 +396,7 @@ def test_lambda_entry_names_a_missing_or_bad_handler() -> None:
     with pytest.raises(EntryConfigurationError, match="cannot import"):
         build_handler({"SQSLEASE_HANDLER": "no_such_module.handle"})
     with pytest.raises(EntryConfigurationError, match="not callable"):
-        build_handler({"SQSLEASE_HANDLER": "sqslease.settings.ENV_PREFIX"})
+        build_handler({"SQSLEASE_HANDLER": "sqslease.config.ENV_PREFIX"})
     assert callable(build_handler({"SQSLEASE_HANDLER": "json.loads", "SQSLEASE_VISIBILITY_TIMEOUT": "30"}))
 
 
