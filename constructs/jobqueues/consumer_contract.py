@@ -33,7 +33,7 @@ LEASE_FIELDS = (
     "extension_threshold",
 )
 #: The idempotency settings a consumer is told with idempotency on: the table and the records' retention.
-IDEMPOTENCY_SETTINGS = ("idempotency_table", "idempotency_retention_period")
+IDEMPOTENCY_FIELDS = ("idempotency_table", "idempotency_retention_period")
 #: The worker's command.
 WORKER_MODULE = ("python", "-m", "sqslease.worker")
 #: Variables the worker reads besides its configuration: ECS sets ``ECS_AGENT_URI`` (task scale-in protection).
@@ -181,7 +181,7 @@ class ConsumerContract:
         """
         told = self.settings()
         if self.idempotency is not None:
-            told.update(self._told(self.config(), IDEMPOTENCY_SETTINGS))
+            told.update(self._told(self.config(), IDEMPOTENCY_FIELDS))
         if handler is not None:
             told.update(self._told(self.config(handler), ["handler"]))
         return variables(told)
@@ -204,14 +204,14 @@ class ConsumerContract:
         told = self._told(config, ["handler", "concurrency"])
         told.update(self._told(config, ["queue_url", *self.fields("shutdown_grace")]))
         if self.idempotency is not None:
-            told.update(self._told(config, IDEMPOTENCY_SETTINGS))
+            told.update(self._told(config, IDEMPOTENCY_FIELDS))
         return [*WORKER_MODULE, *options(told)]
 
     def brought_worker_settings(self) -> dict[str, str]:
         """Setting name -> text: what ``add_ecs_consumer`` completes a brought worker's command with, the options
         its :meth:`worker_command` could not hold: the hooks and the key function, given to the binder, when set;
         the idempotency settings too, with idempotency on (a command of the worker's own may lack them)."""
-        names = [*(IDEMPOTENCY_SETTINGS if self.idempotency is not None else ())]
+        names = [*(IDEMPOTENCY_FIELDS if self.idempotency is not None else ())]
         names += [name for name in ("hooks", "idempotency_key") if name in self.lease.changed_fields()]
         return self._told(self.config(), names)
 

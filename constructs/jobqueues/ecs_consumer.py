@@ -23,7 +23,7 @@ from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
 from jobqueues.names import stack_of
 from jobqueues.scaling import running_tasks, scale_on_backlog
-from sqslease.config import given, options
+from sqslease import config
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
 
 DEFAULT_MIN_TASKS = 0
@@ -160,9 +160,9 @@ def complete_worker_command(
             f"{where}: job type {job_queue.job_type!r} has settings for its worker ({', '.join(told)}), which go to "
             f"the command of the task definition's default container, and {worker.node.path}'s command "
             f"{command!r} does not run sqslease.worker: give it command=job_queue.worker_command('package.module:"
-            "handler') (or pass the settings to your own worker)"
+            "handler')"
         )
-    present = given(command)
+    present = config.given(command)
     clashes = [
         f"{name} {present[name]!r}, not {text!r}" for name, text in told.items() if present.get(name, text) != text
     ]
@@ -176,7 +176,7 @@ def complete_worker_command(
     cfn = task_definition.node.default_child
     assert isinstance(cfn, ecs.CfnTaskDefinition)
     cfn.add_property_override(
-        f"ContainerDefinitions.{containers.index(worker.node.path)}.Command", [*command, *options(missing)]
+        f"ContainerDefinitions.{containers.index(worker.node.path)}.Command", [*command, *config.options(missing)]
     )
 
 
