@@ -184,4 +184,5 @@ def test_the_settings_table_has_a_row_per_setting_of_the_consumer_configuration(
     assert rows[0].startswith(r"| `queue_url` | `--queue-url` `SQSLEASE_QUEUE_URL` | `str \| None` | `None` |")
     row = next(r for r in rows if r.startswith("| `lease.visibility_timeout` |"))
     assert "| `--visibility-timeout` `SQSLEASE_VISIBILITY_TIMEOUT` | `float` | 30 |" in row
-    assert any(r.startswith("| `idempotency.table` | `--idempotency-table` `SQSLEASE_IDEMPOTENCY_TABLE` |") for r in rows)
+    table = "| `idempotency.table` | `--idempotency-table` `SQSLEASE_IDEMPOTENCY_TABLE` |"
+    assert any(r.startswith(table) for r in rows)
