@@ -244,3 +244,13 @@ def test_the_worker_reads_every_setting_from_its_options_over_its_variables() ->
     assert (config.queue_url, config.handler, config.concurrency) == ("http://x/q", "a:b", 7)
     assert config.lease.visibility_timeout == 45 and config.idempotency.table == "Ids"
     assert isinstance(command_line(), argparse.ArgumentParser)
+
+
+def test_one_part_of_the_environment_is_read_alone() -> None:
+    # The worker's idempotency store is built from the idempotency variables only (sqslease.idempotency_gate):
+    # a lease variable its options overrode is not parsed again there.
+    environ = {"SQSLEASE_VISIBILITY_TIMEOUT": "soon", "SQSLEASE_IDEMPOTENCY_TABLE": "Ids"}
+    assert ConsumerConfig.from_env(environ, part="idempotency").idempotency.table == "Ids"
+    assert read_config(["--visibility-timeout", "30"], environ=environ).lease.visibility_timeout == 30
+    with pytest.raises(ValueError, match="SQSLEASE_VISIBILITY_TIMEOUT='soon' is not a valid float"):
+        ConsumerConfig.from_env(environ)

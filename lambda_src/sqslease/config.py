@@ -98,10 +98,15 @@ class ConsumerConfig:
         return options(self.values(names))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ConsumerConfig:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, part: str | None = None) -> ConsumerConfig:
         """The config ``environ``'s variables tell (default ``os.environ``); an empty variable is not given.
-        A ``ValueError`` names a variable whose value is no value of its setting, or what the config refuses."""
-        return cls.of_text(_from_environ(environ))
+        A ``ValueError`` names a variable whose value is no value of its setting, or what the config refuses.
+
+        :param part: read only the variables of this part's settings (``"lease"``, ``"idempotency"``), the rest
+            at their defaults. Default: every setting.
+        """
+        given = _from_environ(environ)
+        return cls.of_text({n: v for n, v in given.items() if part is None or SETTINGS[n].part == part})
 
     @classmethod
     def from_args(

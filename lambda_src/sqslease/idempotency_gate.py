@@ -55,8 +55,8 @@ def env_store(
     settings: LeaseSettings, concurrency: int = 1, environ: Mapping[str, str] | None = None
 ) -> IdempotencyStore | None:
     """The store the environment's idempotency settings describe (:meth:`sqslease.config.ConsumerConfig.from_env`;
-    default ``os.environ``), or ``None`` when they name no table (idempotency off)."""
-    return configured_store(settings, ConsumerConfig.from_env(environ).idempotency, concurrency)
+    default ``os.environ``; its other variables are not read), or ``None`` when they name no table (off)."""
+    return configured_store(settings, ConsumerConfig.from_env(environ, part="idempotency").idempotency, concurrency)
 
 
 def configured_store(
