@@ -15,7 +15,7 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
 from jobqueues.consumer_options import brought_runtime_options
 from jobqueues.errors import JobQueueError
 from jobqueues.interface import IJobQueue
@@ -58,21 +58,7 @@ def bind_ecs_consumer(
     """
     if not isinstance(service, ecs.BaseService):
         raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
-    options, errors = brought_runtime_options(
-        hooks, idempotency_key, idempotency=job_queue.idempotency_table is not None
-    )
-    if errors:
-        raise JobQueueError(
-            f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
-        )
-    told = options.apply(job_queue.consumer_contract()).brought_worker_settings() if add_settings else {}
-    worker = service.task_definition.default_container
-    if told and worker is None:
-        raise JobQueueError(
-            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
-            f"({', '.join(told)}), which go to the task definition's default container, and "
-            f"{service.task_definition.node.path} has none: add the worker's container (essential) before binding"
-        )
+    worker, told = _brought_worker_settings(job_queue, service, hooks, idempotency_key, add_settings=add_settings)
     claim_consumer(job_queue, scope, "add_ecs_consumer")
     if told and worker is not None:
         complete_worker_command(job_queue, service.task_definition, worker, told)
@@ -80,24 +66,7 @@ def bind_ecs_consumer(
     task_role = service.task_definition.task_role
     binding = bind_consumer(scope, job_queue, task_role)
     cluster_name = service.cluster.cluster_name
-    own_tasks = stack.format_arn(
-        service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
-    )
-    protection = iam.PolicyStatement(
-        actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], resources=[own_tasks]
-    )
-    task_role.add_to_principal_policy(protection)
-    policy = task_role.node.try_find_child("DefaultPolicy")
-    if policy is not None:
-        Validations.of(policy).acknowledge(
-            Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
-                reason=(
-                    "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
-                    "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
-                ),
-            )
-        )
+    _grant_task_protection(stack, task_role, cluster_name)
     scale_on_backlog(
         scope,
         service,
@@ -122,6 +91,13 @@ def bind_ecs_consumer(
             "target_backlog_per_task": target_backlog_per_task,
         },
     )
+    return _running_tasks_alarm(scope, job_queue, service, cluster_name, binding)
+
+
+def _running_tasks_alarm(
+    scope: Construct, job_queue: IJobQueue, service: ecs.BaseService, cluster_name: str, binding: Binding
+) -> ConsumerAlarms:
+    """The service's own alarm (a backlog with no task running) and graph, beside the shared binding's."""
     period = consumer_period()
     tasks = running_tasks(cluster_name, service.service_name, period)
     no_task = alarm(
@@ -143,6 +119,56 @@ def bind_ecs_consumer(
     return binding.finish(
         [cloudwatch.GraphWidget(title="Running tasks", left=[tasks], width=8)], no_running_task=no_task
     )
+
+
+def _brought_worker_settings(
+    job_queue: IJobQueue,
+    service: ecs.BaseService,
+    hooks: Sequence[str] | None,
+    idempotency_key: str | None,
+    *,
+    add_settings: bool,
+) -> tuple[ecs.ContainerDefinition | None, dict[str, str]]:
+    """The worker container and the settings (name -> text) the binder completes its command with: checked
+    before the service is claimed, so a refused binding changes nothing."""
+    options, errors = brought_runtime_options(
+        hooks, idempotency_key, idempotency=job_queue.idempotency_table is not None
+    )
+    if errors:
+        raise JobQueueError(
+            f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
+        )
+    told = options.apply(job_queue.consumer_contract()).brought_worker_settings() if add_settings else {}
+    worker = service.task_definition.default_container
+    if told and worker is None:
+        raise JobQueueError(
+            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
+            f"({', '.join(told)}), which go to the task definition's default container, and "
+            f"{service.task_definition.node.path} has none: add the worker's container (essential) before binding"
+        )
+    return worker, told
+
+
+def _grant_task_protection(stack: Stack, task_role: iam.IRole, cluster_name: str) -> None:
+    """Let the worker set ECS task scale-in protection on its own task (an id known only at run time)."""
+    own_tasks = stack.format_arn(
+        service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
+    )
+    protection = iam.PolicyStatement(
+        actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], resources=[own_tasks]
+    )
+    task_role.add_to_principal_policy(protection)
+    policy = task_role.node.try_find_child("DefaultPolicy")
+    if policy is not None:
+        Validations.of(policy).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
+                reason=(
+                    "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
+                    "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
+                ),
+            )
+        )
 
 
 def complete_worker_command(

@@ -15,7 +15,7 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm, one_minute
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
 from jobqueues.consumer_options import RUNTIME_OPTIONS, RuntimeOptions, read_runtime_options
 from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
 from jobqueues.errors import JobQueueError
@@ -98,6 +98,13 @@ def bind_lambda_consumer(
             "max_concurrency": max_concurrency,
         },
     )
+    return _function_alarms(scope, job_queue, function, binding)
+
+
+def _function_alarms(
+    scope: Construct, job_queue: IJobQueue, function: lambda_.Function, binding: Binding
+) -> ConsumerAlarms:
+    """The function's own alarms (errors, throttles) and graphs, beside the shared binding's."""
     minute = one_minute()
     errors = alarm(
         scope,
