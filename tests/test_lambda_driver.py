@@ -548,7 +548,7 @@ def test_a_hung_record_without_max_processing_time_leaves_its_trace_and_ends_its
     # (deadline margin 1 s, hang point 0.5 s before the end), the queue's 6 s lease, the records "ok" and "hang"
     ledger = tmp_path / "ledger.txt"
     settings = LeaseSettings(visibility_timeout=6, heartbeat=False, failure_policy=FailurePolicy.VISIBLE_NOW)
-    environment = {**settings.to_env(), "LEDGER": str(ledger)}
+    environment = {**ConsumerConfig(lease=settings).to_env(), "LEDGER": str(ledger)}
     deployed = Deployed(local_aws, timeout=4, vt=6, code=HUNG_HANDLER_CODE, environment=environment)
     deployed.send("ok", "hang")
     invocations: list[tuple[list[dict[str, Any]], Invocation, list[str]]] = []
