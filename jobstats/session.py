@@ -18,8 +18,8 @@ PARTITIONS_PER_CORE = 2
 def spark_session(master: str | None = None, app_name: str = "jobstats") -> SparkSession:
     """Get or create the session, with :func:`session_settings` for this process (its stderr a terminal or not).
 
-    A local session's Python workers run this interpreter (``sys.executable``), so that the cold path's parser
-    (:mod:`jobstats.scan`) finds the packages the driver has.
+    A local session's Python workers run this interpreter (``PYSPARK_PYTHON``, default ``sys.executable``), so
+    that the cold path (:mod:`jobstats.scan`) finds the packages the driver has.
     """
     submitted = bool("spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or os.environ.get("SPARK_ENV_LOADED"))
     builder = SparkSession.builder.appName(app_name)
@@ -32,11 +32,14 @@ def spark_session(master: str | None = None, app_name: str = "jobstats") -> Spar
     if (master or "local").startswith("local") and not submitted:
         # Read by the JVM at its start (every address Spark picks for itself), not only by the driver's settings.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # PySpark starts its Python workers with PYSPARK_PYTHON (default python3), whatever spark.pyspark.python says.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return builder.getOrCreate()
 
 
 def session_settings(master: str | None, submitted: bool, terminal: bool) -> dict[str, str]:
-    """The settings :func:`spark_session` gives the session. Pure.
+    """The settings :func:`spark_session` gives the session; changes nothing (reads ``SPARK_LOCAL_IP``,
+    ``JOBSTATS_DRIVER_MEMORY`` and the number of cores).
 
     :param master: the ``--master`` given, or None (``local[*]``, or spark-submit's).
     :param submitted: run by ``spark-submit``, whose master and settings are kept.
@@ -61,7 +64,6 @@ def session_settings(master: str | None, submitted: bool, terminal: bool) -> dic
                 "spark.driver.memory": os.environ.get("JOBSTATS_DRIVER_MEMORY", "4g"),
                 "spark.driver.bindAddress": loopback,
                 "spark.driver.host": loopback,
-                "spark.pyspark.python": sys.executable,
             }
         )
     return settings
