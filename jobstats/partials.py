@@ -9,8 +9,7 @@ bucket's edge could land on either side in the two (the 0.2305 % bound holds on 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -28,38 +27,37 @@ COUNTS = ("count", "released")
 MINIMUMS = ("min_ms", "first_ms", "queue_min_ms")
 MAXIMUMS = ("max_ms", "last_ms", "queue_max_ms")
 MAPS = ("cells", "queue_cells")
-
-Coded = tuple[np.ndarray, list[Any]]  # per line, the index of its value in the list of distinct values
+#: Sums over the lines that ran: null for a group where none ran.
+RUN_SUMS = ("extensions", "lease_lost", "sum_us")
 
 
 def aggregate(columns: Columns, file: str) -> list[dict[str, Any]]:
     """The partial rows of ``columns`` (lines of ``file``): one per malformed reason, one per day, stack, job type
     and queue of the records."""
-    coded = {path: _codes(values) for path, values in columns.texts.items()}
-    reason = reasons(columns, coded)
+    reason = reasons(columns)
     rows = [
         _row(file, {"reason": int(r)}, count=int(n))
         for r, n in zip(*np.unique(reason[reason >= 0], return_counts=True), strict=True)
     ]
     records = np.flatnonzero(reason < 0)
     if len(records):
-        rows.extend(_record_rows(columns, coded, records, file))
+        rows.extend(_record_rows(columns, records, file))
     return rows
 
 
-def reasons(columns: Columns, coded: dict[str, Coded]) -> np.ndarray:
+def reasons(columns: Columns) -> np.ndarray:
     """Per line, the index of the first malformed reason that applies, or -1 (a record)."""
     reason = np.full(columns.size, -1, dtype=np.int64)
     for index in sorted(BOUNDS, reverse=True):  # the first reason that applies is written last
         for bound in BOUNDS[index]:
-            reason[_violated(bound, columns, coded)] = index
-    reason[_per_line(coded["JobType"], lambda job: job is None or job == "")] = NO_JOB_TYPE
+            reason[_violated(bound, columns)] = index
+    reason[_per_line(columns, "JobType", lambda job: job is None or job == "")] = NO_JOB_TYPE
     return reason
 
 
-def _violated(bound: Bound, columns: Columns, coded: dict[str, Coded]) -> np.ndarray:
-    if bound.field in coded:
-        null = _per_line(coded[bound.field], lambda value: value is None)
+def _violated(bound: Bound, columns: Columns) -> np.ndarray:
+    if bound.field in columns.text_fields:
+        null = _per_line(columns, bound.field, lambda value: value is None)
         return null if bound.required else np.zeros(columns.size, dtype=bool)
     values = columns.numbers[bound.field]
     null = np.isnan(values)  # a decoded line has no NaN of its own: NaN is a missing value
@@ -72,49 +70,67 @@ def _violated(bound: Bound, columns: Columns, coded: dict[str, Coded]) -> np.nda
     return bad | (~null & ~inside)
 
 
-def _record_rows(columns: Columns, coded: dict[str, Coded], lines: np.ndarray, file: str) -> list[dict]:
+def _per_line(columns: Columns, path: str, test: Callable[[Any], bool]) -> np.ndarray:
+    """``test`` of each line's ``path`` value, evaluated once per distinct value."""
+    return np.array([bool(test(value)) for value in columns.texts(path)], dtype=bool)[columns.labels]
+
+
+def _record_rows(columns: Columns, lines: np.ndarray, file: str) -> list[dict]:
     """One row per (day, stack, job type, queue) of the well-formed ``lines``."""
-    outcome = coded["Outcome"][0][lines], coded["Outcome"][1]
-    ran = ~_per_line(outcome, lambda value: value in UNRUN_OUTCOMES)
-    success = _per_line(outcome, lambda value: value == "success")
     number = {path: values[lines] for path, values in columns.numbers.items()}
+    outcome = {name: _per_line(columns, "Outcome", test)[lines] for name, test in _OUTCOME_TESTS.items()}
+    ran, success = outcome["ran"], outcome["success"]
     receives = np.nan_to_num(number["ReceiveCount"], nan=1.0)
-    timestamp = number["_aws.Timestamp"].astype(np.int64)  # within the bounds: whole and exact
     day = np.floor(number["_aws.Timestamp"] / DAY_MS).astype(np.int64)
-    keys = list(zip(day.tolist(), *(_key_texts(coded[path], lines) for path in ("Stack", "JobType", "Queue"))))
-    group, group_keys = _codes(keys)
-    sizes = len(group_keys)
-    ms = number["ProcessingTime"]
-    queue_ms = number["QueueTime"]
+    group, keys = _groups(columns, lines, day)
+    size = len(keys)
+    ms, queue_ms = number["ProcessingTime"], number["QueueTime"]
     queued = ran & ~np.isnan(queue_ms)
-    capped = np.minimum(receives, RECEIVE_COUNT_CAP)
-    cell = _bucket(ms) * RECEIVES_PER_CELL + np.where(success, capped, 0).astype(np.int64)
+    capped = np.where(success, np.minimum(receives, RECEIVE_COUNT_CAP), 0).astype(np.int64)
     stats: dict[str, Any] = {
-        "count": _sum(group, ran, sizes),
-        "released": _sum(group, ~ran, sizes),
-        "failures": _sum(group, _per_line(outcome, lambda value: value in FAILURE_OUTCOMES), sizes),
-        "redeliveries": _sum(group, (receives > 1) & ran, sizes),
-        "extensions": _sum(group, np.nan_to_num(number["Extensions"]).astype(np.int64) * ran, sizes),
-        "lease_lost": _sum(group, np.nan_to_num(number["LeaseLost"]).astype(np.int64) * ran, sizes),
-        "sum_us": _sum(group, np.where(ran, np.rint(ms * 1000), 0).astype(np.int64), sizes),
-        "min_ms": _extreme(np.minimum, group, ms, ran, sizes),
-        "max_ms": _extreme(np.maximum, group, ms, ran, sizes),
-        "first_ms": _extreme(np.minimum, group, timestamp, None, sizes),
-        "last_ms": _extreme(np.maximum, group, timestamp, None, sizes),
-        "queue_min_ms": _extreme(np.minimum, group, queue_ms, queued, sizes),
-        "queue_max_ms": _extreme(np.maximum, group, queue_ms, queued, sizes),
-        "cells": _maps(group[ran], cell[ran], sizes),
-        "queue_cells": _maps(group[queued], _bucket(queue_ms[queued]), sizes),
+        "count": _count(group, ran, size),
+        "released": _count(group, ~ran, size),
+        "failures": _count(group, outcome["failure"], size),
+        "redeliveries": _count(group, (receives > 1) & ran, size),
+        "extensions": _sum(group, np.nan_to_num(number["Extensions"]) * ran, size),
+        "lease_lost": _sum(group, np.nan_to_num(number["LeaseLost"]) * ran, size),
+        "sum_us": _sum(group, np.where(ran, np.rint(ms * 1000), 0), size),
+        "min_ms": _extreme(np.minimum, group, ms, ran, size),
+        "max_ms": _extreme(np.maximum, group, ms, ran, size),
+        "first_ms": _extreme(np.minimum, group, number["_aws.Timestamp"], None, size, whole=True),
+        "last_ms": _extreme(np.maximum, group, number["_aws.Timestamp"], None, size, whole=True),
+        "queue_min_ms": _extreme(np.minimum, group, queue_ms, queued, size),
+        "queue_max_ms": _extreme(np.maximum, group, queue_ms, queued, size),
+        "cells": _maps(group[ran], _bucket(ms[ran]) * RECEIVES_PER_CELL + capped[ran], size),
+        "queue_cells": _maps(group[queued], _bucket(queue_ms[queued]), size),
     }
-    any_ran = stats["count"] > 0
     rows = []
-    for g, (row_day, stack, job_type, queue) in enumerate(group_keys):
-        values = {name: (column[g] if isinstance(column, list) else column[g].item()) for name, column in stats.items()}
-        for name in ("extensions", "lease_lost", "sum_us"):  # Spark sums over the lines that ran: none, null
-            values[name] = values[name] if any_ran[g] else None
-        keys = {"reason": None, "day": row_day, "stack": stack, "job_type": job_type, "queue": queue}
-        rows.append(_row(file, keys, **values))
+    for g, (row_day, stack, job_type, queue) in enumerate(keys):
+        values = {name: column[g] for name, column in stats.items()}
+        values |= {name: None for name in RUN_SUMS if not values["count"]}  # Spark's sum of no line that ran
+        names = {"reason": None, "day": row_day, "stack": stack, "job_type": job_type, "queue": queue}
+        rows.append(_row(file, names, **values))
     return rows
+
+
+_OUTCOME_TESTS: dict[str, Callable[[Any], bool]] = {
+    "ran": lambda outcome: outcome not in UNRUN_OUTCOMES,
+    "success": lambda outcome: outcome == "success",
+    "failure": lambda outcome: outcome in FAILURE_OUTCOMES,
+}
+
+
+def _groups(columns: Columns, lines: np.ndarray, day: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+    """Per line, its group; and each group's (day, stack, job type, queue), an empty stack as none."""
+    fields = [columns.texts(path) for path in ("Stack", "JobType", "Queue")]
+    names = [(stack or None, job_type, queue) for stack, job_type, queue in zip(*fields, strict=True)]
+    named = {name: i for i, name in enumerate(dict.fromkeys(names))}  # "" and None: one stack
+    label = np.array([named[name] for name in names], dtype=np.int64)[columns.labels[lines]]
+    first_day = int(day.min())
+    groups, group = np.unique((day - first_day) * len(named) + label, return_inverse=True)
+    by_label = list(named)
+    keys = [(first_day + int(g) // len(named), *by_label[int(g) % len(named)]) for g in groups]
+    return group.reshape(-1), keys
 
 
 def _row(file: str, keys: dict[str, Any], **values: Any) -> dict[str, Any]:
@@ -135,74 +151,51 @@ def merge_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if into is None:
             merged[key] = {**row, **{name: dict(row[name]) for name in MAPS}}
             continue
-        for name in (*COUNTS, *NULLABLE_SUMS):
-            into[name] = _combine(sum, into[name], row[name])
-        for name in MINIMUMS:
-            into[name] = _combine(min, into[name], row[name])
-        for name in MAXIMUMS:
-            into[name] = _combine(max, into[name], row[name])
+        for names, fold in (((*COUNTS, *NULLABLE_SUMS), sum), (MINIMUMS, min), (MAXIMUMS, max)):
+            for name in names:
+                present = [v for v in (into[name], row[name]) if v is not None]
+                into[name] = fold(present) if present else None
         for name in MAPS:
             for cell, count in row[name].items():
                 into[name][cell] = into[name].get(cell, 0) + count
     return list(merged.values())
 
 
-def _combine(fold: Any, a: Any, b: Any) -> Any:
-    present = [v for v in (a, b) if v is not None]
-    return fold(present) if present else None
-
-
-def _codes(values: list[Any]) -> Coded:
-    """Per value, the index of its first occurrence's rank among the distinct values; and those values."""
-    index: dict[Any, int] = {}
-    first = np.fromiter(map(index.setdefault, values, itertools.count()), dtype=np.int64, count=len(values))
-    positions, codes = np.unique(first, return_inverse=True)
-    return codes.reshape(-1), [values[p] for p in positions.tolist()]
-
-
-def _per_line(coded: Coded, test: Any) -> np.ndarray:
-    """``test`` of each line's value, evaluated once per distinct value."""
-    codes, distinct = coded
-    return np.array([bool(test(value)) for value in distinct], dtype=bool)[codes]
-
-
-def _key_texts(coded: Coded, lines: np.ndarray) -> list[Any]:
-    """The values of ``lines``, an empty text as null (a ``Stack`` of ``""`` is none)."""
-    codes, distinct = coded
-    normalized = [value if value != "" else None for value in distinct]
-    return [normalized[c] for c in codes[lines].tolist()]
-
-
 def _bucket(ms: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.floor(np.log10(np.maximum(ms, MIN_MS)) * BUCKETS_PER_DECADE).astype(np.int64)
+    return np.floor(np.log10(np.maximum(ms, MIN_MS)) * BUCKETS_PER_DECADE).astype(np.int64)
 
 
-def _sum(group: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+def _count(group: np.ndarray, where: np.ndarray, size: int) -> list[int]:
+    return np.bincount(group[where], minlength=size).tolist()
+
+
+def _sum(group: np.ndarray, values: np.ndarray, size: int) -> list[int]:
+    """Exact integer sums (float64 sums of microseconds could round past 2^53)."""
     total = np.zeros(size, dtype=np.int64)
     np.add.at(total, group, values.astype(np.int64))
-    return total
+    return total.tolist()
 
 
-def _extreme(fold: np.ufunc, group: np.ndarray, values: np.ndarray, mask: np.ndarray | None, size: int) -> list:
-    """Per group, the ``fold`` (minimum or maximum) of ``values`` where ``mask``; None where there are none."""
-    if mask is not None:
-        group, values = group[mask], values[mask]
-    out = np.zeros(size, dtype=values.dtype)
-    seen = np.zeros(size, dtype=bool)
-    seen[group] = True
-    if len(group):
-        firsts = np.unique(group, return_index=True)[1]
-        out[group[firsts]] = values[firsts]
-        fold.at(out, group, values)
-    return [value if present else None for value, present in zip(out.tolist(), seen.tolist(), strict=True)]
+def _extreme(
+    fold: np.ufunc, group: np.ndarray, values: np.ndarray, where: np.ndarray | None, size: int, whole: bool = False
+) -> list[Any]:
+    """Per group, the ``fold`` (minimum or maximum) of ``values`` where ``where``, as int when ``whole``; None
+    for a group without one."""
+    if where is not None:
+        group, values = group[where], values[where]
+    out = np.full(size, np.inf if fold is np.minimum else -np.inf)
+    fold.at(out, group, values)
+    present = np.bincount(group, minlength=size) > 0
+    return [(int(v) if whole else v) if p else None for v, p in zip(out.tolist(), present.tolist(), strict=True)]
 
 
 def _maps(group: np.ndarray, keys: np.ndarray, size: int) -> list[dict[int, int]]:
     """Per group, ``key -> lines``."""
     maps: list[dict[int, int]] = [{} for _ in range(size)]
     if len(group):
-        pairs, counts = np.unique(np.stack([group, keys]), axis=1, return_counts=True)
-        for g, key, count in zip(*pairs.tolist(), counts.tolist(), strict=True):
-            maps[g][key] = count
+        low = int(keys.min())
+        span = int(keys.max()) - low + 1
+        pairs, counts = np.unique(group * span + (keys - low), return_counts=True)
+        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+            maps[pair // span][pair % span + low] = count
     return maps

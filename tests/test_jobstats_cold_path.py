@@ -57,7 +57,7 @@ MALFORMED_BY_RULE = [
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "", "ProcessingTime": 5, "Outcome": "success"}),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": -1, "Outcome": "success"}),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 1e10, "Outcome": "success"}),
-    json.dumps({"_aws": None, "JobType": "E", "ProcessingTime": 5, "Outcome": "success"}),
+    json.dumps({"JobType": "E", "ProcessingTime": 5, "Outcome": "success"}),
     json.dumps({"_aws": {"Timestamp": -5}, "JobType": "E", "ProcessingTime": 5, "Outcome": "success"}),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5}),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "ReceiveCount": 0}),
@@ -68,6 +68,28 @@ MALFORMED_BY_RULE = [
     "{}",
     "   ",
     "\t",
+]
+
+def record(ms: float, ts: int = START_MS, **fields: Any) -> str:
+    return json.dumps({"_aws": {"Timestamp": ts}, "JobType": "Edge", "ProcessingTime": ms, "Outcome": "success", **fields})
+
+
+#: Records at the edges of the arithmetic: durations whose microseconds are just below a whole number or halfway
+#: (rint, not floor or round-half-up), the bounds themselves, days' edges, capped and large counts.
+EDGE_RECORDS = [
+    record(4.35),
+    record(1.005, QueueTime=0.0025),
+    record(0.0025, QueueTime=0.0035),
+    record(0.0035, ReceiveCount=50),
+    record(2.5e-7, ReceiveCount=51),
+    record(0, ReceiveCount=2_147_483_647, Extensions=2_147_483_647, LeaseLost=1),
+    record(1e9, QueueTime=1_209_600_000),
+    record(7.0, ts=0),
+    record(7.0, ts=253_402_300_799_999),
+    record(7.0, ts=START_MS - START_MS % DAY_MS - 1),
+    record(7.0, ts=START_MS - START_MS % DAY_MS),
+    record(9.0, Outcome="failure", ReceiveCount=3, Stack="Dev-Billing"),
+    record(9.0, Outcome="released", Stack="Solo"),  # a group of released lines alone: its sums are null
 ]
 
 #: Lines the decoder refuses: each sends its file to Spark's reader.
@@ -81,6 +103,7 @@ REFUSED = {
     "two objects": '{"JobType": "E"} {"JobType": "F"}',
     "float count": '{"JobType": "E", "ReceiveCount": 1.0}',
     "long overflow": '{"JobType": "E", "_aws": {"Timestamp": 99999999999999999999}}',
+    "null struct": '{"JobType": "E", "_aws": null, "ProcessingTime": 5, "Outcome": "success"}',
 }
 
 
@@ -99,7 +122,7 @@ def test_the_cold_path_gives_sparks_rows_split_anywhere(spark, tmp_path: Path) -
     # GIVEN plain files (one with CRLF ends, blank lines and lines malformed by every rule) and a gzip file
     logs = tmp_path / "logs"
     logs.mkdir()
-    (logs / "a.log").write_text(emf_text(300) + "\n".join(MALFORMED_BY_RULE) + "\n")
+    (logs / "a.log").write_text(emf_text(300) + "\n".join(MALFORMED_BY_RULE + EDGE_RECORDS) + "\n")
     (logs / "b.log").write_bytes((emf_text(200, seed=1) + "\n  \n").replace("\n", "\r\n").encode())
     with gzip.open(logs / "c.log.gz", "wt") as stream:
         stream.write(emf_text(250, seed=2))
