@@ -1,4 +1,4 @@
-"""Log lines -> validated records, and the rules that make a line malformed.
+"""Spark's JSON reader's path: log lines -> validated records (the rules that make a line malformed: jobstats.rules).
 
 Spark's JSON reader parses each line against :data:`jobstats.schema.EMF_SCHEMA` (its vectorized path is 5 to
 10 times faster than ``from_json`` over ``read.text``). Lines it cannot parse keep their text in

@@ -60,9 +60,13 @@ MALFORMED_BY_RULE = [
     json.dumps({"JobType": "E", "ProcessingTime": 5, "Outcome": "success"}),
     json.dumps({"_aws": {"Timestamp": -5}, "JobType": "E", "ProcessingTime": 5, "Outcome": "success"}),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5}),
-    json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "ReceiveCount": 0}),
+    json.dumps(
+        {"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "ReceiveCount": 0}
+    ),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "LeaseLost": -1}),
-    json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "QueueTime": 2e9}),
+    json.dumps(
+        {"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "QueueTime": 2e9}
+    ),
     json.dumps({"_aws": {"Timestamp": START_MS}, "JobType": "E", "ProcessingTime": 5, "Outcome": "x", "Stack": ""}),
     '{"JobType": "E", "JobType": "F", "_aws": {"Timestamp": 1}, "ProcessingTime": 1, "Outcome": "success"}',
     "{}",
@@ -70,8 +74,11 @@ MALFORMED_BY_RULE = [
     "\t",
 ]
 
+
 def record(ms: float, ts: int = START_MS, **fields: Any) -> str:
-    return json.dumps({"_aws": {"Timestamp": ts}, "JobType": "Edge", "ProcessingTime": ms, "Outcome": "success", **fields})
+    return json.dumps(
+        {"_aws": {"Timestamp": ts}, "JobType": "Edge", "ProcessingTime": ms, "Outcome": "success", **fields}
+    )
 
 
 #: Records at the edges of the arithmetic: durations whose microseconds are just below a whole number or halfway

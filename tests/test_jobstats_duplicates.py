@@ -10,6 +10,7 @@ import boto3
 from moto import mock_aws
 
 from jobqueues.emulator.consumers.log_shipper import EMF_DIR, LogShipper
+from jobstats.__main__ import main
 from jobstats.pipeline import profile
 from sqslease.emf import EmfLogger
 
@@ -57,3 +58,11 @@ def test_the_logs_directory_counts_each_emf_line_once(spark, tmp_path: Path) -> 
     copies = whole["input_report"]["duplicate_files"]
     assert sorted(Path(copy).name for copy in copies) == ["Transcode-worker-0.log", "Transcode-worker-1.log"]
     assert all(Path(original).parent.name == EMF_DIR for original in copies.values())
+
+
+def test_the_summary_line_says_how_many_files_were_copies(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    lines = local_up_logs(tmp_path / "logs")
+    out = tmp_path / "profiles.json"
+    assert main(["profile", str(tmp_path / "logs"), "--out", str(out), "--min-samples", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{lines} lines from 4 files, 0 malformed, 2 files repeating another's records counted once")
