@@ -32,7 +32,7 @@ from jobqueues.emulator.server import LOCAL_AWS_ENV, running_server  # noqa: E40
 from sqslease.heartbeat import Heartbeat  # noqa: E402
 from sqslease.idempotency import IdempotencySettings, create_table_request  # noqa: E402
 from sqslease.idempotency_store import IdempotencyStore, store_client  # noqa: E402
-from sqslease.scheduler import LeaseScheduler  # noqa: E402
+from sqslease.lease_table import LeaseScheduler  # noqa: E402
 from sqslease.settings import LeaseSettings  # noqa: E402
 
 SETTINGS = LeaseSettings(visibility_timeout=30, extension_threshold=5, heartbeat_interval=1, pull_forward=0)

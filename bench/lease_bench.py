@@ -33,8 +33,9 @@ from support.worker_processes import start_worker_process  # noqa: E402
 from jobqueues.emulator.server import LocalServer, running_server  # noqa: E402
 from sqslease.emf import EmfLogger  # noqa: E402
 from sqslease.heartbeat import Heartbeat  # noqa: E402
+from sqslease.lease import LeaseState  # noqa: E402
+from sqslease.lease_table import LeaseScheduler  # noqa: E402
 from sqslease.message import Message  # noqa: E402
-from sqslease.scheduler import LeaseScheduler, LeaseState  # noqa: E402
 from sqslease.settings import LeaseSettings  # noqa: E402
 from sqslease.worker import Worker  # noqa: E402
 

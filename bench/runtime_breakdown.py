@@ -17,12 +17,14 @@ from support.fakes import FakeSQS
 
 from sqslease.attempt import Attempt
 from sqslease.emf import EmfLogger
+from sqslease.lease import LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
-from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
-from sqslease.settle import Settler, _Item
+from sqslease.settle import Settler
 from sqslease.settle_future import SettleFuture
+from sqslease.settle_sender import SettleItem
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/bench"
 BATCH = 10
@@ -128,13 +130,13 @@ def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
         queue_deletes, rounds, batches // 3, lambda: messages_of(pool[1])
     )
 
-    def claimed() -> list[_Item]:
-        batch = [_Item(m.lease, None, LeaseState.DELETED, SettleFuture()) for m in messages_of(received())]
+    def claimed() -> list[SettleItem]:
+        batch = [SettleItem(m.lease, None, LeaseState.DELETED, SettleFuture()) for m in messages_of(received())]
         for item in batch:
             scheduler.begin_delete(item.lease)
         return batch
 
-    def send(batch: list[_Item]) -> int:
+    def send(batch: list[SettleItem]) -> int:
         quiet._send(batch, "DeleteMessageBatch")
         return len(batch)
 

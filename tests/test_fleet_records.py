@@ -12,8 +12,8 @@ from support.fleet_records import completions, lapsed_records, overlapping, runs
 from sqslease.idempotency import IdempotencySettings
 from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.idempotency_store import IdempotencyStore
+from sqslease.lease import Lease
 from sqslease.message import Message
-from sqslease.scheduler import Lease
 from sqslease.settings import LeaseSettings
 
 

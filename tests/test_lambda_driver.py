@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import signal
 import threading
 import time
 import uuid
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.emf import emf_lines
 from support.moto_queues import counts
 from support.waiting import wait_for
 
@@ -30,6 +32,7 @@ from jobqueues.emulator.lambda_driver.runtime import Invocation, LocalRuntime, e
 from jobqueues.emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
 from jobqueues.emulator.server import Emulator, LocalServer
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
+from sqslease.rules import HUNG_EXIT_CODE
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 HANDLER_CODE = """
@@ -53,6 +56,8 @@ def handler(event, context):
         raise RuntimeError("boom")
     if "slow" in bodies:
         time.sleep(600)  # never returns in time: the driver kills it at the function's timeout
+    if "late" in bodies:
+        time.sleep(2.5)  # returns after a 1 s function's timeout: too late, it is killed at the timeout
     return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "bad"]}
 """
 
@@ -322,6 +327,25 @@ def test_timeout_kills_the_environment_and_fails_the_batch(local_aws: LocalServe
         driver.runtime.stop()
 
 
+def test_a_timeout_kills_the_environment_at_once(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN a 1 s function whose handler returns after 2.5 s
+    deployed = Deployed(local_aws, timeout=1)
+    deployed.send("late")
+    driver, _ = deployed.driver(tmp_path)
+    try:
+        messages = driver.gather()
+        driver.runtime.start()
+        environment = driver.runtime.process
+        assert environment is not None
+        # WHEN its invocation times out
+        _, invocation, _ = driver.invoke(messages)
+        # THEN the environment was killed as the invocation failed, as Lambda does: not left to return and exit
+        assert invocation.error is not None and "timed out" in invocation.error["errorMessage"]
+        assert environment.returncode == -signal.SIGKILL
+    finally:
+        driver.runtime.stop()
+
+
 def test_batching_window_gathers_messages_that_arrive_later(local_aws: LocalServer, tmp_path: Path) -> None:
     # The queue's visibility timeout outlasts the window, as it must (else a gathered message comes back).
     deployed = Deployed(local_aws, batch_size=10, window=3, vt=30)
@@ -513,4 +537,44 @@ def test_a_hung_record_ends_its_environment_before_its_redelivery_runs(local_aws
     # ... where no tick of the hung run came after the redelivery started: never two live handlers of "hang"
     redelivered = next(i for i, line in enumerate(lines) if line[:3] == ["start", "hang", "2"])
     ticks = [i for i, line in enumerate(lines) if line[:3] == ["tick", "hang", "1"]]  # the hung run's
+    assert ticks and max(ticks) < redelivered
+
+
+def test_a_hung_record_without_max_processing_time_leaves_its_trace_and_ends_its_environment(
+    local_aws: LocalServer, tmp_path: Path
+) -> None:
+    # GIVEN that function as a LambdaJob without max_processing_time or lease extension deploys it: a 4 s timeout
+    # (deadline margin 1 s, hang point 0.5 s before the end), the queue's 6 s lease, the records "ok" and "hang"
+    ledger = tmp_path / "ledger.txt"
+    settings = LeaseSettings(visibility_timeout=6, heartbeat=False, failure_policy=FailurePolicy.VISIBLE_NOW)
+    environment = {**settings.to_env(), "LEDGER": str(ledger)}
+    deployed = Deployed(local_aws, timeout=4, vt=6, code=HUNG_HANDLER_CODE, environment=environment)
+    deployed.send("ok", "hang")
+    invocations: list[tuple[list[dict[str, Any]], Invocation, list[str]]] = []
+    driver, stdout = deployed.driver(tmp_path, on_invocation=lambda *outcome: invocations.append(outcome))
+    # WHEN the event source runs it until the redelivery of "hang" has run and the queue is empty
+    with driver:
+        assert wait_for(lambda: ledger.exists() and "\nend hang 2 " in ledger.read_text(), timeout_s=60)
+        assert wait_for(lambda: counts(local_aws, deployed.queue_url) == (0, 0), timeout_s=30)
+    lines = [line.split() for line in ledger.read_text().splitlines()]
+    # THEN the first invocation timed "hang" out before the function's timeout and ended its environment with
+    # exit status 3, as Lambda reports it, not with Lambda's timeout
+    records, invocation, _ = invocations[0]
+    assert sorted(r["body"] for r in records) == ["hang", "ok"]
+    assert invocation.error == exit_error(HUNG_EXIT_CODE)
+    hang_id = next(r["messageId"] for r in records if r["body"] == "hang")
+    # ... leaving its trace: the EMF line timed_out in the function's stdout, and in its stderr the (CRITICAL) line
+    # that names it as it ends the environment
+    first_lines = [line for line in emf_lines(stdout.read_text()) if line["ReceiveCount"] == 1]
+    assert {line["MessageId"]: line["Outcome"] for line in first_lines}[hang_id] == "timed_out"
+    logged = (tmp_path / "stderr.log").read_text().splitlines()
+    assert any(hang_id in line and "ending this execution environment" in line for line in logged)
+    # ... having deleted "ok" itself (Lambda deletes nothing of a failed invocation): it ran once, never again
+    assert [line[:3] for line in lines if line[1] == "ok"] == [["start", "ok", "1"], ["end", "ok", "1"]]
+    # ... and "hang" came back after its lease in a new environment, where no tick of the hung run came after the
+    # redelivery started: never two live handlers of "hang"
+    starts = [(line[2], line[3]) for line in lines if line[:2] == ["start", "hang"]]
+    assert [count for count, _ in starts] == ["1", "2"] and starts[0][1] != starts[1][1]
+    redelivered = next(i for i, line in enumerate(lines) if line[:3] == ["start", "hang", "2"])
+    ticks = [i for i, line in enumerate(lines) if line[:3] == ["tick", "hang", "1"]]
     assert ticks and max(ticks) < redelivered

@@ -10,8 +10,9 @@ from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, Re
 from support.sqs_errors import client_error
 from support.waiting import wait_for
 
+from sqslease.lease import LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import EntryOutcome, backoff_delay, classify_error, may_have_landed
-from sqslease.scheduler import LeaseScheduler, LeaseState
 
 
 def scheduler_with(deadlines: list[float], threshold: float = 5, pull_forward: float = 10) -> LeaseScheduler:

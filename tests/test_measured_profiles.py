@@ -242,3 +242,32 @@ def test_a_profile_of_lines_that_name_no_stack_is_used_with_a_warning() -> None:
     # ... and a stack's own profile always comes first
     assert profiles.processing_p99(prod, "Exports").to_seconds() == 30
     Annotations.from_stack(prod).has_no_warning("*", Match.any_value())
+
+
+def test_a_new_stage_without_measurements_uses_the_fallback_with_a_warning_naming_the_missing_profile() -> None:
+    # GIVEN a file measured in Prod only, and a new Staging Stage with a declared fallback
+    profiles = MeasuredProfiles(document({"Prod-TeamC/Exports": entry(30.0)}), now=NOW)
+    staging = cdk.Stack(cdk.Stage(cdk.App(), "Staging", env=ENV), "TeamC")
+    # WHEN its stack reads its own profile, which does not exist yet
+    p99 = profiles.processing_p99(staging, "Exports", fallback=Duration.seconds(2))
+    exports = JobQueue(staging, "Exports", processing_p99=p99)
+    # THEN the fallback drives the job queue, with a warning of its own kind that names the missing profile, what the
+    # file has and how to measure it (or use Prod's)
+    assert p99.to_seconds() == 2 and exports.visibility_timeout.to_seconds() == 10
+    Annotations.from_stack(staging).has_warning(
+        "/Staging/TeamC",
+        Match.string_like_regexp(
+            r"no profile 'Staging-TeamC/Exports' in profiles.json \(it has: Prod-TeamC/Exports\): using the fallback "
+            r"processing_p99 of 2 seconds until it is measured: run jobstats on logs of stack Staging-TeamC's "
+            r"consumers, or pass stack='Prod-TeamC' to use that stack's measurement \[ack: jobqueues:profileMissing\]"
+        ),
+    )
+
+
+def test_a_fallback_never_covers_a_malformed_profile() -> None:
+    profiles = MeasuredProfiles(document({"Test/Exports": {"count": "many"}}), now=NOW)
+    with pytest.raises(JobQueueError, match="profile 'Test/Exports'"):
+        profiles.processing_p99(new_stack(), "Exports", fallback=Duration.seconds(2))
+    broken = MeasuredProfiles(document({"Test/Exports": ["not", "an", "object"]}), now=NOW)
+    with pytest.raises(JobQueueError, match="profile 'Test/Exports' is a list"):
+        broken.processing_p99(new_stack(), "Exports", fallback=Duration.seconds(2))

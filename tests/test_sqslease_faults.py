@@ -26,7 +26,7 @@ from support.worker_processes import events_of, start_worker_process
 
 from jobqueues.emulator.server import LocalServer
 from sqslease.heartbeat import Heartbeat
-from sqslease.scheduler import LeaseScheduler
+from sqslease.lease_table import LeaseScheduler
 from sqslease.settings import LeaseSettings
 
 LEASE_3S = {"SQSLEASE_VISIBILITY_TIMEOUT": "3", "SQSLEASE_EXTENSION_THRESHOLD": "1"}

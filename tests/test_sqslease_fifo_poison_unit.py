@@ -25,8 +25,8 @@ from sqslease.fifo import ReadyQueue
 from sqslease.fifo_retry import FifoRetry
 from sqslease.idempotency import IdempotencySettings
 from sqslease.idempotency_store import IdempotencyStore
+from sqslease.lease import Lease
 from sqslease.message import Message
-from sqslease.scheduler import Lease
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs.fifo"

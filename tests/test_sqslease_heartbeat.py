@@ -16,8 +16,9 @@ from support.waiting import wait_for
 
 from jobqueues.emulator.server import LocalServer
 from sqslease.heartbeat import Heartbeat
+from sqslease.lease import LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import FatalSqsError
-from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 

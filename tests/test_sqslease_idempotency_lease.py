@@ -20,8 +20,8 @@ from sqslease.heartbeat import Heartbeat, TickStats
 from sqslease.idempotency import IdempotencySettings, RecordStatus
 from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.idempotency_store import IdempotencyStore
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
-from sqslease.scheduler import LeaseScheduler
 from sqslease.settings import LeaseSettings
 
 EPOCH = 1_800_000_000.0

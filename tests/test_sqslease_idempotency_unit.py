@@ -25,8 +25,8 @@ from sqslease.idempotency import (
     record_key,
 )
 from sqslease.idempotency_store import FatalStoreError, IdempotencyStore
+from sqslease.lease import Lease
 from sqslease.message import Message
-from sqslease.scheduler import Lease
 from sqslease.settings import LeaseSettings
 
 T0 = 1_800_000_000.0  # epoch seconds

@@ -27,9 +27,9 @@ from sqslease.idempotency_gate import IdempotencyGate, IdempotentResult
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.lambda_adapter import process_event
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.retry import FatalSqsError
-from sqslease.scheduler import LeaseScheduler
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 #: Epoch seconds the fake wall clock starts at.

@@ -27,9 +27,9 @@ from sqslease.hung_records import RecordsHungError, TimedOutRecords, cancel_wait
 from sqslease.idempotency import IdempotencySettings, RecordStatus
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.lambda_adapter import process_event, sqs_batch_handler
+from sqslease.lease import Lease
 from sqslease.message import Message
 from sqslease.rules import ASYNC_CANCEL_GRACE_S, HUNG_EXIT_CODE
-from sqslease.scheduler import Lease
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 #: 60 s invocations (deadline margin 5 s): a max_processing_time of 50 s puts each record on a spare thread, and a

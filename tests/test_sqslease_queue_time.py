@@ -17,9 +17,9 @@ from support.worker_threads import emf_records, running_worker
 from jobqueues.emulator.server import LocalServer
 from sqslease.emf import QUEUE_TIME_METRIC, EmfLogger
 from sqslease.lambda_adapter import process_event
+from sqslease.lease import Lease
 from sqslease.message import Message
 from sqslease.receiver import RECEIVE_ATTRIBUTES
-from sqslease.scheduler import Lease
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
@@ -81,7 +81,7 @@ def test_the_lambda_adapter_logs_the_queue_time_of_records_that_ran_only() -> No
     clock, emf = FakeClock(), io.StringIO()
 
     def handler(body: str, m: Message) -> None:
-        clock.sleep(10)  # the rest of the invocation's time
+        clock.sleep(4.2)  # into the deadline margin (0.8 s left of 5), not past the hang point (0.5 s left)
 
     settings = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2, deadline_margin=1)
     event = fake_event(["r1", "r2"], sent_ms=now_ms() - 7_000)

@@ -19,9 +19,9 @@ from support.waiting import wait_for
 from sqslease import lambda_adapter
 from sqslease.emf import EmfLogger
 from sqslease.invocation import QUEUE_URL_ENV, heartbeat_needed
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.rules import visibility_timeout_for_lambda
-from sqslease.scheduler import LeaseScheduler
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 FUNCTION_TIMEOUT_S = 30

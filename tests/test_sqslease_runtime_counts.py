@@ -18,17 +18,18 @@ from support.lambda_events import fake_event
 from support.waiting import wait_for
 from support.worker_threads import running_worker
 
-from sqslease import emf as emf_module
-from sqslease import lambda_adapter
-from sqslease.emf import EmfLogger, millis, millis_text
+from sqslease import emf_text, lambda_adapter
+from sqslease.emf import EmfLogger
+from sqslease.emf_text import millis, millis_text
 from sqslease.fifo import ReadyQueue
 from sqslease.handler_pool import HandlerPool
 from sqslease.invocation import QUEUE_URL_ENV
+from sqslease.lease import Lease
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.otel import OtelHooks
 from sqslease.processor import MessageProcessor
 from sqslease.receiver import ROOM_WAIT_S
-from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 from sqslease.settle_future import SettleFuture
@@ -46,8 +47,8 @@ def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record
 ) -> None:
     # GIVEN a logger whose JSON encoder counts its calls (a consumer told its stack, or not)
     encoded: list[Any] = []
-    real_encode = emf_module._ENCODER.encode
-    monkeypatch.setattr(emf_module._ENCODER, "encode", lambda o: encoded.append(o) or real_encode(o))
+    real_encode = emf_text.ENCODER.encode
+    monkeypatch.setattr(emf_text.ENCODER, "encode", lambda o: encoded.append(o) or real_encode(o))
     common: dict[str, Any] = {"job_type": "Counted", "queue": "q", "receive_count": 2, "extensions": 1, "stack": stack}
     cases: list[dict[str, Any]] = [
         {"message_id": "a", "processing_ms": 12.3456, "outcome": "success", "lease_lost": False, "queue_ms": 80.25},
@@ -106,8 +107,8 @@ def test_an_all_success_invocation_encodes_no_json_and_looks_no_provider_up(monk
     monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
     encoded: list[Any] = []
-    real_encode = emf_module._ENCODER.encode
-    monkeypatch.setattr(emf_module._ENCODER, "encode", lambda o: encoded.append(o) or real_encode(o))
+    real_encode = emf_text.ENCODER.encode
+    monkeypatch.setattr(emf_text.ENCODER, "encode", lambda o: encoded.append(o) or real_encode(o))
     settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="Counted")
     stream = io.StringIO()
 

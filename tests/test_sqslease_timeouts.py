@@ -5,14 +5,19 @@ Lambda adapter (the same, with the invocation's deadline)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
+import json
 import threading
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
+from support.fault_proxy import Fault, FaultProxy
 from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all, receive_when_visible, send
 from support.waiting import wait_for
@@ -313,38 +318,50 @@ def test_a_worker_given_a_lease_cap_below_max_processing_time_and_the_lease_refu
 
 
 def test_a_hung_message_starts_nowhere_else_while_its_worker_lives(local_aws: LocalServer, tmp_path: Path) -> None:
-    # GIVEN two workers of 2 handlers each, and a message whose handler hangs past its 1 s max_processing_time
+    # GIVEN two workers of 2 handlers each, and a message whose handler hangs past its 1 s max_processing_time;
+    # the first one's requests go through a proxy that notes when each was sent and answered
     queues = make_queue(local_aws, vt=10)
     send(local_aws, queues.url, ["stuck"])
     events = tmp_path / "events"
+    seen: list[tuple[float, str, str]] = []  # (monotonic, "sent" or "answered", operation or "settle")
+
+    def what(operation: str, body: bytes) -> str:  # a visibility change other than an extension (10 s) ends a lease
+        entries = json.loads(body or b"{}").get("Entries", [])
+        ends = operation == "ChangeMessageVisibilityBatch" and any(e["VisibilityTimeout"] != 10 for e in entries)
+        return "settle" if ends else operation
+
+    def sent(operation: str, body: bytes) -> Fault | None:
+        seen.append((time.monotonic(), "sent", what(operation, body)))
+        return None
+
+    def answered(operation: str, body: bytes, status: int, payload: bytes) -> None:
+        seen.append((time.monotonic(), "answered", what(operation, body)))
+
     # 5 s long polls (the most a 10 s lease allows): one is still in flight when the drain begins
     args = ["--max-processing-time", "1", "--visibility-timeout", "10", "--wait-time", "5"]
-    options = {"args": args, "concurrency": 2, "handler": "sqs_handlers:hang_job"}
-    first = start_worker_process(local_aws, queues.url, events, HANG_JOB_SECONDS="30", **options)  # type: ignore[arg-type]
+    options = {"args": args, "concurrency": 2, "handler": "sqs_handlers:hang_job", "HANG_JOB_SECONDS": "30"}
     second = None
-    try:
-        assert wait_for(lambda: [e[0] for e in events_of(events)] == ["start"], timeout_s=30)
-        second = start_worker_process(local_aws, queues.url, events, HANG_JOB_SECONDS="30", **options)  # type: ignore[arg-type]
-        # WHEN the first worker times the handler out, drains and exits
-        alive_until, gives_up = 0.0, time.monotonic() + 60
-        while time.monotonic() < gives_up:
-            now = time.monotonic()
-            if first.poll() is not None:
-                break
-            alive_until = now  # the first worker (and its hung thread) was alive then
-            time.sleep(0.05)
-        assert first.returncode == HUNG_EXIT_CODE
-        # THEN no handler started the message again while that thread could run, in this worker or the other
-        starts = [(float(e[3]), int(e[2])) for e in events_of(events) if e[0] == "start"]
-        assert [s for s in starts if s[0] < alive_until] == [starts[0]] and starts[0][1] == 1
-        # AND it was released as the first worker exited: the other one receives it (its second receive)
-        assert wait_for(lambda: len(events_of(events)) == 2, timeout_s=30)
-        assert int(events_of(events)[1][2]) == 2
-    finally:
-        for process in (first, second):
-            if process is not None:
-                process.kill()
-                process.communicate(timeout=30)
+    with FaultProxy(local_aws.endpoint, sent, observers=[answered]) as proxy:
+        first = start_worker_process(local_aws, queues.url, events, endpoint=proxy.endpoint, **options)  # type: ignore[arg-type]
+        try:
+            assert wait_for(lambda: [e[0] for e in events_of(events)] == ["start"], timeout_s=30)
+            second = start_worker_process(local_aws, queues.url, events, **options)  # type: ignore[arg-type]
+            # WHEN the first worker times the handler out, drains and exits
+            assert first.wait(timeout=60) == HUNG_EXIT_CODE
+            # THEN it settled the message (failure policy: backoff) once, as it exits: once its drain had its last
+            # poll back, not at the timeout (its hung thread runs until the process ends)
+            (released_at,) = [at for at, kind, name in seen if (kind, name) == ("sent", "settle")]
+            assert max(at for at, kind, name in seen if (kind, name) == ("answered", "ReceiveMessage")) < released_at
+            # AND no handler started the message again before that, in this worker or the other; the other one
+            # receives it then (its second receive)
+            assert wait_for(lambda: len(events_of(events)) == 2, timeout_s=30)
+            starts = [(float(e[3]), int(e[2])) for e in events_of(events) if e[0] == "start"]
+            assert starts[0][1] == 1 and starts[0][0] < released_at <= starts[1][0] and starts[1][1] == 2
+        finally:
+            for process in (first, second):
+                if process is not None:
+                    process.kill()
+                    process.communicate(timeout=30)
 
 
 # -- the Lambda adapter ------------------------------------------------------------------------------------------
@@ -422,14 +439,20 @@ def test_a_record_still_running_at_max_processing_time_is_timed_out_and_the_next
 
 def test_a_timed_out_async_record_is_cancelled() -> None:
     sqs, emf = FakeSQS(), io.StringIO()
-    cancelled = threading.Event()
+    started, cancelled = threading.Event(), threading.Event()
+    coroutines: list[Coroutine[Any, Any, None]] = []
 
-    async def handler(body: str, message: Message) -> None:
+    async def forever() -> None:
+        started.set()
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
             cancelled.set()
             raise
+
+    def handler(body: str, message: Message) -> Coroutine[Any, Any, None]:
+        coroutines.append(forever())
+        return coroutines[-1]
 
     settings = LeaseSettings(
         visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW, max_processing_time=0.3
@@ -443,8 +466,11 @@ def test_a_timed_out_async_record_is_cancelled() -> None:
         emf=EmfLogger(emf),
         raise_on_entire_batch_failure=False,
     )
-    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
-    assert outcomes(emf) == {"m0": "timed_out"} and cancelled.is_set()
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]} and outcomes(emf) == {"m0": "timed_out"}
+    # its task is cancelled: in its await, or before its first step when the 0.3 s ran out first (a loaded machine)
+    (coroutine,) = coroutines
+    assert wait_for(lambda: inspect.getcoroutinestate(coroutine) == inspect.CORO_CLOSED, timeout_s=30)
+    assert cancelled.is_set() or not started.is_set()
 
 
 def test_a_hung_record_against_moto_is_visible_again_after_the_invocation(local_aws: LocalServer) -> None:

@@ -147,20 +147,41 @@ def check_ecs_consumer(
     return check
 
 
-# ``package.module:name`` (or ``package.module.name``), as sqslease imports a hook: identifiers, no comma (the
-# setting joins the paths with commas), no space.
+# Every prop that names an object by import path (``handler``, ``hooks``, ``idempotency_key``) follows one rule, the
+# one ``sqslease.imports.import_object`` imports by: ``package.module:name``, or the dotted ``package.module.name``
+# (its last part the name). Identifiers only: no comma (the hooks setting joins its paths with commas), no space, no
+# slash (a file path, as Lambda's own handler setting takes, is not importable), no empty part.
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-_HOOK_PATH = re.compile(rf"{_IDENTIFIER}(\.{_IDENTIFIER})*:{_IDENTIFIER}|{_IDENTIFIER}(\.{_IDENTIFIER})+")
+IMPORT_PATH = re.compile(rf"{_IDENTIFIER}(\.{_IDENTIFIER})*:{_IDENTIFIER}|{_IDENTIFIER}(\.{_IDENTIFIER})+")
+
+
+def import_path_problem(prop: str, path: str, what: str, form: str, example: str) -> str | None:
+    """The error of ``prop``, an import path (:data:`IMPORT_PATH`), naming ``what`` it should name, as ``form`` (e.g.
+    ``package.module:function``), with an ``example`` of the prop; ``None`` for a path sqslease can import."""
+    if IMPORT_PATH.fullmatch(path):
+        return None
+    return (
+        f"{prop}={path!r} is not an import path: name {what} as {form!r}, e.g. {example} (the module must be in the "
+        "consumer's code or image)"
+    )
+
+
+def check_handler(path: str, form: str, example: str) -> list[str]:
+    """``handler``: the per-message function's import path (``form``: ``package.module:function`` for the worker,
+    ``module.function`` as Lambda users write it; either form is imported)."""
+    problem = import_path_problem("handler", path, "the per-message function handler(body, message)", form, example)
+    return [] if problem is None else [problem]
 
 
 def check_hooks(paths: Sequence[str]) -> list[str]:
     """``hooks``: import paths sqslease can import, ``package.module:name`` (a ``Hooks`` object or class)."""
-    return [
-        f"hooks[{index}]={path!r} is not an import path: name a Hooks object or class as 'package.module:name', "
-        "e.g. hooks=['myapp.hooks:Timing'] (the module must be in the consumer's code or image)"
+    problems = (
+        import_path_problem(
+            f"hooks[{index}]", path, "a Hooks object or class", "package.module:name", "hooks=['myapp.hooks:Timing']"
+        )
         for index, path in enumerate(paths)
-        if not _HOOK_PATH.fullmatch(path)
-    ]
+    )
+    return [problem for problem in problems if problem is not None]
 
 
 def check_idempotency_key(path: str | None, idempotency: bool) -> list[str]:
@@ -168,11 +189,15 @@ def check_idempotency_key(path: str | None, idempotency: bool) -> list[str]:
     key would be ignored)."""
     if path is None:
         return []
-    if not _HOOK_PATH.fullmatch(path):
-        return [
-            f"idempotency_key={path!r} is not an import path: name the key function key(body, message) -> str as "
-            "'package.module:function', e.g. idempotency_key='orders.keys:order_id' (in the consumer's code or image)"
-        ]
+    problem = import_path_problem(
+        "idempotency_key",
+        path,
+        "the key function key(body, message) -> str",
+        "package.module:function",
+        "idempotency_key='orders.keys:order_id'",
+    )
+    if problem is not None:
+        return [problem]
     if not idempotency:
         return [
             f"idempotency_key={path!r} needs idempotency on, which is off: pass idempotency=True (or a table) with "

@@ -18,6 +18,8 @@ FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT = "jobqueues:fifoRetriesExceedLambdaTimeout"
 HANDLERS_EXCEED_IN_FLIGHT_QUOTA = "jobqueues:handlersExceedInFlightQuota"
 #: ``MeasuredProfiles``: a job type's profile refused a recommendation; the declared fallback is used.
 PROFILE_TOO_SMALL = "jobqueues:profileTooSmall"
+#: ``MeasuredProfiles``: the stack has no profile of the job type yet (a new Stage); the declared fallback is used.
+PROFILE_MISSING = "jobqueues:profileMissing"
 #: ``MeasuredProfiles``: a job type's measurements end longer ago than ``max_age``.
 STALE_PROFILE = "jobqueues:staleProfile"
 #: ``MeasuredProfiles``: the profile used was measured on lines that name no stack (other stacks' samples may be in it).

@@ -15,7 +15,7 @@ from constructs import Construct
 
 from jobqueues.cluster import shared_cluster
 from jobqueues.consumer_options import read_runtime_options
-from jobqueues.consumer_rules import check_ecs_consumer, stop_timeout_s
+from jobqueues.consumer_rules import check_ecs_consumer, check_handler, stop_timeout_s
 from jobqueues.defaults import IMAGE_CONTEXT
 from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, acknowledge_environment, bind_ecs_consumer
 from jobqueues.ecs_service_plan import EcsServicePlan, plan_ecs_service
@@ -58,6 +58,8 @@ class EcsJob(Construct):
         handler = read.string("handler")
         if handler is None and "handler" not in read.tokens and props.get("handler") is None:
             read.errors.append("handler is required: pass the per-message function, e.g. 'media.transcode:handle'")
+        elif handler is not None:
+            read.errors += check_handler(handler, "package.module:function", "handler='media.transcode:handle'")
         concurrency = _or(read.integer("concurrency", DEFAULT_WORKER_CONCURRENCY), DEFAULT_WORKER_CONCURRENCY)
         min_tasks = _or(read.integer("min_tasks", DEFAULT_MIN_TASKS), DEFAULT_MIN_TASKS)
         max_tasks = _or(read.integer("max_tasks", DEFAULT_MAX_TASKS), DEFAULT_MAX_TASKS)

@@ -13,7 +13,7 @@ from constructs import Construct
 
 from jobqueues.consumer_contract import reserved_variable
 from jobqueues.consumer_options import read_runtime_options
-from jobqueues.consumer_rules import check_lambda_consumer
+from jobqueues.consumer_rules import check_handler, check_lambda_consumer
 from jobqueues.inputs import PropReader
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
@@ -72,6 +72,8 @@ class LambdaJob(Construct):
         for prop, value in (("code", code), ("handler", handler), ("timeout", props.get("timeout"))):
             if value is None and prop not in read.tokens and props.get(prop) is None:
                 read.errors.append(f"{prop} is required: {_REQUIRED[prop]}")
+        if handler is not None:
+            read.errors += check_handler(handler, "module.function", "handler='thumbs.handle'")
         check = check_lambda_consumer(
             batch_size=batch_size,
             max_batching_window_s=read.duration_s("max_batching_window"),

@@ -5,9 +5,11 @@
 
 Each stack reads its own deployment's profile, ``<stack name>/<job type>`` (the name its consumers write on their
 EMF lines), so the same code in a Dev and a Prod Stage reads each stage's measurement; ``stack=`` names another.
-Never a silent default: a profile missing from the file, or measured on too few samples, is a synth-time
-error (unless an explicit ``fallback`` is given, which is then used with a warning); a profile whose data
-ends longer ago than ``max_age``, or one of lines that name no stack, gets a warning annotation.
+Never a silent default: a profile missing from the file (a new Stage not measured yet), or measured on too few
+samples, is a synth-time error, unless an explicit ``fallback`` is given, which is then used with a warning that
+says which (``jobqueues:profileMissing``, ``jobqueues:profileTooSmall``); a malformed profile is an error whatever
+the fallback. A profile whose data ends longer ago than ``max_age``, or one of lines that name no stack, gets a
+warning annotation.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from aws_cdk import Annotations, Duration
 from constructs import Construct
 
-from jobqueues.declaration_warnings import PROFILE_TOO_SMALL, PROFILE_WITHOUT_STACK, STALE_PROFILE
+from jobqueues.declaration_warnings import PROFILE_MISSING, PROFILE_TOO_SMALL, PROFILE_WITHOUT_STACK, STALE_PROFILE
 from jobqueues.errors import JobQueueError
 from jobqueues.names import stack_of
 from jobqueues.profiles_document import (
@@ -92,18 +94,24 @@ class MeasuredProfiles:
         profiles = self.document[PROFILES_FIELD]
         name = profile_name(profiles, stack, job_type)
         if name is None:
-            # another stack's profile of the job type (a bare one would have been found): a new Stage may use it
-            others = sorted(n for n, e in profiles.items() if isinstance(e, dict) and job_type_of(n, e) == job_type)
-            hint = f", pass stack={others[0].rpartition('/')[0]!r} to use that stack's measurement" if others else ""
-            raise JobQueueError(
-                f"no profile {deployment_name(stack, job_type)!r} in {self.source} (it has: "
-                f"{', '.join(self.deployments) or 'none'}): run jobstats on logs of stack {stack}'s consumers{hint}, "
-                "or declare processing_p99 explicitly"
-            )
+            missing, fixes = self._missing(job_type, stack)
+            raise JobQueueError(f"{missing}: {', '.join(fixes)}, or declare processing_p99 explicitly")
         entry = profiles[name]
         if not isinstance(entry, dict):
             raise JobQueueError(f"{self.source}: profile {name!r} is {kind(entry)}, not an object: {REGENERATE}")
         return name, entry
+
+    def _missing(self, job_type: str, stack: str) -> tuple[str, list[str]]:
+        """What is missing (``stack`` has no profile of ``job_type``), and the fixes: measure it, or use another
+        stack's measurement when the file has one."""
+        profiles = self.document[PROFILES_FIELD]
+        fixes = [f"run jobstats on logs of stack {stack}'s consumers"]
+        # another stack's profile of the job type (a bare one would have been found): a new Stage may use it
+        others = sorted(n for n, e in profiles.items() if isinstance(e, dict) and job_type_of(n, e) == job_type)
+        if others:
+            fixes.append(f"pass stack={others[0].rpartition('/')[0]!r} to use that stack's measurement")
+        missing = f"no profile {deployment_name(stack, job_type)!r} in {self.source} (it has: "
+        return f"{missing}{', '.join(self.deployments) or 'none'})", fixes
 
     def _malformed(self, name: str | None, problem: str) -> JobQueueError:
         where = self.source if name is None else f"{self.source}, profile {name!r}"
@@ -116,11 +124,21 @@ class MeasuredProfiles:
 
         :param scope: a construct in the stack whose profile is read (the stack, or the job queue's parent); where
             warnings are annotated.
-        :param fallback: used, with a warning, when the profile refuses to recommend (too few samples).
+        :param fallback: used, with a warning, when the stack has no profile of ``job_type`` yet (a new Stage) or
+            the profile refuses to recommend (too few samples); never for a malformed profile. Default none: both
+            are errors.
         :param stack: the name of the stack whose measurement to use (e.g. a new Stage reading Prod's). Default:
             the name of ``scope``'s stack, as its consumers write it on their lines.
         """
         stack_name = stack if stack is not None else stack_of(scope).stack_name  # the CDK takes no token there
+        if fallback is not None and profile_name(self.document[PROFILES_FIELD], stack_name, job_type) is None:
+            missing, fixes = self._missing(job_type, stack_name)
+            Annotations.of(scope).add_warning_v2(
+                PROFILE_MISSING,
+                f"{missing}: using the fallback processing_p99 of {fallback.to_human_string()} until it is measured: "
+                f"{', or '.join(fixes)}",
+            )
+            return fallback
         name, entry = self.entry(job_type, stack_name)
         if name != deployment_name(stack_name, job_type):
             Annotations.of(scope).add_warning_v2(

@@ -155,7 +155,8 @@ class LambdaJobProps(QueueOptions, total=False):
         runtime comes in a layer; the code needs only the handler.
     handler:
         The per-message function, ``module.function`` (required), called as ``handler(body, message)``; raising
-        fails that record only. The function's Lambda handler is ``sqslease.lambda_entry.handler``.
+        fails that record only. The function's Lambda handler is ``sqslease.lambda_entry.handler``. An import path
+        (``module:function`` too), not a file path.
     timeout:
         The function timeout, 2 s - 15 min in whole seconds (required), above ``processing_p99``. The visibility
         timeout is derived from it: ``6 x timeout + max_batching_window``, or ``timeout + max_batching_window +
@@ -216,14 +217,16 @@ class LambdaJobProps(QueueOptions, total=False):
         ``max_concurrency``. Default: none (standard mode).
     hooks:
         ``sqslease`` hooks called before and after each message (docs/sqslease.md, "Hooks"): import paths,
-        ``package.module:name``, of ``sqslease.hooks.Hooks`` objects or classes in the function's code or a layer,
-        given to the function as ``SQSLEASE_HOOKS``; a path that cannot be imported fails every invocation.
+        ``package.module:name`` or ``package.module.name``, of ``sqslease.hooks.Hooks`` objects or classes in the
+        function's code or a layer, given to the function as ``SQSLEASE_HOOKS``; a path that cannot be imported
+        fails every invocation.
         Default: none (only the built-in OpenTelemetry hook, with ``opentelemetry-api`` installed).
     idempotency_key:
         What makes two messages the same job, with ``idempotency`` on (docs/sqslease.md, "Idempotency"): the
-        import path, ``package.module:function``, of ``key(body, message) -> str`` in the function's code or a
-        layer, given to the function as ``SQSLEASE_IDEMPOTENCY_KEY``; a producer's retry (a new MessageId, the
-        same key) then completes once. A path that cannot be imported fails every invocation (an init error).
+        import path, ``package.module:function`` or ``package.module.function``, of ``key(body, message) -> str``
+        in the function's code or a layer, given to the function as ``SQSLEASE_IDEMPOTENCY_KEY``; a producer's
+        retry (a new MessageId, the same key) then completes once. A path that cannot be imported fails every
+        invocation (an init error).
         Default: none (the ``MessageId``: redeliveries only).
     """
 
@@ -260,7 +263,8 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
     worker heartbeats its leases while their handlers may run (up to ``max_processing_time`` from the start).
 
     handler:
-        The per-message function, ``package.module:function`` (required), called as ``handler(body, message)``.
+        The per-message function, ``package.module:function`` (required), called as ``handler(body, message)``. An
+        import path (the dotted ``package.module.function`` too).
     cluster:
         The ECS cluster. Default: one per stack, shared by its ECS jobs, with Container Insights, in a new VPC
         (two availability zones, one NAT gateway, flow logs).
@@ -328,15 +332,16 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         cost allocation. Default: none copied.
     hooks:
         ``sqslease`` hooks called before and after each message (docs/sqslease.md, "Hooks"): import paths,
-        ``package.module:name``, of ``sqslease.hooks.Hooks`` objects or classes in the image, given to the worker
-        as ``--hooks``; a path that cannot be imported stops the worker at start (exit status 2).
+        ``package.module:name`` or ``package.module.name``, of ``sqslease.hooks.Hooks`` objects or classes in the
+        image, given to the worker as ``--hooks``; a path that cannot be imported stops the worker at start (exit
+        status 2).
         Default: none (only the built-in OpenTelemetry hook, with ``opentelemetry-api`` installed).
     idempotency_key:
         What makes two messages the same job, with ``idempotency`` on (docs/sqslease.md, "Idempotency"): the
-        import path, ``package.module:function``, of ``key(body, message) -> str`` in the image, given to the
-        worker as ``--idempotency-key``; a producer's retry (a new MessageId, the same key) then completes once. A
-        path that cannot be imported stops the worker at start (exit status 2). Default: none (the ``MessageId``:
-        redeliveries only).
+        import path, ``package.module:function`` or ``package.module.function``, of ``key(body, message) -> str``
+        in the image, given to the worker as ``--idempotency-key``; a producer's retry (a new MessageId, the same
+        key) then completes once. A path that cannot be imported stops the worker at start (exit status 2).
+        Default: none (the ``MessageId``: redeliveries only).
     """
 
     handler: str

@@ -8,7 +8,9 @@
 - ``sqslease.hooks``: code called before and after each message; ``sqslease.otel``, one OpenTelemetry span per
   message when ``opentelemetry-api`` is installed (``sqslease[otel]``).
 - Underneath: ``LeaseScheduler`` (the lease table), ``Heartbeat`` (extensions), ``Settler`` (deletes and
-  visibility changes), ``MessageProcessor`` (failure policies, DLQ), ``EmfLogger`` (one line per message),
+  visibility changes), ``MessageProcessor`` (one handler run, settled by its outcome; failures by
+  ``sqslease.failure_policy``: the failure policies, the DLQ), ``RecordBatch`` (a Lambda invocation's records, in
+  order; ``FifoRecordBatch`` for a FIFO queue), ``EmfLogger`` (one line per message),
   ``sqslease.clients`` (one client and connection pool each for lease requests, long polls and the rest),
   ``ReadyQueue`` (receive order, one running message per FIFO group), ``TaskProtection`` (ECS scale-in),
   ``Attempt`` (one handler run, settled once: by its end or its ``max_processing_time``), ``AsyncLoop`` (the

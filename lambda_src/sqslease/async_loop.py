@@ -11,14 +11,27 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from sqslease.attempt import Attempt
 
 logger = logging.getLogger("sqslease")
+
+
+class AsyncHandlerError(TypeError):
+    """The handler returned an awaitable that is not a coroutine (an ``asyncio.Future``, a ``Task`` of another
+    loop, an object with ``__await__``): sqslease runs coroutines only, so the job never ran."""
+
+    def __init__(self, handler: Callable[..., Any], returned: Any) -> None:
+        name = getattr(handler, "__qualname__", None) or repr(handler)
+        super().__init__(
+            f"handler {name} returned a {type(returned).__name__}, an awaitable that is not a coroutine: sqslease "
+            "runs async def handlers (coroutines) only; make it async def and await this inside"
+        )
 
 
 class AsyncLoop:
@@ -28,6 +41,15 @@ class AsyncLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+
+    def result(self, handler: Callable[..., Any], returned: Any, attempt: Attempt) -> Any:
+        """What ``handler`` returned (not ``None``), awaited: a coroutine runs on the loop (:meth:`run`), another
+        awaitable is refused (:class:`AsyncHandlerError`), anything else is the result."""
+        if inspect.iscoroutine(returned):
+            return self.run(returned, attempt)
+        if inspect.isawaitable(returned):
+            raise AsyncHandlerError(handler, returned)
+        return returned
 
     def run(self, coroutine: Coroutine[Any, Any, Any], attempt: Attempt) -> Any:
         """Run ``coroutine`` on the loop and wait for it; returns its result or raises its exception

@@ -7,13 +7,23 @@ line's ``Stack``, a property that costs no metric, and its ``JobType``). The sch
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import threading
 import time
 from json.encoder import encode_basestring_ascii
 from typing import IO, Any
+
+from sqslease.emf_text import (
+    ENCODER,
+    MAX_TEMPLATES,
+    TEMPLATE_FIELDS,
+    TEMPLATES,
+    line_template,
+    millis,
+    millis_text,
+    plain_millis,
+)
 
 NAMESPACE = "jobqueues"
 SCHEMA_VERSION = 1
@@ -144,12 +154,12 @@ class EmfLogger:
             and type(message_id) is str
             and type(receive_count) is int
             and type(extensions) is int
-            and _plain_millis(processing_ms)
-            and (queue_ms is None or _plain_millis(queue_ms))
+            and plain_millis(processing_ms)
+            and (queue_ms is None or plain_millis(queue_ms))
             and outcome in _OUTCOME_SET
         ):
             queued = queue_ms is not None
-            head, middle = _TEMPLATES.get(
+            head, middle = TEMPLATES.get(
                 (self.namespace, job_type, stack, queue, outcome, SCHEMA_VERSION, queued)
             ) or self._template(job_type, stack, queue, outcome, queued)
             self._write(
@@ -192,27 +202,28 @@ class EmfLogger:
         queued: bool,
         schema_version: Any = SCHEMA_VERSION,
     ) -> tuple[str, str]:
-        """The encoded text of a line around its message id and processing time (see :func:`_template`)."""
+        """The encoded text of a line around its message id and processing time
+        (:func:`sqslease.emf_text.line_template`), cached in :data:`sqslease.emf_text.TEMPLATES`."""
         key = (self.namespace, job_type, stack, queue, outcome, schema_version, queued)
-        template = _TEMPLATES.get(key)
+        template = TEMPLATES.get(key)
         if template is None:
-            if len(_TEMPLATES) >= _MAX_TEMPLATES:
-                _TEMPLATES.clear()
+            if len(TEMPLATES) >= MAX_TEMPLATES:
+                TEMPLATES.clear()
             directives = self._directives(outcome, queued)
-            template = _TEMPLATES[key] = _template(directives, job_type, stack, queue, outcome, schema_version)
+            template = TEMPLATES[key] = line_template(directives, job_type, stack, queue, outcome, schema_version)
         return template
 
     def _encode(self, line: dict[str, Any]) -> str:
         """The line as one JSON object and a newline. Its fixed parts (the metric directives, job type, queue,
         outcome) are encoded once per logger and outcome, the rest formatted: ``json.dumps`` of every line was
-        most of what the Lambda adapter cost per record. Fields beyond :data:`_TEMPLATE_FIELDS` follow them,
+        most of what the Lambda adapter cost per record. Fields beyond :data:`TEMPLATE_FIELDS` follow them,
         encoded as ``json.dumps`` would; anything unexpected goes through ``json.dumps`` whole."""
         aws = line["_aws"]
         timestamp, processing, message_id = aws["Timestamp"], line["ProcessingTime"], line["MessageId"]
         counts = line["ReceiveCount"], line["Extensions"], line["LeaseLost"]
         queued = "QueueTime" in line  # its metric is in the directive: a template of its own
         stack = line.get("Stack")
-        fields = len(_TEMPLATE_FIELDS) + 1 + ("Stack" in line)  # ``_aws``, and a Stack when the line has one
+        fields = len(TEMPLATE_FIELDS) + 1 + ("Stack" in line)  # ``_aws``, and a Stack when the line has one
         if not (
             (stack is None or type(stack) is str)
             and type(timestamp) is int
@@ -223,7 +234,7 @@ class EmfLogger:
             and type(counts[2]) is int
             and aws["CloudWatchMetrics"] == self._directives(line["Outcome"], queued)
         ):
-            return _ENCODER.encode(line) + "\n"
+            return ENCODER.encode(line) + "\n"
         head, middle = self._template(
             line["JobType"], stack, line["Queue"], line["Outcome"], queued, line["SchemaVersion"]
         )
@@ -235,76 +246,15 @@ class EmfLogger:
             else f',"QueueTime":{queue_time!r}'
             if len(line) == fields + 1 and type(queue_time) is float and math.isfinite(queue_time)
             else "".join(
-                f",{encode_basestring_ascii(name)}:{_ENCODER.encode(value)}"
+                f",{encode_basestring_ascii(name)}:{ENCODER.encode(value)}"
                 for name, value in line.items()
-                if name not in _TEMPLATE_FIELDS and name not in ("_aws", "Stack")
+                if name not in TEMPLATE_FIELDS and name not in ("_aws", "Stack")
             )
         )
         return (
             f'{{"_aws":{{"Timestamp":{timestamp}{head}{encode_basestring_ascii(message_id)},"ProcessingTime":'
             f'{processing!r}{middle}{counts[0]},"Extensions":{counts[1]},"LeaseLost":{counts[2]}{extra}}}\n'
         )
-
-
-#: The fields a line's template formats, in their order on the line (after ``_aws``).
-_TEMPLATE_FIELDS = (
-    "SchemaVersion",
-    "JobType",
-    "Queue",
-    "MessageId",
-    "ProcessingTime",
-    "Outcome",
-    "ReceiveCount",
-    "Extensions",
-    "LeaseLost",
-)
-
-
-#: (namespace, job type, stack, queue, outcome, schema version, queued) -> :func:`_template`, shared by every
-#: logger (the Lambda adapter makes one per invocation), at most this many.
-_TEMPLATES: dict[tuple[Any, ...], tuple[str, str]] = {}
-_MAX_TEMPLATES = 1024
-
-
-def _template(
-    directives: Any, job_type: str, stack: str | None, queue: str, outcome: str, schema_version: int
-) -> tuple[str, str]:
-    """The encoded text of a line around its message id and processing time, and after that up to its counts."""
-    stack_text = "" if stack is None else f'"Stack":{_ENCODER.encode(stack)},'
-    head = (
-        f',"CloudWatchMetrics":{_ENCODER.encode(directives)}}},"SchemaVersion":{_ENCODER.encode(schema_version)},'
-        f'"JobType":{_ENCODER.encode(job_type)},{stack_text}"Queue":{_ENCODER.encode(queue)},"MessageId":'
-    )
-    return head, f',"Outcome":{_ENCODER.encode(outcome)},"ReceiveCount":'
-
-
-#: One encoder for every line: ``json.dumps`` with separators builds a new one per call.
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-
-
-def millis(value: float) -> float:
-    """A line's milliseconds, to the microsecond: ``round(value * 1000) / 1000`` for a float below 1e12 (an int
-    stays an int; anything else is ``round(value, 3)``, NaN included)."""
-    if type(value) is float and -1e12 < value < 1e12:
-        return round(value * 1000) / 1000
-    return round(value, 3)
-
-
-def millis_text(value: float) -> str:
-    """``json.dumps(millis(value))`` for a value :func:`_plain_millis` accepts, formatted from integers: float
-    formatting (``round(value, 3)`` and ``repr``, about a microsecond each) was a fifth of an EMF line's cost.
-    Below 1e12 every such decimal has at most 15 significant digits, so it is the float's shortest repr."""
-    if type(value) is int:
-        return str(value)
-    thousandths = round(value * 1000)
-    if thousandths < 0:
-        return "-" + millis_text(-value)
-    digits = f"{thousandths:04d}"
-    return f"{digits[:-3]}.{digits[-3:].rstrip('0') or '0'}"
-
-
-def _plain_millis(value: Any) -> bool:
-    return type(value) is int or (type(value) is float and -1e12 < value < 1e12)
 
 
 def error_type(error: BaseException) -> str:

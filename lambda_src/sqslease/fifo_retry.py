@@ -15,8 +15,9 @@ with the group in order. Its later messages were never released: their receive c
 
 The worker parks the failed message (:class:`sqslease.fifo.ReadyQueue`) while its handlers run other groups; the
 Lambda adapter waits in the invocation, while the back-off and a run as long as the failed one fit before its
-deadline (:func:`retry_in_invocation`), and otherwise releases the group as before. A worker that does not know the
-queue's ``maxReceiveCount`` reads it from the queue's ``RedrivePolicy`` (:func:`redrive_policy`).
+deadline (:func:`sqslease.invocation_retry.retry_in_invocation`), and otherwise releases the group as without
+retries. A worker that does not know the queue's ``maxReceiveCount`` reads it from the queue's ``RedrivePolicy``
+(:func:`redrive_policy`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class FifoRetry:
 
     :param max_receive_count: the queue's ``maxReceiveCount``: the run with this receive count is the last.
     :param holding: whether a failed message may be held for a retry now. Default: always (the worker says no once
-        it drains: then its failures are released by the failure policy, as before).
+        it drains: then its failures are settled by the failure policy, as without retries).
     """
 
     max_receive_count: int

@@ -1,12 +1,7 @@
 """The worker's handler threads: run received messages, one message per FIFO group at a time.
 
-A FIFO message that fails is retried in process when the worker knows the queue's ``maxReceiveCount`` and DLQ
-(:mod:`sqslease.fifo_retry`): parked until the failure policy's delay has passed (:mod:`sqslease.fifo`), its lease
-and its group's later messages held meanwhile. Otherwise, and once a drain began, it sends its group's later
-messages back to the queue (released unrun). During a drain they are held back instead, and released with the
-other unstarted messages at the drain's release point (see :mod:`sqslease.drain`), and so are the parked messages
-(hidden for what is left of their delay): released earlier, they could meet the long poll of another worker
-drained at the same moment, which might have no handler for them.
+A FIFO message that fails is parked for its retry in process, or its group's later messages released
+(:mod:`sqslease.handler_groups`).
 
 With ``max_processing_time`` set, a watchdog thread times out handlers still running then (see
 :mod:`sqslease.attempt`): the message has failed, and its handler thread no longer counts as running it. Its lease
@@ -21,14 +16,13 @@ can no longer cover ``max_processing_time`` and a visibility timeout when a hand
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 
 from sqslease.attempt import Attempt
-from sqslease.failure_policy import retry_delay
 from sqslease.fifo import ReadyQueue
+from sqslease.handler_groups import HandlerGroups
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
 from sqslease.rules import ASYNC_CANCEL_GRACE_S
@@ -39,7 +33,7 @@ logger = logging.getLogger("sqslease")
 JOIN_LOOK_S = 0.1  # how often a drain waiting for a handler looks whether it timed out
 
 
-class HandlerPool:
+class HandlerPool(HandlerGroups):
     """Received messages waiting for a handler, the handler threads, and the messages they run.
 
     :param processor: runs one message and settles it.
@@ -146,20 +140,6 @@ class HandlerPool:
             self._released = True
         return unstarted
 
-    def release_parked(self) -> None:
-        """Hide the failed messages whose retry in process was to come for what is left of their delay (the drain
-        ends their hold: the next consumer retries them then). Each of them ran: no EMF line, the run had one."""
-        with self._running_lock:
-            parked, self._parked_at_drain = self._parked_at_drain, []
-        now = self.clock()
-        for message, due in parked:
-            logger.info("message %s: its retry was %.1f s away; released until then", message.message_id, due - now)
-            self.settler.change_visibility(message.lease, math.ceil(max(0.0, due - now)))
-
-    def parked(self) -> dict[str, float]:
-        """Message id -> when (clock) its retry in process is due, for every failed FIFO message held for one."""
-        return self._ready.parked()
-
     def close(self) -> None:
         """Stop at once (a fatal error): waiting and parked messages are dropped, their leases left to run out."""
         self._ready.close()
@@ -254,27 +234,6 @@ class HandlerPool:
             elif not late:  # a timed-out message's group was finished by its timeout
                 self._finished(message, failed)
 
-    def _retry_later(self, message: Message) -> None:
-        """Park ``message``, a failed FIFO message held for a retry in process, for the failure policy's delay; if
-        a drain closed the queue meanwhile, settle it by the failure policy instead (its group's later messages are
-        the drain's)."""
-        failed_run = message.receive_count
-        delay = retry_delay(self.processor.settings, failed_run)
-        message.retries_in_process += 1
-        if not self._ready.park(message, self.clock() + delay):
-            message.retries_in_process -= 1
-            self.processor.apply_failure_policy(message)
-            self._finished(message, failed=True)
-            return
-        logger.warning(
-            "message %s of group %s failed (receive %d): retried in process in %.1f s, its lease and its group's "
-            "later messages held meanwhile",
-            message.message_id,
-            message.message_group_id,
-            failed_run,
-            delay,
-        )
-
     def _lease_too_short(self, message: Message) -> bool:
         """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;
         its wait here counts) cannot cover ``max_processing_time`` and a visibility timeout to settle it."""
@@ -295,31 +254,6 @@ class HandlerPool:
         self.processor.record_released(message)
         self._finished(message, failed=True)
         return True
-
-    def _finished(self, message: Message, failed: bool) -> None:
-        later = self._ready.done(message, failed)
-        if later:
-            self._release_later(message, later)
-
-    def _release_later(self, message: Message, later: list[Message]) -> None:
-        # FIFO: the group's later messages must not run before this one succeeds.
-        logger.info(
-            "message group %s: message %s failed; releasing %d later messages of the group",
-            message.message_group_id,
-            message.message_id,
-            len(later),
-        )
-        with self._running_lock:
-            # Draining: released with the unstarted ones, once no poll drained with this one is open.
-            hold = self._stopping.is_set() and not self._released
-            if hold:
-                self._held_back += later
-        if not hold:
-            if self._stopping.is_set():  # ready is closed: this thread has nothing else to do
-                time.sleep(max(0.0, self.release_at - self.clock()))
-            for other in later:
-                self.settler.change_visibility(other.lease, 0)
-                self.processor.record_released(other)
 
 
 def _hung(attempt: Attempt, now: float) -> bool:

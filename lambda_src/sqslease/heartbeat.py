@@ -1,10 +1,10 @@
-"""The heartbeat: extends due leases with ChangeMessageVisibilityBatch, exactly ceil(due / 10) requests a round.
+"""The heartbeat: extends due leases with ChangeMessageVisibilityBatch, exactly ceil(due / 10) requests a tick.
 
 A tick never waits for a request. Each batch of up to 10 due leases is a *round* that runs on its own
-thread: it sends the batch, and retries the entries that failed (throttled, 5xx, timed out) until they are
-extended or their lease runs out. No slow or held request delays any other lease: requests have connect and
-read timeouts (``LeaseSettings.lease_request_timeout``), and a round's retries are bounded by the slack of
-the leases in it.
+thread (:mod:`sqslease.heartbeat_round`): it sends the batch, and retries the entries that failed (throttled, 5xx,
+timed out) until they are extended or their lease runs out. No slow or held request delays any other lease:
+requests have connect and read timeouts (``LeaseSettings.lease_request_timeout``), and a round's retries are bounded
+by the slack of the leases in it.
 """
 
 from __future__ import annotations
@@ -18,48 +18,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqslease.heartbeat_round import HeartbeatRounds, TickStats
 from sqslease.idempotency import Hold
 from sqslease.idempotency_gate import IdempotencyGate
-from sqslease.retry import (
-    TIMEOUT_ERRORS,
-    EntryOutcome,
-    FatalSqsError,
-    classify_error,
-    classify_exception,
-    extension_retry_delay,
-)
-from sqslease.retry import is_throttling as _is_throttling
+from sqslease.lease import Lease
+from sqslease.lease_table import LeaseScheduler
+from sqslease.retry import FatalSqsError
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
-from sqslease.scheduler import DELETING, Lease, LeaseScheduler
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
 
+__all__ = ["Heartbeat", "Tick", "TickStats"]
+
 #: Rounds that may wait (in a retry backoff) at once, per request slot. Only requests hold a slot.
 ROUND_THREADS_PER_REQUEST = 4
-#: Below this much slack no request can land in time: the lease is given up (logged).
-MIN_SLACK_S = 0.02
 #: The retry jitter's default source, shared: seeding one per heartbeat (per Lambda invocation) reads os.urandom.
 _RNG = random.Random()
-
-
-@dataclass
-class TickStats:
-    """What one heartbeat round (or tick: the sum of its rounds) did. Counts of leases, and of requests."""
-
-    due: int = 0
-    requests: int = 0
-    extended: int = 0
-    lost: int = 0
-    retried: int = 0  # entries sent again after a failed attempt
-    limit_reached: int = 0
-    throttled: int = 0  # requests or entries answered with throttling
-    records_extended: int = 0  # idempotency records moved with their leases
-    records_missed: int = 0  # idempotency records not extended (lost or unavailable)
-
-    def add(self, other: TickStats) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 @dataclass
@@ -78,7 +53,7 @@ class Tick:
         return total
 
 
-class Heartbeat:
+class Heartbeat(HeartbeatRounds):
     """Ticks every ``heartbeat_interval`` seconds and extends the leases that are due.
 
     Per-entry failures never fail a round: an invalid receipt handle marks the lease lost, the 12 h limit stops
@@ -180,12 +155,6 @@ class Heartbeat:
                 tick.rounds.append(self._pool().submit(self._extend_records, records))
         return tick
 
-    def _allowed(self, lease: Lease, now: float) -> int:
-        """The visibility timeout an extension sent at ``now`` asks for: at most the 12 h from receipt."""
-        return max(
-            int(min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))), 0
-        )
-
     def _extend_records(self, records: list[tuple[Hold, float]]) -> TickStats:
         """The idempotency round: each record to its lease's new end, computed when the tick took the lease, so
         never past the end SQS grants (whose extension is sent later). A record not extended keeps its SQS lease:
@@ -210,167 +179,6 @@ class Heartbeat:
                     thread_name_prefix="sqslease-extend",
                 )
             return self._executor
-
-    # -- one round: a batch of up to 10, retried within its slack ----------------------------------
-    def _round(self, batch: list[Lease]) -> TickStats:
-        stats = TickStats()
-        try:
-            self._run_round(batch, stats)
-        except Exception:  # a bug must not leave leases stuck in EXTENDING: hand them back, log it
-            logger.exception("heartbeat round failed")
-            for lease in batch:
-                self.scheduler.end_round(lease)
-        return stats
-
-    def _run_round(self, pending: list[Lease], stats: TickStats) -> None:
-        attempt = 0
-        at_risk_logged = False
-        while True:
-            # A lease a visibility change now waits for, or one that ended, needs no more extension.
-            for lease in pending:
-                if not self.scheduler.wants_extension(lease):
-                    self.scheduler.end_round(lease)
-            pending = [lease for lease in pending if self.scheduler.wants_extension(lease)]
-            if not pending or self._stop.is_set() or self._fatal is not None:
-                for lease in pending:
-                    self.scheduler.end_round(lease)
-                return
-            pending, throttled, timed_out = self._attempt(pending, stats)
-            if not pending:
-                return
-            attempt += 1
-            stats.retried += len(pending)
-            now = self.clock()
-            slack = min(lease.deadline for lease in pending) - now
-            if slack <= MIN_SLACK_S:
-                for lease in pending:
-                    if self.scheduler.lapsed(lease):
-                        stats.lost += 1
-                        logger.error(
-                            "lease %s ran out after %d failed extension attempts; the message may be delivered "
-                            "to another consumer while its handler still runs",
-                            lease.receipt_handle[:16],
-                            attempt,
-                        )
-                return
-            if not at_risk_logged and slack < 2 * self.request_timeout:
-                at_risk_logged = True
-                logger.warning(
-                    "%d leases at risk: extension failing (attempt %d%s), %.2f s left before they lapse",
-                    len(pending),
-                    attempt,
-                    ", throttled" if throttled else "",
-                    slack,
-                )
-            if not timed_out:  # a timed-out attempt waited a request timeout already
-                self.sleep(
-                    extension_retry_delay(
-                        attempt, throttled, self.settings.heartbeat_interval, slack, self.request_timeout, self.rng
-                    )
-                )
-
-    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool, bool]:
-        """Send one request for ``batch``; return the leases to retry, whether throttling was seen and whether the
-        request timed out."""
-        with self._requests:
-            sent_at = self.clock()
-            batch = self._drop_lapsed(batch, sent_at, stats)
-            if not batch:
-                return [], False, False
-            entries: list[dict[str, object]] = []
-            vts: list[int] = []
-            for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
-                vts.append(self._allowed(lease, sent_at))
-                entries.append({"Id": str(i), "ReceiptHandle": lease.receipt_handle, "VisibilityTimeout": vts[-1]})
-            stats.requests += 1
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "extending %s",
-                    ", ".join(f"{lease.receipt_handle[:16]} slack {lease.deadline - sent_at:.3f}" for lease in batch),
-                )
-            try:
-                response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
-            except Exception as error:  # the whole request failed: classify once for every entry
-                outcome, code, message = classify_exception(error)
-                throttled = _is_throttling(code)
-                stats.throttled += throttled
-                if outcome is EntryOutcome.FATAL:
-                    self._report_fatal(FatalSqsError("ChangeMessageVisibilityBatch", code, message), batch)
-                    return [], throttled, False
-                if outcome is not EntryOutcome.RETRY:
-                    for lease in batch:
-                        self._apply_failure(lease, outcome, stats)
-                    return [], throttled, False
-                logger.info(
-                    "ChangeMessageVisibilityBatch failed (%s: %s); %d leases to retry", code, message, len(batch)
-                )
-                return batch, throttled, code in TIMEOUT_ERRORS
-        extended: list[tuple[Lease, float]] = []
-        retry: list[Lease] = []
-        throttled = False
-        answered: set[int] = set()
-        for success in response.get("Successful", []):
-            index = int(success["Id"])
-            answered.add(index)
-            extended.append((batch[index], vts[index]))
-        self.scheduler.extended_all(extended, sent_at)
-        stats.extended += len(extended)
-        for failure in response.get("Failed", []):
-            index = int(failure["Id"])
-            answered.add(index)
-            lease = batch[index]
-            code, message = failure.get("Code", ""), failure.get("Message", "")
-            outcome = classify_error(code, message)
-            if outcome is EntryOutcome.RETRY:
-                throttled = throttled or _is_throttling(code)
-                retry.append(lease)
-                continue
-            if outcome is EntryOutcome.FATAL:
-                self._report_fatal(FatalSqsError("ChangeMessageVisibilityBatch", code, message), [lease])
-                continue
-            if lease.settling != DELETING:  # after a delete landed, a failing extension is expected
-                logger.warning("extension of %s failed: %s %s", lease.receipt_handle[:16], code, message)
-            self._apply_failure(lease, outcome, stats)
-        retry += [lease for index, lease in enumerate(batch) if index not in answered]  # missing: transient
-        stats.throttled += throttled
-        return retry, throttled, False
-
-    def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
-        """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the
-        message may be with another consumer, and SQS can accept this receipt handle all the same."""
-        live = []
-        for lease in batch:
-            if lease.deadline > now:
-                live.append(lease)
-            elif self.scheduler.lapsed(lease):
-                stats.lost += 1
-                logger.error(
-                    "lease %s ran out before its extension could be sent (%.2f s late); the message may be "
-                    "delivered to another consumer while its handler still runs",
-                    lease.receipt_handle[:16],
-                    now - lease.deadline,
-                )
-        return live
-
-    def _apply_failure(self, lease: Lease, outcome: EntryOutcome, stats: TickStats) -> None:
-        if outcome is EntryOutcome.LOST:
-            self.scheduler.lost(lease)
-            stats.lost += 1
-        elif outcome is EntryOutcome.LIMIT:
-            self.scheduler.stop_extending(lease)
-            stats.limit_reached += 1
-
-    def _report_fatal(self, error: FatalSqsError, leases: list[Lease]) -> None:
-        for lease in leases:
-            self.scheduler.end_round(lease)
-        with self._fatal_lock:
-            if self._fatal is not None:
-                return
-            self._fatal = error
-        if self.on_fatal is not None:
-            self.on_fatal(error)
-        else:
-            logger.critical("lease extensions stopped: %s", error)
 
     # -- background thread ------------------------------------------------------------------------
     def start(self) -> Heartbeat:

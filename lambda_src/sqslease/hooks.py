@@ -11,16 +11,18 @@ whose methods do nothing, and override either)::
 - ``before(message)`` runs on the handler's thread just before the handler, in the message's own context (a
   ``contextvars`` copy, also an ``async def`` handler's): what it makes current (a span, a logging context) the
   handler sees, and it is gone after the message.
-- ``after(message, outcome, duration_s, error)`` runs once the message is settled (its delete or visibility
-  change queued): ``outcome`` is its EMF ``Outcome`` (``success``, ``failure``, ``dead_lettered``, ``lost``,
-  ``timed_out``), ``duration_s`` the handler's seconds, ``error`` what it raised (a
+- ``after(message, outcome, duration_s, error)`` runs once the message's settle is decided (its delete or
+  visibility change queued; in Lambda a success is left for Lambda to delete, and a FIFO failure retried in process
+  keeps its lease for the retry): ``outcome`` is its EMF ``Outcome`` (``success``, ``failure``, ``dead_lettered``,
+  ``lost``, ``timed_out``), ``duration_s`` the handler's seconds, ``error`` what it raised (a
   :class:`sqslease.attempt.HandlerTimeoutError` for ``timed_out``) or None. After a timeout it runs on the
   thread that timed the handler out, not the handler's.
 
 A hook that raises is logged (with its traceback) and ignored: the handler still runs, the message is settled as
 its handler's outcome says, the other hooks are called. Messages released without running (a drain, the Lambda
-deadline guard, a FIFO group behind a failure) call no hook. Hooks run in the order given; several handler
-threads call them at once, so a hook keeping state must be thread-safe.
+deadline guard, a FIFO group behind a failure) call no hook, nor do those their idempotency record keeps from
+running (``duplicate``, ``in_progress_elsewhere``, ``store_unavailable``). Hooks run in the order given; several
+handler threads call them at once, so a hook keeping state must be thread-safe.
 
 With ``opentelemetry-api`` installed a built-in hook, :class:`sqslease.otel.OtelHooks`, is always first.
 """

@@ -16,6 +16,10 @@ elsewhere or in that very invocation: two live handlers of one message. So:
   ``Runtime.ExitError`` and starts a new environment for the next one. The hung message's lease was never
   released: it lapses after the process is gone (at most ``visibility_timeout`` after its last renewal), and the
   message is received again then, its receive count one higher.
+
+A record that hangs on the invocation's own thread (no ``max_processing_time``) cannot let the invocation answer at
+all: the deadline watchdog (:mod:`sqslease.deadline_watch`) times it out at the hang point, settles the batch as
+above (:func:`settle_failed_invocation`) and hands the error to the entry point, which ends the process the same way.
 """
 
 from __future__ import annotations
@@ -29,8 +33,11 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from sqslease.attempt import Attempt
+from sqslease.invocation import EventLeases
+from sqslease.lease import Lease
+from sqslease.message import Message
+from sqslease.processor import MessageProcessor
 from sqslease.rules import ASYNC_CANCEL_GRACE_S, HUNG_EXIT_CODE
-from sqslease.scheduler import Lease
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
@@ -95,6 +102,41 @@ def delete_finished(
     for record in records:
         if record["messageId"] not in failed:
             settler.delete(leases[record["messageId"]])
+
+
+def release_unstarted(
+    processor: MessageProcessor, held: EventLeases, records: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """Release ``records``, which did not start, at once (one EMF line ``released`` each: they spent a receive);
+    returns their ``batchItemFailures`` entries."""
+    leases = [held.leases[record["messageId"]] for record in records]
+    held.settler.release_all(leases, timeout=held.time_left())
+    for record, lease in zip(records, leases, strict=True):
+        processor.record_released(Message.from_lambda_record(record, held.queue_url, lease))
+    return [{"itemIdentifier": record["messageId"]} for record in records]
+
+
+def settle_failed_invocation(
+    processor: MessageProcessor,
+    held: EventLeases,
+    records: list[dict[str, Any]],
+    failures: list[dict[str, str]],
+    skipped: list[dict[str, Any]],
+    hung_id: str,
+) -> None:
+    """Settle an invocation that will not answer, its record ``hung_id`` hung on the invocation's own thread
+    (:mod:`sqslease.deadline_watch`), as :func:`sqslease.lambda_adapter.process_event` does on its way out: the
+    records after it and those ``skipped`` (FIFO) released unstarted, those that finished deleted (Lambda deletes
+    nothing of a failed invocation; ``failures`` and the hung one excepted), the leases' heartbeat and settler
+    closed (confirmed within the time left)."""
+    position = next(i for i, record in enumerate(records) if record["messageId"] == hung_id)
+    unstarted = [*skipped, *records[position + 1 :]]
+    if unstarted:
+        logger.warning("record %s hung: releasing %d unstarted records", hung_id, len(unstarted))
+    failed = [*failures, *release_unstarted(processor, held, unstarted), {"itemIdentifier": hung_id}]
+    delete_finished(held.settler, held.leases, records, failed)
+    processor.loop.stop()
+    held.close()
 
 
 def end_environment(error: RecordsHungError) -> NoReturn:

@@ -32,8 +32,8 @@ from sqslease.idempotency import (
 )
 from sqslease.idempotency_store import IdempotencyStore, store_client
 from sqslease.imports import import_object
+from sqslease.lease import Lease, LeaseState
 from sqslease.message import Message
-from sqslease.scheduler import Lease, LeaseState
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")

@@ -22,7 +22,6 @@ from typing import Any
 from sqslease.idempotency import (
     KEY_ATTRIBUTE,
     TRANSACTION_MAX_ITEMS,
-    TTL_ATTRIBUTE,
     Begin,
     BeginStatus,
     ExtendOutcome,
@@ -33,9 +32,7 @@ from sqslease.idempotency import (
     completed_expiry,
     decode_result,
     encode_result,
-    epoch_text,
     record_key,
-    ttl_of,
 )
 from sqslease.idempotency_requests import (
     THROTTLING,
@@ -48,23 +45,19 @@ from sqslease.idempotency_requests import (
     latest,
     store_client,
 )
+from sqslease.idempotency_writes import (
+    attribute_text,
+    begin_request,
+    complete_request,
+    extend_update,
+    fail_request,
+)
 from sqslease.retry import extension_retry_delay
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
 
 __all__ = ["FatalStoreError", "IdempotencyStore", "store_client"]
-
-#: Expression attribute names: ``status``, ``owner`` and ``ttl`` are DynamoDB reserved words.
-NAMES = {"#k": KEY_ATTRIBUTE, "#s": "status", "#o": "owner", "#e": "expires_at", "#t": TTL_ATTRIBUTE, "#r": "result"}
-#: A record may be (re)written when it is absent or void: a lapsed IN_PROGRESS or an expired COMPLETED.
-BEGIN_CONDITION = "attribute_not_exists(#k) OR #e <= :now"
-EXTEND_CONDITION = "#o = :o AND #s = :p AND #e > :now"
-OWNER_CONDITION = "#o = :o AND #s = :p"
-
-
-def _names(*keys: str) -> dict[str, str]:
-    return {key: NAMES[key] for key in keys}
 
 
 class IdempotencyStore:
@@ -117,14 +110,7 @@ class IdempotencyStore:
 
         def attempt(now: float) -> dict[str, Any] | None:
             hold.expires_at = lease_end()
-            request = {
-                "TableName": self.table,
-                "Item": self._item(pk, RecordStatus.IN_PROGRESS, hold.token, hold.expires_at),
-                "ConditionExpression": BEGIN_CONDITION,
-                "ExpressionAttributeNames": _names("#k", "#e"),
-                "ExpressionAttributeValues": {":now": {"N": epoch_text(now)}},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            request = begin_request(self.table, pk, hold.token, hold.expires_at, now)
             try:
                 self.io.call("PutItem", request)
                 return None
@@ -139,11 +125,11 @@ class IdempotencyStore:
             return Begin(BeginStatus.UNAVAILABLE, error=found.reason)
         if found is None:
             return Begin(BeginStatus.RUN, hold=hold)
-        if _text(found, "owner") == hold.token:  # ours: an earlier attempt landed though its answer was lost
+        if attribute_text(found, "owner") == hold.token:  # ours: an earlier attempt landed though its answer was lost
             hold.expires_at = float(found["expires_at"]["N"])
             return Begin(BeginStatus.RUN, hold=hold)
-        if _text(found, "status") == RecordStatus.COMPLETED:
-            return Begin(BeginStatus.COMPLETED, result=decode_result(_text(found, "result")))
+        if attribute_text(found, "status") == RecordStatus.COMPLETED:
+            return Begin(BeginStatus.COMPLETED, result=decode_result(attribute_text(found, "result")))
         return Begin(BeginStatus.IN_PROGRESS_ELSEWHERE, expires_at=float(found["expires_at"]["N"]))
 
     def get(self, key: str) -> tuple[RecordStatus, Any] | None:
@@ -154,8 +140,8 @@ class IdempotencyStore:
         item = self.io.call("GetItem", request).get("Item")
         if item is None or float(item["expires_at"]["N"]) <= self.clock():
             return None
-        status = RecordStatus(_text(item, "status") or "")
-        return status, decode_result(_text(item, "result")) if status is RecordStatus.COMPLETED else None
+        status = RecordStatus(attribute_text(item, "status") or "")
+        return status, decode_result(attribute_text(item, "result")) if status is RecordStatus.COMPLETED else None
 
     # -- complete and fail --------------------------------------------------------------------------------------
     def complete(self, hold: Hold, result: Any = None, deadline: Deadline | None = None) -> SettleOutcome:
@@ -165,37 +151,17 @@ class IdempotencyStore:
         stays IN_PROGRESS. One attempt always; retries while ``deadline`` (epoch seconds, or a function asked before
         each attempt; default the record's expiry) leaves slack. LOST: the record is another holder's, untouched.
         """
-        text = encode_result(result, self.idempotency.max_result_bytes)
+        result_text = encode_result(result, self.idempotency.max_result_bytes)
 
         def attempt(now: float) -> SettleOutcome:
-            expires_at = completed_expiry(now, self.idempotency)
-            values = {
-                ":o": {"S": hold.token},
-                ":p": {"S": RecordStatus.IN_PROGRESS.value},
-                ":c": {"S": RecordStatus.COMPLETED.value},
-                ":e": {"N": epoch_text(expires_at)},
-                ":t": {"N": str(ttl_of(expires_at, RecordStatus.COMPLETED))},
-            }
-            update = "SET #s = :c, #e = :e, #t = :t"
-            if text is not None:
-                update += ", #r = :r"
-                values[":r"] = {"S": text}
-            request = {
-                "TableName": self.table,
-                "Key": {KEY_ATTRIBUTE: {"S": hold.pk}},
-                "UpdateExpression": update,
-                "ConditionExpression": OWNER_CONDITION,
-                "ExpressionAttributeNames": _names("#s", "#o", "#e", "#t", *(["#r"] if text is not None else [])),
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            request = complete_request(self.table, hold, result_text, completed_expiry(now, self.idempotency))
             try:
                 self.io.call("UpdateItem", request)
                 return SettleOutcome.DONE
             except Refused as refused:
                 old = self.io.item_in_the_way(self.table, hold.pk, refused.error)
-                ours = old is not None and _text(old, "owner") == hold.token
-                if ours and _text(old or {}, "status") == RecordStatus.COMPLETED:
+                ours = old is not None and attribute_text(old, "owner") == hold.token
+                if ours and attribute_text(old or {}, "status") == RecordStatus.COMPLETED:
                     return SettleOutcome.DONE  # an earlier attempt landed though its answer was lost
                 return SettleOutcome.LOST
 
@@ -206,14 +172,7 @@ class IdempotencyStore:
         :meth:`complete`; not deleted (UNAVAILABLE), it lapses at its expiry and a retry runs then."""
 
         def attempt(now: float) -> SettleOutcome:
-            request = {
-                "TableName": self.table,
-                "Key": {KEY_ATTRIBUTE: {"S": hold.pk}},
-                "ConditionExpression": OWNER_CONDITION,
-                "ExpressionAttributeNames": _names("#s", "#o"),
-                "ExpressionAttributeValues": {":o": {"S": hold.token}, ":p": {"S": RecordStatus.IN_PROGRESS.value}},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            request = fail_request(self.table, hold)
             try:
                 self.io.call("DeleteItem", request)
                 return SettleOutcome.DONE
@@ -297,26 +256,9 @@ class IdempotencyStore:
     def _extend_batch(self, batch: list[tuple[Hold, float]], now: float) -> list[str]:
         """One TransactWriteItems: per record ``""`` (extended), or the cancellation reason's code, or the whole
         request's error code for each."""
-        items = [
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": {KEY_ATTRIBUTE: {"S": hold.pk}},
-                    "UpdateExpression": "SET #e = :e, #t = :t",
-                    "ConditionExpression": EXTEND_CONDITION,
-                    "ExpressionAttributeNames": _names("#o", "#s", "#e", "#t"),
-                    "ExpressionAttributeValues": {
-                        ":e": {"N": epoch_text(expiry)},
-                        ":t": {"N": str(ttl_of(expiry, RecordStatus.IN_PROGRESS))},
-                        ":o": {"S": hold.token},
-                        ":p": {"S": RecordStatus.IN_PROGRESS.value},
-                        # Void a request timeout from now is void when the update lands: never revive it.
-                        ":now": {"N": epoch_text(now + self.request_timeout)},
-                    },
-                }
-            }
-            for hold, expiry in batch
-        ]
+        # Void a request timeout from now is void when the update lands: never revive it.
+        void_by = now + self.request_timeout
+        items = [extend_update(self.table, hold, expiry, void_by) for hold, expiry in batch]
         try:
             self.io.call("TransactWriteItems", {"TransactItems": items})
             return [""] * len(batch)
@@ -328,17 +270,3 @@ class IdempotencyStore:
             if len(reasons) != len(batch):  # no reason per record: retry all rather than guess
                 return ["Unknown"] * len(batch)
             return [str(reason.get("Code", "Unknown")) for reason in reasons]
-
-    def _item(self, pk: str, status: RecordStatus, token: str, expires_at: float) -> dict[str, Any]:
-        return {
-            KEY_ATTRIBUTE: {"S": pk},
-            "status": {"S": status.value},
-            "owner": {"S": token},
-            "expires_at": {"N": epoch_text(expires_at)},
-            TTL_ATTRIBUTE: {"N": str(ttl_of(expires_at, status))},
-        }
-
-
-def _text(item: dict[str, Any], name: str) -> str | None:
-    value = item.get(name, {}).get("S")
-    return None if value is None else str(value)

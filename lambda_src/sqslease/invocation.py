@@ -13,10 +13,11 @@ from typing import Any
 from sqslease.clients import queue_region
 from sqslease.heartbeat import Heartbeat
 from sqslease.idempotency_gate import IdempotencyGate
+from sqslease.lease import Lease
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import queue_url_from_arn
 from sqslease.retry import FatalSqsError
 from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
-from sqslease.scheduler import Lease, LeaseScheduler
 from sqslease.settings import ENV_PREFIX, LeaseSettings
 from sqslease.settle import Settler
 

@@ -12,20 +12,26 @@ record failed it raises :class:`BatchFailedError` instead (``raise_on_entire_bat
 Powertools does), so that Lambda backs the event source off. A fatal SQS error (access denied, missing queue,
 unusable KMS key) is raised as :class:`sqslease.retry.FatalSqsError`.
 
-FIFO queues (``.fifo``): records run in order. With ``max_receive_count`` and ``dead_letter_queue_url`` set (the
-constructs set both), a failed record is retried within the invocation while its back-off fits, and sent to the DLQ
-at ``max_receive_count`` (:mod:`sqslease.invocation_retry`). Otherwise a group stops at its first failure; its
-remaining records are released and reported as failures. With ``skip_group_on_error=False`` (the default, as
-Powertools' ``SqsFifoPartialProcessor``) the whole rest of the batch stops; with True only that group does.
+The records run one at a time, in order (:mod:`sqslease.lambda_batch`). FIFO queues (``.fifo``): with
+``max_receive_count`` and ``dead_letter_queue_url`` set (the constructs set both), a failed record is retried within
+the invocation while its back-off fits, and sent to the DLQ at ``max_receive_count`` (:mod:`sqslease.invocation_retry`).
+Otherwise a group stops at its first failure; its remaining records are released and reported as failures. With
+``skip_group_on_error=False`` (the default, as Powertools' ``SqsFifoPartialProcessor``) the whole rest of the batch
+stops; with True only that group does.
 
 The deadline guard: no record starts when less than the deadline margin is left, ``deadline_margin`` but at
 most a quarter of the time the invocation started with (:func:`sqslease.rules.lambda_deadline_margin`); the
-unstarted records are released and reported as failures. A record still running then, or at
-``max_processing_time``, is timed out (:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``,
-its lease held until its handler returns and settles it by the failure policy. A handler still running when the
-invocation ends ends the execution environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest
-as Lambda would and raises :class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits
-the process (status 3), so that the handler never runs beside its message's redelivery.
+unstarted records are released and reported as failures. A record on a spare thread (its ``max_processing_time``
+shorter than the invocation has) still running then, or at ``max_processing_time``, is timed out
+(:mod:`sqslease.record_runner`): reported as a failure, EMF ``timed_out``, its lease held until its handler returns
+and settles it by the failure policy. A handler still running when the invocation ends ends the execution
+environment (:mod:`sqslease.hung_records`): ``process_event`` settles the rest as Lambda would and raises
+:class:`~sqslease.hung_records.RecordsHungError`, and the decorated entry point exits the process (status 3), so
+that the handler never runs beside its message's redelivery. A record on the invocation's own thread (every other
+one) is timed out by the deadline watchdog (:mod:`sqslease.deadline_watch`) if it still runs at the hang point, half
+the margin before the end (one that ends before, even inside the margin, is not): the watchdog settles the batch as
+Lambda would and ends the environment through ``on_hung`` (the decorated entry point's), since the invocation's
+thread is the one that hangs.
 
 An event that is not SQS's is refused before any record runs: :class:`sqslease.sqs_event.NotAnSqsEventError`, a
 ``ValueError`` naming the expected format.
@@ -76,29 +82,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sqslease.async_loop import AsyncLoop
 from sqslease.emf import EmfLogger
-from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import MessageHooks
-from sqslease.hung_records import RecordsHungError, TimedOutRecords, cancel_wait_s, delete_finished, end_environment
+from sqslease.hung_records import RecordsHungError, end_environment
 from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
-from sqslease.invocation import EventLeases, event_queue_url, remaining_seconds
-from sqslease.invocation_retry import retry_in_invocation
-from sqslease.message import Message
-from sqslease.processor import Handler, MessageProcessor
-from sqslease.record_runner import run_record
+from sqslease.invocation import EventLeases, event_queue_url
+from sqslease.lambda_batch import invocation_processor, record_batch
+from sqslease.processor import Handler
 from sqslease.settings import LeaseSettings
 from sqslease.sqs_event import sqs_records
-
-logger = logging.getLogger("sqslease")
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -126,6 +125,7 @@ def process_event(
     idempotency: IdempotencyStore | None = None,
     key: KeyFunction = message_id_key,
     sleep: Callable[[float], None] = time.sleep,
+    on_hung: Callable[[RecordsHungError], object] | None = None,
 ) -> dict[str, Any]:
     """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
     batch response.
@@ -141,6 +141,10 @@ def process_event(
     :param key: ``key(body, message) -> str``, what makes two records the same job (idempotency on only). Default:
         the function ``settings.idempotency_key`` names (imported once per process), else the ``MessageId``.
     :param sleep: how the invocation waits out a FIFO retry's back-off, in seconds. Default ``time.sleep``.
+    :param on_hung: called with the :class:`RecordsHungError` of a record hung on the invocation's own thread, on the
+        deadline watchdog's thread once it settled the batch (:mod:`sqslease.deadline_watch`), since this call cannot
+        return or raise while the handler runs. Default none: it raises the error if the handler returns.
+        :func:`sqs_batch_handler` passes :func:`~sqslease.hung_records.end_environment`.
     """
     records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
@@ -151,86 +155,11 @@ def process_event(
     store = idempotency if idempotency is not None else env_idempotency(settings)
     gate = IdempotencyGate(store, chosen_key(key, settings)) if store is not None else None
     held = EventLeases(event, context, settings, sqs, queue_url, gate)
-    timed_out = TimedOutRecords()
-    processor = MessageProcessor(
-        handler,
-        held.settler,
-        settings,
-        sqs,
-        emf,
-        queue_name=held.queue_url.rsplit("/", 1)[-1],
-        delete_on_success=False,
-        hooks=hooks,
-        loop=AsyncLoop(),  # this invocation's: started by the first coroutine, stopped before it returns
-        idempotency=gate,
-        on_fatal=held._on_fatal,
-        fifo_retry=FifoRetry.of(settings, held.queue_url),
+    processor = invocation_processor(handler, held, settings, sqs, emf, hooks, gate)
+    batch = record_batch(
+        records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep, on_hung=on_hung
     )
-    fifo = held.queue_url.endswith(".fifo")
-    failures: list[dict[str, str]] = []
-    skipped: list[
-        dict[str, Any]
-    ] = []  # FIFO records not run because an earlier record of their group (or batch) failed
-    failed_groups: set[str | None] = set()
-    batch_stopped = False
-    answered = False  # every record is settled or reported (no fatal error came between)
-    try:
-        for index, record in enumerate(records):
-            if held.fatal is not None:
-                raise held.fatal
-            group = record.get("attributes", {}).get("MessageGroupId") if fifo else None
-            if batch_stopped or (fifo and group in failed_groups):
-                skipped.append(record)
-                continue
-            if held.out_of_time():
-                unstarted = records[index:]
-                logger.warning(
-                    "less than %.2f s left: releasing %d unstarted records", held.deadline_margin, len(unstarted)
-                )
-                skipped += unstarted
-                break
-            lease = held.leases[record["messageId"]]
-            if lease.lost:  # its renewal found the receipt handle stale: the message may be running elsewhere
-                logger.warning("record %s not started: its lease could not be renewed", record["messageId"])
-                failures.append({"itemIdentifier": record["messageId"]})
-                if fifo:
-                    failed_groups.add(group)
-                    batch_stopped = not skip_group_on_error
-                continue
-            message = Message.from_lambda_record(record, held.queue_url, lease)
-            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out)
-            if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
-                run = functools.partial(
-                    run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out
-                )
-                result = retry_in_invocation(processor, message, result, run, held.remaining, sleep)
-            if result.retry:
-                failures.append({"itemIdentifier": record["messageId"]})
-                if fifo:
-                    failed_groups.add(group)
-                    batch_stopped = not skip_group_on_error
-        if skipped:
-            if fifo and failed_groups:
-                logger.warning("FIFO: %d records after a failure in their group released unprocessed", len(skipped))
-            held.settler.release_all([held.leases[r["messageId"]] for r in skipped], timeout=held.time_left())
-            failures += [{"itemIdentifier": r["messageId"]} for r in skipped]
-            for record in skipped:
-                processor.record_released(
-                    Message.from_lambda_record(record, held.queue_url, held.leases[record["messageId"]])
-                )
-        answered = True
-    finally:
-        hung = timed_out.still_running(cancel_wait_s(remaining_seconds(context))) if timed_out else []
-        if hung and answered:  # the environment ends (below): the invocation fails, and Lambda deletes nothing
-            delete_finished(held.settler, held.leases, records, failures)
-        processor.loop.stop()
-        held.close()  # waits (bounded) for the releases, backoffs and deletes to be confirmed
-        if hung:  # even on a fatal error: the thread must not outlive the environment's end
-            raise RecordsHungError([attempt.message.message_id for attempt in hung])
-    held.raise_if_fatal()
-    if fifo:  # Lambda retries in order only if failures are reported in record order
-        position = {r["messageId"]: i for i, r in enumerate(records)}
-        failures.sort(key=lambda f: position[f["itemIdentifier"]])
+    failures = batch.run()
     if raise_on_entire_batch_failure and len(failures) == len(records):
         raise BatchFailedError(failures)
     return {"batchItemFailures": failures}
@@ -251,7 +180,8 @@ def sqs_batch_handler(
     """Decorator: ``handler(body, message)`` -> Lambda entry point ``(event, context) -> batch response``.
 
     Keyword arguments as :func:`process_event`. On its :class:`~sqslease.hung_records.RecordsHungError` (a handler
-    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`.
+    still running after its timeout) the entry point ends the process: :func:`sqslease.hung_records.end_environment`
+    (from the deadline watchdog's thread when the record hung on the invocation's own).
     """
 
     def wrap(func: Handler) -> LambdaHandler:
@@ -270,6 +200,7 @@ def sqs_batch_handler(
                     hooks=hooks,
                     idempotency=idempotency,
                     key=key,
+                    on_hung=end_environment,  # a record hung on the invocation's thread: from the watchdog's
                 )
             except RecordsHungError as error:
                 end_environment(error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqslease.scheduler import Lease
+from sqslease.lease import Lease
 
 
 @dataclass

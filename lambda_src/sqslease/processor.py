@@ -7,7 +7,6 @@ the records not reported in ``batchItemFailures``).
 from __future__ import annotations
 
 import contextvars
-import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -44,18 +43,6 @@ class ProcessResult(NamedTuple):
     processing_ms: float
     retry: bool
     held: bool = False
-
-
-class AsyncHandlerError(TypeError):
-    """The handler returned an awaitable that is not a coroutine (an ``asyncio.Future``, a ``Task`` of another
-    loop, an object with ``__await__``): sqslease runs coroutines only, so the job never ran."""
-
-    def __init__(self, handler: Handler, returned: Any) -> None:
-        name = getattr(handler, "__qualname__", None) or repr(handler)
-        super().__init__(
-            f"handler {name} returned a {type(returned).__name__}, an awaitable that is not a coroutine: sqslease "
-            "runs async def handlers (coroutines) only; make it async def and await this inside"
-        )
 
 
 class MessageProcessor:
@@ -115,13 +102,7 @@ class MessageProcessor:
         attempt = attempt or Attempt(message, time.monotonic())
         receive_count = message.receive_count
         if receive_count > self.settings.receive_count_warning:
-            logger.warning(
-                "message %s of %s received %d times (warning threshold %d): investigate",
-                message.message_id,
-                self.settings.job_type,
-                receive_count,
-                self.settings.receive_count_warning,
-            )
+            self._warn_received_often(message, receive_count)
         queue_ms = message.queue_time_ms(time.time() * 1000)
         if self.idempotency is not None:
             unrun = self._begin(message, attempt)
@@ -142,22 +123,10 @@ class MessageProcessor:
             attempt.ended = True
         elapsed_ms = (time.perf_counter() - started) * 1000
         if not attempt.claim():  # its timeout settled it: the result comes too late to count
-            logger.warning(
-                "message %s: handler returned %.1f s after it started, past its timeout; its result (%s) is ignored",
-                message.message_id,
-                elapsed_ms / 1000,
-                "success" if error is None else repr(error),
-            )
-            if attempt.take_held():  # its timeout held the lease while this thread ran: settle it now
-                self.apply_failure_policy(message)
-            return ProcessResult(TIMED_OUT, elapsed_ms, True)
-
-        held = False
+            return self._too_late(message, attempt, elapsed_ms, error)
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
-            if error is None:
-                self.idempotency.complete(message, returned)
-            else:
-                self.idempotency.fail(message.lease, message.message_id)
+            self._end_record(message, error, returned)
+        held = False  # the usual outcomes settled here, not in a method of their own: a call less a message
         if message.lease.lost:
             outcome, retry = "lost", True
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
@@ -166,19 +135,9 @@ class MessageProcessor:
             if self.delete_on_success:
                 self.settler.delete(message.lease)
             # else: Lambda deletes it once the invocation returns; the lease is extended until then.
-        elif self.non_retryable and isinstance(error, self.non_retryable):
-            outcome, retry = self._dead_letter(message, error)
         else:
-            logger.error(
-                "handler failed on message %s (receive %d): %r",
-                message.message_id,
-                message.receive_count,
-                error,
-                exc_info=error,
-            )
-            outcome, retry, held = self._settle_failure(message, error)
-
-        self.emf.emit(
+            outcome, retry, held = self._failed(message, error)
+        self.emf.emit(  # not through _emit: a call less a message
             job_type=self.settings.job_type,
             stack=self.settings.stack,
             queue=self.queue_name,
@@ -194,16 +153,60 @@ class MessageProcessor:
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry, held)
 
+    def _too_late(
+        self, message: Message, attempt: Attempt, elapsed_ms: float, error: BaseException | None
+    ) -> ProcessResult:
+        """The handler returned after its timeout settled the message: its result is logged and ignored."""
+        logger.warning(
+            "message %s: handler returned %.1f s after it started, past its timeout; its result (%s) is ignored",
+            message.message_id,
+            elapsed_ms / 1000,
+            "success" if error is None else repr(error),
+        )
+        if attempt.take_held():  # its timeout held the lease while this thread ran: settle it now
+            self.apply_failure_policy(message)
+        return ProcessResult(TIMED_OUT, elapsed_ms, True)
+
+    def _warn_received_often(self, message: Message, receive_count: int) -> None:
+        logger.warning(
+            "message %s of %s received %d times (warning threshold %d): investigate",
+            message.message_id,
+            self.settings.job_type,
+            receive_count,
+            self.settings.receive_count_warning,
+        )
+
+    def _end_record(self, message: Message, error: BaseException | None, returned: Any) -> None:
+        """Complete the message's idempotency record (with the handler's result) or, on a failure, delete it."""
+        assert self.idempotency is not None
+        if error is None:
+            self.idempotency.complete(message, returned)
+        else:
+            self.idempotency.fail(message.lease, message.message_id)
+
+    def _failed(self, message: Message, error: BaseException) -> tuple[str, bool, bool]:
+        """Settle the handler's failure: a non-retryable error to the DLQ, any other by the failure policy (or held
+        for a FIFO retry in process). Its outcome, whether it is delivered again, and whether its lease is held."""
+        if self.non_retryable and isinstance(error, self.non_retryable):
+            outcome, retry = dead_letter(
+                self.sqs, self.settler, self.settings, message, error, delete_on_success=self.delete_on_success
+            )
+            return outcome, retry, False
+        logger.error(
+            "handler failed on message %s (receive %d): %r",
+            message.message_id,
+            message.receive_count,
+            error,
+            exc_info=error,
+        )
+        return self._settle_failure(message, error)
+
     def _run(self, message: Message, attempt: Attempt) -> Any:
         self.hooks.before(message)
         returned = self.handler(message.body, message)
         if returned is None:  # the usual plain handler: no awaitable to look for
             return None
-        if inspect.iscoroutine(returned):
-            return self.loop.run(returned, attempt)
-        if inspect.isawaitable(returned):
-            raise AsyncHandlerError(self.handler, returned)
-        return returned
+        return self.loop.result(self.handler, returned, attempt)
 
     def _begin(self, message: Message, attempt: Attempt) -> ProcessResult | None:
         """Claim the message's idempotency record (:meth:`IdempotencyGate.admit`): ``None`` to run the handler,
@@ -238,18 +241,7 @@ class MessageProcessor:
                 self.settler.delete(message.lease)
         else:
             self.settler.stop_tracking(message.lease)  # lapses: the holder (or a retry) runs it at its end
-        self.emf.emit(
-            job_type=self.settings.job_type,
-            stack=self.settings.stack,
-            queue=self.queue_name,
-            message_id=message.message_id,
-            processing_ms=0,
-            outcome=outcome,
-            receive_count=message.receive_count,
-            extensions=message.lease.extensions,
-            lease_lost=message.lease.lost,
-            error=error,
-        )
+        self._emit(message, 0, outcome, message.receive_count, error)
         return ProcessResult(outcome, 0, retry, held)
 
     def time_out(self, attempt: Attempt, now: float, reason: str, *, hold: bool = False) -> bool:
@@ -283,35 +275,38 @@ class MessageProcessor:
             logger.warning("message %s timed out after its lease was lost; not settling it", message.message_id)
         elif not attempt.held:
             self.apply_failure_policy(message)
-        self.emf.emit(
-            job_type=self.settings.job_type,
-            stack=self.settings.stack,
-            queue=self.queue_name,
-            message_id=message.message_id,
-            processing_ms=elapsed_s * 1000,
-            outcome=TIMED_OUT,
-            receive_count=message.receive_count,
-            extensions=message.lease.extensions,
-            lease_lost=message.lease.lost,
-            error=error,
-            queue_ms=message.queue_time_ms((time.time() - elapsed_s) * 1000),  # until its handler started
-        )
+        queue_ms = message.queue_time_ms((time.time() - elapsed_s) * 1000)  # until its handler started
+        self._emit(message, elapsed_s * 1000, TIMED_OUT, message.receive_count, error, queue_ms)
         self.hooks.after(message, TIMED_OUT, elapsed_s, error)
         return True
 
     def record_released(self, message: Message) -> None:
         """Log the EMF line of a message released without running (a drain, the Lambda deadline guard, a FIFO
         group behind a failure): Outcome ``released``, ProcessingTime 0. It has spent a receive."""
+        self._emit(message, 0, "released", message.receive_count)
+
+    def _emit(
+        self,
+        message: Message,
+        processing_ms: float,
+        outcome: str,
+        receive_count: int,
+        error: BaseException | None = None,
+        queue_ms: float | None = None,
+    ) -> None:
+        """The message's EMF line (:class:`sqslease.emf.EmfLogger`), in milliseconds."""
         self.emf.emit(
             job_type=self.settings.job_type,
             stack=self.settings.stack,
             queue=self.queue_name,
             message_id=message.message_id,
-            processing_ms=0,
-            outcome="released",
-            receive_count=message.receive_count,
+            processing_ms=processing_ms,
+            outcome=outcome,
+            receive_count=receive_count,
             extensions=message.lease.extensions,
             lease_lost=message.lease.lost,
+            error=error,
+            queue_ms=queue_ms,
         )
 
     def apply_failure_policy(self, message: Message) -> None:
@@ -320,9 +315,4 @@ class MessageProcessor:
     def _settle_failure(self, message: Message, error: BaseException) -> tuple[str, bool, bool]:
         return settle_failure(
             self.sqs, self.settler, self.settings, message, error, self.fifo_retry, self.delete_on_success
-        )
-
-    def _dead_letter(self, message: Message, error: BaseException) -> tuple[str, bool]:
-        return dead_letter(
-            self.sqs, self.settler, self.settings, message, error, delete_on_success=self.delete_on_success
         )

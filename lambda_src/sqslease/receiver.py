@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from sqslease.handler_pool import HandlerPool
+from sqslease.lease import LeaseState
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_exception, is_throttling
-from sqslease.scheduler import LeaseScheduler, LeaseState
 from sqslease.settings import LeaseSettings
 
 logger = logging.getLogger("sqslease")
@@ -86,6 +87,7 @@ class Receiver:
         return thread
 
     def run(self) -> None:
+        """Receive until the worker stops (or a fatal error), handing each poll's messages to the handlers."""
         failures = 0
         next_governor_check = 0.0
         paused_by_governor = False
@@ -120,40 +122,53 @@ class Receiver:
                 )
                 failures = 0
             except Exception as error:
-                outcome, code, message = classify_exception(error)
-                if outcome is EntryOutcome.FATAL:
-                    self._on_fatal(FatalSqsError("ReceiveMessage", code, message))
-                    return
                 failures += 1
-                delay = min(20.0, 0.2 * 2**failures) * random.uniform(1.0, 1.25)
-                level = logging.WARNING if is_throttling(code) else logging.ERROR
-                logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, message, delay)
-                self._stopping.wait(delay)
+                if not self._receive_failed(error, failures):
+                    return
                 continue
-            received = response.get("Messages", [])
-            # One lock for the batch's leases, not one per message.
-            leases = self.scheduler.add_all([raw["ReceiptHandle"] for raw in received], sent_at, first_lease)
-            messages = [Message.from_sqs(r, self.queue_url, lease) for r, lease in zip(received, leases, strict=True)]
-            if messages and logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "received %s after %.3f s",
-                    ", ".join(m.receipt_handle[:16] for m in messages),
-                    self.clock() - sent_at,
-                )
-            if messages and self.clock() >= sent_at + first_lease:
-                # The answer came after the lease it asked for ran out: another consumer may hold them now.
-                logger.warning(
-                    "ReceiveMessage answered after its %.0f s lease ran out; not running %d messages",
-                    first_lease,
-                    len(messages),
-                )
-                for late in messages:
-                    self.scheduler.lapsed(late.lease)
-                continue
-            if messages and not self.handlers.put(messages):
-                # Received after shutdown began: hand them straight back.
-                self._release_late(messages)
+            if not self._hand_over(response.get("Messages", []), sent_at, first_lease):
                 return
+
+    def _receive_failed(self, error: Exception, failures: int) -> bool:
+        """A ReceiveMessage failed (the ``failures``-th in a row): False on a fatal error (reported), else True once
+        its backoff has passed (or the worker stops)."""
+        outcome, code, message = classify_exception(error)
+        if outcome is EntryOutcome.FATAL:
+            self._on_fatal(FatalSqsError("ReceiveMessage", code, message))
+            return False
+        delay = min(20.0, 0.2 * 2**failures) * random.uniform(1.0, 1.25)
+        level = logging.WARNING if is_throttling(code) else logging.ERROR
+        logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, message, delay)
+        self._stopping.wait(delay)
+        return True
+
+    def _hand_over(self, received: list[dict[str, Any]], sent_at: float, first_lease: float) -> bool:
+        """Hand a poll's messages to the handlers (or not, if its answer came after the lease it asked for ran out).
+        False when the poll came after shutdown began: its messages were released, and the receive loop ends."""
+        # One lock for the batch's leases, not one per message.
+        leases = self.scheduler.add_all([raw["ReceiptHandle"] for raw in received], sent_at, first_lease)
+        messages = [Message.from_sqs(r, self.queue_url, lease) for r, lease in zip(received, leases, strict=True)]
+        if messages and logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "received %s after %.3f s",
+                ", ".join(m.receipt_handle[:16] for m in messages),
+                self.clock() - sent_at,
+            )
+        if messages and self.clock() >= sent_at + first_lease:
+            # The answer came after the lease it asked for ran out: another consumer may hold them now.
+            logger.warning(
+                "ReceiveMessage answered after its %.0f s lease ran out; not running %d messages",
+                first_lease,
+                len(messages),
+            )
+            for late in messages:
+                self.scheduler.lapsed(late.lease)
+            return True
+        if messages and not self.handlers.put(messages):
+            # Received after shutdown began: hand them straight back.
+            self._release_late(messages)
+            return False
+        return True
 
     def _release_late(self, messages: list[Message]) -> None:
         """Release messages directly (the settler may be closed already)."""

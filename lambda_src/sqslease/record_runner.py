@@ -9,11 +9,11 @@ records it finished are not delivered again. Its lease is held, not released, wh
 handler that returns settles it by the failure policy; one still running when the invocation ends ends the
 execution environment (:mod:`sqslease.hung_records`), so that it never runs beside its message's redelivery.
 
-Every other record runs on the invocation's thread, as it did before: a thread handoff costs tens of
-microseconds a record (``bench/runtime_bench.py``), which every invocation would pay for a hang that the function's
-own timeout already bounds. There the deadline guard covers a hung handler: no record starts with less than the
-margin left, and a record still running at the timeout ends with the invocation (Lambda's timeout: the batch's
-records come back after their visibility timeout, the finished ones too).
+Every other record runs on the invocation's thread: a thread handoff costs tens of microseconds a record
+(``bench/runtime_bench.py``), which every invocation would pay. There the deadline guard starts no record with less
+than the margin left, and the deadline watchdog (:mod:`sqslease.deadline_watch`) times out a record still running at
+the hang point (half the margin before the end) and ends the environment, rather than leave it to Lambda's timeout
+(no line written, the batch's records back after their visibility timeout, the finished ones too).
 
 Threads are kept for the process (Lambda reuses it): a record costs no thread start but the first. A thread
 still running a timed-out handler is not reused, and its late result is ignored (logged). An ``async def``
@@ -29,14 +29,12 @@ import time
 from collections.abc import Callable
 
 from sqslease.attempt import Attempt
+from sqslease.deadline_watch import LOOK_S, InlineWatch
 from sqslease.hung_records import TimedOutRecords
 from sqslease.message import Message
 from sqslease.processor import TIMED_OUT, MessageProcessor, ProcessResult
 
 logger = logging.getLogger("sqslease")
-
-#: Seconds between two looks at the record's limits while its handler runs (its end is seen at once).
-LOOK_S = 0.05
 
 _Job = tuple[Callable[[], None], threading.Event]
 _idle: list[queue.SimpleQueue[_Job]] = []  # spare threads' inboxes
@@ -51,15 +49,17 @@ def run_record(
     clock: Callable[[], float] = time.monotonic,
     *,
     timed_out: TimedOutRecords,
+    watch: InlineWatch | None = None,
 ) -> ProcessResult:
     """Run ``message`` through ``processor``. With a ``max_processing_time`` below ``time_left()`` (seconds the
     invocation has; ``None``: unknown), on a spare thread, timed out at ``max_processing_time`` or once
-    ``out_of_time()`` with its lease held, and then added to ``timed_out``; else on this thread. Returns its result
-    (``timed_out`` with ``retry`` when timed out)."""
+    ``out_of_time()`` with its lease held, and then added to ``timed_out``; else on this thread, under ``watch`` (the
+    deadline watchdog's; ``None``: unwatched). Returns its result (``timed_out`` with ``retry`` when timed out)."""
     limit = processor.settings.max_processing_time
     attempt = Attempt(message, clock())
     if limit is None or (time_left is not None and limit >= time_left()):
-        return processor.process(message, attempt)  # the function's own timeout bounds it: no handoff
+        # no handoff: the deadline watchdog watches it from its own thread
+        return processor.process(message, attempt) if watch is None else watch.run(message, attempt)
     results: list[ProcessResult] = []
     ended = _start(lambda: results.append(processor.process(message, attempt)))
     while not ended.wait(LOOK_S):

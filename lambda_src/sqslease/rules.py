@@ -41,6 +41,9 @@ LAMBDA_DEADLINE_MARGIN_FRACTION = 0.25
 #: ... and a margin shorter than this leaves no room to release the unstarted records and answer: a function
 #: timeout whose margin would be shorter cannot be served (2 s is the shortest).
 MIN_LAMBDA_DEADLINE_MARGIN_S = 0.5
+#: A record running on the invocation's own thread that is still running with less than this share of the deadline
+#: margin left is hung (:func:`lambda_hang_margin`).
+LAMBDA_HANG_MARGIN_FRACTION = 0.5
 
 DEFAULT_EXTENSION_THRESHOLD_S = 5
 DEFAULT_HEARTBEAT_INTERVAL_S = 1
@@ -97,6 +100,15 @@ def lambda_deadline_margin(remaining_at_start_s: float, deadline_margin_s: float
     """Seconds before its end an invocation stops starting records: ``deadline_margin_s``, at most a quarter of
     ``remaining_at_start_s`` (the time the invocation started with), so a 3 s function keeps 0.75 s."""
     return min(deadline_margin_s, LAMBDA_DEADLINE_MARGIN_FRACTION * remaining_at_start_s)
+
+
+def lambda_hang_margin(deadline_margin_s: float) -> float:
+    """Seconds before its end an invocation gives up on a record that runs on its own thread (no
+    ``max_processing_time``): half its deadline margin (``deadline_margin_s``, from :func:`lambda_deadline_margin`),
+    so 0.5 s for a 4 s function. A record ending before then, even inside the margin, leaves the invocation time to
+    answer; one still running then would be killed with the environment at the timeout, without a trace, so it is
+    timed out and the environment ended while the other half of the margin is left to settle the batch."""
+    return LAMBDA_HANG_MARGIN_FRACTION * deadline_margin_s
 
 
 def shortest_lambda_timeout_s() -> int:

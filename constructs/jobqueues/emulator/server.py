@@ -68,8 +68,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until_ready(endpoint: str, process: subprocess.Popen[bytes] | None = None, timeout_s: float = 30) -> None:
-    """Poll moto's dashboard API until it answers; raise if the process dies or time runs out."""
+def wait_until_ready(endpoint: str, process: subprocess.Popen[bytes] | None = None, timeout_s: float = 120) -> None:
+    """Poll moto's dashboard API until it answers; raise if the process dies or time runs out.
+
+    :param timeout_s: a backstop, not an expectation: the server starts in a few seconds, but importing moto on
+        a machine loaded by other work took over 30 s. Default 120.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:

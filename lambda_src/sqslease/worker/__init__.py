@@ -64,11 +64,11 @@ from sqslease.hooks import MessageHooks
 from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
+from sqslease.lease_table import LeaseScheduler
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.receiver import Receiver
 from sqslease.retry import FatalSqsError
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
-from sqslease.scheduler import LeaseScheduler
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 from sqslease.task_protection import TaskProtection

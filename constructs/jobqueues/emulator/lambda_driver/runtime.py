@@ -165,7 +165,9 @@ class LocalRuntime:
         duration = time.time() - started
         if answer is None:
             exited = self._exited  # it closed its end of the pipe: its process is ending, not late
-            status = self.stop()  # a timed-out or exited environment is never reused: the next one starts afresh
+            # a timed-out or exited environment is never reused: the next one starts afresh; a timed-out one is
+            # killed at once, as Lambda does, not left to run its handler on
+            status = self.stop(kill=not exited)
             ended = exit_error(status) if exited else timeout_error(self.function.timeout_s)
             return Invocation(request_id, error=ended, cold_start=cold)
         if "result" in answer:
@@ -192,11 +194,14 @@ class LocalRuntime:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def stop(self) -> int | None:
-        """End the environment (closing its stdin ends the request loop; kill if it does not exit). Returns its
-        process's exit status (negative: the signal that ended it), ``None`` when none was running."""
+    def stop(self, kill: bool = False) -> int | None:
+        """End the environment (closing its stdin ends the request loop; kill if it does not exit within 5 s, or at
+        once with ``kill``). Returns its process's exit status (negative: the signal that ended it), ``None`` when
+        none was running."""
         status = None
         if self.process is not None:
+            if kill:
+                self.process.kill()
             if self.process.stdin is not None:
                 self.process.stdin.close()
             try:

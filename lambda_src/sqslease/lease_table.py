@@ -1,20 +1,5 @@
-"""The lease table: every in-flight message's lease, indexed by deadline in a timing wheel. No I/O.
-
-A lease starts when the ReceiveMessage request was *sent* (conservative: SQS starts the visibility
-timeout somewhere between send and response) and ends at ``deadline`` on the monotonic clock.
-
-One state per receipt handle::
-
-    ACTIVE --take_due--> EXTENDING --extended/retry--> ACTIVE
-       |                    |
-       |                    +--begin_change--> SETTLE_WAITING --extension done--> FINISHING
-       +--begin_change--> FINISHING --finish--> RELEASED
-    any live state --lost--> LOST
-
-A lease is settled once (``settling``). A *delete* leaves the lease ACTIVE/EXTENDING, so the heartbeat
-keeps it until SQS confirms the delete (an extension landing after a delete fails harmlessly). A
-*visibility change* (release, backoff) takes the lease out of the heartbeat's hands first, so no late
-extension overwrites it; it waits for an extension in flight without blocking anyone (``change_ready``).
+"""The lease table: every in-flight message's lease (:mod:`sqslease.lease`), indexed by deadline in a timing wheel.
+No I/O.
 
 Deadlines are bucketed into slots of ``resolution`` seconds, so a tick costs O(leases taken), not
 O(leases held) or O(k log n): the benchmark's 120,000 leases with 1 % due take well under 2 ms.
@@ -24,61 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from enum import IntEnum
 
+from sqslease.lease import CHANGING, DELETING, LIVE_STATES, Lease, LeaseState
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
-
-
-class LeaseState(IntEnum):
-    ACTIVE = 0
-    EXTENDING = 1
-    SETTLE_WAITING = 2  # a settle waits for an extension request in flight
-    FINISHING = 3
-    DELETED = 4
-    RELEASED = 5
-    LOST = 6
-
-
-_LIVE = (LeaseState.ACTIVE, LeaseState.EXTENDING, LeaseState.SETTLE_WAITING)
-
-NOT_SETTLING, DELETING, CHANGING = 0, 1, 2
-
-
-class Lease:
-    """One received message's hold on its visibility timeout."""
-
-    __slots__ = ("deadline", "extending_to", "extensions", "receipt_handle", "received_at", "settling", "state")
-
-    def __init__(self, receipt_handle: str, received_at: float, deadline: float) -> None:
-        self.receipt_handle = receipt_handle
-        self.received_at = received_at  # monotonic time the ReceiveMessage request was sent
-        self.deadline = deadline  # monotonic time the lease runs out, as far as we know
-        self.extending_to = deadline  # with idempotency: the end the heartbeat's latest extension asks for
-        self.state = LeaseState.ACTIVE
-        self.extensions = 0
-        self.settling = NOT_SETTLING  # DELETING or CHANGING once a settle owns the lease
-
-    @property
-    def deleting(self) -> bool:
-        """A delete is queued or in flight; the heartbeat keeps the lease until SQS confirms it."""
-        return self.settling == DELETING and self.state in _LIVE
-
-    @property
-    def lost(self) -> bool:
-        """True when SQS no longer honours this receipt handle; the message may be redelivered."""
-        return self.state is LeaseState.LOST  # state is always a LeaseState member: identity, the cheapest test
-
-    @property
-    def live(self) -> bool:
-        """Held: not lost, and no release or delete has ended it (a delete in flight keeps it held)."""
-        return self.state in _LIVE
-
-    @property
-    def settled(self) -> bool:
-        return self.state in (LeaseState.DELETED, LeaseState.RELEASED)
-
-    def __repr__(self) -> str:
-        return f"Lease({self.receipt_handle[:12]}..., {self.state.name}, extensions={self.extensions})"
 
 
 class LeaseScheduler:
@@ -143,8 +76,8 @@ class LeaseScheduler:
         """Leases to extend this tick, marked EXTENDING.
 
         All leases expiring within ``extension_threshold``, then, only to fill the last batch of
-        10, leases expiring within ``extension_threshold + pull_forward``. A round therefore needs
-        exactly ceil(due / 10) requests.
+        10, leases expiring within ``extension_threshold + pull_forward``. A tick therefore sends exactly
+        ceil(due / 10) requests, one per round of 10.
         """
         due_by = now + self.extension_threshold
         taken: list[Lease] = []
@@ -252,7 +185,7 @@ class LeaseScheduler:
             self._mark_lost(lease)
 
     def _mark_lost(self, lease: Lease) -> None:
-        if lease.state in _LIVE or lease.state == LeaseState.FINISHING:
+        if lease.state in LIVE_STATES or lease.state == LeaseState.FINISHING:
             lease.state = LeaseState.LOST
             self._leases.pop(lease.receipt_handle, None)
             self._changed.notify_all()
@@ -260,7 +193,7 @@ class LeaseScheduler:
     def lapsed(self, lease: Lease) -> bool:
         """Extensions failed until the deadline passed: mark the lease LOST. False if it had ended anyway."""
         with self._lock:
-            if lease.state not in _LIVE and lease.state != LeaseState.FINISHING:
+            if lease.state not in LIVE_STATES and lease.state != LeaseState.FINISHING:
                 return False
             self._mark_lost(lease)
             return True
@@ -345,6 +278,6 @@ class LeaseScheduler:
     def abort_settle(self, lease: Lease) -> None:
         """A settle failed for good: stop tracking the lease (the message reappears when it runs out)."""
         with self._lock:
-            if lease.state in _LIVE or lease.state == LeaseState.FINISHING:
+            if lease.state in LIVE_STATES or lease.state == LeaseState.FINISHING:
                 lease.state = LeaseState.RELEASED
             self._leases.pop(lease.receipt_handle, None)
