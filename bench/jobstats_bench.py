@@ -5,18 +5,18 @@ Run: `.venv/bin/python bench/jobstats_bench.py [--lines 2000000]` (generates ben
 Prints, in one run: DuckDB computing the same statistics with exact quantiles; jobstats cold (every file
 parsed: its cold path, msgspec and numpy in Spark tasks); the same through Spark's JSON reader (jobstats'
 path for files the cold path leaves, and its only path before); jobstats with --cache, first (fills it) and again
-(no file changed: the steady state of a daily job where old logs are immutable); the floors of each path: the
-cold path's decoding alone in Spark tasks (no checks, no grouping), Spark's JSON reader alone on the columns
-jobstats reads and on ProcessingTime only, and, when pyarrow is installed, pyarrow's JSON reader alone in this
-process (no Spark); the throughput ratios against DuckDB; and the p99 error per job type vs DuckDB's exact
-quantile. Each run is paired with a DuckDB run just before it and the ratio is the median of the pairs' ratios:
-it holds on a shared machine, where absolute seconds do not.
+(no file changed: the steady state of a daily job where old logs are immutable); the floors of each path, parsing
+alone (no checks, no grouping): the cold path's decoding in Spark tasks, pyarrow's JSON reader in Spark tasks (the
+same splits), Spark's JSON reader on the columns jobstats reads and on ProcessingTime only, and pyarrow's JSON
+reader alone in this process (its threads, no Spark); the throughput ratios against DuckDB; the p99 error per job
+type vs DuckDB's exact quantile; and whether the cold, Spark-reader and cached runs gave the same document. Each
+run is paired with a DuckDB run just before it and the ratio is the median of the pairs' ratios: it holds on a
+shared machine, where absolute seconds do not.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import os
 import shutil
@@ -75,9 +75,19 @@ def parse_only(spark: SparkSession, logs: Path, processing_time_only: bool) -> N
 def decode_only(spark: SparkSession, logs: Path) -> int:
     """The cold path's decoding alone (msgspec, one object per line, no checks, no grouping) in Spark tasks, over
     the same splits as jobstats: its floor. Returns the lines decoded."""
+    return in_spark_tasks(spark, logs, _decode_task)
+
+
+def pyarrow_in_spark(spark: SparkSession, logs: Path) -> int:
+    """pyarrow's JSON reader on the fields jobstats reads, block by block in Spark tasks over the same splits as
+    the cold path (no checks, no grouping). Returns the lines parsed."""
+    return in_spark_tasks(spark, logs, _pyarrow_task)
+
+
+def in_spark_tasks(spark: SparkSession, logs: Path, task: Callable[[Iterable[list[scan.Split]]], Iterator[int]]) -> int:
     files = list(list_files(spark, [str(logs)]).values())
     tasks = scan.plan(files, partition_bytes(sum(f.size for f in files), spark.sparkContext.defaultParallelism))
-    return int(spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(_decode_task).sum())
+    return int(spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(task).sum())
 
 
 def _decode_task(tasks: Iterable[list[scan.Split]]) -> Iterator[int]:
@@ -90,8 +100,26 @@ def _decode_task(tasks: Iterable[list[scan.Split]]) -> Iterator[int]:
                 yield 0 if columns is None else columns.size
 
 
+def _pyarrow_task(tasks: Iterable[list[scan.Split]]) -> Iterator[int]:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    options = _pyarrow_options()
+    for task in tasks:
+        for split in task:
+            for block in scan.read_blocks(split):
+                yield pj.read_json(pa.BufferReader(block), parse_options=options).num_rows
+
+
 def pyarrow_only(logs: Path) -> int:
     """pyarrow's JSON reader alone in this process (its threads, no Spark), on the fields jobstats reads."""
+    import pyarrow.json as pj
+
+    options = _pyarrow_options()
+    return sum(pj.read_json(path, parse_options=options).num_rows for path in sorted(logs.glob("*.log")))
+
+
+def _pyarrow_options() -> Any:
     import pyarrow as pa
     import pyarrow.json as pj
 
@@ -103,8 +131,7 @@ def pyarrow_only(logs: Path) -> int:
             *((name, pa.int32()) for name in ("ReceiveCount", "Extensions", "LeaseLost")),
         ]
     )
-    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    return sum(pj.read_json(path, parse_options=options).num_rows for path in sorted(logs.glob("*.log")))
+    return pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
 
 
 def timed(fn: Callable[[], T], repeat: int = REPEAT) -> tuple[float, T]:
@@ -155,16 +182,14 @@ def main() -> None:
     rows = [("DuckDB, exact quantiles", duck_s, 1.0)]
     cold_s, cold_ratio, document = paired(duck, lambda: profile(spark, [str(logs)]))
     rows.append(("jobstats, cold (parse every file)", cold_s, cold_ratio))
-    rows.append(("jobstats, cold, Spark's JSON reader only", *paired(duck, lambda: spark_path(spark, logs))[:2]))
+    spark_s, spark_ratio, through_spark = paired(duck, lambda: spark_path(spark, logs))
+    rows.append(("jobstats, cold, Spark's JSON reader only", spark_s, spark_ratio))
     cached = cache_runs(spark, logs, duck, rows)
-    rows.append(("floor: cold path's msgspec decoding alone", *paired(duck, lambda: decode_only(spark, logs))[:2]))
-    floor = paired(duck, lambda: parse_only(spark, logs, processing_time_only=False))
-    rows.append((f"floor: Spark's JSON reader, {len(EMF_SCHEMA.fields) - 1} fields + file", *floor[:2]))
-    one_column = paired(duck, lambda: parse_only(spark, logs, processing_time_only=True))
-    rows.append(("floor: Spark's JSON reader, ProcessingTime only", *one_column[:2]))
+    rows.extend(floors(spark, logs, duck, args.lines))
     spark.stop()
-    if importlib.util.find_spec("pyarrow") is not None:
-        rows.append(("floor: pyarrow's JSON reader alone, no Spark", *paired(duck, lambda: pyarrow_only(logs))[:2]))
+    rows.append(
+        ("floor: pyarrow's JSON reader alone, no Spark", *lines_checked(duck, lambda: pyarrow_only(logs), args.lines))
+    )
 
     print(f"{args.lines:,} lines, {size_mb:.0f} MB, 8 files, {os.cpu_count()} cores; medians of {REPEAT} runs")
     print(f"{'':46} {'seconds':>8} {'lines/s':>11} {'vs DuckDB':>9}")
@@ -173,11 +198,45 @@ def main() -> None:
     print(f"p99 error vs DuckDB's exact quantile_disc, per job type (bound {MAX_RELATIVE_ERROR:.4%}):")
     for job_type, entry in sorted(document["deployments"].items()):  # the generated lines name no stack
         error = abs(entry["p99_ms"] - exact_p99[job_type]) / exact_p99[job_type]
-        same = entry == cached["deployments"][job_type]
+        differs = [
+            name
+            for name, other in (("cached", cached), ("Spark's reader", through_spark))
+            if other["deployments"][job_type] != entry
+        ]
         print(
             f"   {job_type:15} {entry['p99_ms']:>13,.1f} ms vs {exact_p99[job_type]:>13,.1f} ms: {error:.4%}"
-            + ("" if same else "  (cached run differs!)")
+            + "".join(f"  ({name} run differs!)" for name in differs)
         )
+    same_report = document["input_report"] == through_spark["input_report"] == cached["input_report"]
+    print("input reports: " + ("the same in the three runs" if same_report else "DIFFER!"))
+
+
+def floors(spark: SparkSession, logs: Path, duck: Callable[[], object], lines: int) -> list[tuple[str, float, float]]:
+    """Each path's floor in Spark: its parsing alone, no checks, no grouping."""
+    return [
+        ("floor: cold path's msgspec decoding alone", *lines_checked(duck, lambda: decode_only(spark, logs), lines)),
+        (
+            "floor: pyarrow's JSON reader in Spark tasks",
+            *lines_checked(duck, lambda: pyarrow_in_spark(spark, logs), lines),
+        ),
+        (
+            f"floor: Spark's JSON reader, {len(EMF_SCHEMA.fields) - 1} fields + file",
+            *paired(duck, lambda: parse_only(spark, logs, processing_time_only=False))[:2],
+        ),
+        (
+            "floor: Spark's JSON reader, ProcessingTime only",
+            *paired(duck, lambda: parse_only(spark, logs, processing_time_only=True))[:2],
+        ),
+    ]
+
+
+def lines_checked(duck: Callable[[], object], fn: Callable[[], int], lines: int) -> tuple[float, float]:
+    """:func:`paired` of ``fn``, which must have read every one of the ``lines`` (a floor that skipped some would
+    flatter itself)."""
+    seconds, ratio, read = paired(duck, fn)
+    if read != lines:
+        raise RuntimeError(f"{fn} read {read:,} of {lines:,} lines")
+    return seconds, ratio
 
 
 def spark_path(spark: SparkSession, logs: Path) -> dict[str, Any]:
