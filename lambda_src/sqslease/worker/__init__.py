@@ -201,7 +201,7 @@ class Worker:
                 signal.signal(sig, lambda signum, frame: self.shutdown())
         self.heartbeat.start()
         self.handlers.start(self.concurrency)
-        receiver = self.receiver.start()
+        self.receiver.start()
         if self.protection is not None:
             self.protection.start()
         logger.info("consuming %s with %d handlers", self.queue_url, self.concurrency)
@@ -212,7 +212,7 @@ class Worker:
             raise self.fatal
         drain(
             self.handlers,
-            receiver,
+            self.receiver,
             settings=self.settings,
             settler=self.settler,
             heartbeat=self.heartbeat,
