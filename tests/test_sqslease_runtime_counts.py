@@ -133,8 +133,8 @@ def test_an_all_success_invocation_encodes_no_json_and_looks_no_provider_up(monk
 
 
 class CountingCondition(threading.Condition):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
         self.notified: list[int | str] = []
 
     def notify(self, n: int = 1) -> None:
@@ -146,11 +146,30 @@ class CountingCondition(threading.Condition):
         super().notify_all()
 
 
-def test_a_batch_for_the_handlers_wakes_one_handler_per_message_not_all() -> None:
+def test_a_batch_for_the_handlers_wakes_one_waiting_handler_per_message_and_none_when_none_waits() -> None:
+    # GIVEN a ready queue with no handler waiting
     ready = ReadyQueue()
-    ready._cond = counting = CountingCondition()
-    assert ready.put([message(1), message(2), message(3)])
+    ready._cond = counting = CountingCondition(ready._lock)
+    # WHEN a batch is put: THEN nobody is woken (the handlers are busy: they take it when they come back)
+    assert ready.put([message(1), message(2)])
+    assert counting.notified == []
+    assert [m.message_id for m in (ready.take(0.0), ready.take(0.0)) if m is not None] == ["m1", "m2"]
+    # GIVEN 4 handlers waiting
+    taken: list[str] = []
+    handlers = [threading.Thread(target=lambda: taken.append(ready.get().message_id)) for _ in range(4)]  # type: ignore[union-attr]
+    for handler in handlers:
+        handler.start()
+    assert wait_for(lambda: ready._idle == 4, timeout_s=10)
+    # WHEN a batch of 3 is put: THEN 3 of them are woken, not all 4
+    assert ready.put([message(3), message(4), message(5)])
     assert counting.notified == [3]
+    assert wait_for(lambda: len(taken) == 3, timeout_s=10)
+    # AND a batch larger than the handlers waiting wakes each waiting one once
+    assert ready.put([message(6), message(7)])
+    assert counting.notified == [3, 1]
+    for handler in handlers:
+        handler.join(timeout=10)
+    assert sorted(taken) == ["m3", "m4", "m5", "m6"] and len(ready) == 1
 
 
 def test_the_receiver_waiting_for_room_is_woken_by_the_handler_that_makes_it() -> None:

@@ -90,6 +90,5 @@ def line_text(
     return (
         f'{{"_aws":{{"Timestamp":{timestamp_ms}{head}{encode_basestring_ascii(message_id)},'
         f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
-        f'"LeaseLost":{int(lease_lost)}'
-        + ("}\n" if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}}}\n')
+        f'"LeaseLost":{int(lease_lost)}' + ("}\n" if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}}}\n')
     )

@@ -55,6 +55,7 @@ class HandlerPool(HandlerGroups):
     ) -> None:
         self.processor = processor
         self.settler = settler
+        self.fifo = fifo
         self.clock = clock
         self.on_hung = on_hung
         self.max_processing_time = processor.settings.max_processing_time
@@ -78,10 +79,10 @@ class HandlerPool(HandlerGroups):
         self.inline = False
         self.processed = 0
 
-    def start(self, concurrency: int) -> None:
-        """Start ``concurrency`` handler threads, or none when the pool runs inline (:func:`runs_inline`: the
-        receiver's thread runs the messages, :meth:`run_inline`)."""
-        self.inline = runs_inline(concurrency, self._ready.fifo)
+    def start(self, concurrency: int, *, inline: bool = False) -> None:
+        """Start ``concurrency`` handler threads, or none with ``inline`` (the worker's choice, :func:`runs_inline`):
+        the receiver's thread then runs the messages (:meth:`run_inline`). Default False."""
+        self.inline = inline
         self._threads = (
             []
             if self.inline
