@@ -161,3 +161,4 @@ def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5) -> None:
         f"         {worker_us - work:6.2f}  the rest of the worker's {worker_us:.1f}: its threads' hand-offs and waits "
         f"(the hand loop: {hand_us:.1f})"
     )
+    print(f"      the worker's cost over the sum of its parts: {worker_us / work:.2f}x")

@@ -21,6 +21,7 @@ from support.worker_threads import running_worker
 from sqslease import emf_text, lambda_adapter
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import millis, millis_text
+from sqslease.emf_writer import LineWriter
 from sqslease.fifo import ReadyQueue
 from sqslease.handler_pool import HandlerPool
 from sqslease.invocation import QUEUE_URL_ENV
@@ -59,15 +60,28 @@ def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record
     for case in cases:  # a template per outcome made first, as the first line of each would
         EmfLogger(io.StringIO()).record(**common, **case)
     encoded.clear()
-    # WHEN the runtime's emit writes each line
+    # WHEN the runtime writes each line: through emit, and through a consumer's LineWriter (positional)
+    lines_of = LineWriter(EmfLogger(emitted), common["job_type"], common["queue"], stack)
     for case in cases:
         EmfLogger(emitted).emit(**common, **case)
+        lines_of.emit(
+            case["message_id"],
+            case["processing_ms"],
+            case["outcome"],
+            2,
+            1,
+            case["lease_lost"],
+            None,
+            case.get("queue_ms"),
+        )
     # THEN nothing went through the encoder, and each line is the text record() writes, timestamps aside
     assert encoded == []
     for case in cases:
         EmfLogger(recorded).record(**common, **case)
+        EmfLogger(recorded).record(**common, **case)
     lines = [json.loads(x) for x in emitted.getvalue().splitlines()]
     expected = [json.loads(x) for x in recorded.getvalue().splitlines()]
+    assert len(lines) == len(expected) == 6
     for line, other in zip(lines, expected, strict=True):
         line["_aws"]["Timestamp"] = other["_aws"]["Timestamp"]
     assert [json.dumps(x, separators=(",", ":")) for x in lines] == [
@@ -77,6 +91,8 @@ def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record
     # an error line goes through record(): its ErrorType and Error
     EmfLogger(emitted).emit(**common, **cases[2], error=ValueError("bad"))
     assert json.loads(emitted.getvalue().splitlines()[-1])["ErrorType"] == "ValueError"
+    lines_of.emit("c", 7.0, "timed_out", 2, 1, False, ValueError("bad"))
+    assert json.loads(emitted.getvalue().splitlines()[-1])["Error"] == "bad"
 
 
 def test_milliseconds_are_written_as_json_writes_their_rounded_value() -> None:

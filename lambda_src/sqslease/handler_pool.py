@@ -1,5 +1,8 @@
 """The worker's handler threads: run received messages, one message per FIFO group at a time.
 
+A worker of one handler on a standard queue has no handler thread: its receiver's thread runs each batch it received
+(:func:`runs_inline`, :meth:`HandlerPool.run_inline`), and counts as the pool's thread for the watchdog and the drain.
+
 A FIFO message that fails is parked for its retry in process, or its group's later messages released
 (:mod:`sqslease.handler_groups`).
 
