@@ -78,8 +78,7 @@ class HandlerPool(HandlerGroups):
         self._room = threading.Event()
         self._room_at = -1
         self._threads: list[threading.Thread] = []
-        #: No handler thread: the receiver's thread runs each batch it received (:func:`runs_inline`).
-        self.inline = False
+        self.inline = False  # no handler thread: the receiver's runs each batch (runs_inline)
         self.processed = 0
 
     def start(self, concurrency: int, *, inline: bool = False) -> None:
@@ -208,13 +207,12 @@ class HandlerPool(HandlerGroups):
                 logger.exception("handler watchdog failed")
 
     def runs_on(self, thread: threading.Thread) -> None:
-        """The thread that runs the messages of an inline pool (the receiver's): a drain waits for it as for a
-        handler thread (:meth:`join`)."""
+        """The thread of an inline pool (the receiver's), which :meth:`join` waits for as for a handler thread."""
         self._threads = [thread]
 
     def run_inline(self) -> None:
-        """On the receiver's thread of an inline pool: run the received messages until none is left to start (or
-        the drain took the rest). Nothing when the pool has handler threads."""
+        """Inline pool, on the receiver's thread: run what was received until nothing is left (or the drain took
+        it). Nothing when the pool has handler threads."""
         if not self.inline:
             return
         me = threading.current_thread()
@@ -289,11 +287,9 @@ class HandlerPool(HandlerGroups):
 
 
 def runs_inline(concurrency: int, fifo: bool) -> bool:
-    """Whether a worker's handler runs on its receiver's thread: one handler on a standard queue. A handler thread
-    of its own would buy no concurrency, and its hand-offs (the receiver waking it, it waking the receiver) cost
-    more CPU per message than the rest of the worker's work (``bench/runtime_bench.py``). The receiver then polls
-    only once the batch it received has run. A FIFO queue keeps its handler thread: a failed message parked for a
-    retry in process is due while the receiver may be in a long poll."""
+    """Whether a worker's handler runs on its receiver's thread: one handler on a standard queue, where a thread of
+    its own buys no concurrency and its hand-offs cost more CPU than its work (``bench/runtime_bench.py``). A FIFO
+    queue keeps it: a parked retry comes due while the receiver may be in a long poll."""
     return concurrency == 1 and not fifo
 
 
