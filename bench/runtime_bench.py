@@ -13,7 +13,8 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    10 in one request; it keeps no lease (no lease table, no heartbeat), writes no EMF line, calls no hook, times
    nothing out, keeps no FIFO order, retries no failed delete and has no drain. The worker receives at most its
    handlers plus one batch ahead (2 a request at concurrency 1, 5 to 8 at 4). Then each part of the worker's work
-   timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs.
+   timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs; the
+   worker's cost over the sum of its parts, and the process's voluntary context switches per message, are printed.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
