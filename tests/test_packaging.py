@@ -5,8 +5,8 @@ repository, and synthesize a small app there with cdk-nag on.
   distribution, built from lambda_src/, and free of aws_cdk.
 - Fast path: wheels built with `pip wheel --no-deps --no-build-isolation` (setuptools comes from
   requirements-dev.txt), third-party versions taken from requirements.txt as constraints, and a venv without its
-  own pip, installed into with --python by uv, the installer `make setup` uses: from its cache, aws-cdk-lib's
-  files are linked in seconds where pip unpacked them for 20-40 s.
+  own pip, installed into with --python by uv, the installer `make setup` uses: 2-9 s from its cache, where pip
+  took 12-103 s (docs/testing.md).
 """
 
 import json
