@@ -65,6 +65,7 @@ from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.lease_table import LeaseScheduler
+from sqslease.payload_pointer import PayloadStore
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.receiver import Receiver
 from sqslease.retry import FatalSqsError
@@ -77,6 +78,8 @@ logger = logging.getLogger("sqslease")
 
 #: Handlers running at once (``sqslease.rules.DEFAULT_WORKER_CONCURRENCY``; the name ``sqslease.worker.cli`` imports).
 DEFAULT_CONCURRENCY = DEFAULT_WORKER_CONCURRENCY
+#: Seconds a drained worker waits for the deletions of its last payload objects (a task is killed at its stopTimeout).
+PAYLOAD_FLUSH_S = 2.0
 
 
 class HandlerHungError(RuntimeError):
@@ -104,6 +107,8 @@ class Worker:
         ``SQSLEASE_IDEMPOTENCY_*`` describe, built here, or none (off) without ``SQSLEASE_IDEMPOTENCY_TABLE``.
     :param key: ``key(body, message) -> str``, what makes two messages the same job (idempotency on only).
         Default: the function ``settings.idempotency_key`` names, else the ``MessageId``.
+    :param payloads: reads the payloads of pointer messages (:mod:`sqslease.payload_pointer`) and deletes them after
+        their messages' deletes. Default: a store of its own, its S3 client made on the first pointer.
     """
 
     def __init__(
@@ -121,6 +126,7 @@ class Worker:
         hooks: Iterable[MessageHooks] = (),
         idempotency: IdempotencyStore | None = None,
         key: KeyFunction = message_id_key,
+        payloads: PayloadStore | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -154,6 +160,7 @@ class Worker:
             idempotency=gate,
             on_fatal=self._on_fatal,
             fifo_retry=fifo_retry(settings, queue_url, holding=lambda: not self._stopping.is_set()),
+            payloads=payloads,
         )
         #: Handlers that ran past ``max_processing_time`` and did not end.
         self.hung: list[Attempt] = []
@@ -221,6 +228,7 @@ class Worker:
             clock=self.clock,
         )
         self.processor.loop.stop()
+        self.processor.payloads.flush(PAYLOAD_FLUSH_S)  # what is left, the lifecycle of its bucket expires
         if self.hung:
             raise HandlerHungError(
                 f"{len(self.hung)} handler(s) still running past max_processing_time "
