@@ -13,7 +13,8 @@ from botocore.exceptions import ClientError
 def s3_error(code: str, operation: str) -> ClientError:
     """The ``ClientError`` botocore raises for S3's ``code`` (``NoSuchKey``, ``AccessDenied``)."""
     status = 404 if code == "NoSuchKey" else 403
-    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, operation)
+    response: Any = {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    return ClientError(response, operation)
 
 
 class FakeS3:
