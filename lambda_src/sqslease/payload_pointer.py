@@ -52,6 +52,11 @@ class PayloadPointer(NamedTuple):
     size: int
     body: str
 
+    @property
+    def url(self) -> str:
+        """``s3://bucket/key``."""
+        return f"s3://{self.bucket}/{self.key}"
+
 
 def is_pointer(message_attributes: Mapping[str, Any]) -> bool:
     """Whether a message with these attributes (boto3's shape) is a pointer."""
@@ -84,6 +89,11 @@ def parse_pointer(body: str, message_attributes: Mapping[str, Any]) -> PayloadPo
             f'(["{POINTER_CLASS}", {{"s3BucketName": ..., "s3Key": ...}}]): {body[:200]!r}'
         )
     return PayloadPointer(parsed[1]["s3BucketName"], parsed[1]["s3Key"], int(size_text), body)
+
+
+def pointer_of(body: str, message_attributes: Mapping[str, Any]) -> PayloadPointer | None:
+    """The pointer of a message (:func:`parse_pointer`), ``None`` for an ordinary one."""
+    return parse_pointer(body, message_attributes) if is_pointer(message_attributes) else None
 
 
 def pointer_body(bucket: str, key: str) -> str:

@@ -34,14 +34,10 @@ def _table(rows: list[DeadLetter]) -> Table:
     for row in rows:
         error = row.last_error
         text = "-" if error is None else f"{error.error_type}: {error.error}"
-        view.add_row(
-            row.message_id,
-            str(row.receive_count),
-            _age(row.age_s),
-            row.group or "-",
-            escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else ""),
-            escape(text),
-        )
+        body = escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else "")
+        if row.payload_pointer is not None:
+            body = escape(f"payload of {row.payload_bytes:,} bytes in {row.payload_pointer}")
+        view.add_row(row.message_id, str(row.receive_count), _age(row.age_s), row.group or "-", body, escape(text))
     return view
 
 

@@ -8,7 +8,7 @@ import click
 
 from jobqueues.cli.context import Aws, messages, pass_aws, standard_input
 from jobqueues.ops.errors import EXIT_FAILED, BadInput, OpsError
-from jobqueues.ops.send import bodies_from_lines, send
+from jobqueues.ops.send import PayloadBucket, bodies_from_lines, send
 
 
 def _read(file: str) -> bytes:
@@ -67,7 +67,8 @@ def command(
     stack: str | None,
     as_json: bool,
 ) -> int:
-    """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed."""
+    """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed. A body
+    larger than the queue takes goes through the job type's payload bucket (the SQS Extended Client's format)."""
     if (body is None) == (file is None):
         raise click.UsageError("pass one of --body TEXT or --file FILE")
     if dedup_id is not None and file is not None:
@@ -77,7 +78,8 @@ def command(
     job = aws.job_type(job_type, stack)
     if job.queue_url is None:
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
-    result = send(aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id)
+    payloads = PayloadBucket(aws.client("s3"), job.payload_bucket) if job.payload_bucket else None
+    result = send(aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id, payloads=payloads)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
