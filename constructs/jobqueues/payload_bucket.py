@@ -80,25 +80,34 @@ def bucket_of(scope: Construct, payload_bucket: Any, encryption_key: kms.IKey | 
     return payload_bucket
 
 
-def grant_consumer(bucket: s3.IBucket, grantee: iam.IGrantable, *, delete: bool) -> iam.Grant:
+def grant_consumer(
+    bucket: s3.IBucket, grantee: iam.IGrantable, *, delete: bool, queue_key: kms.IKey | None
+) -> iam.Grant:
     """Let a consumer read the payloads (and delete them, with ``delete``): :data:`READ_ACTIONS` (and
-    :data:`DELETE_ACTIONS`) on the bucket's objects, and ``kms:Decrypt`` on a key of the bucket's that is not the
-    queue's (the queue's the consumer has already)."""
+    :data:`DELETE_ACTIONS`) on the bucket's objects, and ``kms:Decrypt`` on the bucket's key unless it is the queue's
+    (``queue_key``), which the consumer has already."""
     actions = [*READ_ACTIONS, *(DELETE_ACTIONS if delete else ())]
-    return _grant_objects(bucket, grantee, actions, "kms:Decrypt")
+    return _grant_objects(bucket, grantee, actions, ("kms:Decrypt",), queue_key)
 
 
-def grant_producer(bucket: s3.IBucket, grantee: iam.IGrantable) -> iam.Grant:
-    """Let a producer put payloads: :data:`PUT_ACTIONS` on the bucket's objects, and ``kms:GenerateDataKey`` on a key
-    of the bucket's."""
-    return _grant_objects(bucket, grantee, list(PUT_ACTIONS), "kms:GenerateDataKey")
+def grant_producer(bucket: s3.IBucket, grantee: iam.IGrantable, *, queue_key: kms.IKey | None) -> iam.Grant:
+    """Let a producer put payloads: :data:`PUT_ACTIONS` on the bucket's objects, and ``kms:GenerateDataKey`` and
+    ``kms:Decrypt`` (S3 needs both to encrypt an object) on the bucket's key unless it is the queue's (``queue_key``),
+    which ``grant_send_messages`` grants already."""
+    return _grant_objects(bucket, grantee, list(PUT_ACTIONS), ("kms:GenerateDataKey", "kms:Decrypt"), queue_key)
 
 
-def _grant_objects(bucket: s3.IBucket, grantee: iam.IGrantable, actions: list[str], key_action: str) -> iam.Grant:
+def _grant_objects(
+    bucket: s3.IBucket,
+    grantee: iam.IGrantable,
+    actions: list[str],
+    key_actions: tuple[str, ...],
+    queue_key: kms.IKey | None,
+) -> iam.Grant:
     objects = bucket.arn_for_objects("*")
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=actions, resource_arns=[objects])
-    if bucket.encryption_key is not None:
-        bucket.encryption_key.grant(grantee, key_action)
+    if bucket.encryption_key is not None and bucket.encryption_key is not queue_key:
+        bucket.encryption_key.grant(grantee, *key_actions)
     principal = grantee.grant_principal
     policy = principal.node.try_find_child("DefaultPolicy") if isinstance(principal, iam.Role) else None
     if policy is not None:
