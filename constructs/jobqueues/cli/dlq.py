@@ -27,7 +27,8 @@ def _age(seconds: float) -> str:
     return str(datetime.timedelta(seconds=round(seconds)))
 
 
-def _table(rows: list[DeadLetter]) -> Table:
+def dead_letter_table(rows: list[DeadLetter]) -> Table:
+    """The DLQ's rows: the id each message was sent with, its receives, age, group, body and last error."""
     view = Table(title_justify="left")
     for column in ("message id", "receives", "age", "group", "body", "last error"):
         view.add_column(column, justify="right" if column == "receives" else "left", overflow="fold")
@@ -35,9 +36,16 @@ def _table(rows: list[DeadLetter]) -> Table:
         error = row.last_error
         text = "-" if error is None else f"{error.error_type}: {error.error}"
         body = escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else "")
-        if row.payload_pointer is not None:
+        if row.payload_pointer is not None:  # kept in S3: its size and object, not the pointer's JSON
             body = escape(f"payload of {row.payload_bytes:,} bytes in {row.payload_pointer}")
-        view.add_row(row.message_id, str(row.receive_count), _age(row.age_s), row.group or "-", body, escape(text))
+        view.add_row(
+            row.source_message_id,  # a dead-letter copy's original: the id the consumer's log lines name
+            str(row.receive_count),
+            _age(row.age_s),
+            row.group or "-",
+            body,
+            escape(text),
+        )
     return view
 
 
@@ -80,7 +88,7 @@ def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool)
     console.print(f"{job.name}'s DLQ: {shown}, peeked, not consumed")
     for note in notes:
         console.print(f"note: {escape(note)}")
-    console.print(_table(found.rows))
+    console.print(dead_letter_table(found.rows))
 
 
 @command.command("purge")

@@ -50,7 +50,7 @@ def _consumer(row: JobTypeStatus) -> str:
 
 def table(rows: list[JobTypeStatus]) -> Table:
     """The status table: one row per job type."""
-    view = Table(title="jobqueues status", title_justify="left")
+    view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
     for column in ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer"):
         left = column in ("job type", "consumer")
         view.add_column(column, justify="left" if left else "right", no_wrap=True)
