@@ -17,6 +17,7 @@ from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.job_queue_base import JobQueueBase
 from jobqueues.marker import mark_job_queue
 from jobqueues.metrics import consumer_period
+from jobqueues.payload_bucket import bucket_of
 from jobqueues.plan import Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
@@ -101,6 +102,9 @@ class JobQueue(JobQueueBase):
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
+        #: The bucket of payloads larger than the queue takes (``payload_bucket``); ``None``: none.
+        self.payload_bucket = bucket_of(self, plan.payload_bucket, plan.encryption_key, plan.payload_expiration_days)
+        self.delete_payloads = plan.delete_payloads
         mark_job_queue(self)
         registry.count_job_type()
 

@@ -61,6 +61,7 @@ def queue_part(job_queue: IJobQueue, stack: Stack) -> dict[str, Any]:
             "max_processing_time_s": job_queue.max_processing_time_seconds,
             "lambda_timeout_s": job_queue.lambda_timeout_seconds,
             "max_batching_window_s": job_queue.max_batching_window_seconds,
+            "payload_bucket": _bucket(job_queue, stack),
         },
         stack,
     )
@@ -85,3 +86,8 @@ def _local(marker: dict[str, Any], stack: Stack) -> dict[str, Any]:
     """Numbers that are tokens (a CloudFormation parameter, say) become ``None``: a marker holds what synth knew."""
     # is_token asks the CDK's Node kernel only about a number that can be a token (each ask is a round-trip)
     return {k: None if isinstance(v, float | int) and is_token(v) else v for k, v in marker.items()}
+
+
+def _bucket(job_queue: IJobQueue, stack: Stack) -> dict[str, str] | None:
+    bucket = job_queue.payload_bucket
+    return None if bucket is None else reference(bucket, bucket.bucket_name, "name", stack)

@@ -19,6 +19,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from jobqueues.inputs import PropReader
 from jobqueues.nag import nag_text
 from jobqueues.payload_rules import ABORT_UPLOAD_DAYS
 
@@ -35,6 +36,27 @@ KEY_WILDCARD_REASON = (
     "a payload's key is a UUID its producer picks as it sends (the SQS Extended Client's rule), so no key is known at "
     "deploy time; the wildcard is limited to this job type's own payload bucket and to the {actions} it uses"
 )
+
+
+def read_payload_bucket(read: PropReader) -> Any:
+    """The ``payload_bucket`` prop: ``None`` (no bucket) for ``None`` or ``False``, ``True``, or an ``s3.IBucket``;
+    any other value is an error in ``read``."""
+    value = read.props.get("payload_bucket")
+    if value is None or value is False:
+        return None
+    if value is not True and not hasattr(value, "bucket_arn"):
+        read._wrong(
+            "payload_bucket", value, "a bool or an s3.IBucket", "True (a bucket of the job type's), or a bucket"
+        )
+        return None
+    return value
+
+
+def read_delete_payloads(read: PropReader) -> bool | None:
+    """The ``delete_payloads`` prop as given (``None``: not given); not a ``bool`` is an error in ``read``."""
+    if read.props.get("delete_payloads") is None:
+        return None
+    return read.boolean("delete_payloads", True)
 
 
 def make_payload_bucket(scope: Construct, encryption_key: kms.IKey | None, expiration_days: int) -> s3.Bucket:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from jobqueues.queue_declaration import RuleContext
 from sqslease.rules import SQS_MAX_RETENTION_S
 
 SECONDS_PER_DAY = 86_400
@@ -50,3 +51,15 @@ def payload_problems(
             "SHA-256 of its group and body)"
         )
     return problems
+
+
+def payload_bucket(c: RuleContext) -> None:
+    """The rule of :data:`jobqueues.declaration.RULES`: :func:`payload_problems` of the declaration."""
+    d = c.d
+    for problem in payload_problems(
+        bucket=d.payload_bucket,
+        delete_payloads=d.delete_payloads,
+        fifo=d.fifo,
+        content_based_deduplication=d.content_based_deduplication,
+    ):
+        c.error(problem)
