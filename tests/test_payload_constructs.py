@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import aws_cdk.assertions
 import pytest
 from aws_cdk import Duration, Validations
 from aws_cdk import aws_ecs as ecs
@@ -19,6 +20,7 @@ from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, inline_functi
 
 from jobqueues import EcsJob, JobQueue, JobQueueError
 from jobqueues.payload_rules import payload_expiration_days, payload_problems
+from sqslease.config import ConsumerConfig
 
 DAY = 86_400
 
@@ -232,3 +234,34 @@ def test_a_declaration_the_bucket_cannot_serve_is_refused_naming_prop_value_and_
                 image=ecs.ContainerImage.from_registry(REGISTRY_IMAGE),
                 **props,
             )
+
+
+def test_delete_payloads_false_is_told_to_the_consumer_and_read_back_by_sqslease(synthesized: dict) -> None:
+    functions = resources(synthesized, "AWS::Lambda::Function")
+    variables = {
+        name: next(v for k, v in functions.items() if k.startswith(name))["Properties"]["Environment"]["Variables"]
+        for name in ("ArchiveFn", "Renders")
+    }
+    # deletion off: told (and sqslease reads it back); on, the default: not written
+    told = {k: v for k, v in variables["ArchiveFn"].items() if isinstance(v, str)}
+    assert told["SQSLEASE_DELETE_PAYLOADS"] == "false"
+    assert ConsumerConfig.from_env(told).lease.delete_payloads is False
+    assert "SQSLEASE_DELETE_PAYLOADS" not in variables["Renders"]
+
+
+def test_an_ecs_worker_is_told_delete_payloads_false_in_its_command() -> None:
+    stack = JobsStack(cdk.App(), "Workers", env=ENV)
+    job = EcsJob(
+        stack,
+        "Scans",
+        handler="media.transcode:handle",
+        processing_p99=Duration.seconds(5),
+        image=ecs.ContainerImage.from_registry(REGISTRY_IMAGE),
+        payload_bucket=True,
+        delete_payloads=False,
+    )
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    (task,) = [v for v in template["Resources"].values() if v["Type"] == "AWS::ECS::TaskDefinition"]
+    command = task["Properties"]["ContainerDefinitions"][0]["Command"]
+    assert command[command.index("--delete-payloads") + 1] == "false"
+    assert job.job_queue.delete_payloads is False

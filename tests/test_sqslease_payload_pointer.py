@@ -19,6 +19,7 @@ from support.waiting import wait_for
 from support.worker_threads import emf_records, running_worker
 
 from sqslease import lambda_adapter
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
 from sqslease.message import Message
 from sqslease.payload_pointer import (
@@ -36,6 +37,7 @@ from sqslease.payload_pointer import (
     size_attribute,
 )
 from sqslease.settings import LeaseSettings
+from sqslease.worker import Worker
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
@@ -343,3 +345,22 @@ def test_the_objects_queued_meanwhile_are_deleted_in_one_request_per_bucket() ->
         ("DeleteObjects", BUCKET, ["b", "c"]),
         ("DeleteObject", "other", ["d"]),
     ]
+
+
+# -- the setting ------------------------------------------------------------------------------------------------
+
+
+def test_delete_payloads_is_a_setting_the_worker_and_the_lambda_adapter_keep_objects_by(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN SQSLEASE_DELETE_PAYLOADS=false, as a job type with delete_payloads=False tells its consumer
+    settings = ConsumerConfig.from_env({"SQSLEASE_DELETE_PAYLOADS": "false"}).lease
+    assert settings.delete_payloads is False and LeaseSettings().delete_payloads is True
+    assert ConsumerConfig.from_args(["--delete-payloads", "false"], environ={}).lease.delete_payloads is False
+    # WHEN a worker and the Lambda adapter's process store are made with it THEN neither deletes an object
+    worker = Worker(FakeSQS(), URL, lambda body, message: None, settings)
+    assert worker.processor.payloads.delete is False
+    monkeypatch.setattr(lambda_adapter, "_payloads", None)
+    assert lambda_adapter.env_payloads(settings).delete is False
+    monkeypatch.setattr(lambda_adapter, "_payloads", None)
+    assert lambda_adapter.env_payloads(LeaseSettings()).delete is True

@@ -151,6 +151,7 @@ class JobQueueBase(RegisteredConstruct):
                 max_batching_window_s=self.max_batching_window_seconds,
                 max_receive_count=self.known_max_receive_count,
                 stack=registry_of(self).facts.name,
+                delete_payloads=self.delete_payloads,
             )
             if self.idempotency_table is not None:
                 retention = self.idempotency_retention_seconds or SQS_MAX_RETENTION_S

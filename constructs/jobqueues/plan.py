@@ -182,15 +182,23 @@ def plan_job_queue(
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
         idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
-        payload_bucket=(resources.get("payload_bucket") or True) if d.payload_bucket else None,
-        delete_payloads=d.delete_payloads is not False,
-        payload_expiration_days=payload_expiration_days(
-            None if "retention_period" in d.tokens else result.retention_s,
-            None if "dlq_retention_period" in d.tokens else result.dlq_retention_s,
-        ),
+        **_payloads(d, result, resources),
         errors=errors,
         warnings=result.warnings + consumer.warnings,
     )
+
+
+def _payloads(d: QueueDeclaration, result: CheckResult, resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's payload values: the bucket (``True`` when none is given), deletion, and the objects' expiry, from
+    the retention periods the queues get (SQS's longest for a token)."""
+    return {
+        "payload_bucket": (resources.get("payload_bucket") or True) if d.payload_bucket else None,
+        "delete_payloads": d.delete_payloads is not False,
+        "payload_expiration_days": payload_expiration_days(
+            None if "retention_period" in d.tokens else result.retention_s,
+            None if "dlq_retention_period" in d.tokens else result.dlq_retention_s,
+        ),
+    }
 
 
 def _alarm_input_errors(d: QueueDeclaration, alarms_enabled: bool) -> list[str]:

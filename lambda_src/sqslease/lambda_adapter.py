@@ -160,7 +160,7 @@ def process_event(
     store = idempotency if idempotency is not None else env_idempotency(settings)
     gate = IdempotencyGate(store, chosen_key(key, settings)) if store is not None else None
     held = EventLeases(event, context, settings, sqs, queue_url, gate)
-    payloads = payloads if payloads is not None else env_payloads()
+    payloads = payloads if payloads is not None else env_payloads(settings)
     processor = invocation_processor(handler, held, settings, sqs, emf, hooks, gate, payloads)
     batch = record_batch(
         records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep, on_hung=on_hung
@@ -263,13 +263,14 @@ def env_idempotency(settings: LeaseSettings) -> IdempotencyStore | None:
     return store
 
 
-def env_payloads() -> PayloadStore:
-    """The process's payload store (:mod:`sqslease.payload_pointer`), its S3 client made on the first pointer."""
+def env_payloads(settings: LeaseSettings) -> PayloadStore:
+    """The process's payload store (:mod:`sqslease.payload_pointer`), made on first use with the first ``settings``
+    (``delete_payloads``), its S3 client made on the first pointer."""
     global _payloads
     if _payloads is None:
         with _client_lock:
             if _payloads is None:
-                _payloads = PayloadStore()
+                _payloads = PayloadStore(delete=settings.delete_payloads)
     return _payloads
 
 

@@ -66,8 +66,8 @@ class MessageProcessor:
         policy settles every failure.
     :param payloads: reads the payload of a message sent as a pointer (:mod:`sqslease.payload_pointer`) before the
         hooks and the handler, and deletes it after a success. A payload it cannot read fails the message (Outcome
-        ``failure``, the failure policy: nothing ran). Default: a store of its own, its S3 client made on the first
-        pointer.
+        ``failure``, the failure policy: nothing ran). Default: a store of its own, deleting by
+        ``settings.delete_payloads``, its S3 client made on the first pointer.
     """
 
     def __init__(
@@ -101,7 +101,7 @@ class MessageProcessor:
         self.idempotency = idempotency
         self.on_fatal = on_fatal
         self.fifo_retry = fifo_retry
-        self.payloads = payloads if payloads is not None else PayloadStore()
+        self.payloads = payloads if payloads is not None else PayloadStore(delete=settings.delete_payloads)
 
     def process(self, message: Message, attempt: Attempt | None = None) -> ProcessResult:
         """Run the handler on ``message`` and settle it, unless ``attempt`` timed out meanwhile (then its late

@@ -109,7 +109,7 @@ class Worker:
     :param key: ``key(body, message) -> str``, what makes two messages the same job (idempotency on only).
         Default: the function ``settings.idempotency_key`` names, else the ``MessageId``.
     :param payloads: reads the payloads of pointer messages (:mod:`sqslease.payload_pointer`) and deletes them after
-        their messages' deletes. Default: a store of its own, its S3 client made on the first pointer.
+        their messages' deletes. Default: a store of its own, deleting by ``settings.delete_payloads``.
     """
 
     def __init__(
@@ -145,20 +145,7 @@ class Worker:
         )
         self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
         self._stopping = threading.Event()
-        self.processor = MessageProcessor(
-            handler,
-            self.settler,
-            settings,
-            self.control_sqs,
-            emf,
-            queue_name=queue_url.rstrip("/").rsplit("/", 1)[-1],
-            hooks=hooks,
-            loop=AsyncLoop(),
-            idempotency=gate,
-            on_fatal=self._on_fatal,
-            fifo_retry=fifo_retry(settings, queue_url, holding=lambda: not self._stopping.is_set()),
-            payloads=payloads,
-        )
+        self.processor = self._processor(handler, emf, hooks, gate, payloads)
         #: Handlers that ran past ``max_processing_time`` and did not end.
         self.hung: list[Attempt] = []
         self.handlers = HandlerPool(
@@ -173,6 +160,29 @@ class Worker:
         self.fatal: FatalSqsError | None = None
         self.protection = (
             TaskProtection(ecs_agent_uri, self._holding, settings.task_protection_minutes) if ecs_agent_uri else None
+        )
+
+    def _processor(
+        self,
+        handler: Handler,
+        emf: EmfLogger | None,
+        hooks: Iterable[MessageHooks],
+        gate: IdempotencyGate | None,
+        payloads: PayloadStore | None,
+    ) -> MessageProcessor:
+        return MessageProcessor(
+            handler,
+            self.settler,
+            self.settings,
+            self.control_sqs,
+            emf,
+            queue_name=self.queue_url.rstrip("/").rsplit("/", 1)[-1],
+            hooks=hooks,
+            loop=AsyncLoop(),
+            idempotency=gate,
+            on_fatal=self._on_fatal,
+            fifo_retry=fifo_retry(self.settings, self.queue_url, holding=lambda: not self._stopping.is_set()),
+            payloads=payloads,
         )
 
     def _receiver(self) -> Receiver:
