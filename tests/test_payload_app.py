@@ -169,6 +169,8 @@ def test_dlq_list_shows_a_dead_lettered_payloads_size_and_object(
         (row,) = json.loads(capsys.readouterr().out)
         assert (row["payload_bytes"], row["payload_pointer"]) == (THREE_MIB, pointer.url)
         assert running.jq("dlq", "list", "Archive") == 0
-        assert f"payload of {THREE_MIB:,} bytes in s3://" in capsys.readouterr().out
+        table = capsys.readouterr().out  # the body column folds a long cell over lines: compare without blanks
+        cells = "".join(line.split("│")[5] for line in table.splitlines() if line.count("│") == 7)
+        assert "".join(cells.split()) == "".join(f"payload of {THREE_MIB:,} bytes in {pointer.url}".split())
     finally:
         sqs.purge_queue(QueueUrl=job.dead_letter_queue_url)
