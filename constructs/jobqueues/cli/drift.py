@@ -87,7 +87,8 @@ def command(
     deployed: dict[str, Deployed] = {}
     if app is not None:
         from jobqueues.ops.assembly import stack_artifacts
-        from jobqueues.ops.discovery import StackTemplate, discover_templates
+        from jobqueues.ops.discovery import discover_templates
+        from jobqueues.ops.stack_template import StackTemplate
         from jobqueues.ops.synth import synth_unbuilt
 
         with tempfile.TemporaryDirectory(prefix="jobqueues-drift-") as output:
