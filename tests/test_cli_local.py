@@ -483,7 +483,7 @@ def test_a_logs_directory_that_cannot_be_made_is_refused_before_anything_starts(
 def test_the_local_up_table_s_lines_end_without_padding() -> None:
     from rich.console import Console
 
-    from jobqueues.cli.local import status_table
+    from jobqueues.cli.local_view import status_table
     from jobqueues.emulator.consumers.runner import Row
 
     class Runner:  # what the table reads of a ConsumerRunner: its rows
