@@ -133,6 +133,64 @@ def _millis(seconds: float) -> int:
     return math.ceil(round(seconds * 1000, 6))
 
 
+def _lambda_timeout(job: JobType, p99_s: float) -> tuple[float | None, str | None, str | None, float]:
+    """A Lambda job's timeout once fixed (``None``: not a Lambda job), the fix, the problem, and the timeout the
+    fix sets (0: none). Its VT follows its timeout: a timeout too short for the measured p99 is the first fix, and
+    the expected VT is the one the stack derives once it is made."""
+    lambda_timeout = job.lambda_timeout_s
+    if lambda_timeout is None and isinstance(job.consumer, LambdaConsumer):
+        lambda_timeout = job.consumer.timeout_s
+    timeout_fix, timeout_problem, needed_timeout = None, None, 0
+    if lambda_timeout is not None:
+        needed = lambda_timeout_for_p99(p99_s)
+        if needed is None:
+            timeout_problem = f"a record of the measured p99 {p99_s:g} s cannot fit Lambda's 15 min: use an EcsJob"
+        elif needed > lambda_timeout:
+            timeout_problem = (
+                f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s"
+            )
+            timeout_fix, lambda_timeout = f"timeout=Duration.seconds({needed})", needed
+            needed_timeout = needed
+    return lambda_timeout, timeout_fix, timeout_problem, needed_timeout
+
+
+def _verdict(
+    vt: int | None,
+    expected_s: int,
+    tolerance: float,
+    p99_s: float,
+    job: JobType,
+    timeout_fix: str | None,
+    needed_timeout: float,
+) -> tuple[str, str, list[str]]:
+    """The status, reason and fixes of a deployed VT (seconds) against the expected one, before the Lambda
+    timeout's problem (:func:`_lambda_timeout`) is added."""
+    fixes = [timeout_fix] if timeout_fix else []
+    status, reason = OK, f"within {tolerance:.0%} above the expected {expected_s} s"
+    p99_fix = f"processing_p99=Duration.millis({_millis(p99_s)})"
+    if vt is None:
+        status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
+    elif vt < expected_s:
+        status = TOO_SHORT
+        reason = (
+            f"VT {vt} s is below the expected {expected_s} s: "
+            "jobs longer than the lease run twice unless a heartbeat extends it"
+        )
+        # the timeout fix alone raises the VT enough unless 2 x p99 is the larger rule
+        if timeout_fix is None or visibility_timeout_for_p99(p99_s) > visibility_timeout_for_lambda(
+            needed_timeout, job.max_batching_window_s, lease_extension=job.lease_extension
+        ):
+            fixes.append(p99_fix)
+    elif vt > (1 + tolerance) * expected_s:
+        status = TOO_LONG
+        reason = (
+            f"VT {vt} s is over {1 + tolerance:g} x the expected {expected_s} s: "
+            "a crashed consumer's message waits that long"
+        )
+        fixes.append(p99_fix)
+    return status, reason, fixes
+
+
 def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, tolerance: float) -> Drift:
     """One job type's drift (pure)."""
     vt, mrc = deployed.visibility_timeout_s, deployed.max_receive_count
@@ -159,51 +217,14 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
     if p99_s is None:
         reason = str(entry.get("refused") or "the profile has no recommended_processing_p99_s")
         return replace(base, status=NO_RECOMMENDATION, reason=reason)
-    lambda_timeout = job.lambda_timeout_s
-    if lambda_timeout is None and isinstance(job.consumer, LambdaConsumer):
-        lambda_timeout = job.consumer.timeout_s
-    # A Lambda job's VT follows its timeout: a timeout too short for the measured p99 is the first fix, and the
-    # expected VT is the one the stack derives once it is made.
-    timeout_fix, timeout_problem, needed_timeout = None, None, 0
-    if lambda_timeout is not None:
-        needed = lambda_timeout_for_p99(p99_s)
-        if needed is None:
-            timeout_problem = f"a record of the measured p99 {p99_s:g} s cannot fit Lambda's 15 min: use an EcsJob"
-        elif needed > lambda_timeout:
-            timeout_problem = (
-                f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s"
-            )
-            timeout_fix, lambda_timeout = f"timeout=Duration.seconds({needed})", needed
-            needed_timeout = needed
+    lambda_timeout, timeout_fix, timeout_problem, needed_timeout = _lambda_timeout(job, p99_s)
     expected = derive_visibility_timeout(
         processing_p99_s=p99_s,
         lambda_timeout_s=lambda_timeout,
         max_batching_window_s=job.max_batching_window_s,
         lease_extension=job.lease_extension,
     )
-    fixes = [timeout_fix] if timeout_fix else []
-    status, reason = OK, f"within {tolerance:.0%} above the expected {expected.seconds} s"
-    p99_fix = f"processing_p99=Duration.millis({_millis(p99_s)})"
-    if vt is None:
-        status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
-    elif vt < expected.seconds:
-        status = TOO_SHORT
-        reason = (
-            f"VT {vt} s is below the expected {expected.seconds} s: "
-            "jobs longer than the lease run twice unless a heartbeat extends it"
-        )
-        # the timeout fix alone raises the VT enough unless 2 x p99 is the larger rule
-        if timeout_fix is None or visibility_timeout_for_p99(p99_s) > visibility_timeout_for_lambda(
-            needed_timeout, job.max_batching_window_s, lease_extension=job.lease_extension
-        ):
-            fixes.append(p99_fix)
-    elif vt > (1 + tolerance) * expected.seconds:
-        status = TOO_LONG
-        reason = (
-            f"VT {vt} s is over {1 + tolerance:g} x the expected {expected.seconds} s: "
-            "a crashed consumer's message waits that long"
-        )
-        fixes.append(p99_fix)
+    status, reason, fixes = _verdict(vt, expected.seconds, tolerance, p99_s, job, timeout_fix, needed_timeout)
     if timeout_problem is not None:
         reason = timeout_problem if status in (OK, NO_RECOMMENDATION) else f"{timeout_problem}; {reason}"
         status = TOO_SHORT
