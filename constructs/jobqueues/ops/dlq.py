@@ -22,6 +22,7 @@ from typing import Any
 from jobqueues.ops.discovery import JobType
 from jobqueues.ops.errors import OpsError
 from jobqueues.ops.last_errors import ErrorSearch, LastError, last_logged_errors
+from jobqueues.ops.queues import message_counts
 from sqslease.failure_policy import DLQ_ERROR_ATTRIBUTE, DLQ_RECEIVE_COUNT_ATTRIBUTE, DLQ_SOURCE_ID_ATTRIBUTE
 
 #: Seconds the peeked messages stay invisible before they are made visible again (they are released at once;
@@ -183,13 +184,7 @@ def list_dead_letters(
 
 def depth(sqs: Any, url: str) -> int:
     """Visible + in-flight + delayed messages of ``url`` (SQS's approximate counts)."""
-    names = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return sum(int(attributes.get(name, 0)) for name in names)
+    return sum(message_counts(sqs, url))
 
 
 def purge(sqs: Any, url: str) -> None:
