@@ -18,11 +18,10 @@ from jobqueues.ops.drift import (
     Deployed,
     Drift,
     compare_all,
-    load_profiles,
-    profiles_outside,
     read_deployed,
 )
 from jobqueues.ops.errors import EXIT_FAILED
+from jobqueues.ops.profiles import load_profiles, profiles_outside
 
 
 def _seconds(value: float | None) -> str:
