@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobqueues.ops.discovery import JobType
-from jobqueues.ops.errors import OpsError
+from jobqueues.ops.errors import OpsError, error_code
 from jobqueues.ops.last_errors import ErrorSearch, LastError, last_logged_errors
 from jobqueues.ops.queues import message_counts
 from sqslease.failure_policy import DLQ_ERROR_ATTRIBUTE, DLQ_RECEIVE_COUNT_ATTRIBUTE, DLQ_SOURCE_ID_ATTRIBUTE
@@ -194,8 +194,7 @@ def purge(sqs: Any, url: str) -> None:
     try:
         sqs.purge_queue(QueueUrl=url)
     except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        if "PurgeQueueInProgress" in code:
+        if "PurgeQueueInProgress" in error_code(error):
             raise OpsError(
                 "a purge of this queue ran in the last 60 s (SQS allows one a minute): try again later"
             ) from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from jobqueues.ops.errors import error_code
+
 #: A queue's message counts, as SQS approximates them: visible, in flight, delayed.
 MESSAGE_COUNTS = (
     "ApproximateNumberOfMessages",
@@ -22,7 +24,7 @@ def queue_attributes(sqs: Any, url: str, names: Sequence[str]) -> dict[str, str]
     try:
         response = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(names))
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in NO_QUEUE:
+        if error_code(error) in NO_QUEUE:
             return None
         raise
     return dict(response.get("Attributes", {}))

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobqueues.ops.errors import OpsError
-from jobqueues.ops.move_tasks import Interrupted, cancel_on_interrupt, error_code, queue_arn
+from jobqueues.ops.errors import OpsError, error_code
+from jobqueues.ops.move_tasks import Interrupted, cancel_on_interrupt, queue_arn
 
 #: Seconds between two looks at a move task's progress.
 POLL_S = 1.0
