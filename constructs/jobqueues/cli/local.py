@@ -4,7 +4,7 @@ Both start the emulator (moto_server with jobqueues' CloudFormation handlers: th
 ``cdk-jobqueues[local]``), deploy every stack of every Stage of the app in the current directory with the real
 ``cdk`` CLI, verify the deploy and print ``export AWS_ENDPOINT_URL=...``. ``up`` then runs the app's consumers
 (:mod:`jobqueues.emulator.consumers`) with a live status table until Ctrl-C, or until idle (``--until-idle``).
-``jobqueues.emulator`` is imported inside the commands: the other commands need no moto.
+What of ``jobqueues.emulator`` needs moto is imported inside the commands: the other commands need no moto.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from jobqueues.cli.local_view import chaos_report, summary, watch
+from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S  # a pure module: no moto
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     type=click.FloatRange(min=0),
     default=None,
     metavar="SECONDS",
-    help="Seconds of a smaller backlog before ECS workers stop. Default 30.",
+    help=f"Seconds of a smaller backlog before ECS workers stop. Default {SCALE_IN_AFTER_S:g}.",
 )
 @click.option(
     "--env",
@@ -254,7 +255,6 @@ def _consumers(
     without ``--chaos``)."""
     from jobqueues.emulator.consumers.local_env import environments
     from jobqueues.emulator.consumers.runner import ConsumerRunner
-    from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S
     from jobqueues.emulator.server import Emulator
     from jobqueues.ops.discovery import discover
 
