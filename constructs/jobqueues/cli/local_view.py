@@ -13,6 +13,7 @@ from rich.table import Table
 from jobqueues.ops.errors import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
+    from jobqueues.emulator.chaos import Chaos
     from jobqueues.emulator.consumers.runner import ConsumerRunner
     from jobqueues.emulator.server import LocalServer
 
@@ -93,7 +94,8 @@ def summary(runner: ConsumerRunner, wall_s: float) -> None:
     click.echo(f"ran {wall_s:.0f} s; {runner.shipper.shipped} log lines sent to CloudWatch Logs")
 
 
-def chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -> None:
+def chaos_report(chaos_run: Chaos, runner: ConsumerRunner, server: LocalServer) -> None:
+    """The chaos run's report on the handlers, from the queues' end state read now (the consumers stopped)."""
     from jobqueues.emulator.chaos import read_queue_state
 
     sqs = server.client("sqs")
