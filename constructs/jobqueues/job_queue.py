@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, SizeRoundingBehavior
+from aws_cdk import Annotations, CfnElement, CfnResource, Duration, RemovalPolicy, SizeRoundingBehavior
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -15,8 +15,9 @@ from jobqueues.errors import JobQueueError
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.job_queue_base import JobQueueBase
-from jobqueues.marker import mark_job_queue
+from jobqueues.marker import mark_job_queue, payload_bucket_reference
 from jobqueues.metrics import consumer_period
+from jobqueues.payload_bucket import bucket_of
 from jobqueues.plan import Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
@@ -49,6 +50,8 @@ class JobQueue(JobQueueBase):
         building its own queue from its plan), and has claimed the plan's job type and queue names as its own
         (:func:`jobqueues.planning.claim_names`). Default: none (the job queue claims them).
     """
+
+    owns_queues = True
 
     def __init__(
         self,
@@ -101,7 +104,10 @@ class JobQueue(JobQueueBase):
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
-        mark_job_queue(self)
+        #: The bucket of payloads larger than the queue takes (``payload_bucket``); ``None``: none.
+        self.payload_bucket = bucket_of(self, plan.payload_bucket, plan.encryption_key, plan.payload_expiration_days)
+        self.delete_payloads = plan.delete_payloads
+        self._mark(registry)
         registry.count_job_type()
 
     def _set_facts(self, plan: QueuePlan, registry: StackRegistry) -> None:
@@ -170,6 +176,19 @@ class JobQueue(JobQueueBase):
             source_arn = registry.stack.format_arn(service="sqs", resource=plan.queue_name)
             cfn_dlq: sqs.CfnQueue = self.dead_letter_queue.node.default_child  # type: ignore[assignment]
             cfn_dlq.redrive_allow_policy = {"redrivePermission": "byQueue", "sourceQueueArns": [source_arn]}
+
+    def _mark(self, registry: StackRegistry) -> None:
+        """The queue marker on the source queue, its queues named by logical ids computed in Python
+        (:meth:`jobqueues.registry.StackRegistry.logical_id`): the kernel's answers were most of a job type's cost."""
+        resource: CfnResource = self.queue.node.default_child  # type: ignore[assignment]
+
+        def dead_letter_resource() -> CfnElement:
+            return self.dead_letter_queue.node.default_child  # type: ignore[return-value]
+
+        queue_id = registry.logical_id(self.path_below_stack("Queue", "Resource"), lambda: resource)
+        dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
+        bucket = payload_bucket_reference(self, registry.stack)
+        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
 
     @staticmethod
     def from_queue_attributes(

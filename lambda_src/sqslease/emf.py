@@ -20,8 +20,8 @@ from sqslease.emf_text import (
     TEMPLATE_FIELDS,
     TEMPLATES,
     line_template,
+    line_text,
     millis,
-    millis_text,
     plain_millis,
 )
 
@@ -162,12 +162,11 @@ class EmfLogger:
             head, middle = TEMPLATES.get(
                 (self.namespace, job_type, stack, queue, outcome, SCHEMA_VERSION, queued)
             ) or self._template(job_type, stack, queue, outcome, queued)
-            self._write(
-                f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)}{head}{encode_basestring_ascii(message_id)},'
-                f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
-                f'"LeaseLost":{int(lease_lost)}'
-                + ("}\n" if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}}}\n')
+            now_ms = int(time.time() * 1000)
+            text = line_text(
+                now_ms, head, message_id, processing_ms, middle, receive_count, extensions, lease_lost, queue_ms
             )
+            self._write(text)
             return
         self.record(
             job_type=job_type,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqslease.lease import Lease
+from sqslease.payload_pointer import PayloadPointer
 
 
 @dataclass
@@ -18,6 +19,10 @@ class Message:
     ``retries_in_process``: the runs of this delivery before this one. A FIFO consumer retries a failed message
     without releasing it (docs/sqslease.md, "FIFO queues"), so SQS does not count those runs:
     :attr:`receive_count` adds them.
+
+    ``pointer``: where the payload of a message sent as a pointer (the AWS SQS Extended Client's wire format) is
+    kept; :attr:`body` is then the payload, read before the handler runs (:mod:`sqslease.payload_pointer`), and
+    ``pointer.size`` its size in bytes. ``None`` for an ordinary message.
     """
 
     message_id: str
@@ -28,6 +33,7 @@ class Message:
     attributes: dict[str, str] = field(default_factory=dict)
     message_attributes: dict[str, Any] = field(default_factory=dict)
     retries_in_process: int = 0
+    pointer: PayloadPointer | None = None
 
     @property
     def receive_count(self) -> int:
@@ -53,6 +59,11 @@ class Message:
         return max(0.0, now_ms - int(sent))
 
     @property
+    def sqs_body(self) -> str:
+        """The body as SQS holds it: the pointer's for a payload read from S3, else :attr:`body`."""
+        return self.body if self.pointer is None else self.pointer.body
+
+    @property
     def message_group_id(self) -> str | None:
         return self.attributes.get("MessageGroupId")
 
@@ -73,25 +84,28 @@ class Message:
     def from_lambda_record(cls, record: dict[str, Any], queue_url: str, lease: Lease) -> Message:
         """From one record of an SQS-triggered Lambda event (camelCase keys)."""
         raw_attributes = record.get("messageAttributes")
-        attributes = (
-            {key: value for key, value in raw_attributes.items() if isinstance(value, dict)} if raw_attributes else {}
-        )
         return cls(
-            message_id=record["messageId"],
-            receipt_handle=record["receiptHandle"],
-            body=record.get("body", ""),
-            queue_url=queue_url,
-            lease=lease,
-            attributes=dict(record.get("attributes", {})),
-            message_attributes={
-                name: {
-                    k[0].upper() + k[1:]: v
-                    for k, v in value.items()
-                    if k in ("stringValue", "binaryValue", "dataType") and v is not None
-                }
-                for name, value in attributes.items()
-            },
+            record["messageId"],
+            record["receiptHandle"],
+            record.get("body", ""),
+            queue_url,
+            lease,
+            dict(record.get("attributes", {})),
+            _boto3_attributes(raw_attributes) if raw_attributes else {},  # most records have none: no comprehension
         )
+
+
+def _boto3_attributes(raw: dict[str, Any]) -> dict[str, Any]:
+    """A Lambda record's ``messageAttributes`` in boto3's shape (``StringValue``...), those that are dicts."""
+    return {
+        name: {
+            k[0].upper() + k[1:]: v
+            for k, v in value.items()
+            if k in ("stringValue", "binaryValue", "dataType") and v is not None
+        }
+        for name, value in raw.items()
+        if isinstance(value, dict)
+    }
 
 
 def queue_url_from_arn(arn: str) -> str:

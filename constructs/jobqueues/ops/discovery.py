@@ -67,6 +67,7 @@ class JobType:
     max_batching_window_s: float = 0
     lease_extension: bool = False
     consumer: LambdaConsumer | EcsConsumer | None = None
+    payload_bucket: str | None = None  # for bodies larger than the queue takes (None: none, or not deployed)
 
     @property
     def name(self) -> str:
@@ -175,6 +176,7 @@ def _job_type(stack: StackTemplate, marker: dict[str, Any]) -> JobType:
         lambda_timeout_s=marker.get("lambda_timeout_s"),
         max_batching_window_s=marker.get("max_batching_window_s") or 0,
         lease_extension=bool(marker.get("lease_extension")),
+        payload_bucket=stack.named(marker.get("payload_bucket")),
     )
 
 

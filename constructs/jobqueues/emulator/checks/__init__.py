@@ -22,6 +22,7 @@ from jobqueues.emulator.checks import (
     iam,
     lambda_,
     logs,
+    s3,
     secretsmanager,
     sqs,
 )
@@ -29,7 +30,7 @@ from jobqueues.emulator.checks.comparison import Checker, Clients, Comparison
 from jobqueues.ops import intrinsics
 
 #: The service modules, each with ``CHECKERS`` and ``NOT_VERIFIABLE`` for its resource types.
-SERVICES = (sqs, lambda_, cloudwatch, autoscaling, iam, logs, ecs, ec2, dynamodb, secretsmanager)
+SERVICES = (sqs, lambda_, cloudwatch, autoscaling, iam, logs, ecs, ec2, dynamodb, secretsmanager, s3)
 
 #: Resource type -> its check (a type without one is only checked to exist).
 CHECKERS: dict[str, Checker] = {t: check for service in SERVICES for t, check in service.CHECKERS.items()}
