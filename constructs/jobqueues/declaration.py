@@ -29,6 +29,7 @@ from jobqueues.queue_rules import (
     fifo_and_names,
     fifo_lambda_retries,
     queue_time_slo,
+    time_to_drain_bound,
     resolve_visibility_timeout,
     retries_and_retention,
 )
@@ -69,6 +70,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     alarm_thresholds,
     delay_within_retention,
     queue_time_slo,
+    time_to_drain_bound,
     resolve_visibility_timeout,
 )
 

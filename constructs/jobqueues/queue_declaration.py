@@ -65,6 +65,7 @@ class QueueDeclaration:
     oldest_message_age: float | None = None
     dlq_depth: int | None = None
     max_queue_time: float | None = None
+    max_time_to_drain: float | None = None
     idempotency: bool = False
     tokens: Mapping[str, object] = field(default_factory=dict)
     adopted: bool = False
