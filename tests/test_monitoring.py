@@ -86,9 +86,7 @@ def _declare(stack: cdk.Stack) -> dict[str, Any]:
             max_processing_time=Duration.hours(3),
             max_queue_time=Duration.minutes(10),
         ),
-        "Ledger": EcsJob(
-            stack, "Ledger", handler="ledger:handle", processing_p99=Duration.seconds(2), fifo=True
-        ),
+        "Ledger": EcsJob(stack, "Ledger", handler="ledger:handle", processing_p99=Duration.seconds(2), fifo=True),
         "Bare": JobQueue(stack, "Bare", processing_p99=Duration.seconds(1)),
     }
 
@@ -146,7 +144,9 @@ def test_every_consumer_gets_a_stall_alarm_waiting_messages_and_no_deletes(
     assert age["Period"] == deleted["Period"] == CONSUMER_PERIOD_S
     # Both on the job type's own source queue.
     queue_name = {"Fn::GetAtt": [synthesized["stack"].get_logical_id(job_queue.queue.node.default_child), "QueueName"]}
-    assert age["Metric"]["Dimensions"] == deleted["Metric"]["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+    assert (
+        age["Metric"]["Dimensions"] == deleted["Metric"]["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+    )
     # A quiet queue publishes nothing: missing data never alarms.
     assert alarm["TreatMissingData"] == "notBreaching"
     assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
@@ -203,8 +203,12 @@ def test_one_fleet_dashboard_per_stack_over_every_declared_job_type(synthesized:
     body = _body(synthesized["template"], FLEET_DASHBOARD_SUFFIX)
     graphs = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if "title" in w["properties"]}
     everyone = {"Thumbnails", "Orders", "Transcode", "Ledger", "Bare"}
-    for title in ("Backlog (visible + in flight)", "Age of the oldest message (s)", "In flight vs the quota",
-                  "Dead-letter queue depth"):
+    for title in (
+        "Backlog (visible + in flight)",
+        "Age of the oldest message (s)",
+        "In flight vs the quota",
+        "Dead-letter queue depth",
+    ):
         labels = {m[-1]["label"] for m in graphs[title]["metrics"] if m[-1].get("visible", True)}
         assert labels == everyone, title
     quota = graphs["In flight vs the quota"]["annotations"]["horizontal"]
@@ -266,7 +270,9 @@ def test_each_stack_of_a_stage_gets_its_own_fleet_view(tmp_path: Path) -> None:
     for stack, job_types in (("Billing", {"Invoices", "Receipts"}), ("Media", {"Resize"})):
         template = assembly.get_stack_by_name(f"Prod-{stack}").template
         body = _body(template, FLEET_DASHBOARD_SUFFIX)
-        backlog = next(w["properties"] for w in body["widgets"] if w["properties"].get("title", "").startswith("Backlog"))
+        backlog = next(
+            w["properties"] for w in body["widgets"] if w["properties"].get("title", "").startswith("Backlog")
+        )
         assert {m[-1]["label"] for m in backlog["metrics"] if m[-1].get("visible", True)} == job_types
     empty = assembly.get_stack_by_name("Prod-Empty").template.get("Resources", {})
     assert not [r for r in empty.values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
@@ -299,7 +305,7 @@ def test_max_time_to_drain_with_the_alarms_off_fails_the_synth() -> None:
     from jobqueues import JobQueueAlarmProps
 
     stack = cdk.Stack(cdk.App(), "Jobs", env=ENV)
-    with pytest.raises(JobQueueError, match="max_time_to_drain declares a time-to-drain alarm, but alarms.enabled"):
+    with pytest.raises(JobQueueError, match=r"max_time_to_drain declares a time-to-drain alarm, but alarms\.enabled"):
         JobQueue(
             stack,
             "Job",

@@ -29,9 +29,9 @@ from jobqueues.queue_rules import (
     fifo_and_names,
     fifo_lambda_retries,
     queue_time_slo,
-    time_to_drain_bound,
     resolve_visibility_timeout,
     retries_and_retention,
+    time_to_drain_bound,
 )
 from jobqueues.timing_rules import (
     consumer_lease,

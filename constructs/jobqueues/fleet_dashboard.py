@@ -14,7 +14,7 @@ job type whose 10-second jobs wait 5 min above one whose 8-hour jobs wait 20 min
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 import jsii

@@ -19,7 +19,15 @@ from jobqueues.interface import IJobQueue
 from jobqueues.registry import registry_of
 from sqslease.emf import NAMESPACE as EMF_NAMESPACE
 
-__all__ = ["CONSUMER_PERIOD_S", "ConsumerMetrics", "backlog", "consumer_period", "emf_metric", "stalled", "time_to_drain"]
+__all__ = [
+    "CONSUMER_PERIOD_S",
+    "ConsumerMetrics",
+    "backlog",
+    "consumer_period",
+    "emf_metric",
+    "stalled",
+    "time_to_drain",
+]
 
 
 def emf_metric(job_type: str, metric_name: str, statistic: str, period: Duration) -> cloudwatch.Metric:

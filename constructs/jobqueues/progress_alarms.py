@@ -117,4 +117,3 @@ def time_to_drain_widget(job_queue: IJobQueue, metrics: ConsumerMetrics, width: 
         left_annotations=annotations,
         width=width,
     )
-

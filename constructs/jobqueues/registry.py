@@ -61,7 +61,7 @@ class StackRegistry(Construct):
         #: The names of the app the stack is in.
         self.names = AppRegistry.of(stack.node.root).names
         self._budget: ResourceBudget | None = None
-        #: The stack's fleet view (a :class:`jobqueues.fleet_dashboard.FleetDashboard`), created with its first job type.
+        #: The fleet view (a :class:`jobqueues.fleet_dashboard.FleetDashboard`), created with the first job type.
         self.fleet: Construct | None = None
         self._durations: dict[tuple[str, int], Duration] = {}
         self._context: dict[str, Any] = {}
