@@ -27,8 +27,8 @@ from jobqueues.interface import IJobQueue
 from jobqueues.metrics import consumer_period
 from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of, stack_of
 
-#: The fleet view's construct id in its stack, and its dashboard's name after the stack's (no job type's dashboard
-#: can take it: a stack name has no ``_``).
+#: The fleet view's construct id in its stack, and its dashboard's name after the stack's (a job type's is
+#: ``<stack>-<job type>``).
 FLEET_ID = "JobQueuesFleet"
 FLEET_DASHBOARD_SUFFIX = "_fleet"
 #: The worst-first table lists at most this many job types.
