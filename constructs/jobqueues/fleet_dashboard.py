@@ -53,69 +53,78 @@ class FleetEntry:
     errors: cloudwatch.IMetric | None = None
 
 
-#: A graph of the fleet view: its title, the line of one job type (``None``: none for it), its annotations.
-LineOf = Callable[[int, FleetEntry, Duration], "cloudwatch.IMetric | None"]
+@dataclass(frozen=True)
+class FleetLines:
+    """The lines of one job type on the fleet view, each metric object made once (each is a round trip to the
+    CDK's Node kernel): ``None`` where the job type has none."""
+
+    backlog: cloudwatch.IMetric
+    oldest: cloudwatch.IMetric
+    in_flight: cloudwatch.IMetric
+    dlq_depth: cloudwatch.IMetric
+    errors: cloudwatch.IMetric | None
+    p99_ratio: cloudwatch.IMetric | None
+    worst: cloudwatch.IMetric | None
+
+
+def fleet_lines(i: int, e: FleetEntry, period: Duration) -> FleetLines:
+    """Job type ``i``'s lines; metric-math ids end in ``i``, unique in a widget."""
+    q, label = e.job_queue, e.job_queue.job_type
+    in_flight = q.queue.metric_approximate_number_of_messages_not_visible(
+        statistic="Maximum", period=period, label=label
+    )
+    oldest = q.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=period, label=label)
+    declared_s = q.processing_p99_seconds
+    return FleetLines(
+        backlog=cloudwatch.MathExpression(
+            expression=f"v{i} + f{i}",
+            using_metrics={f"v{i}": q.metric_visible(period), f"f{i}": in_flight},
+            label=label,
+            period=period,
+        ),
+        oldest=oldest,
+        in_flight=in_flight,
+        dlq_depth=q.dead_letter_queue.metric_approximate_number_of_messages_visible(
+            statistic="Maximum", period=period, label=label
+        ),
+        errors=e.errors,
+        p99_ratio=None
+        if declared_s is None
+        else cloudwatch.MathExpression(
+            expression=f"p{i} / {round(declared_s * 1000):d}",
+            using_metrics={f"p{i}": q.metric_processing_time("p99", period)},
+            label=label,
+            period=period,
+        ),
+        # Worst first: the oldest age over its own alarm threshold (1 is the alarm).
+        worst=None
+        if not e.oldest_age_threshold_s
+        else cloudwatch.MathExpression(
+            expression=f"FILL(a{i}, 0) / {e.oldest_age_threshold_s:g}",
+            using_metrics={f"a{i}": oldest},
+            label=label,
+            period=period,
+        ),
+    )
 
 
 @dataclass(frozen=True)
 class FleetGraph:
+    """A graph of the fleet view: its title, the line of one job type, its annotations (value, label)."""
+
     title: str
-    line: LineOf
+    line: Callable[[FleetLines], cloudwatch.IMetric | None]
     annotations: tuple[tuple[float, str], ...] = ()
-
-
-def _backlog(i: int, e: FleetEntry, period: Duration) -> cloudwatch.IMetric:
-    q = e.job_queue
-    return cloudwatch.MathExpression(
-        expression=f"v{i} + f{i}",
-        using_metrics={f"v{i}": q.metric_visible(period), f"f{i}": q.metric_in_flight(period)},
-        label=q.job_type,
-        period=period,
-    )
-
-
-def _oldest(i: int, e: FleetEntry, period: Duration) -> cloudwatch.IMetric:
-    return e.job_queue.queue.metric_approximate_age_of_oldest_message(
-        statistic="Maximum", period=period, label=e.job_queue.job_type
-    )
-
-
-def _in_flight(i: int, e: FleetEntry, period: Duration) -> cloudwatch.IMetric:
-    return e.job_queue.queue.metric_approximate_number_of_messages_not_visible(
-        statistic="Maximum", period=period, label=e.job_queue.job_type
-    )
-
-
-def _dlq_depth(i: int, e: FleetEntry, period: Duration) -> cloudwatch.IMetric:
-    return e.job_queue.dead_letter_queue.metric_approximate_number_of_messages_visible(
-        statistic="Maximum", period=period, label=e.job_queue.job_type
-    )
-
-
-def _errors(i: int, e: FleetEntry, period: Duration) -> cloudwatch.IMetric | None:
-    return e.errors
-
-
-def _p99_ratio(i: int, e: FleetEntry, period: Duration) -> cloudwatch.IMetric | None:
-    declared_s = e.job_queue.processing_p99_seconds
-    if declared_s is None:
-        return None
-    return cloudwatch.MathExpression(
-        expression=f"p{i} / {round(declared_s * 1000):d}",
-        using_metrics={f"p{i}": e.job_queue.metric_processing_time("p99", period)},
-        label=e.job_queue.job_type,
-        period=period,
-    )
 
 
 #: The fleet view's graphs, in order (after the worst-first table).
 FLEET_GRAPHS: tuple[FleetGraph, ...] = (
-    FleetGraph("Backlog (visible + in flight)", _backlog),
-    FleetGraph("Age of the oldest message (s)", _oldest),
-    FleetGraph("In flight vs the quota", _in_flight, ((IN_FLIGHT_QUOTA, "SQS in-flight quota"),)),
-    FleetGraph("Dead-letter queue depth", _dlq_depth),
-    FleetGraph("Errors of the Lambda consumers (Sum)", _errors),
-    FleetGraph("p99 processing time / the declared processing_p99", _p99_ratio, ((1, "declared"),)),
+    FleetGraph("Backlog (visible + in flight)", lambda lines: lines.backlog),
+    FleetGraph("Age of the oldest message (s)", lambda lines: lines.oldest),
+    FleetGraph("In flight vs the quota", lambda lines: lines.in_flight, ((IN_FLIGHT_QUOTA, "SQS in-flight quota"),)),
+    FleetGraph("Dead-letter queue depth", lambda lines: lines.dlq_depth),
+    FleetGraph("Errors of the Lambda consumers (Sum)", lambda lines: lines.errors),
+    FleetGraph("p99 processing time / the declared processing_p99", lambda lines: lines.p99_ratio, ((1, "declared"),)),
 )
 
 
@@ -135,40 +144,31 @@ class FleetDashboard(RegisteredConstruct):
     def build_widgets(self) -> None:
         """The worst-first table, then one graph per concern with a line per job type."""
         period = consumer_period(self)
-        entries = list(self.entries.values())
-        worst = _worst_first(entries, period)
+        lines = [fleet_lines(i, e, period) for i, e in enumerate(self.entries.values())]
+        worst = _worst_first(lines, period)
         if worst is not None:
             self.dashboard.add_widgets(worst)
         # A graph with no line (no Lambda consumer, no declared p99) is left out: CloudWatch refuses an empty one.
-        graphs = [g for spec in FLEET_GRAPHS if (g := _graph(spec, entries, period)) is not None]
+        graphs = [g for spec in FLEET_GRAPHS if (g := _graph(spec, lines)) is not None]
         for start in range(0, len(graphs), 2):
             self.dashboard.add_widgets(*graphs[start : start + 2])
 
 
-def _graph(spec: FleetGraph, entries: list[FleetEntry], period: Duration) -> cloudwatch.GraphWidget | None:
-    lines = [line for i, e in enumerate(entries) if (line := spec.line(i, e, period)) is not None]
-    if not lines:
+def _graph(spec: FleetGraph, lines: list[FleetLines]) -> cloudwatch.GraphWidget | None:
+    metrics = [line for each in lines if (line := spec.line(each)) is not None]
+    if not metrics:
         return None
     return cloudwatch.GraphWidget(
         title=spec.title,
-        left=lines,
+        left=metrics,
         left_annotations=[cloudwatch.HorizontalAnnotation(value=v, label=label) for v, label in spec.annotations],
         width=GRAPH_WIDTH,
     )
 
 
-def _worst_first(entries: list[FleetEntry], period: Duration) -> cloudwatch.TableWidget | None:
+def _worst_first(lines: list[FleetLines], period: Duration) -> cloudwatch.TableWidget | None:
     """Each job type's oldest age over its own alarm threshold, sorted worst first (1 is that alarm)."""
-    ratios: dict[str, cloudwatch.IMetric] = {
-        f"worst{i}": cloudwatch.MathExpression(
-            expression=f"FILL(a{i}, 0) / {e.oldest_age_threshold_s:g}",
-            using_metrics={f"a{i}": e.job_queue.metric_oldest_message_age(period)},
-            label=e.job_queue.job_type,
-            period=period,
-        )
-        for i, e in enumerate(entries)
-        if e.oldest_age_threshold_s
-    }
+    ratios = {f"worst{i}": each.worst for i, each in enumerate(lines) if each.worst is not None}
     if not ratios:
         return None
     return cloudwatch.TableWidget(
