@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jobqueues.payload_rules import payload_bucket
 from jobqueues.queue_declaration import CheckResult, QueueDeclaration, RuleContext, in_flight_threshold
 from jobqueues.queue_option_rules import (
     delay_within_retention,
@@ -31,6 +32,7 @@ from jobqueues.queue_rules import (
     queue_time_slo,
     resolve_visibility_timeout,
     retries_and_retention,
+    time_to_drain_bound,
 )
 from jobqueues.timing_rules import (
     consumer_lease,
@@ -65,10 +67,12 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     fifo_lambda_retries,
     fifo_high_throughput,
     message_size,
+    payload_bucket,
     removal_policies,
     alarm_thresholds,
     delay_within_retention,
     queue_time_slo,
+    time_to_drain_bound,
     resolve_visibility_timeout,
 )
 

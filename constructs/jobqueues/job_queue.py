@@ -5,23 +5,26 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
+import jsii
 from aws_cdk import Annotations, CfnElement, CfnResource, Duration, RemovalPolicy, SizeRoundingBehavior
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from jobqueues.alarms import JobQueueAlarms, create_queue_alarms
 from jobqueues.errors import JobQueueError
+from jobqueues.fleet_dashboard import add_to_fleet
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.job_queue_base import JobQueueBase
-from jobqueues.marker import mark_job_queue
+from jobqueues.marker import mark_job_queue, payload_bucket_reference
 from jobqueues.metrics import consumer_period
+from jobqueues.payload_bucket import bucket_of
 from jobqueues.plan import Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
 from jobqueues.registry import StackRegistry, registry_of
-from sqslease.rules import SQS_MAX_RETENTION_S
+from sqslease.rules import SQS_MAX_RETENTION_S, format_duration
 
 
 class JobQueue(JobQueueBase):
@@ -100,11 +103,22 @@ class JobQueue(JobQueueBase):
                 queue_time_p99,
             )
         self.alarm_topic = plan.alarm_topic
+        self._monitor(plan)
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
+        #: The bucket of payloads larger than the queue takes (``payload_bucket``); ``None``: none.
+        self.payload_bucket = bucket_of(self, plan.payload_bucket, plan.encryption_key, plan.payload_expiration_days)
+        self.delete_payloads = plan.delete_payloads
         self._mark(registry)
         registry.count_job_type()
+
+    def _monitor(self, plan: QueuePlan) -> None:
+        """On the stack's fleet view; with ``max_time_to_drain``, a consumer is due (its alarm is the consumer's)."""
+        add_to_fleet(self, plan.alarms.oldest_message_age_s if plan.alarms else None)
+        self.max_time_to_drain_seconds = plan.alarms.max_time_to_drain_s if plan.alarms else None
+        if self.max_time_to_drain_seconds is not None:
+            self.node.add_validation(_ConsumerDue(self))
 
     def _set_facts(self, plan: QueuePlan, registry: StackRegistry) -> None:
         """The plan's values the job queue exposes (:class:`jobqueues.interface.IJobQueue`)."""
@@ -121,6 +135,7 @@ class JobQueue(JobQueueBase):
         self.lambda_timeout_seconds = plan.lambda_timeout
         self.max_batching_window_seconds = plan.max_batching_window
         self.fifo = plan.fifo
+        self.delivery_delay_seconds = 0 if isinstance(plan.delivery_delay, Given) else plan.delivery_delay
         #: Deliveries before a message moves to the DLQ (a token as given).
         self.max_receive_count = (
             plan.max_receive_count.value if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
@@ -183,7 +198,8 @@ class JobQueue(JobQueueBase):
 
         queue_id = registry.logical_id(self.path_below_stack("Queue", "Resource"), lambda: resource)
         dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
-        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id})
+        bucket = payload_bucket_reference(self, registry.stack)
+        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
 
     @staticmethod
     def from_queue_attributes(
@@ -238,6 +254,23 @@ class JobQueue(JobQueueBase):
             max_batching_window=max_batching_window,
             alarm_topic=alarm_topic,
         )
+
+
+@jsii.implements(IValidation)
+class _ConsumerDue:
+    """``max_time_to_drain`` declares an alarm on the consumer: a job queue that never gets one fails the synth."""
+
+    def __init__(self, job_queue: JobQueue) -> None:
+        self._job_queue = job_queue
+
+    def validate(self) -> list[str]:
+        if self._job_queue.bound_consumer is not None:
+            return []
+        return [
+            f"max_time_to_drain {format_duration(self._job_queue.max_time_to_drain_seconds or 0)} declares a "
+            f"time-to-drain alarm on the consumer, but job type {self._job_queue.job_type!r} has no consumer in this "
+            "app: bind one (add_lambda_consumer, add_ecs_consumer) or remove max_time_to_drain"
+        ]
 
 
 def _record_retention(plan: QueuePlan) -> float:

@@ -17,6 +17,7 @@ from jobqueues import defaults
 from jobqueues.consumer_rules import ConsumerCheck
 from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration, in_flight_threshold
 from jobqueues.declaration_warnings import DeclarationWarning
+from jobqueues.payload_rules import payload_expiration_days
 from jobqueues.queue_declaration import fmt
 from sqslease.rules import DerivedVisibilityTimeout
 
@@ -42,6 +43,8 @@ class AlarmPlan:
     :param dlq_depth: messages in the DLQ that raise the alarm.
     :param receives: how the DLQ alarm's description counts receives (``max_receive_count`` when a token).
     :param max_queue_time_s: seconds the p99 queue time may reach (``max_queue_time``); ``None``: no alarm.
+    :param max_time_to_drain_s: seconds the backlog may take to drain (``max_time_to_drain``, an alarm on the
+        consumer); ``None``: no alarm.
     """
 
     in_flight_threshold: int
@@ -51,6 +54,7 @@ class AlarmPlan:
     dlq_depth: int
     receives: str
     max_queue_time_s: float | None = None
+    max_time_to_drain_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,11 @@ class QueuePlan:
     :param alarm_topic: the ``sns.ITopic`` alarms notify, as given; ``None``: none.
     :param idempotency: where the consumer keeps idempotency records: ``True`` (the stack's table), a table as
         given, or ``None`` (off).
+    :param payload_bucket: where payloads larger than the queue takes are kept: ``True`` (a bucket of the job
+        type's), a bucket as given, or ``None`` (none).
+    :param delete_payloads: the consumer deletes a payload's object after its message.
+    :param payload_expiration_days: days after which a payload object expires
+        (:func:`jobqueues.payload_rules.payload_expiration_days`).
     :param errors: every problem of the declaration, each with its fix; a plan with errors is never built.
     :param warnings: findings that deploy but deserve a look, each with an id to acknowledge it by.
     """
@@ -111,6 +120,9 @@ class QueuePlan:
     encryption_key: Any = None
     alarm_topic: Any = None
     idempotency: Any = None
+    payload_bucket: Any = None
+    delete_payloads: bool = True
+    payload_expiration_days: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[DeclarationWarning] = field(default_factory=list)
 
@@ -133,7 +145,7 @@ def plan_job_queue(
     :param consumer: a consumer construct's own findings, listed with the queue's. Default: none.
     :param alarms_enabled: plan the queue alarms. Default: True.
     :param resources: construct props passed through as given: ``encryption_key``, ``alarm_topic``, ``idempotency``
-        (a table; ``True`` when absent and the declaration has ``idempotency``).
+        (a table; ``True`` when absent and the declaration has ``idempotency``), ``payload_bucket`` (likewise).
         Default: none.
     """
     result = check_declaration(d)
@@ -173,31 +185,50 @@ def plan_job_queue(
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
         idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
+        **_payloads(d, result, resources),
         errors=errors,
         warnings=result.warnings + consumer.warnings,
     )
 
 
+def _payloads(d: QueueDeclaration, result: CheckResult, resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's payload values: the bucket (``True`` when none is given), deletion, and the objects' expiry, from
+    the retention periods the queues get (SQS's longest for a token)."""
+    return {
+        "payload_bucket": (resources.get("payload_bucket") or True) if d.payload_bucket else None,
+        "delete_payloads": d.delete_payloads is not False,
+        "payload_expiration_days": payload_expiration_days(
+            None if "retention_period" in d.tokens else result.retention_s,
+            None if "dlq_retention_period" in d.tokens else result.dlq_retention_s,
+        ),
+    }
+
+
+#: The props that declare an alarm of their own, and that alarm.
+_ALARM_BOUNDS = {"max_queue_time": "queue-time alarm", "max_time_to_drain": "time-to-drain alarm"}
+
+
 def _alarm_input_errors(d: QueueDeclaration, alarms_enabled: bool) -> list[str]:
-    """Alarm thresholds computed at synth from a token, or a queue-time alarm with the alarms off."""
+    """Alarm thresholds computed at synth from a token, or an alarm-declaring prop with the alarms off."""
+    declared = {p: getattr(d, p) is not None or p in d.tokens for p in _ALARM_BOUNDS}
     if not alarms_enabled:
-        if d.max_queue_time is not None or "max_queue_time" in d.tokens:
-            return [
-                "max_queue_time declares a queue-time alarm, but alarms.enabled is False: remove max_queue_time or "
-                "turn the alarms on"
-            ]
-        return []
+        return [
+            f"{p} declares a {what}, but alarms.enabled is False: remove {p} or turn the alarms on"
+            for p, what in _ALARM_BOUNDS.items()
+            if declared[p]
+        ]
     errors = [
         f"{d.prop_names.get(p, p)} is an unresolved token: the in-flight alarm threshold is computed at synth "
         "from it; pass a number, or turn the alarms off with alarms.enabled=False"
         for p in ("in_flight_quota", "in_flight_fraction")
         if p in d.tokens
     ]
-    if "max_queue_time" in d.tokens:
-        errors.append(
-            "max_queue_time is an unresolved token: the queue-time alarm threshold is computed at synth from it; "
-            "pass a Duration such as Duration.minutes(5)"
-        )
+    errors += [
+        f"{p} is an unresolved token: the {what} threshold is computed at synth from it; pass a Duration such as "
+        "Duration.minutes(5)"
+        for p, what in _ALARM_BOUNDS.items()
+        if p in d.tokens
+    ]
     return errors
 
 
@@ -231,6 +262,7 @@ def _plan_alarms(d: QueueDeclaration, result: CheckResult, errors: list[str]) ->
         dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
         receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
         max_queue_time_s=d.max_queue_time,
+        max_time_to_drain_s=d.max_time_to_drain,
     )
 
 

@@ -36,6 +36,9 @@ class QueueDeclaration:
         ``dlq_removal_policy`` are the names of the CDK enum members given (``"MESSAGE_GROUP"``, ``"RETAIN"``).
     :param idempotency: the consumer keeps idempotency records (the table is a construct, not declared here).
         Default: False.
+    :param payload_bucket: the job type keeps payloads larger than its queue takes in a bucket (the bucket is a
+        construct, not declared here). Default: False.
+    :param delete_payloads: ``delete_payloads`` as given (``None``: not given). Default: None.
     :param prop_names: how the user spelled each prop, for messages (e.g. ``lambda_timeout`` is ``timeout``
         on a ``LambdaJob``, ``in_flight_fraction`` is ``alarms.in_flight_fraction``). Default: these names.
     """
@@ -65,7 +68,10 @@ class QueueDeclaration:
     oldest_message_age: float | None = None
     dlq_depth: int | None = None
     max_queue_time: float | None = None
+    max_time_to_drain: float | None = None
     idempotency: bool = False
+    payload_bucket: bool = False
+    delete_payloads: bool | None = None
     tokens: Mapping[str, object] = field(default_factory=dict)
     adopted: bool = False
     ecs_consumer: bool = False
