@@ -219,6 +219,19 @@ def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     )
 
 
+@NEEDS_CDK
+def test_an_app_that_does_not_synthesize_is_bad_input_not_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a valid profiles file and an --app that fails (a missing script)
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": 2, "deployments": {}}))
+    monkeypatch.chdir(OPS_APP_DIR)
+    # WHEN drift synthesizes it THEN the status is 2, bad input, which a CI step tells apart from drift's 1
+    assert main(["drift", "--profiles", str(profiles), "--app", f"python {tmp_path / 'nosuch.py'}"]) == 2
+    assert capsys.readouterr().err.startswith("error: the app ")
+
+
 # The comparison alone, without a network.
 
 ECS_JOB = JobType("Render", "S", "S/Render", "url", "dlq", processing_p99_s=5.0)

@@ -20,7 +20,7 @@ from jobqueues.ops.drift import (
     compare_all,
     read_deployed,
 )
-from jobqueues.ops.errors import EXIT_FAILED
+from jobqueues.ops.errors import EXIT_FAILED, BadInput
 from jobqueues.ops.profiles import load_profiles, profiles_outside
 
 
@@ -88,14 +88,17 @@ def command(
         from jobqueues.ops.assembly import stack_artifacts
         from jobqueues.ops.discovery import discover_templates
         from jobqueues.ops.stack_template import StackTemplate
-        from jobqueues.ops.synth import synth_unbuilt
+        from jobqueues.ops.synth import SynthError, synth_unbuilt
 
         with tempfile.TemporaryDirectory(prefix="jobqueues-drift-") as output:
             # No AWS needed: an app whose env reads CDK_DEFAULT_ACCOUNT/REGION (set by cdk from credentials) gets
             # placeholders where there are none; the queues' numbers do not depend on the account.
             placeholders = {"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "us-east-1"}
             environment = {name: value for name, value in placeholders.items() if not os.environ.get(name)}
-            synth_unbuilt(Path.cwd(), app, Path(output), environment=environment)
+            try:
+                synth_unbuilt(Path.cwd(), app, Path(output), environment=environment)
+            except SynthError as error:  # 1 is what drift found: an app that cannot be compared is bad input
+                raise BadInput(str(error)) from error
             templates = [StackTemplate(a.name, a.template()) for a in stack_artifacts(Path(output))]
         job_types = discover_templates(templates).job_types
     else:
