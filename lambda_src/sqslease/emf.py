@@ -37,6 +37,9 @@ METRICS = (
 )
 #: Published from a line that has ``QueueTime``: a message that ran, with a ``SentTimestamp``.
 QUEUE_TIME_METRIC = {"Name": "QueueTime", "Unit": "Milliseconds"}
+#: The line's field naming the message's group (its ``MessageGroupId``: a tenant on a fair queue, a FIFO group): a
+#: property, never a dimension, so that the metrics stay one per job type however many tenants there are.
+GROUP_FIELD = "MessageGroupId"
 
 OUTCOMES = (
     "success",
@@ -90,8 +93,11 @@ class EmfLogger:
         error: BaseException | None = None,
         queue_ms: float | None = None,
         stack: str | None = None,
+        group: str | None = None,
     ) -> dict[str, Any]:
         """Log one processed message and return the line's object.
+
+        :param group: the message's ``MessageGroupId`` (a fair queue's tenant, a FIFO group): :data:`GROUP_FIELD`.
 
         :param stack: the consumer's stack (``LeaseSettings.stack``): the line gets ``Stack`` after ``JobType``.
             Default: none (no ``Stack``).
@@ -125,6 +131,8 @@ class EmfLogger:
         }
         if queue_ms is not None:
             line["QueueTime"] = millis(queue_ms)
+        if group is not None:
+            line[GROUP_FIELD] = group
         if error is not None:
             line["ErrorType"] = error_type(error)
             line["Error"] = error_text(error)
@@ -145,6 +153,7 @@ class EmfLogger:
         error: BaseException | None = None,
         queue_ms: float | None = None,
         stack: str | None = None,
+        group: str | None = None,
     ) -> None:
         """:meth:`record` without returning the line's object: what the runtime calls per message. The usual
         line (no error, finite times, whole counts) is formatted straight into its template, text for text what
@@ -156,17 +165,19 @@ class EmfLogger:
             and type(extensions) is int
             and plain_millis(processing_ms)
             and (queue_ms is None or plain_millis(queue_ms))
+            and (group is None or type(group) is str)
             and outcome in _OUTCOME_SET
         ):
             queued = queue_ms is not None
             head, middle = TEMPLATES.get(
                 (self.namespace, job_type, stack, queue, outcome, SCHEMA_VERSION, queued)
             ) or self._template(job_type, stack, queue, outcome, queued)
+            end = "}\n" if group is None else f',"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'
             self._write(
                 f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)}{head}{encode_basestring_ascii(message_id)},'
                 f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
                 f'"LeaseLost":{int(lease_lost)}'
-                + ("}\n" if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}}}\n')
+                + (end if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}{end}')
             )
             return
         self.record(
@@ -181,6 +192,7 @@ class EmfLogger:
             error=error,
             queue_ms=queue_ms,
             stack=stack,
+            group=group,
         )
 
     def _write(self, text: str) -> None:

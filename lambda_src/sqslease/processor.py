@@ -149,6 +149,7 @@ class MessageProcessor:
             lease_lost=message.lease.lost,
             error=error,
             queue_ms=queue_ms,
+            group=message.message_group_id,
         )
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry, held)
@@ -307,6 +308,7 @@ class MessageProcessor:
             lease_lost=message.lease.lost,
             error=error,
             queue_ms=queue_ms,
+            group=message.message_group_id,
         )
 
     def apply_failure_policy(self, message: Message) -> None:
