@@ -36,6 +36,8 @@ class QueueDeclaration:
         ``dlq_removal_policy`` are the names of the CDK enum members given (``"MESSAGE_GROUP"``, ``"RETAIN"``).
     :param idempotency: the consumer keeps idempotency records (the table is a construct, not declared here).
         Default: False.
+    :param fair: a fair queue: its message groups are tenants (docs/fair-queues.md); a standard queue only.
+        Default: False.
     :param prop_names: how the user spelled each prop, for messages (e.g. ``lambda_timeout`` is ``timeout``
         on a ``LambdaJob``, ``in_flight_fraction`` is ``alarms.in_flight_fraction``). Default: these names.
     """
@@ -66,6 +68,7 @@ class QueueDeclaration:
     dlq_depth: int | None = None
     max_queue_time: float | None = None
     idempotency: bool = False
+    fair: bool = False
     tokens: Mapping[str, object] = field(default_factory=dict)
     adopted: bool = False
     ecs_consumer: bool = False
