@@ -6,9 +6,12 @@ A TARGET is either:
 
 - a dotted name (``jobqueues.props.LambdaJobProps``, ``jobqueues.JobQueue.from_queue_attributes``): a
   ``TypedDict`` (entries ``name:`` then indented text), a dataclass or a function (``:param name: text``),
-  rendered as its summary and a table of its own props, fields or parameters with their defaults (the
-  ``Default ...`` sentence of each entry; ``required`` when the code has none). A prop, field or parameter
-  without an entry, or an entry without one, is an error: the docstring and the code disagree;
+  rendered as its summary and a table of its own props, fields or parameters with their defaults (``required``
+  when the code has none). A prop, field or parameter without an entry, or an entry without one, is an error:
+  the docstring and the code disagree. The defaults of ``jobqueues`` are rendered from their values (a
+  ``TypedDict``'s from ``jobqueues.prop_defaults``, a field's or a parameter's from the code, with the notes of
+  ``jobqueues.prop_defaults``), and an entry there that states one is an error; any other target's default is the
+  ``Default ...`` sentence of its entry;
 - ``modules DIR`` (a directory of the repository): one row per module, the first sentence of its docstring.
 
 Modules are imported to read their docstrings (``jobqueues`` starts the CDK's Node kernel: about 3 s).
@@ -109,6 +112,7 @@ class Entry:
     name: str
     type: str
     required: bool  # by the code: no default value
+    value: Any = None  # the code's default value (a dataclass field's, a parameter's)
 
 
 def resolve(target: str) -> Any:
@@ -165,13 +169,23 @@ def object_entries(obj: Any) -> tuple[str, list[Entry], list[str]]:
     if isinstance(obj, type) and dataclasses.is_dataclass(obj):
         missing = dataclasses.MISSING
         rows = [
-            Entry(f.name, _annotation(f.type), f.default is missing and f.default_factory is missing)
+            Entry(
+                f.name,
+                _annotation(f.type),
+                f.default is missing and f.default_factory is missing,
+                None if f.default is missing else f.default,
+            )
             for f in dataclasses.fields(obj)
         ]
         return "field", rows, []
     if callable(obj):
         rows = [
-            Entry(p.name, _annotation(p.annotation) if p.annotation is not p.empty else "", p.default is p.empty)
+            Entry(
+                p.name,
+                _annotation(p.annotation) if p.annotation is not p.empty else "",
+                p.default is p.empty,
+                None if p.default is p.empty else p.default,
+            )
             for p in inspect.signature(obj).parameters.values()
             if p.name not in ("self", "cls") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
@@ -197,6 +211,13 @@ def render_object(target: str) -> str:
     table = [f"| {column} | type | default | |", "| --- | --- | --- | --- |"]
     for row in rows:
         text, default = split_default(doc.entries[row.name])
+        if target.startswith("jobqueues."):
+            if default is not None:
+                raise DocsError(
+                    f"{target}: the docstring of {row.name} states its default ({default}), which is rendered from "
+                    "its value (jobqueues.prop_defaults): remove the Default sentence"
+                )
+            default = jobqueues_default(obj, row, text)
         if default is None and (row.required or "(required)" in text):
             text, default = text.replace(" (required)", "").replace("(required) ", ""), "required"
         type_cell = f"`{cell(row.type)}`" if row.type else ""
@@ -205,6 +226,21 @@ def render_object(target: str) -> str:
     if bases:
         out.append("Plus every prop of " + " and ".join(f"`{b}`" for b in bases) + ".")
     return "\n\n".join(out) + "\n"
+
+
+def jobqueues_default(obj: Any, row: Entry, text: str) -> str | None:
+    """The default of a prop, field or parameter of ``jobqueues``, rendered from its value; ``None``: required."""
+    from jobqueues.prop_defaults import DEFAULT_NOTES, PROP_DEFAULTS, Default
+
+    name = getattr(obj, "__name__", "")
+    if name in PROP_DEFAULTS:  # a TypedDict: props have no default in the code
+        default = PROP_DEFAULTS[name].get(row.name)
+        if default is None and "(required)" not in text:
+            raise DocsError(f"{name}.{row.name} has no default in jobqueues.prop_defaults and is not (required)")
+        return None if default is None else default.text()
+    if row.required:
+        return None
+    return Default(row.value, note=DEFAULT_NOTES.get(name, {}).get(row.name, "")).text()
 
 
 def first_sentence(doc: str) -> str:

@@ -15,11 +15,24 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "jobstats"
 
-from jobstats.pipeline import InputError, parse_since, profile
 from jobstats.profiles import summary_line, write_document
 from jobstats.recommend import DEFAULT_MIN_SAMPLES
-from jobstats.session import spark_session
 from jobstats.tenants_cli import add_tenants_parser, tenants_main
+
+#: What the extra ``jobstats`` installs (``pip install 'cdk-jobqueues[jobstats]'``), which the README's local
+#: install (``[local]``) does not.
+EXTRA = "pip install 'cdk-jobqueues[jobstats]'"
+EXTRA_MODULES = frozenset({"pyspark", "py4j", "matplotlib", "numpy"})
+
+try:
+    from jobstats.pipeline import InputError, parse_since, profile
+    from jobstats.session import spark_session
+
+    MISSING: str | None = None
+except ModuleNotFoundError as error:  # the extra is not installed: main() says so in one line
+    MISSING = (error.name or "").split(".")[0]
+    if MISSING not in EXTRA_MODULES:
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES, help="refuse to recommend below this")
     add_tenants_parser(sub)
     args = parser.parse_args(argv)
+    if MISSING is not None:
+        print(f"error: python -m jobstats needs {MISSING}, which the extra jobstats installs: {EXTRA}", file=sys.stderr)
+        return 2
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "tenants":
         return tenants_main(args)

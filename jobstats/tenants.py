@@ -28,8 +28,6 @@ from sqslease.emf import GROUP_FIELD, deployment_name
 
 #: The profile's schema and the line's group.
 TENANT_SCHEMA = StructType([*EMF_SCHEMA.fields, StructField(GROUP_FIELD, StringType())])
-#: Tenants printed per deployment, the busiest first (the noisy ones always).
-DEFAULT_TOP = 10
 
 
 def tenant_partials(lines: DataFrame) -> DataFrame:
@@ -101,7 +99,7 @@ def deployment_entry(groups: dict[str | None, Summary]) -> dict[str, Any]:
     }
 
 
-def report_lines(report: dict[str, Any], top: int = DEFAULT_TOP) -> list[str]:
+def report_lines(report: dict[str, Any], top: int) -> list[str]:
     """The report as text (pure): per deployment a line naming its noisy tenants, then a row per tenant, the
     ``top`` busiest and every noisy one."""
     if not report["deployments"]:

@@ -7,10 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from jobstats.files import InputError
-from jobstats.profiles import write_document
-from jobstats.session import spark_session
-from jobstats.tenants import DEFAULT_TOP, report_lines, tenant_report
+#: Tenants printed per deployment, the busiest first (the noisy ones always).
+DEFAULT_TOP = 10
 
 
 def add_tenants_parser(sub: Any) -> None:
@@ -26,8 +24,13 @@ def add_tenants_parser(sub: Any) -> None:
 
 
 def tenants_main(args: argparse.Namespace) -> int:
-    """Run ``tenants``: the report on stdout (and in ``--out``); exit 2 on bad input."""
+    """Run ``tenants``: the report on stdout (and in ``--out``); exit 2 on bad input. Spark is imported here: the
+    parser is built without it (``python -m jobstats`` says in one line when the extra is missing)."""
+    from jobstats.files import InputError
     from jobstats.pipeline import parse_since
+    from jobstats.profiles import write_document
+    from jobstats.session import spark_session
+    from jobstats.tenants import report_lines, tenant_report
 
     try:
         since_day = parse_since(args.since) if args.since else None

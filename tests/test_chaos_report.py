@@ -113,6 +113,24 @@ def test_a_message_sent_but_never_received_is_counted_as_such() -> None:
     assert "Prod/Invoices never received: stuck-1, stuck-2" in result.format()
 
 
+def test_never_received_says_stuck_only_of_a_consumer_that_stopped_receiving() -> None:
+    # GIVEN messages left in the queue, never handed out, after a normal stop (their consumer had not polled yet)
+    streams = {"w1": [line("done", "success", 1_000, 10)]}
+    observations = Observations(received=dict.fromkeys(["done"], "Prod-Invoices"))
+    state = [QueueState("Prod/Invoices", URL, frozenset({"late-1", "late-2"}))]
+    normal = build_report(parse_runs(streams), observations, state).format()
+    # THEN the report says what is known: they were not received before the stop; nothing says "stuck"
+    assert "Prod/Invoices never received: late-1, late-2 (not received before the stop)" in normal
+    assert "stuck" not in normal
+    # GIVEN instead a consumer that stopped receiving (its poller failed) while they waited THEN they are stuck
+    why = "its poller failed: RuntimeError('boom')"
+    stopped = build_report(parse_runs(streams), observations, state, stopped_receiving={"Prod/Invoices": why})
+    assert (
+        "Prod/Invoices never received: late-1, late-2 (stuck: its consumer stopped receiving: "
+        "its poller failed: RuntimeError('boom'))" in stopped.format()
+    )
+
+
 def test_a_message_s_row_is_the_deployment_whose_queue_handed_it_out() -> None:
     # GIVEN one job type deployed by a Dev and a Prod stack: the same JobType on both stacks' lines
     dev_url, prod_url = "http://x/123/Dev-Invoices", URL

@@ -27,13 +27,15 @@ from typing import Any
 
 import pytest
 from emulator_fixtures import NEEDS_CDK, Deployment
+from rich.console import Console
 from support.moto_queues import take_all
 from test_cli_local import Run, start, until
 
 from jobqueues.cli import main
+from jobqueues.cli.dlq import dead_letter_table
 from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import JobType, discover
-from jobqueues.ops.dlq import LastError, any_term_patterns, list_dead_letters, parse_failure
+from jobqueues.ops.dlq import DeadLetter, LastError, any_term_patterns, list_dead_letters, parse_failure
 from jobqueues.ops.redrive import RedriveResult, loop, redrive
 from sqslease.emf import EmfLogger
 
@@ -380,6 +382,8 @@ def test_dlq_list_shows_the_last_error_of_a_poison_message(
         timeout=60,
     )
     assert done.returncode == 0 and f"RuntimeError: {error}" in done.stdout, done
+    # ... shows the id the message was sent with (the one the logs use), not its dead-letter copy's
+    assert message_id in done.stdout and row["message_id"] not in done.stdout, done
 
 
 # dlq list on the shared deployment: failure lines written by sqslease's own EMF code, put in the consumer's log
@@ -560,3 +564,16 @@ def test_messages_beyond_the_groups_seen_are_placed_only_where_they_can_be() -> 
     # the receives stopped before every group was reached: the rest may be in groups never seen
     cut = place({"a": 10, "b": 3}, {"a"}, 20, complete=False)
     assert (cut.groups, cut.at_least, cut.not_in_groups) == ({"a": 10, "b": 3}, frozenset({"a"}), 7)
+
+
+def test_the_table_shows_the_original_id_of_a_dead_letter_copy() -> None:
+    # GIVEN a copy sqslease dead-lettered itself (a new message id), carrying the original's id
+    error = LastError("RuntimeError", "card declined", None, "attribute")
+    copy = DeadLetter("copy-id", "original-id", 2, 27.0, "poison", '{"id": 1}', 9, error)
+    kept = DeadLetter("same-id", "same-id", 3, 30.0, None, "x", 1, None)  # dead-lettered by SQS: its own id
+    # WHEN the table is printed
+    console = Console(width=200, record=True, color_system=None)
+    console.print(dead_letter_table([copy, kept]))
+    text = console.export_text()
+    # THEN the row shows the id the message was sent with, which its consumer's log lines name
+    assert "original-id" in text and "copy-id" not in text and "same-id" in text

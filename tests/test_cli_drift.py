@@ -33,6 +33,7 @@ from jobqueues.ops.drift import (
     compare,
     compare_all,
     load_profiles,
+    profiles_outside,
 )
 from jobqueues.ops.errors import OpsError
 from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
@@ -181,14 +182,14 @@ def test_drift_of_one_stack_and_an_unknown_one(
 ) -> None:
     url = ops_deployment.server.endpoint
     args = ["--endpoint-url", url, "drift", "--profiles", str(profiles["disagree"])]
-    # --stack narrows: Invoices (Prod-Billing) is then a profile without a job type searched, never a failure
+    # --stack narrows: the profile of Invoices (Prod-Billing, a stack not searched) is not compared, and is not
+    # "not deployed" either: it is left out, and a note says so; a profile that names no stack is still listed
     assert main([*args, "--stack", "OpsShared", "--tolerance", "0", "--json"]) == 0
-    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    out = capsys.readouterr()
+    rows = {row["name"]: row for row in json.loads(out.out)}
     assert rows["OpsShared/Emails"]["reason"] == "within 0% above the expected 10 s"
-    assert (
-        rows["Prod-Billing/Invoices"]["status"] == NOT_DEPLOYED
-        and rows["Prod-Billing/Invoices"]["job_type"] == "Invoices"
-    )
+    assert sorted(rows) == ["Ghost", "OpsShared/Emails"] and rows["Ghost"]["status"] == NOT_DEPLOYED
+    assert out.err == "note: not compared: 1 profile of a stack not searched (--stack): Prod-Billing/Invoices\n"
     # an unknown stack names those that exist, status 2
     assert main([*args, "--stack", "Nope"]) == 2
     err = capsys.readouterr().err
@@ -198,17 +199,21 @@ def test_drift_of_one_stack_and_an_unknown_one(
 def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "profiles.json"
     bad.write_text(json.dumps({"schema_version": 9, "deployments": {}}))
-    assert main(["drift", "--profiles", str(bad)]) == 1
+    # bad input is status 2, as elsewhere: 1 is what drift found, which a CI step must tell apart
+    assert main(["drift", "--profiles", str(bad)]) == 2
     assert capsys.readouterr().err == (
         f"error: {bad} is not a jobstats profiles document of a supported version (schema_version 9, expected 2): "
         "regenerate it with `python -m jobstats profile`\n"
     )
-    assert main(["drift", "--profiles", str(tmp_path / "missing.json")]) == 1
+    assert main(["drift", "--profiles", str(tmp_path / "missing.json")]) == 2
     assert "not found: run `python -m jobstats profile LOGS" in capsys.readouterr().err
+    bad.write_text("{not json")
+    assert main(["drift", "--profiles", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {bad} is not valid JSON")
     # a mistyped number is an error naming the job type and the field, not "no recommendation"
     profile = {"OpsShared/Emails": {"recommended_processing_p99_s": "2"}}
     bad.write_text(json.dumps({"schema_version": 2, "deployments": profile}))
-    assert main(["drift", "--profiles", str(bad)]) == 1
+    assert main(["drift", "--profiles", str(bad)]) == 2
     assert capsys.readouterr().err == (
         f"error: {bad}, profile 'OpsShared/Emails': recommended_processing_p99_s='2' is a str, not a number of "
         "seconds, e.g. 1.5: regenerate it with `python -m jobstats profile`, or correct the field\n"
@@ -422,3 +427,10 @@ def test_drift_of_an_app_whose_image_is_not_buildable_needs_no_context(
     subprocess.run([sys.executable, "app.py"], check=True, env=environment, timeout=300)
     [stack] = stack_artifacts(tmp_path / "cdk.out")
     assert list(lint_file(stack.template_file, config=ManualArgs(regions=["us-east-1"]))) == []
+
+
+def test_profiles_of_stacks_not_searched_are_left_out() -> None:
+    profiles = {"Dev-Jobs/Orders": entry(1.0), "Prod-Jobs/Orders": entry(1.0), "Orders": entry(1.0)}
+    # a profile of a stack outside --stack; one that names no stack may be any stack's: kept
+    assert profiles_outside(profiles, ["Dev-Jobs"]) == ["Prod-Jobs/Orders"]
+    assert profiles_outside(profiles, None) == []  # every stack searched: a profile without one is not deployed

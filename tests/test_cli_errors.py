@@ -23,6 +23,7 @@ from support.not_aws import not_aws
 from jobqueues.cli import cli, main
 from jobqueues.cli.context import Aws, pass_aws, run_command
 from jobqueues.emulator.server import LocalServer
+from jobqueues.ops import timeouts
 from jobqueues.ops.errors import EXIT_AWS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, aws_error
 from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
 
@@ -194,24 +195,47 @@ def run_in_process(path: tuple[str, ...], endpoint: str, directory: Path, *optio
 
 
 #: Each endpoint kind: the answer of the server (None: a port nothing listens on), the URL's scheme, the exit
-#: status, and what the one line says.
-ENDPOINTS = {
-    "error page 501": ("error page 501", "http", EXIT_AWS, "is not AWS: it answered with an HTML page (HTTP 501)"),
-    "welcome page 200": ("welcome page 200", "http", EXIT_AWS, "is not AWS: it answered with an HTML page (HTTP 200)"),
-    "empty 404": ("empty 404", "http", EXIT_AWS, "is not AWS: it answered HTTP 404 without an AWS error"),
-    "closed connection": ("closed connection", "http", EXIT_AWS, "closed the connection without an answer"),
-    "https to http": ("error page 501", "https", EXIT_AWS, "TLS failed"),
-    "closed port": (None, "http", EXIT_AWS, "is it running?"),
-    "no scheme": ("error page 501", "", EXIT_USAGE, "is not a URL"),
-}
+#: status, and what the one line says (every part).
+ENDPOINTS: dict[str, tuple[str | None, str, int, tuple[str, ...]]] = {
+    "error page 501": ("error page 501", "http", EXIT_AWS, ("is not AWS: it answered with an HTML page (HTTP 501)",)),
+    "welcome page 200": (
+        "welcome page 200", "http", EXIT_AWS, ("is not AWS: it answered with an HTML page (HTTP 200)",)
+    ),
+    "empty 404": ("empty 404", "http", EXIT_AWS, ("is not AWS: it answered HTTP 404 without an AWS error",)),
+    "closed connection": ("closed connection", "http", EXIT_AWS, ("closed the connection without an answer",)),
+    "https to http": ("error page 501", "https", EXIT_AWS, ("TLS failed",)),
+    "closed port": (None, "http", EXIT_AWS, ("is it running?",)),
+    "no scheme": ("error page 501", "", EXIT_USAGE, ("is not a URL",)),
+    # answers botocore parsed into a KeyError traceback, an error with an empty code, or a line naming no endpoint
+    "xml 200": (
+        "xml 200", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 200 (text/xml)", "<hello/>")
+    ),
+    "xml error 500": (
+        "xml error 500",
+        "http",
+        EXIT_AWS,
+        ("is not AWS: it answered ListStacks with HTTP 500 (text/xml), an error not in AWS's error format", "it broke"),
+    ),
+    "empty 200": ("empty 200", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 200", "an empty body")),
+    "json 200": ("json 200", "http", EXIT_AWS, ("is not AWS: it answered ListStacks", '{"hello": "world"}')),
+    "json 400": ("json 400", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 400", "nope")),
+    "text 502": ("text 502", "http", EXIT_AWS, ("is not AWS: it answered ListStacks with HTTP 502", "Bad Gateway")),
+    # a port that takes the request and never answers: the clients' read timeout (made short here) ends it
+    "no answer": ("no answer", "http", EXIT_AWS, ("did not answer within 0.5 s",)),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("path", sorted(REACHES_AWS), ids="-".join)
 @pytest.mark.parametrize("kind", sorted(ENDPOINTS))
 def test_every_command_says_what_is_wrong_with_an_endpoint_in_one_line(
-    path: tuple[str, ...], kind: str, team_profile: Path, capsys: pytest.CaptureFixture[str]
+    path: tuple[str, ...],
+    kind: str,
+    team_profile: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     answer, scheme, status, says = ENDPOINTS[kind]
+    monkeypatch.setattr(timeouts, "READ_TIMEOUT_S", 0.5)  # the real one (10 s) is checked below
     # GIVEN an endpoint of that kind, and the AWS options after the subcommand, as the AWS CLI takes them
     with not_aws(answer or "error page 501") as server:
         host = server.url.removeprefix("http://") if answer is not None else f"127.0.0.1:{_closed_port()}"
@@ -223,10 +247,18 @@ def test_every_command_says_what_is_wrong_with_an_endpoint_in_one_line(
     err = capsys.readouterr().err
     assert exit_status == status, err
     line = _one_error_line(err)
-    assert host in line and says in line, line
+    assert host in line and all(part in line for part in says), line
     # ... and the requests that reached the server were signed with the profile's key, for the region asked
     assert set(server.scopes) <= {("TEAMKEY", "eu-west-2")}
     assert bool(server.scopes) == (answer is not None and scheme == "http"), server.scopes
+
+
+def test_the_clients_wait_seconds_not_minutes_for_an_answer() -> None:
+    # botocore's own 60 s read timeout, 3 attempts, kept a command 3 minutes on a port that never answered
+    aws = Aws(endpoint_url="http://localhost:4566")
+    config = aws.client("sqs").meta.config
+    assert (config.connect_timeout, config.read_timeout) == (timeouts.CONNECT_TIMEOUT_S, timeouts.READ_TIMEOUT_S)
+    assert (timeouts.CONNECT_TIMEOUT_S, timeouts.READ_TIMEOUT_S) == (5, 10)
 
 
 def test_an_endpoint_without_a_scheme_names_the_variable_it_came_from(

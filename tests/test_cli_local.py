@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -283,6 +285,47 @@ def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> No
         environments(parse_env(["Emails:A=1"]), found, consumed)
 
 
+def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
+    from jobqueues.emulator.consumers.local_env import environments, parse_env
+    from jobqueues.ops.discovery import Discovery, LambdaConsumer
+    from jobqueues.ops.errors import NotFound
+
+    # GIVEN Orders deployed by a Dev and a Prod Stage, both consumed locally
+    orders = [
+        JobType("Orders", stack, f"{stack}/Orders", None, None, consumer=LambdaConsumer(None, None))
+        for stack in ("Dev-Jobs", "Prod-Jobs")
+    ]
+    found = Discovery(orders, ["Dev-Jobs", "Prod-Jobs"])
+    consumed = ["Dev-Jobs/Orders", "Prod-Jobs/Orders"]
+    # WHEN --env names the job type alone THEN both deployments get it; STACK/JOB_TYPE one of them
+    assert environments(parse_env(["Orders:A=1", "Prod-Jobs/Orders:A=2"]), found, consumed) == {
+        "Dev-Jobs/Orders": {"A": "1"},
+        "Prod-Jobs/Orders": {"A": "2"},
+    }
+    # ... and an unknown one names the job types, never an option `local up` does not have
+    with pytest.raises(NotFound) as unknown:
+        environments(parse_env(["Prod-Job/Orders:A=1"]), found, consumed)
+    assert str(unknown.value) == (
+        "--env Prod-Job/Orders:...: no job type Prod-Job/Orders in 2 stacks searched; job types: Dev-Jobs/Orders, "
+        "Prod-Jobs/Orders"
+    )
+
+
+@NEEDS_CDK
+def test_env_of_an_unknown_job_type_is_refused_before_the_deploy() -> None:
+    # GIVEN an app of two Stages (tests/team_stages_app) and --env naming a job type it does not have
+    app_dir = Path(__file__).resolve().parent / "team_stages_app"
+    # WHEN local up starts
+    run = start("local", "up", "--env", "Export:DEBUG=1", "--env", "Exports:DEBUG=1", cwd=app_dir)
+    status = run.wait(240)
+    # THEN it stops after the synth, before anything is deployed, with the job types it has, status 2
+    assert status == 2, run.text()
+    assert (
+        "error: --env Export:...: no job type Export in 2 stacks searched; job types: Dev-TeamC/Exports" in run.text()
+    )
+    assert "resources created" not in run.text() and "Traceback" not in run.text()
+
+
 @NEEDS_CDK
 def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     # GIVEN an app of a top-level stack and two Stages (small: the ops app's own deploy is up_run's)
@@ -294,6 +337,32 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     assert status == 0, run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
     assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
+
+
+#: The smallest app to deploy: one stack of one queue.
+TINY_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_sqs as sqs
+
+app = cdk.App()
+sqs.Queue(cdk.Stack(app, "KeepRunning"), "Queue", enforce_ssl=True)
+app.synth()
+"""
+
+
+@NEEDS_CDK
+def test_keep_running_ends_on_ctrl_c_with_130_as_the_exit_statuses_say(tmp_path: Path) -> None:
+    # GIVEN `local deploy --keep-running`, its emulator up once the deploy is done
+    (tmp_path / "app.py").write_text(TINY_APP)
+    run = start("local", "deploy", "--keep-running", "--app", f"{sys.executable} app.py", cwd=tmp_path)
+    run.wait_for_line("emulator running (Ctrl-C to stop)", timeout_s=240)
+    port = int(re.findall(r"^export AWS_ENDPOINT_URL=http://localhost:(\d+)$", run.text(), re.MULTILINE)[0])
+    # WHEN Ctrl-C stops it THEN the status is 130, as for `local up` (docs/cli.md), and the emulator is gone
+    run.process.send_signal(signal.SIGINT)
+    assert run.wait(60) == 130, run.text()
+    assert run.lines[-1] == "interrupted: the emulator is stopped" and "Traceback" not in run.text()
+    with pytest.raises(OSError):
+        socket.create_connection(("localhost", port), timeout=2).close()
 
 
 @NEEDS_CDK
@@ -359,6 +428,22 @@ def test_a_lambda_error_is_reported_once_per_kind_with_its_log(tmp_path: Path) -
     assert reported == ["ValueError: bad", import_error]
 
 
+def test_a_lambda_poller_that_failed_is_a_consumer_that_stopped_receiving() -> None:
+    from jobqueues.emulator.consumers.runner import ConsumerRunner
+
+    class Driver:
+        def __init__(self, failure: BaseException | None) -> None:
+            self.failure = failure
+
+    class Run:  # what the runner reads of a LambdaConsumerRun: its driver
+        def __init__(self, failure: BaseException | None) -> None:
+            self.driver = Driver(failure)
+
+    runner = ConsumerRunner.__new__(ConsumerRunner)  # no emulator: only the bookkeeping runs
+    runner.lambdas = {"Prod-Billing/Receipts": Run(RuntimeError("boom")), "Dev-Billing/Receipts": Run(None)}  # type: ignore[dict-item]
+    assert runner.stopped_receiving() == {"Prod-Billing/Receipts": "its poller failed: RuntimeError('boom')"}
+
+
 def test_the_summary_counts_each_deployment_s_own_lines() -> None:
     from jobqueues.emulator.deployments import outcome_counts
 
@@ -393,3 +478,22 @@ def test_a_logs_directory_that_cannot_be_made_is_refused_before_anything_starts(
     assert main(["local", "up", "--app", "python no_such_app.py", "--logs", str(logs)]) == 2
     error = f"error: --logs {logs}: cannot make it a directory: {tmp_path / 'notes.txt'} is a file\n"
     assert capsys.readouterr() == ("", error)
+
+
+def test_the_local_up_table_s_lines_end_without_padding() -> None:
+    from rich.console import Console
+
+    from jobqueues.cli.local import status_table
+    from jobqueues.emulator.consumers.runner import Row
+
+    class Runner:  # what the table reads of a ConsumerRunner: its rows
+        def rows(self) -> list[Row]:
+            return [Row("Prod-Billing/Invoices", "ecs", visible=3, workers=2), Row("Dev-Billing/Receipts", "none")]
+
+    # WHEN the table is printed as off a terminal (200 columns)
+    console = Console(width=200, record=True, color_system=None)
+    console.print(status_table(Runner()))  # type: ignore[arg-type]
+    lines = console.export_text().splitlines()
+    # THEN the title is its own line, and no line is padded with trailing blanks to the table's width
+    assert lines[0] == "jobqueues local up"
+    assert [line for line in lines if line != line.rstrip()] == []

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,8 @@ from support.moto_queues import take_all
 
 from jobqueues.cli import main
 from jobqueues.cli.context import Aws
-from jobqueues.ops.discovery import JobType, discover
+from jobqueues.ops.discovery import Discovery, JobType, discover
+from jobqueues.ops.errors import NotFound
 from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines, send
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -206,3 +209,116 @@ def test_a_refused_request_reports_its_entries_and_stops(ops_deployment: Deploym
     ]
     assert result.stopped_at_line == 21
     assert result.as_dict()["stopped_at_line"] == 21
+
+
+def test_an_empty_body_is_refused_before_anything_is_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN `--body ''` (SQS refuses an empty message), WHEN sent to an endpoint nothing listens on
+    status = main(["send", "Emails", "--body", "", "--endpoint-url", "http://localhost:1"])
+    # THEN one line, status 2, before any request (an unreachable endpoint would be status 3)
+    assert (status, capsys.readouterr().err) == (2, "error: --body is empty: SQS takes no empty message\n")
+
+
+@NEEDS_CDK
+def test_a_stack_not_in_the_region_asked_is_said_so(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the ops app deployed in us-east-1, WHEN a job is sent to STACK/JOB_TYPE in another region
+    assert jq(ops_deployment, "send", "Prod-Billing/Receipts", "--body", "x", "--region", "eu-west-1") == 2
+    # THEN the line says the stack is not in the region searched, not that the stack has no such job type
+    assert capsys.readouterr().err == (
+        "error: no stack Prod-Billing in region eu-west-1 (stacks there: none): pass the --region or --profile "
+        "it is deployed with\n"
+    )
+
+
+def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
+    receipts = JobType("Receipts", "Prod-Billing", "Prod/Billing/Receipts", None, None)
+    found = Discovery([receipts], ["CDKToolkit", "Prod-Billing"], where="region us-east-1, account 123456789012")
+    with pytest.raises(NotFound) as missing:
+        found.find("Prod-Billng/Receipts")
+    assert str(missing.value) == (
+        "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing): "
+        "pass the --region or --profile it is deployed with"
+    )
+    with pytest.raises(NotFound, match=r"^no job type Receipts in stack CDKToolkit; job types: Prod-Billing/Rec"):
+        found.find("CDKToolkit/Receipts")
+
+
+class CtrlC:
+    """The emulator's SQS client, but the user presses Ctrl-C ``presses`` times as batch ``batch`` (1-based) is sent,
+    before it leaves: a real SIGINT to this process, which the command's handler receives."""
+
+    def __init__(self, sqs: Any, batch: int, presses: int) -> None:
+        self.sqs, self.batch, self.presses, self.batches = sqs, batch, presses, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sqs, name)
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        self.batches += 1
+        if self.batches == self.batch:
+            for _ in range(self.presses):
+                os.kill(os.getpid(), signal.SIGINT)
+        return self.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=Entries)
+
+
+@NEEDS_CDK
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_ctrl_c_during_a_file_reports_what_was_sent_and_where_to_resume(
+    ops_deployment: Deployment,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    as_json: bool,
+) -> None:
+    # GIVEN a file of 50 jobs, and a Ctrl-C while the third batch of 10 is being sent
+    emails = job(ops_deployment, "Emails")
+    original = Aws.client
+    pressing = CtrlC(ops_deployment.server.client("sqs"), batch=3, presses=1)
+    monkeypatch.setattr(Aws, "client", lambda self, service: pressing if service == "sqs" else original(self, service))
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(f"mail {n}\n" for n in range(1, 51)))
+    try:
+        # WHEN it is sent
+        status = jq(ops_deployment, "send", "Emails", "--file", str(jobs), *(["--json"] if as_json else []))
+        out = capsys.readouterr()
+    finally:
+        received = take_all(ops_deployment.server.client("sqs"), emails.queue_url or "")
+    # THEN the batch in hand finishes, nothing after it is sent, and the report says how many and where to resume
+    assert sorted(m["Body"] for m in received) == sorted(f"mail {n}" for n in range(1, 31))
+    assert status == 130, out
+    assert "stopping: the batch in hand finishes (Ctrl-C again to interrupt at once)" in out.err
+    if as_json:
+        result = json.loads(out.out)
+        assert (result["sent"], result["interrupted"], result["stopped_at_line"]) == (30, True, 31)
+        assert result["unconfirmed_lines"] is None
+    else:
+        assert out.out == "sent 30 messages to OpsShared/Emails\n"
+        assert out.err.endswith("interrupted: nothing sent from line 31 on: send the file from line 31 to go on\n"), (
+            out.err
+        )
+
+
+@NEEDS_CDK
+def test_a_second_ctrl_c_names_the_lines_it_left_unconfirmed(
+    ops_deployment: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN two Ctrl-C at once as the third batch is sent: it is interrupted before SQS answered
+    emails = job(ops_deployment, "Emails")
+    original = Aws.client
+    pressing = CtrlC(ops_deployment.server.client("sqs"), batch=3, presses=2)
+    monkeypatch.setattr(Aws, "client", lambda self, service: pressing if service == "sqs" else original(self, service))
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(f"mail {n}\n" for n in range(1, 51)))
+    try:
+        status = jq(ops_deployment, "send", "Emails", "--file", str(jobs))
+        out = capsys.readouterr()
+    finally:
+        received = take_all(ops_deployment.server.client("sqs"), emails.queue_url or "")
+    # THEN the lines of the batch in the air are named as unconfirmed (SQS may or may not have taken them)
+    assert status == 130 and len(received) == 20, out
+    assert out.out == "sent 20 messages to OpsShared/Emails\n"
+    assert out.err.endswith(
+        "interrupted: lines 21 to 30 were being sent, unconfirmed (SQS may have taken them); nothing sent from line "
+        "31 on: send the file from line 21 to go on (a standard queue may then get those lines twice)\n"
+    ), out.err

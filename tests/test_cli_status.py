@@ -317,6 +317,15 @@ def test_watch_survives_a_failed_refresh(
     assert "OpsShared/Emails" in capsys.readouterr().out
 
 
+def test_the_table_s_lines_end_without_padding() -> None:
+    # GIVEN a row of a long name, WHEN the table is printed as off a terminal (200 columns)
+    row = JobTypeStatus("Prod-Billing/Invoices", "Invoices", "Prod-Billing", fifo=True, consumer="ecs")
+    lines = text_of(table([row])).splitlines()
+    # THEN the title is its own line, and no line is padded with trailing blanks to the table's width
+    assert lines[0] == "jobqueues status"
+    assert [line for line in lines if line != line.rstrip()] == []
+
+
 # --- fair queues: the noisy groups ----------------------------------------------------------------------------------
 
 

@@ -380,9 +380,9 @@ def test_a_declared_max_queue_time_gets_its_alarm_and_a_line_on_the_queue_time_g
 
 
 def test_resource_budget_counts_what_consumers_add(synthesized: dict) -> None:
-    from jobqueues.stack_limits import _budgets
+    from jobqueues.registry import registry_of
 
-    budget = _budgets[synthesized["stack"]]
+    budget = registry_of(synthesized["stack"]).budget
     shared = sum(
         1
         for r in synthesized["json"]["Resources"].values()

@@ -10,17 +10,22 @@ table.
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 from emulator_apps.cross_stack_app import CONSUMERS_STACK, QUEUES_STACK
 from emulator_fixtures import NEEDS_CDK, Deployment
 
+from jobqueues.cli import main
+from jobqueues.emulator.consumers.runner import ConsumerRunner
 from jobqueues.emulator.deployed import DeployedStack
 from jobqueues.emulator.lambda_driver.event_source import LambdaDriver
 from jobqueues.emulator.lambda_driver.function import load_function
 from jobqueues.emulator.lambda_driver.runtime import LocalRuntime
 from jobqueues.emulator.server import Emulator
+from jobqueues.ops.discovery import discover
 
 pytestmark = NEEDS_CDK
 
@@ -93,3 +98,85 @@ def test_the_function_of_the_consumers_stack_runs_a_job_of_the_queues_stack(
     table = physical_id(deployed, QUEUES_STACK, "AWS::DynamoDB::Table", "IdempotencyTable")
     items = deployed.server.client("dynamodb").scan(TableName=table)["Items"]
     assert [item["pk"]["S"] for item in items if item["pk"]["S"].startswith("Resize#")] == ["Resize#resize-1"]
+
+
+def test_status_finds_the_consumers_in_the_other_stack(
+    deployed: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the queues stack's Resize and Encode, consumed by the consumers stack's function and service
+    # WHEN `jobqueues status` searches either stack
+    for stack in (QUEUES_STACK, CONSUMERS_STACK):
+        assert main(["--endpoint-url", deployed.server.endpoint, "status", "--json", "--stack", stack]) == 0
+        rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+        # THEN each job type's row shows its consumer (it was `-`, and the consumers stack had no job type)
+        assert sorted(rows) == [f"{QUEUES_STACK}/Encode", f"{QUEUES_STACK}/Resize"], stack
+        assert (rows[f"{QUEUES_STACK}/Resize"]["consumer"], rows[f"{QUEUES_STACK}/Encode"]["consumer"]) == (
+            "lambda",
+            "ecs",
+        )
+    # ... with the consumers' log groups, where `dlq list` looks for a message's error
+    found = discover(deployed.server.client("cloudformation"), [CONSUMERS_STACK])
+    for name in ("Resize", "Encode"):
+        consumer = found.find(name, stack=CONSUMERS_STACK).consumer
+        assert consumer is not None and consumer.stack == CONSUMERS_STACK and consumer.log_group, name
+
+
+#: The Encode service's handler (``encode:handle``, the worker command's), for the local workers: it appends the
+#: job's id to the file ``ENCODE_LEDGER`` names.
+ENCODE_HANDLER = """
+import json, os
+
+def handle(body, message):
+    with open(os.environ["ENCODE_LEDGER"], "a") as ledger:
+        ledger.write(json.loads(body)["id"] + "\\n")
+"""
+
+
+def test_local_up_runs_the_consumers_in_the_other_stack(deployed: Deployment, tmp_path: Path) -> None:
+    # GIVEN the queues stack's job types, as `jobqueues local up` discovers them, and the handlers of the service
+    found = discover(deployed.server.client("cloudformation"))
+    jobs = [job for job in found.job_types if job.stack == QUEUES_STACK]
+    (tmp_path / "handlers").mkdir()
+    (tmp_path / "handlers" / "encode.py").write_text(ENCODE_HANDLER)
+    resize_ledger, encode_ledger = tmp_path / "resize.jsonl", tmp_path / "encode.txt"
+    runner = ConsumerRunner(
+        deployed.server,
+        jobs,
+        app_dir=tmp_path,
+        logs_dir=tmp_path / "logs",
+        handlers=tmp_path / "handlers",
+        scale_in_after_s=0,
+        out=lambda line: None,
+        environment={
+            f"{QUEUES_STACK}/Resize": {"JOBQUEUES_DEMO_LEDGER": str(resize_ledger)},
+            f"{QUEUES_STACK}/Encode": {"ENCODE_LEDGER": str(encode_ledger)},
+        },
+    )
+    # WHEN the runner starts their consumers and a job arrives on each queue
+    sqs = deployed.server.client("sqs")
+    resize_id, encode_id = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("resize", "encode"))
+    try:
+        runner.start()
+        assert runner.skipped == {} and sorted(job.job_type for job in runner.consumed()) == ["Encode", "Resize"]
+        for job, job_id in (
+            (found.find("Resize", QUEUES_STACK), resize_id),
+            (found.find("Encode", QUEUES_STACK), encode_id),
+        ):
+            sqs.send_message(QueueUrl=job.queue_url, MessageBody=json.dumps({"id": job_id}))
+
+        def ran() -> bool:
+            runner.tick()
+            resized = resize_ledger.exists() and resize_id in resize_ledger.read_text()
+            return resized and encode_ledger.exists() and encode_id in encode_ledger.read_text()
+
+        deadline = time.monotonic() + 120
+        while not ran():
+            assert time.monotonic() < deadline, "the two jobs did not run within 120 s"
+            time.sleep(0.5)
+    finally:
+        problems = runner.stop()
+    # THEN the function of the consumers stack ran Resize's job and a local worker of its service ran Encode's
+    assert problems == []
+    ended = [json.loads(line) for line in resize_ledger.read_text().splitlines()]
+    assert [line["id"] for line in ended if line["event"] == "end"] == [resize_id]
+    assert encode_ledger.read_text().split() == [encode_id]

@@ -130,6 +130,13 @@ def test_facts_that_break_the_rules_are_refused_at_synth() -> None:
         imported(cdk.Stack(cdk.App(), "Other", env=ENV), visibility_timeout=300)
 
 
+def test_a_lease_extension_that_is_no_bool_is_refused() -> None:
+    # "yes" is truthy, but not True: the consumer's settings would silently be those of no lease extension
+    stack = cdk.Stack(cdk.App(), "Adopt", env=ENV)
+    with pytest.raises(JobQueueError, match=r"lease_extension='yes' is a str, not a bool: pass True or False"):
+        imported(stack, lease_extension="yes")
+
+
 def test_an_imported_job_type_is_unique_like_a_declared_one() -> None:
     stack = cdk.Stack(cdk.App(), "Adopt", env=ENV)
     JobQueue(stack, "Render", processing_p99=Duration.seconds(3))

@@ -23,6 +23,7 @@ from emulator_fixtures import OPS_APP_DIR
 
 from jobqueues import JobQueue
 from jobqueues.marker_format import CONSUMER_MARKER, QUEUE_MARKER
+from jobqueues.ops import intrinsics
 from jobqueues.ops.assembly import stack_artifacts
 from jobqueues.ops.discovery import EcsConsumer, LambdaConsumer, StackTemplate, discover_templates
 from jobqueues.ops.errors import NotFound, OpsError
@@ -169,3 +170,65 @@ def test_the_marker_survives_json(ops_app_templates: list[StackTemplate]) -> Non
     # what GetTemplate returns is the JSON text: the markers read the same from it
     again = [StackTemplate(t.name, json.loads(json.dumps(t.template))) for t in ops_app_templates]
     assert discover_templates(again) == discover_templates(ops_app_templates)
+
+
+def test_a_consumer_in_another_stack_is_joined_to_its_job_queue() -> None:
+    # GIVEN a Dev and a Prod Stage, each with a job queue in its Jobs stack consumed by a function of its Consumers
+    # stack (a team's queues stack, and the function it brings)
+    app = cdk.App()
+    for stage_name in ("Dev", "Prod"):
+        stage = cdk.Stage(app, stage_name, env=ENV)
+        resize = JobQueue(cdk.Stack(stage, "Jobs"), "Resize", lambda_timeout=Duration.seconds(30))
+        resize.add_lambda_consumer(own_function(cdk.Stack(stage, "Consumers"), "ResizeFunction"))
+    # WHEN discovery reads the templates
+    found = discover_templates(templates(app))
+    # THEN each job type has its own stage's function as its consumer, in the consumers stack
+    assert [(j.name, j.consumer and j.consumer.stack) for j in found.job_types] == [
+        ("Dev-Jobs/Resize", "Dev-Consumers"),
+        ("Prod-Jobs/Resize", "Prod-Consumers"),
+    ]
+    dev = found.find("Dev-Jobs/Resize")
+    assert isinstance(dev.consumer, LambdaConsumer) and dev.consumer.timeout_s == 30
+    assert dev.consumer.function_name is None  # synthesized: no physical id yet
+    # ... and the consumer's stack finds it too
+    assert found.find("Resize", stack="Dev-Consumers") is dev
+
+
+def marked(stack: str, *, queue_path: str | None = None, consumer_path: str | None = None, imports: str = "") -> Any:
+    """A template of one job queue (``queue_path``) or one ECS consumer (``consumer_path``), importing from
+    ``imports``: what two apps deploying a job queue of the same construct path to one account leave."""
+    resources: dict[str, Any] = {}
+    if queue_path is not None:
+        marker = {"version": 1, "job_type": queue_path.rsplit("/", 1)[1], "path": queue_path, "queue": None}
+        resources["Q"] = {"Type": "AWS::SQS::Queue", "Metadata": {QUEUE_MARKER: marker}}
+    if consumer_path is not None:
+        marker = {"version": 1, "path": consumer_path, "kind": "ecs", "service": {"logical_id": "S"}}
+        properties = {"Cluster": {"Fn::ImportValue": f"{imports}:ExportsOutputRefCluster"}}
+        resources["S"] = {"Type": "AWS::ECS::Service", "Properties": properties, "Metadata": {CONSUMER_MARKER: marker}}
+    return StackTemplate(stack, {"Resources": resources})
+
+
+def test_of_two_job_queues_of_one_path_the_consumer_s_is_the_one_its_stack_imports() -> None:
+    # GIVEN two apps' Jobs stacks (named apart) with a job queue of one construct path, and a consumer stack
+    stacks = [
+        marked("TeamA-Jobs", queue_path="Jobs/Encode"),
+        marked("TeamB-Jobs", queue_path="Jobs/Encode"),
+        marked("TeamB-Workers", consumer_path="Jobs/Encode", imports="TeamB-Jobs"),
+    ]
+    # WHEN discovery joins them THEN the consumer is TeamB's, whose exports its stack imports; TeamA's has none
+    by_name = {j.name: j for j in discover_templates(stacks).job_types}
+    consumer = by_name["TeamB-Jobs/Encode"].consumer
+    assert isinstance(consumer, EcsConsumer) and consumer.stack == "TeamB-Workers"
+    assert by_name["TeamA-Jobs/Encode"].consumer is None
+    # ... and one it does not import from is joined to neither (never to a guess)
+    lost = discover_templates([*stacks[:2], marked("Elsewhere", consumer_path="Jobs/Encode", imports="Other")])
+    assert [j.consumer for j in lost.job_types] == [None, None]
+
+
+def test_an_imported_value_is_computed_from_the_exports() -> None:
+    # a consumer of another stack's job queue names the queue's URL with Fn::ImportValue (the worker's command)
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/Jobs-Encode"
+    stack = StackTemplate("Workers", {}, exports={"Jobs:ExportsOutputRefEncodeQueue": url})
+    assert stack.value({"Fn::ImportValue": "Jobs:ExportsOutputRefEncodeQueue"}) == url
+    with pytest.raises(intrinsics.Unresolvable, match="Fn::ImportValue Jobs:Other locally: no stack exports it"):
+        intrinsics.resolve({"Fn::ImportValue": "Jobs:Other"}, stack)

@@ -3,7 +3,7 @@
 Import as ``jobqueues`` (never ``constructs.jobqueues``: ``constructs`` is the CDK library).
 
 The names below load on first use, so the pure modules (:mod:`jobqueues.declaration`,
-:mod:`jobqueues.defaults`) import without starting the CDK's Node kernel.
+:mod:`jobqueues.defaults`, the plans) import without starting the CDK's Node kernel.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ if TYPE_CHECKING:
     from jobqueues.consumer_contract import ConsumerContract
     from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration
     from jobqueues.ecs_job import EcsJob
+    from jobqueues.ecs_job_plan import EcsJobDeclaration, EcsJobPlan, plan_ecs_job
+    from jobqueues.ecs_service_plan import EcsServiceDeclaration
     from jobqueues.errors import JobQueueError
     from jobqueues.idempotency_table import IdempotencyTable
     from jobqueues.imported_job_queue import ImportedJobQueue
     from jobqueues.interface import IJobQueue
     from jobqueues.job_queue import JobQueue
     from jobqueues.lambda_job import LambdaJob
+    from jobqueues.lambda_job_plan import LambdaJobDeclaration, LambdaJobPlan, plan_lambda_job
     from jobqueues.measured_profiles import MeasuredProfiles
     from jobqueues.plan import QueuePlan, plan_job_queue
     from jobqueues.props import EcsJobProps, JobQueueProps, LambdaJobProps, LeaseOptions, QueueOptions
@@ -41,8 +44,15 @@ _EXPORTS = {
     "QueuePlan": "plan",
     "plan_job_queue": "plan",
     "EcsJob": "ecs_job",
+    "EcsJobDeclaration": "ecs_job_plan",
+    "EcsJobPlan": "ecs_job_plan",
+    "EcsServiceDeclaration": "ecs_service_plan",
+    "plan_ecs_job": "ecs_job_plan",
     "EcsJobProps": "props",
     "LambdaJob": "lambda_job",
+    "LambdaJobDeclaration": "lambda_job_plan",
+    "LambdaJobPlan": "lambda_job_plan",
+    "plan_lambda_job": "lambda_job_plan",
     "LambdaJobProps": "props",
     "JobQueue": "job_queue",
     "JobQueueAlarmProps": "alarms",
@@ -63,7 +73,10 @@ __all__ = [
     "ConsumerAlarms",
     "ConsumerContract",
     "EcsJob",
+    "EcsJobDeclaration",
+    "EcsJobPlan",
     "EcsJobProps",
+    "EcsServiceDeclaration",
     "IJobQueue",
     "IdempotencyTable",
     "ImportedJobQueue",
@@ -74,6 +87,8 @@ __all__ = [
     "JobQueueProps",
     "JobQueueStacks",
     "LambdaJob",
+    "LambdaJobDeclaration",
+    "LambdaJobPlan",
     "LambdaJobProps",
     "LeaseOptions",
     "MeasuredProfiles",
@@ -82,7 +97,9 @@ __all__ = [
     "QueuePlan",
     "check_declaration",
     "deploy_time_availability_zones",
+    "plan_ecs_job",
     "plan_job_queue",
+    "plan_lambda_job",
 ]
 
 

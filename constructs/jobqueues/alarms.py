@@ -18,6 +18,7 @@ from constructs import Construct
 from jobqueues import defaults
 from jobqueues.defaults import queue_time_threshold_ms
 from jobqueues.plan import AlarmPlan
+from jobqueues.registry import one_minute
 from sqslease.rules import format_duration
 
 
@@ -25,17 +26,13 @@ from sqslease.rules import format_duration
 class JobQueueAlarmProps:
     """Thresholds and actions of a job queue's alarms. Every field is optional.
 
-    :param in_flight_quota: in-flight (received, not deleted) message quota. Default: 120,000, the SQS quota
-        for standard and FIFO queues. Long-polling consumers never see an OverLimit error, so the in-flight
-        alarm is the only warning.
+    :param in_flight_quota: in-flight (received, not deleted) message quota. Long-polling consumers never see an
+        OverLimit error, so the in-flight alarm is the only warning.
     :param in_flight_fraction: alarm when in-flight messages reach this share of the quota, in (0, 1].
-        Default: 0.8.
     :param oldest_message_age: alarm when the oldest message on the source queue is older than this.
-        Default: ``max_receive_count x visibility timeout`` (the longest a message should need to be tried
-        and dead-lettered), at least 5 min and at most half the retention period.
-    :param dlq_depth: alarm when the DLQ holds at least this many visible messages. Default: 1.
-    :param topic: SNS topic notified on ALARM and OK. Default: none.
-    :param enabled: set False to create no alarms. Default: True.
+    :param dlq_depth: alarm when the DLQ holds at least this many visible messages.
+    :param topic: SNS topic notified on ALARM and OK.
+    :param enabled: set False to create no alarms.
     """
 
     in_flight_quota: int = defaults.IN_FLIGHT_QUOTA
@@ -64,16 +61,6 @@ class JobQueueAlarms:
     queue_time: cloudwatch.Alarm | None = None
     #: A fair queue's (:func:`jobqueues.fair_queue_monitoring.quiet_group_age_alarm`).
     quiet_group_age: cloudwatch.Alarm | None = None
-
-
-_minute: list[Duration] = []
-
-
-def one_minute() -> Duration:
-    """A shared one-minute ``Duration`` (each ``Duration`` costs a round-trip to the CDK's Node kernel)."""
-    if not _minute:
-        _minute.append(Duration.minutes(1))
-    return _minute[0]
 
 
 def alarm(
@@ -125,7 +112,7 @@ def create_queue_alarms(
     :param queue_time_p99: the p99 of the ``QueueTime`` EMF metric (milliseconds), needed with
         ``plan.max_queue_time_s``. Default: none.
     """
-    minute = one_minute()
+    minute = one_minute(scope)
     in_flight = alarm(
         scope,
         "InFlightAlarm",
@@ -160,25 +147,33 @@ def create_queue_alarms(
             "consumers are not keeping up or are stuck."
         ),
     )
-    queue_time = None
-    if plan.max_queue_time_s is not None:
-        assert queue_time_p99 is not None, "a max_queue_time alarm needs the QueueTime p99 metric"
-        queue_time = alarm(
-            scope,
-            "QueueTimeAlarm",
-            queue_time_p99,
-            threshold=queue_time_threshold_ms(plan.max_queue_time_s),
-            evaluation_periods=QUEUE_TIME_EVALUATION_PERIODS,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=(
-                f"{job_type}: the p99 queue time (sent to started) is above max_queue_time "
-                f"{format_duration(plan.max_queue_time_s)}: the promised latency is not met. Add consumers (raise "
-                "max_tasks, concurrency or max_concurrency) or look for a backlog behind failing messages. Written "
-                "by sqslease consumers only."
-            ),
-        )
+    queue_time = _queue_time_alarm(scope, job_type, plan, queue_time_p99)
     alarms = JobQueueAlarms(
         in_flight=in_flight, dlq_not_empty=dlq_not_empty, oldest_message_age=oldest, queue_time=queue_time
     )
     notify(topic, [in_flight, dlq_not_empty, oldest, *([queue_time] if queue_time else [])])
     return alarms
+
+
+def _queue_time_alarm(
+    scope: Construct, job_type: str, plan: AlarmPlan, queue_time_p99: cloudwatch.IMetric | None
+) -> cloudwatch.Alarm | None:
+    """The p99 queue time above ``max_queue_time`` (only when declared)."""
+    if plan.max_queue_time_s is None:
+        return None
+    assert queue_time_p99 is not None, "a max_queue_time alarm needs the QueueTime p99 metric"
+    return alarm(
+        scope,
+        "QueueTimeAlarm",
+        queue_time_p99,
+        threshold=queue_time_threshold_ms(plan.max_queue_time_s),
+        evaluation_periods=QUEUE_TIME_EVALUATION_PERIODS,
+        comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        description=(
+            f"{job_type}: the p99 queue time (sent to started) is above max_queue_time "
+            f"{format_duration(plan.max_queue_time_s)}: the promised latency is not met. Add consumers (raise "
+            "max_tasks, concurrency or max_concurrency) or look for a backlog behind failing messages. Written "
+            "by sqslease consumers only."
+        ),
+    )
+

@@ -8,7 +8,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from jobqueues.names import stack_of
+from jobqueues.registry import stack_of
 
 CLUSTER_ID = "JobQueuesCluster"
 

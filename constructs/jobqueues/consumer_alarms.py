@@ -88,7 +88,7 @@ def create_consumer_alarms(
     visibility_timeout_s = job_queue.visibility_timeout_seconds or 0
     lease_extension = job_queue.lease_extension
     max_processing_time_s = job_queue.max_processing_time_seconds
-    period = consumer_period()
+    period = consumer_period(scope)
     periods = lease_leak_periods(visibility_timeout_s, lease_extension, max_processing_time_s)
     leak = alarm(
         scope,
@@ -118,22 +118,7 @@ def create_consumer_alarms(
             "Look for throttled or failing ChangeMessageVisibility calls, or a stalled process."
         ),
     )
-    p99_s = job_queue.processing_p99_seconds
-    if function_timeout_s is not None:
-        threshold_ms = lambda_p99_drift_threshold_ms(function_timeout_s, p99_s)
-        bound = (
-            f"the declared processing_p99 ({format_duration(threshold_ms / 1000)})"
-            if p99_s
-            else f"half the function timeout ({format_duration(threshold_ms / 1000)})"
-        )
-    else:
-        threshold_ms = p99_drift_threshold_ms(visibility_timeout_s, lease_extension, max_processing_time_s, p99_s)
-        if not lease_extension:
-            bound = f"half the visibility timeout ({format_duration(threshold_ms / 1000)})"
-        elif p99_s:
-            bound = f"the declared processing_p99 ({format_duration(threshold_ms / 1000)})"
-        else:
-            bound = f"max_processing_time {format_duration(threshold_ms / 1000)}"
+    threshold_ms, bound = p99_drift_bound(job_queue, function_timeout_s)
     drift = alarm(
         scope,
         "P99DriftAlarm",
@@ -147,3 +132,28 @@ def create_consumer_alarms(
         ),
     )
     return leak, lost, drift
+
+
+def p99_drift_bound(job_queue: IJobQueue, function_timeout_s: float | None) -> tuple[int, str]:
+    """The p99-drift alarm's threshold in milliseconds, and what it is in words.
+
+    :param function_timeout_s: a Lambda consumer's function timeout, in seconds; ``None``: an ECS consumer.
+    """
+    p99_s = job_queue.processing_p99_seconds
+    if function_timeout_s is not None:
+        threshold_ms = lambda_p99_drift_threshold_ms(function_timeout_s, p99_s)
+        bound = (
+            f"the declared processing_p99 ({format_duration(threshold_ms / 1000)})"
+            if p99_s
+            else f"half the function timeout ({format_duration(threshold_ms / 1000)})"
+        )
+        return threshold_ms, bound
+    lease_extension = job_queue.lease_extension
+    threshold_ms = p99_drift_threshold_ms(
+        job_queue.visibility_timeout_seconds or 0, lease_extension, job_queue.max_processing_time_seconds, p99_s
+    )
+    if not lease_extension:
+        return threshold_ms, f"half the visibility timeout ({format_duration(threshold_ms / 1000)})"
+    if p99_s:
+        return threshold_ms, f"the declared processing_p99 ({format_duration(threshold_ms / 1000)})"
+    return threshold_ms, f"max_processing_time {format_duration(threshold_ms / 1000)}"

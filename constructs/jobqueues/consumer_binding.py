@@ -7,7 +7,6 @@ The kind-specific parts (an event source, scaling, the kind's own alarms and gra
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -23,7 +22,7 @@ from jobqueues.errors import JobQueueError
 from jobqueues.inputs import is_token
 from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
-from jobqueues.names import stack_facts, stack_of
+from jobqueues.registry import RegisteredConstruct, registry_of, stack_of
 
 
 @dataclass(frozen=True)
@@ -55,23 +54,20 @@ class Binding:
             no_running_task=no_running_task,
         )
         notify(self.job_queue.alarm_topic, alarms.all())
-        name = f"{stack_facts(stack_of(self.scope)).name}-{self.job_queue.job_type}"
+        name = f"{registry_of(self.scope).facts.name}-{self.job_queue.job_type}"
         job_dashboard(self.scope, name, self.job_queue, self.metrics, widgets)
         return alarms
-
-
-# Job queue -> the path of its consumer. Weak: separate apps in one process never mix.
-_consumers: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def check_no_consumer(job_queue: IJobQueue, method: str) -> None:
     """Refuse a second consumer of one job type: its alarms, dashboard (named after the job type) and scaling are
     the job type's, once. Every binding path checks it before creating anything."""
-    earlier = _consumers.get(job_queue)
+    earlier = job_queue.bound_consumer
     if earlier is not None:
         raise JobQueueError(
             f"{method} on {job_queue.node.path}: job type {job_queue.job_type!r} has a consumer already "
-            f"({earlier}); a job type has one consumer: declare another job type (its own queue) for a second one"
+            f"({earlier.node.path}); a job type has one consumer: declare another job type (its own queue) for a "
+            "second one"
         )
 
 
@@ -93,12 +89,12 @@ def consumer_scope(job_queue: IJobQueue, consumer: Any, method: str) -> Construc
     owner = cast(Construct, job_queue)  # every job queue, declared or imported, is a construct (JobQueueBase)
     consumer_stack = stack_of(consumer) if isinstance(consumer, Construct) else None
     if consumer_stack is None or consumer_stack is stack_of(owner):
-        return Construct(owner, "Consumer")
+        return RegisteredConstruct(owner, "Consumer")
     _check_environment(job_queue, cast(Construct, consumer), consumer_stack, stack_of(owner), method)
     holder = consumer_stack.node.try_find_child(CROSS_STACK_CONSUMERS_ID)
     if not isinstance(holder, Construct):
         holder = Construct(consumer_stack, CROSS_STACK_CONSUMERS_ID)
-    return Construct(holder, job_queue.job_type)
+    return RegisteredConstruct(holder, job_queue.job_type)
 
 
 def _check_environment(
@@ -106,7 +102,7 @@ def _check_environment(
 ) -> None:
     """A consumer in another stack must be in the job queue's account and region (a resolved one differing): its
     event source and the alarms on the queue's metrics are there."""
-    theirs, ours = stack_facts(consumer_stack), stack_facts(queue_stack)
+    theirs, ours = registry_of(consumer_stack).facts, registry_of(queue_stack).facts
     for what, consumer_value, queue_value in (
         ("account", theirs.account, ours.account),
         ("region", theirs.region, ours.region),
@@ -121,9 +117,9 @@ def _check_environment(
 
 
 def claim_consumer(job_queue: IJobQueue, scope: Construct, method: str) -> None:
-    """:func:`check_no_consumer`, then record ``scope`` as ``job_queue``'s consumer."""
+    """:func:`check_no_consumer`, then record ``scope`` on ``job_queue`` as where its consumer is bound."""
     check_no_consumer(job_queue, method)
-    _consumers[job_queue] = scope.node.path
+    job_queue.bound_consumer = scope
 
 
 def bind_consumer(

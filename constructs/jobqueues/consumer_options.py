@@ -13,6 +13,7 @@ from jobqueues.inputs import PropReader
 
 #: The option names, as every consumer spells them.
 RUNTIME_OPTIONS = ("hooks", "idempotency_key")
+_HOOKS_FIX = "a list of import paths, e.g. ['myapp.hooks:Timing']"
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,18 @@ def read_runtime_options(read: PropReader, *, idempotency: bool) -> RuntimeOptio
 
     :param idempotency: the job type has idempotency on (else a key would be ignored, and is refused).
     """
-    hooks = read.sequence("hooks", str, "", "a list of import paths, e.g. ['myapp.hooks:Timing']") or []
+    hooks = read.sequence("hooks", str, "", _HOOKS_FIX) or []
     read.errors += check_hooks(hooks)
     idempotency_key = read.string("idempotency_key")
     read.errors += check_idempotency_key(idempotency_key, idempotency)
     return RuntimeOptions(tuple(hooks), idempotency_key)
+
+
+def read_runtime_values(read: PropReader) -> RuntimeOptions:
+    """The options in ``read``'s props, their types checked (errors go to ``read.errors``); a declared consumer's
+    plan checks their rules (:mod:`jobqueues.lambda_job_plan`, :mod:`jobqueues.ecs_job_plan`)."""
+    hooks = read.sequence("hooks", str, "", _HOOKS_FIX) or []
+    return RuntimeOptions(tuple(hooks), read.string("idempotency_key"))
 
 
 def brought_runtime_options(

@@ -1,6 +1,7 @@
-"""A job type's queue declaration, validated by a table of independent rules (as aws-cdk-lib's
-``validate-queue-props.ts``): :func:`check_declaration` runs :data:`RULES` in order and returns every error and
-warning at once.
+"""A job type's queue declaration, validated by a table of rules (as aws-cdk-lib's ``validate-queue-props.ts``):
+:func:`check_declaration` runs :data:`RULES` in order and returns every error and warning at once. No rule stops
+the others, but their order matters: a rule may resolve a value (the p99, the Lambda timing, the visibility
+timeout, on :class:`~jobqueues.queue_declaration.RuleContext`) that the later ones read.
 
 Pure Python (no aws_cdk) so every rule runs and is tested without the CDK's Node kernel. The rules live beside
 this module by concern: :mod:`jobqueues.timing_rules`, :mod:`jobqueues.queue_rules` and

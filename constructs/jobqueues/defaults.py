@@ -1,13 +1,20 @@
 """Every default of a job type declaration, in one place (plain numbers: no aws_cdk import).
 
-The constructs document these in their props (``Default:``); :mod:`jobqueues.declaration` applies them.
+The plans apply them (:mod:`jobqueues.declaration`, :mod:`jobqueues.lambda_job_plan`,
+:mod:`jobqueues.ecs_job_plan`); :mod:`jobqueues.prop_defaults` says which prop each is the default of, and the docs'
+prop tables are rendered from these values.
 """
 
 from __future__ import annotations
 
 import math
 
-from sqslease.rules import SQS_IN_FLIGHT_QUOTA
+from sqslease.rules import (
+    DEFAULT_LAMBDA_BATCH_SIZE,
+    DEFAULT_SHUTDOWN_GRACE_S,
+    DEFAULT_WORKER_CONCURRENCY,
+    SQS_IN_FLIGHT_QUOTA,
+)
 
 #: Source queue retention: 4 days, SQS's own default.
 RETENTION_S = 4 * 86_400
@@ -17,6 +24,8 @@ DLQ_RETENTION_S = 14 * 86_400
 MAX_RECEIVE_COUNT = 5
 #: Source queue delivery delay: none.
 DELIVERY_DELAY_S = 0
+#: A Lambda event source's batching window: none.
+MAX_BATCHING_WINDOW_S = 0
 #: Largest message the source queue accepts: 256 KiB, the SQS maximum in every region (1 MiB only in some), so a
 #: job queue behaves the same wherever it is deployed.
 MAX_MESSAGE_SIZE = 262_144
@@ -31,6 +40,27 @@ IN_FLIGHT_QUOTA = SQS_IN_FLIGHT_QUOTA
 DLQ_DEPTH = 1
 #: Context key: a registry image for every EcsJob without an ``image`` (the local emulator has no Docker).
 IMAGE_CONTEXT = "jobqueues:image"
+#: A consumer's log group keeps its lines this long (the ``logs.RetentionDays`` member's name).
+LOG_RETENTION = "ONE_MONTH"
+#: A Lambda job's records per invocation, and its function's memory in MiB.
+LAMBDA_BATCH_SIZE = DEFAULT_LAMBDA_BATCH_SIZE
+LAMBDA_MEMORY_MIB = 512
+#: An EcsJob's lease extension: on (its worker heartbeats its leases while their handlers may run).
+ECS_LEASE_EXTENSION = True
+#: An EcsJob's handlers per task, its task count bounds, its task size (CPU units, memory in MiB).
+ECS_CONCURRENCY = DEFAULT_WORKER_CONCURRENCY
+ECS_MIN_TASKS = 0
+ECS_MAX_TASKS = 10
+ECS_CPU = 256
+ECS_MEMORY_MIB = 512
+#: Seconds an EcsJob's running handlers get after SIGTERM.
+ECS_SHUTDOWN_GRACE_S = DEFAULT_SHUTDOWN_GRACE_S
+#: The directory whose ``Dockerfile`` builds an EcsJob's default image.
+ECS_IMAGE_DIRECTORY = "lambda_src"
+#: An EcsJob's CPU architecture: Fargate's default.
+ECS_CPU_ARCHITECTURE = "X86_64"
+#: ``MeasuredProfiles`` warns about measurements older than this, in seconds: 30 days.
+PROFILE_MAX_AGE_S = 30 * 86_400
 #: Bounds of the default oldest-message-age alarm threshold.
 OLDEST_MESSAGE_AGE_MIN_S = 300
 

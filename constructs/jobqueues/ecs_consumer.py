@@ -15,18 +15,16 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
 from jobqueues.consumer_options import brought_runtime_options
+from jobqueues.defaults import ECS_MAX_TASKS, ECS_MIN_TASKS
 from jobqueues.errors import JobQueueError
 from jobqueues.interface import IJobQueue
 from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
-from jobqueues.names import stack_of
+from jobqueues.registry import stack_of
 from jobqueues.scaling import running_tasks, scale_on_backlog
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
-
-DEFAULT_MIN_TASKS = 0
-DEFAULT_MAX_TASKS = 10
 
 
 def bind_ecs_consumer(
@@ -34,8 +32,8 @@ def bind_ecs_consumer(
     job_queue: IJobQueue,
     service: ecs.BaseService,
     *,
-    min_tasks: int = DEFAULT_MIN_TASKS,
-    max_tasks: int = DEFAULT_MAX_TASKS,
+    min_tasks: int = ECS_MIN_TASKS,
+    max_tasks: int = ECS_MAX_TASKS,
     target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
     add_environment: bool = True,
     hooks: Sequence[str] | None = None,
@@ -80,33 +78,17 @@ def bind_ecs_consumer(
     task_role = service.task_definition.task_role
     binding = bind_consumer(scope, job_queue, task_role)
     cluster_name = service.cluster.cluster_name
-    own_tasks = stack.format_arn(
-        service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
-    )
-    protection = iam.PolicyStatement(
-        actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], resources=[own_tasks]
-    )
-    task_role.add_to_principal_policy(protection)
-    policy = task_role.node.try_find_child("DefaultPolicy")
-    if policy is not None:
-        Validations.of(policy).acknowledge(
-            Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
-                reason=(
-                    "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
-                    "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
-                ),
-            )
-        )
-    scale_on_backlog(
-        scope,
-        service,
-        cluster_name,
-        job_queue.queue,
-        min_tasks=min_tasks,
-        max_tasks=max_tasks,
-        target_backlog_per_task=target_backlog_per_task,
-    )
+    _grant_task_protection(task_role, stack, cluster_name)
+    scaling = {"min_tasks": min_tasks, "max_tasks": max_tasks, "target_backlog_per_task": target_backlog_per_task}
+    scale_on_backlog(scope, service, cluster_name, job_queue.queue, **scaling)
+    _mark(job_queue, service, stack, cluster_name, scaling)
+    return _finish(scope, job_queue, binding, cluster_name, service.service_name)
+
+
+def _mark(
+    job_queue: IJobQueue, service: ecs.BaseService, stack: Stack, cluster_name: str, scaling: dict[str, int]
+) -> None:
+    """The consumer marker: the service, its cluster and task definition, and its scaling bounds."""
     mark_consumer(
         job_queue,
         service,
@@ -117,13 +99,17 @@ def bind_ecs_consumer(
             "task_definition": reference(
                 service.task_definition, service.task_definition.task_definition_arn, "arn", stack
             ),
-            "min_tasks": min_tasks,
-            "max_tasks": max_tasks,
-            "target_backlog_per_task": target_backlog_per_task,
+            **scaling,
         },
     )
-    period = consumer_period()
-    tasks = running_tasks(cluster_name, service.service_name, period)
+
+
+def _finish(
+    scope: Construct, job_queue: IJobQueue, binding: Binding, cluster_name: str, service_name: str
+) -> ConsumerAlarms:
+    """The no-running-task alarm and graph, then the binding's shared alarms and dashboard."""
+    period = consumer_period(scope)
+    tasks = running_tasks(cluster_name, service_name, period)
     no_task = alarm(
         scope,
         "NoRunningTaskAlarm",
@@ -143,6 +129,29 @@ def bind_ecs_consumer(
     return binding.finish(
         [cloudwatch.GraphWidget(title="Running tasks", left=[tasks], width=8)], no_running_task=no_task
     )
+
+
+def _grant_task_protection(task_role: iam.IRole, stack: Stack, cluster_name: str) -> None:
+    """Let ``sqslease`` set scale-in protection on its own task: the cluster's tasks only, acknowledged for
+    cdk-nag (a task's id exists only at run time)."""
+    own_tasks = stack.format_arn(
+        service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
+    )
+    protection = iam.PolicyStatement(
+        actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], resources=[own_tasks]
+    )
+    task_role.add_to_principal_policy(protection)
+    policy = task_role.node.try_find_child("DefaultPolicy")
+    if policy is not None:
+        Validations.of(policy).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
+                reason=(
+                    "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
+                    "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
+                ),
+            )
+        )
 
 
 def acknowledge_environment(task_definition: ecs.TaskDefinition, environment: dict[str, str]) -> None:

@@ -15,7 +15,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from jobqueues.alarms import OLDEST_AGE_EVALUATION_PERIODS, alarm, one_minute
+from jobqueues.alarms import OLDEST_AGE_EVALUATION_PERIODS, alarm
+from jobqueues.registry import one_minute
 from sqslease.rules import format_duration
 
 #: Groups SQS finds noisy (holding more than their share of the consumers).
@@ -41,8 +42,8 @@ class FairQueueMetrics:
 
     @classmethod
     def of(cls, queue: sqs.IQueue, period: Duration | None = None) -> FairQueueMetrics:
-        """The metrics of ``queue``. :param period: Default: 1 minute."""
-        period = period or one_minute()
+        """The metrics of ``queue``. :param period: Default: 1 minute (its stack's shared one)."""
+        period = period or one_minute(queue)
 
         def maximum(name: str) -> cloudwatch.Metric:
             return queue.metric(name, statistic="Maximum", period=period)
@@ -70,7 +71,7 @@ def quiet_group_age_alarm(scope: Construct, job_type: str, queue: sqs.IQueue, th
     return alarm(
         scope,
         "QuietGroupAgeAlarm",
-        queue.metric(QUIET_OLDEST_AGE, statistic="Maximum", period=one_minute()),
+        queue.metric(QUIET_OLDEST_AGE, statistic="Maximum", period=one_minute(scope)),
         threshold=threshold_s,
         evaluation_periods=OLDEST_AGE_EVALUATION_PERIODS,
         comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

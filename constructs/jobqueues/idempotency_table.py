@@ -20,7 +20,7 @@ from constructs import Construct
 from jobqueues.errors import JobQueueError
 from jobqueues.idempotency_rules import table_schema_problems
 from jobqueues.inputs import PropReader
-from jobqueues.names import stack_of
+from jobqueues.registry import stack_of
 from sqslease.idempotency import KEY_ATTRIBUTE, KEY_SEPARATOR, TTL_ATTRIBUTE
 
 #: What ``sqslease`` sends: PutItem (begin), GetItem (a begin's read-back, ``IdempotencyStore.get``), UpdateItem

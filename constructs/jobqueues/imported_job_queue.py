@@ -7,6 +7,8 @@ settings ``sqslease`` keeps, and the binders refuse a function whose timeout the
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -16,8 +18,9 @@ from jobqueues.declaration import QueueDeclaration
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader, is_token
 from jobqueues.job_queue_base import JobQueueBase, seconds_or_none
-from jobqueues.names import StackFacts, name_conflicts, register_names, stack_facts, stack_of
-from jobqueues.plan import plan_job_queue
+from jobqueues.names import StackFacts
+from jobqueues.plan import QueuePlan, plan_job_queue
+from jobqueues.registry import registry_of
 
 KIND = "JobQueue.from_queue_attributes"
 _DURATIONS = ("visibility_timeout", "processing_p99", "max_processing_time", "lambda_timeout", "max_batching_window")
@@ -43,6 +46,7 @@ class ImportedJobQueue(JobQueueBase):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
+        registry = registry_of(self)
         given = {
             "visibility_timeout": visibility_timeout,
             "processing_p99": processing_p99,
@@ -51,34 +55,12 @@ class ImportedJobQueue(JobQueueBase):
             "max_batching_window": max_batching_window,
             "lease_extension": lease_extension,
         }
-        read = PropReader(given, given)
-        seconds = {name: read.duration_s(name) for name in _DURATIONS}
-        errors = list(read.errors)
-        for name, value, attribute in (
-            ("queue", queue, "queue_arn"),
-            ("dead_letter_queue", dead_letter_queue, "queue_arn"),
-        ):
-            if not hasattr(value, attribute):
-                errors.append(f"{name}={value!r} is not an sqs.IQueue: pass e.g. sqs.Queue.from_queue_arn(...)")
-        if visibility_timeout is None:
-            errors.append("visibility_timeout is required: pass the source queue's visibility timeout as deployed")
-        plan = plan_job_queue(
-            QueueDeclaration(
-                job_type=job_type,
-                lease_extension=read.boolean("lease_extension", False),
-                fifo=bool(getattr(queue, "fifo", False)),
-                tokens={p: given[p] for p in read.tokens},
-                adopted=True,
-                **seconds,  # type: ignore[arg-type]
-            ),
-            alarms_enabled=False,
-        )
-        facts = stack_facts(stack_of(scope))
-        errors += plan.errors + _placement_problems(facts, queue, dead_letter_queue)
-        errors += name_conflicts(facts, self, job_type, [])
+        plan, errors = _plan(job_type, given, queue, dead_letter_queue)
+        errors += _placement_problems(registry.facts, queue, dead_letter_queue)
+        errors += registry.names.conflicts(registry.facts, self, job_type, [])
         if errors:
             raise JobQueueError(f"{KIND} {self.node.path} cannot be used:\n" + "\n".join(f"  - {e}" for e in errors))
-        register_names(facts, self, job_type, [])
+        registry.names.register(registry.facts, self, job_type, [])
         self.job_type = job_type
         self.queue = queue
         self.dead_letter_queue = dead_letter_queue
@@ -93,6 +75,36 @@ class ImportedJobQueue(JobQueueBase):
         self.max_batching_window_seconds = plan.max_batching_window
         self.fifo = plan.fifo
         self.alarm_topic = alarm_topic
+
+
+def _plan(
+    job_type: str, given: dict[str, Any], queue: sqs.IQueue, dead_letter_queue: sqs.IQueue
+) -> tuple[QueuePlan, list[str]]:
+    """The facts given, read and checked with the rules of a declared queue: the plan and every error so far."""
+    read = PropReader(given, given)
+    seconds = {name: read.duration_s(name) for name in _DURATIONS}
+    lease_extension = read.boolean("lease_extension", False)
+    errors = list(read.errors)
+    for name, value, attribute in (
+        ("queue", queue, "queue_arn"),
+        ("dead_letter_queue", dead_letter_queue, "queue_arn"),
+    ):
+        if not hasattr(value, attribute):
+            errors.append(f"{name}={value!r} is not an sqs.IQueue: pass e.g. sqs.Queue.from_queue_arn(...)")
+    if given["visibility_timeout"] is None:
+        errors.append("visibility_timeout is required: pass the source queue's visibility timeout as deployed")
+    plan = plan_job_queue(
+        QueueDeclaration(
+            job_type=job_type,
+            lease_extension=lease_extension,
+            fifo=bool(getattr(queue, "fifo", False)),
+            tokens={p: given[p] for p in read.tokens},
+            adopted=True,
+            **seconds,  # type: ignore[arg-type]
+        ),
+        alarms_enabled=False,
+    )
+    return plan, errors + plan.errors
 
 
 def _placement_problems(facts: StackFacts, queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> list[str]:

@@ -38,6 +38,8 @@ class PropReader:
         self.errors: list[str] = []
         #: Props given as unresolved tokens (not checked at synth).
         self.tokens: set[str] = set()
+        #: Props given with a value of the wrong type or unit (their errors say so; not reported missing too).
+        self.refused: set[str] = set()
         known = list(known)
         for name in props:
             if name not in known:
@@ -49,7 +51,12 @@ class PropReader:
         return f"{self.prefix}{self.labels.get(prop, prop)}"
 
     def _wrong(self, prop: str, value: object, expected: str, fix: str) -> None:
-        self.errors.append(f"{self._label(prop)}={value!r} is {a_type(type(value))}, not {expected}: pass {fix}")
+        self.refuse(prop, f"{self._label(prop)}={value!r} is {a_type(type(value))}, not {expected}: pass {fix}")
+
+    def refuse(self, prop: str, error: str) -> None:
+        """Record ``error`` about the value given for ``prop``."""
+        self.errors.append(error)
+        self.refused.add(prop)
 
     def _given(self, prop: str) -> object:
         """The prop's value; ``None`` when absent, or an unresolved token (recorded in :attr:`tokens`)."""
@@ -77,9 +84,10 @@ class PropReader:
         """Seconds of a ``Duration`` that AWS takes in whole seconds only: a fraction is an error saying so."""
         seconds = self.duration_s(prop)
         if seconds is not None and not float(seconds).is_integer():
-            self.errors.append(
+            self.refuse(
+                prop,
                 f"{self._label(prop)} is {seconds:g} s: {why} takes whole seconds; pass "
-                f"Duration.seconds({math.ceil(seconds)})"
+                f"Duration.seconds({math.ceil(seconds)})",
             )
             return None
         return seconds
@@ -98,7 +106,7 @@ class PropReader:
             self.tokens.add(prop)
             return None
         if not float(size).is_integer():
-            self.errors.append(f"{self._label(prop)} is {size:g} bytes: SQS takes whole bytes; pass Size.bytes(N)")
+            self.refuse(prop, f"{self._label(prop)} is {size:g} bytes: SQS takes whole bytes; pass Size.bytes(N)")
             return None
         return int(size)
 
@@ -220,21 +228,6 @@ def is_token(value: object) -> bool:
     if isinstance(value, float) and abs(value) > 1e288:
         return bool(Token.is_unresolved(value))
     return False
-
-
-def whole_seconds_duration(seconds: float) -> Duration:
-    """A ``Duration`` of whole seconds, rounded up (SQS takes integers).
-
-    Shared per value: a ``Duration`` is immutable, and each new one costs a round-trip to the CDK's Node kernel.
-    """
-    whole = math.ceil(seconds)
-    duration = _durations.get(whole)
-    if duration is None:
-        duration = _durations[whole] = Duration.seconds(whole)
-    return duration
-
-
-_durations: dict[int, Duration] = {}
 
 
 def _duration_example(value: object) -> str:

@@ -16,7 +16,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from constructs import Node
+from constructs import Construct, Node
 
 from jobqueues.consumer_contract import ConsumerContract
 
@@ -102,6 +102,9 @@ class IJobQueue(Protocol):
     def idempotency_table(self) -> dynamodb.ITable | None:
         """The table of the consumer's idempotency records; ``None``: idempotency off."""
         ...
+
+    #: Where the job type's one consumer is bound (the scope of its alarms and dashboard); ``None``: no consumer yet.
+    bound_consumer: Construct | None
 
     def grant_idempotency(self, grantee: iam.IGrantable) -> iam.Grant | None:
         """Let a consumer keep this job type's idempotency records, on its own keys only."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, SizeRoundingBehavior, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy, SizeRoundingBehavior
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -14,15 +14,13 @@ from jobqueues.alarms import JobQueueAlarms, create_queue_alarms
 from jobqueues.errors import JobQueueError
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
-from jobqueues.inputs import whole_seconds_duration
 from jobqueues.job_queue_base import JobQueueBase
 from jobqueues.marker import mark_job_queue
 from jobqueues.metrics import consumer_period
-from jobqueues.names import stack_facts, stack_of
 from jobqueues.plan import Given, QueuePlan
-from jobqueues.planning import claim_names, plan_from_props, take_claimed
+from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
-from jobqueues.stack_limits import count_job_type
+from jobqueues.registry import StackRegistry, registry_of
 from sqslease.rules import SQS_MAX_RETENTION_S
 
 
@@ -47,29 +45,71 @@ class JobQueue(JobQueueBase):
         it names the queues, metrics and duration profiles.
     :param plan: build from this plan (:func:`jobqueues.plan.plan_job_queue`) instead of props; the job type is
         the plan's and ``job_type`` is then only the construct id. Default: planned from the props.
+    :param claimed_by: the construct that declared this job queue as part of itself (a ``LambdaJob`` or ``EcsJob``
+        building its own queue from its plan), and has claimed the plan's job type and queue names as its own
+        (:func:`jobqueues.planning.claim_names`). Default: none (the job queue claims them).
     """
 
     def __init__(
-        self, scope: Construct, job_type: str, *, plan: QueuePlan | None = None, **props: Unpack[JobQueueProps]
+        self,
+        scope: Construct,
+        job_type: str,
+        *,
+        plan: QueuePlan | None = None,
+        claimed_by: Construct | None = None,
+        **props: Unpack[JobQueueProps],
     ) -> None:
         super().__init__(scope, job_type)
-        stack = stack_of(scope)
+        registry = registry_of(self)
         if plan is None:
-            plan = plan_from_props(self, "JobQueue", job_type, props, stack=stack)
+            plan = plan_from_props(self, "JobQueue", job_type, props, registry)
         elif props:
             raise JobQueueError(f"JobQueue {self.node.path}: pass a plan or props, not both (got {sorted(props)})")
-        elif not take_claimed(plan):
-            # A plan made apart: its errors, and its names against the deployment target, as for props.
-            claim_names("JobQueue", self, stack_facts(stack), plan)
-        self._build(plan, stack)
+        if claimed_by is None:
+            # Its errors, and its names against the deployment target, whether planned here or apart.
+            claim_names("JobQueue", self, registry, plan)
+        elif plan.errors or registry.names.declarer(registry.facts, plan.job_type) is not claimed_by:
+            raise JobQueueError(
+                f"JobQueue {self.node.path}: claimed_by={claimed_by.node.path} has not claimed job type "
+                f"{plan.job_type!r} (or its plan has errors): leave claimed_by out, the job queue claims its names"
+            )
+        self._build(plan, registry)
 
-    def _build(self, plan: QueuePlan, stack: Stack) -> None:
+    def _build(self, plan: QueuePlan, registry: StackRegistry) -> None:
         for warning in plan.warnings:
             Annotations.of(self).add_warning_v2(warning.id, warning.message)
+        self._set_facts(plan, registry)
+        self._build_queues(plan, registry)
+        #: The queue alarms, or ``None`` when ``alarms.enabled`` is False.
+        self.alarms: JobQueueAlarms | None = None
+        if plan.alarms is not None:
+            self.max_queue_time_seconds = plan.alarms.max_queue_time_s
+            queue_time_p99 = None
+            if self.max_queue_time_seconds is not None:
+                # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
+                queue_time_p99 = self.metric_queue_time("p99", consumer_period(self))
+            self.alarms = create_queue_alarms(
+                self,
+                plan.job_type,
+                self.queue,
+                self.dead_letter_queue,
+                plan.alarms,
+                plan.alarm_topic,
+                queue_time_p99,
+            )
+        self.alarm_topic = plan.alarm_topic
+        #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
+        self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
+        self.idempotency_retention_seconds = _record_retention(plan)
+        mark_job_queue(self)
+        registry.count_job_type()
+
+    def _set_facts(self, plan: QueuePlan, registry: StackRegistry) -> None:
+        """The plan's values the job queue exposes (:class:`jobqueues.interface.IJobQueue`)."""
         #: The plan the queues were built from: every final value, the rule and the findings.
         self.plan = plan
         self.job_type = plan.job_type
-        self.visibility_timeout = _duration(plan.visibility_timeout)
+        self.visibility_timeout = _duration(plan.visibility_timeout, registry)
         #: How the visibility timeout was chosen, for docs and diagnostics.
         self.visibility_timeout_rule: str = plan.visibility_timeout_rule
         self.visibility_timeout_seconds = plan.visibility_timeout_s
@@ -84,6 +124,8 @@ class JobQueue(JobQueueBase):
             plan.max_receive_count.value if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
         )
         self.known_max_receive_count = None if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
+
+    def _build_queues(self, plan: QueuePlan, registry: StackRegistry) -> None:
         key = plan.encryption_key
         encryption = sqs.QueueEncryption.KMS if key else sqs.QueueEncryption.SQS_MANAGED
         fifo = plan.fifo or None
@@ -95,7 +137,7 @@ class JobQueue(JobQueueBase):
             "DeadLetterQueue",
             queue_name=plan.dead_letter_queue_name,
             fifo=fifo,
-            retention_period=_duration(plan.dlq_retention_period),
+            retention_period=_duration(plan.dlq_retention_period, registry),
             encryption=encryption,
             encryption_master_key=key,
             enforce_ssl=True,
@@ -110,8 +152,8 @@ class JobQueue(JobQueueBase):
             fifo=fifo,
             content_based_deduplication=plan.content_based_deduplication or None,
             visibility_timeout=self.visibility_timeout,
-            retention_period=_duration(plan.retention_period),
-            delivery_delay=_duration(plan.delivery_delay) if plan.delivery_delay else None,
+            retention_period=_duration(plan.retention_period, registry),
+            delivery_delay=_duration(plan.delivery_delay, registry) if plan.delivery_delay else None,
             max_message_size_bytes=_bytes(plan.max_message_size),
             encryption=encryption,
             encryption_master_key=key,
@@ -125,33 +167,9 @@ class JobQueue(JobQueueBase):
         if plan.queue_name is not None:
             # By ARN built from the fixed name: a reference to the source queue would be circular (the source's
             # redrive policy already references the DLQ).
-            source_arn = stack.format_arn(service="sqs", resource=plan.queue_name)
+            source_arn = registry.stack.format_arn(service="sqs", resource=plan.queue_name)
             cfn_dlq: sqs.CfnQueue = self.dead_letter_queue.node.default_child  # type: ignore[assignment]
             cfn_dlq.redrive_allow_policy = {"redrivePermission": "byQueue", "sourceQueueArns": [source_arn]}
-
-        #: The queue alarms, or ``None`` when ``alarms.enabled`` is False.
-        self.alarms: JobQueueAlarms | None = None
-        if plan.alarms is not None:
-            self.max_queue_time_seconds = plan.alarms.max_queue_time_s
-            queue_time_p99 = None
-            if self.max_queue_time_seconds is not None:
-                # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
-                queue_time_p99 = self.metric_queue_time("p99", consumer_period())
-            self.alarms = create_queue_alarms(
-                self,
-                plan.job_type,
-                self.queue,
-                self.dead_letter_queue,
-                plan.alarms,
-                plan.alarm_topic,
-                queue_time_p99,
-            )
-        self.alarm_topic = plan.alarm_topic
-        #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
-        self.idempotency_table = table_of(self, plan.idempotency, key)
-        self.idempotency_retention_seconds = _record_retention(plan)
-        mark_job_queue(self)
-        count_job_type(stack)
 
     @staticmethod
     def from_queue_attributes(
@@ -184,13 +202,13 @@ class JobQueue(JobQueueBase):
         :param dead_letter_queue: its dead-letter queue (the consumer sends non-retryable failures there).
         :param visibility_timeout: the source queue's visibility timeout as deployed: the lease a consumer
             keeps. Must satisfy the rule of the facts below (checked as for a declared queue).
-        :param lease_extension: the consumer extends its leases. Default: False.
+        :param lease_extension: the consumer extends its leases.
         :param processing_p99: the measured p99 of one message; with it the VT must be at least
-            ``max(2 x p99, 10 s)`` (without lease extension). Default: none.
-        :param max_processing_time: the longest one message may take. Default: none.
-        :param lambda_timeout: the consuming function's timeout, if the VT is meant for one. Default: none.
-        :param max_batching_window: the Lambda event source's batching window. Default: none.
-        :param alarm_topic: where the consumer alarms notify. Default: none.
+            ``max(2 x p99, 10 s)`` (without lease extension).
+        :param max_processing_time: the longest one message may take.
+        :param lambda_timeout: the consuming function's timeout, if the VT is meant for one.
+        :param max_batching_window: the Lambda event source's batching window.
+        :param alarm_topic: where the consumer alarms notify.
         """
         return ImportedJobQueue(
             scope,
@@ -232,9 +250,9 @@ def _bytes(value: int | Given) -> Any:
     return value.value.to_bytes(rounding=SizeRoundingBehavior.NONE) if isinstance(value, Given) else value
 
 
-def _duration(value: float | Given | None) -> Duration:
-    """The ``Duration`` a queue gets: the token as given, or whole seconds (shared per value)."""
+def _duration(value: float | Given | None, registry: StackRegistry) -> Duration:
+    """The ``Duration`` a queue gets: the token as given, or whole seconds (shared per value in the stack)."""
     if isinstance(value, Given):
         return value.value  # type: ignore[no-any-return]
     assert value is not None  # a plan without a VT has errors and is never built
-    return whole_seconds_duration(value)
+    return registry.seconds(value)

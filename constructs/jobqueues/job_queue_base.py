@@ -22,11 +22,12 @@ from jobqueues import metrics
 from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import consumer_scope
 from jobqueues.consumer_contract import ConsumerContract
-from jobqueues.ecs_consumer import DEFAULT_MAX_TASKS, DEFAULT_MIN_TASKS, bind_ecs_consumer
+from jobqueues.defaults import ECS_MAX_TASKS, ECS_MIN_TASKS
+from jobqueues.ecs_consumer import bind_ecs_consumer
 from jobqueues.idempotency_table import grant_job_type
 from jobqueues.inputs import is_token
 from jobqueues.lambda_consumer import bind_lambda_consumer
-from jobqueues.names import stack_of
+from jobqueues.registry import RegisteredConstruct, one_minute, registry_of
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     DEFAULT_SHUTDOWN_GRACE_S,
@@ -38,7 +39,7 @@ from sqslease.rules import (
 _SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 
 
-class JobQueueBase(Construct):
+class JobQueueBase(RegisteredConstruct):
     """A job queue's derived behaviour (an :class:`jobqueues.interface.IJobQueue`). Subclasses set the attributes
     below before anything reads them."""
 
@@ -73,6 +74,8 @@ class JobQueueBase(Construct):
     idempotency_table: dynamodb.ITable | None = None
     #: Seconds a COMPLETED record must outlive its message (``SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD``).
     idempotency_retention_seconds: float | None = None
+    #: Where the job type's one consumer is bound (the scope of its alarms and dashboard); ``None``: no consumer yet.
+    bound_consumer: Construct | None = None
     _contract: ConsumerContract | None = None
 
     # --- grants ------------------------------------------------------------------------------------------------
@@ -130,7 +133,7 @@ class JobQueueBase(Construct):
                 max_processing_time_s=self.max_processing_time_seconds,
                 max_batching_window_s=self.max_batching_window_seconds,
                 max_receive_count=self.known_max_receive_count,
-                stack=stack_of(self).stack_name,
+                stack=registry_of(self).facts.name,
             )
             if self.idempotency_table is not None:
                 retention = self.idempotency_retention_seconds or SQS_MAX_RETENTION_S
@@ -153,7 +156,8 @@ class JobQueueBase(Construct):
 
         :param handler: the per-message function, ``package.module:function``.
         :param concurrency: handlers running at once in one task. Default: 4.
-        :param shutdown_grace: time running handlers get after SIGTERM. Default: 25 s.
+        :param shutdown_grace: time running handlers get after SIGTERM. Default: the worker's,
+            ``sqslease.rules.DEFAULT_SHUTDOWN_GRACE_S``.
         """
         grace_s = DEFAULT_SHUTDOWN_GRACE_S if shutdown_grace is None else shutdown_grace.to_seconds(integral=False)
         return self.consumer_contract().worker_command(handler, concurrency, grace_s)
@@ -206,8 +210,8 @@ class JobQueueBase(Construct):
         self,
         service: ecs.BaseService,
         *,
-        min_tasks: int = DEFAULT_MIN_TASKS,
-        max_tasks: int = DEFAULT_MAX_TASKS,
+        min_tasks: int = ECS_MIN_TASKS,
+        max_tasks: int = ECS_MAX_TASKS,
         target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
         hooks: Sequence[str] | None = None,
         idempotency_key: str | None = None,
@@ -239,46 +243,48 @@ class JobQueueBase(Construct):
 
     # --- metrics -----------------------------------------------------------------------------------------------
     def metric_visible(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages waiting to be received (Maximum). Default period: 1 minute."""
+        """Messages waiting to be received (Maximum). Default period: 5 minutes (the CDK's)."""
         return self.queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
 
     def metric_in_flight(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages received and not yet deleted (Maximum), against the 120,000 quota. Default period: 1 minute."""
+        """Messages received and not yet deleted (Maximum), against the 120,000 quota. Default period: 5 minutes
+        (the CDK's)."""
         return self.queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=period)
 
     def metric_backlog(self, period: Duration | None = None) -> cloudwatch.MathExpression:
         """Outstanding work: visible + in flight. Default period: 1 minute."""
-        return metrics.backlog(self.queue, period)
+        return metrics.backlog(self.queue, period or one_minute(self))
 
     def metric_oldest_message_age(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Age of the oldest message on the source queue, in seconds (Maximum). Default period: 1 minute."""
+        """Age of the oldest message on the source queue, in seconds (Maximum). Default period: 5 minutes (the
+        CDK's)."""
         return self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=period)
 
     def metric_deleted(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages deleted, that is finished (Sum). Default period: 1 minute."""
+        """Messages deleted, that is finished (Sum). Default period: 5 minutes (the CDK's)."""
         return self.queue.metric_number_of_messages_deleted(statistic="Sum", period=period)
 
     def metric_dead_letter_queue_depth(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages in the DLQ (Maximum). Default period: 1 minute."""
+        """Messages in the DLQ (Maximum). Default period: 5 minutes (the CDK's)."""
         return self.dead_letter_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
 
     def metric_processing_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
         """Handler time of one message in milliseconds, from ``sqslease``'s EMF lines. Default: p99, 1 minute."""
-        return metrics.emf_metric(self.job_type, "ProcessingTime", statistic, period)
+        return metrics.emf_metric(self.job_type, "ProcessingTime", statistic, period or one_minute(self))
 
     def metric_queue_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
         """How long a message waited before a run started, in milliseconds: from its ``SentTimestamp`` (delay and
         earlier attempts included), from ``sqslease``'s EMF lines. Written only where sqslease consumers run.
         Default: p99, 1 minute."""
-        return metrics.emf_metric(self.job_type, "QueueTime", statistic, period)
+        return metrics.emf_metric(self.job_type, "QueueTime", statistic, period or one_minute(self))
 
     def metric_extensions(self, period: Duration | None = None) -> cloudwatch.Metric:
         """Lease extensions (Sum), from ``sqslease``'s EMF lines. Default period: 1 minute."""
-        return metrics.emf_metric(self.job_type, "Extensions", "Sum", period)
+        return metrics.emf_metric(self.job_type, "Extensions", "Sum", period or one_minute(self))
 
     def metric_leases_lost(self, period: Duration | None = None) -> cloudwatch.Metric:
         """Leases lost while the handler ran (Sum): the message may run twice. Default period: 1 minute."""
-        return metrics.emf_metric(self.job_type, "LeaseLost", "Sum", period)
+        return metrics.emf_metric(self.job_type, "LeaseLost", "Sum", period or one_minute(self))
 
 
 def seconds_or_none(duration: Duration) -> float | None:

@@ -13,9 +13,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from jobqueues.alarms import alarm, one_minute
+from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
 from jobqueues.consumer_options import RUNTIME_OPTIONS, RuntimeOptions, read_runtime_options
 from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
 from jobqueues.errors import JobQueueError
@@ -23,6 +23,7 @@ from jobqueues.inputs import PropReader
 from jobqueues.interface import IJobQueue
 from jobqueues.lease_layer import sqslease_layer
 from jobqueues.marker import mark_consumer, reference
+from jobqueues.registry import one_minute
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     LAMBDA_DEFAULT_TIMEOUT_S,
@@ -69,15 +70,14 @@ def bind_lambda_consumer(
     if not checked:
         given = {"hooks": hooks, "idempotency_key": idempotency_key}
         options = _check_function(job_queue, timeout_s, batch_size, max_batching_window, max_concurrency, given)
+    event_source = {
+        "batch_size": batch_size,
+        "max_batching_window": max_batching_window,
+        "max_concurrency": max_concurrency,
+        **(event_source_options or {}),
+    }
     function.add_event_source(
-        event_sources.SqsEventSource(
-            job_queue.queue,
-            batch_size=batch_size,
-            max_batching_window=max_batching_window,
-            max_concurrency=max_concurrency,
-            report_batch_item_failures=True,
-            **(event_source_options or {}),
-        )
+        event_sources.SqsEventSource(job_queue.queue, report_batch_item_failures=True, **event_source)
     )
     if add_environment:
         for name, value in options.apply(job_queue.consumer_contract()).environment().items():
@@ -85,20 +85,30 @@ def bind_lambda_consumer(
     if add_layer:
         function.add_layers(sqslease_layer(scope))
     binding = bind_consumer(scope, job_queue, function, function_timeout_s=timeout_s)
+    _mark(job_queue, function, timeout_s, event_source)
+    return _finish(scope, job_queue, binding, function)
+
+
+def _mark(
+    job_queue: IJobQueue, function: lambda_.Function, timeout_s: float | None, event_source: Mapping[str, Any]
+) -> None:
+    """The consumer marker: the function and its event source's numbers."""
     stack = Stack.of(function)
-    mark_consumer(
-        job_queue,
-        function,
-        {
-            "kind": "lambda",
-            "function": reference(function, function.function_name, "name", stack),
-            "timeout_s": timeout_s,
-            "batch_size": batch_size,
-            "max_batching_window_s": max_batching_window.to_seconds() if max_batching_window else 0,
-            "max_concurrency": max_concurrency,
-        },
-    )
-    minute = one_minute()
+    window = event_source["max_batching_window"]
+    part = {
+        "kind": "lambda",
+        "function": reference(function, function.function_name, "name", stack),
+        "timeout_s": timeout_s,
+        "batch_size": event_source["batch_size"],
+        "max_batching_window_s": window.to_seconds() if window else 0,
+        "max_concurrency": event_source["max_concurrency"],
+    }
+    mark_consumer(job_queue, function, part)
+
+
+def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: lambda_.Function) -> ConsumerAlarms:
+    """The function's errors and throttles alarms and graphs, then the binding's shared alarms and dashboard."""
+    minute = one_minute(scope)
     errors = alarm(
         scope,
         "ErrorsAlarm",

@@ -2,44 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+from typing import Unpack
 
 import jsii
-from aws_cdk import Annotations, CfnResource, IAnyProducer, IResolveContext, Lazy, Stack
+from aws_cdk import Annotations, CfnResource, Duration, IAnyProducer, IResolveContext, Lazy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from jobqueues.consumer_contract import reserved_variable
-from jobqueues.consumer_options import read_runtime_options
-from jobqueues.consumer_rules import check_handler, check_lambda_consumer
-from jobqueues.inputs import PropReader
+from jobqueues.consumer_options import RuntimeOptions
+from jobqueues.errors import JobQueueError
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
-from jobqueues.lambda_options import acknowledge_wildcards, grant_vpc_access, read_lambda_options
-from jobqueues.lambda_rules import check_lambda_environment
+from jobqueues.lambda_job_plan import LambdaJobPlan, plan_lambda_job
+from jobqueues.lambda_options import acknowledge_wildcards, grant_vpc_access, lambda_job_declaration
 from jobqueues.lease_layer import LAMBDA_RUNTIME
-from jobqueues.planning import plan_from_props
-from jobqueues.props import LambdaJobProps, LeaseOptions, QueueOptions
-from sqslease.rules import DEFAULT_LAMBDA_BATCH_SIZE
+from jobqueues.plan import Given
+from jobqueues.planning import claim_names
+from jobqueues.props import LambdaJobProps
+from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of
 
 #: The function's Lambda handler: runs the batch through sqslease and calls ``SQSLEASE_HANDLER`` per record.
 ENTRY_POINT = "sqslease.lambda_entry.handler"
-DEFAULT_MEMORY_MIB = 512
-# The props that declare the queue (the function timeout becomes its lambda_timeout).
-_QUEUE_PROPS = (set(QueueOptions.__annotations__) | set(LeaseOptions.__annotations__) | {"max_batching_window"}) - {
-    "visibility_timeout"
-}
 KIND = "LambdaJob"
-_REQUIRED = {
-    "code": "pass the handler's code, e.g. code=lambda_.Code.from_asset('lambda_src/handlers')",
-    "handler": "pass the per-message function, e.g. handler='thumbs.handle'",
-    "timeout": "pass the function timeout, e.g. timeout=Duration.seconds(30) (the VT is derived from it)",
-}
 
 
-class LambdaJob(Construct):
+class LambdaJob(RegisteredConstruct):
     """A job type consumed by a Lambda function: queue + DLQ, function, event source, layer, IAM, alarms and
     a dashboard, all from one declaration. The props are :class:`jobqueues.props.LambdaJobProps`.
 
@@ -58,89 +47,79 @@ class LambdaJob(Construct):
 
     :param scope: parent construct.
     :param job_type: construct id and job type name (see :class:`JobQueue`).
+    :param plan: build from this plan (:func:`jobqueues.lambda_job_plan.plan_lambda_job`) instead of props; the job
+        type is the plan's and ``job_type`` is then only the construct id. Default: planned from the props.
     """
 
-    def __init__(self, scope: Construct, job_type: str, **props: Unpack[LambdaJobProps]) -> None:
+    def __init__(
+        self, scope: Construct, job_type: str, *, plan: LambdaJobPlan | None = None, **props: Unpack[LambdaJobProps]
+    ) -> None:
         super().__init__(scope, job_type)
-        read = PropReader(props, LambdaJobProps.__annotations__)
-        code = read.having("code", "bind", "a lambda_.Code, e.g. Code.from_asset('lambda_src/handlers')")
-        handler = read.string("handler")
-        batch_size = read.integer("batch_size", DEFAULT_LAMBDA_BATCH_SIZE)
-        max_concurrency = read.integer("max_concurrency", 10)
-        memory_size = read.integer("memory_size", DEFAULT_MEMORY_MIB)
-        environment = read.instance("environment", dict, "a dict of str to str") or {}
-        for prop, value in (("code", code), ("handler", handler), ("timeout", props.get("timeout"))):
-            if value is None and prop not in read.tokens and props.get(prop) is None:
-                read.errors.append(f"{prop} is required: {_REQUIRED[prop]}")
-        if handler is not None:
-            read.errors += check_handler(handler, "module.function", "handler='thumbs.handle'")
-        check = check_lambda_consumer(
-            batch_size=batch_size,
-            max_batching_window_s=read.duration_s("max_batching_window"),
-            max_concurrency=max_concurrency,
-            fifo=props.get("fifo") is True,
-        )
-        for name in environment:
-            why = reserved_variable(str(name))
-            if why is not None:
-                read.errors.append(f"environment[{name!r}] collides with a variable the function reads: {why}")
-        read.errors += check_lambda_environment(
-            [str(name) for name in environment if reserved_variable(str(name)) is None]
-        )
-        sqslease_options = read_runtime_options(read, idempotency=props.get("idempotency") not in (None, False))
-        deployment, options_check = read_lambda_options(read, max_concurrency)
-        check.errors[:0] = read.errors
-        check.errors += options_check.errors
-        queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
-        if props.get("timeout") is not None:
-            queue_props["lambda_timeout"] = props["timeout"]
-        plan = plan_from_props(self, KIND, job_type, queue_props, labels={"lambda_timeout": "timeout"}, consumer=check)
+        registry = registry_of(self)
+        if plan is None:
+            plan = plan_lambda_job(lambda_job_declaration(self, KIND, job_type, props, registry.facts.name))
+        elif props:
+            raise JobQueueError(f"{KIND} {self.node.path}: pass a plan or props, not both (got {sorted(props)})")
+        claim_names(KIND, self, registry, plan.queue)
+        #: The plan the job was built from: every final value, the rules' findings.
+        self.plan = plan
         #: The queue + DLQ pair.
-        self.job_queue = JobQueue(self, "Queue", plan=plan)
-
+        self.job_queue = JobQueue(self, "Queue", plan=plan.queue, claimed_by=self)
+        job_type = plan.queue.job_type
         role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"{job_type}: consumes {job_type}'s job queue",
         )
-        grant_vpc_access(role, deployment)
-        log_group = logs.LogGroup(self, "Logs", retention=props.get("log_retention", logs.RetentionDays.ONE_MONTH))
+        grant_vpc_access(role, plan)
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays[plan.log_retention])
         #: The consumer function; its handler is sqslease's entry point, which calls ``handler`` per message.
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            runtime=LAMBDA_RUNTIME,
-            code=code,
-            handler=ENTRY_POINT,
-            timeout=props["timeout"],
-            memory_size=DEFAULT_MEMORY_MIB if memory_size is None else memory_size,
-            role=role,
-            log_group=log_group,
-            environment={
-                **environment,
-                **sqslease_options.apply(self.job_queue.consumer_contract()).environment(handler or ""),
-            },
-            description=f"{job_type} consumer (sqslease)",
-            **deployment.function_props,
-        )
-        for warning in options_check.warnings:  # the function's own options: on the function, not the queue
+        self.function = self._function(plan, role, log_group, registry)
+        for warning in plan.function_warnings:  # the function's own options: on the function, not the queue
             Annotations.of(self.function).add_warning_v2(warning.id, warning.message)
         log_group.grant_write(role)
-        acknowledge_wildcards(role, deployment)
+        acknowledge_wildcards(role, plan)
         _without_redundant_role_dependency(self.function, role)
         #: The consumer alarms.
         self.alarms = bind_lambda_consumer(
             self,
             self.job_queue,
             self.function,
-            batch_size=DEFAULT_LAMBDA_BATCH_SIZE if batch_size is None else batch_size,
-            max_batching_window=props.get("max_batching_window"),
-            max_concurrency=max_concurrency,
+            batch_size=plan.batch_size,
+            max_batching_window=_duration(plan.max_batching_window, registry),
+            max_concurrency=plan.max_concurrency,
             checked=True,
             add_environment=False,
-            event_source_options=deployment.event_source_props,
+            event_source_options=plan.event_source_options,
         )
+
+    def _function(
+        self, plan: LambdaJobPlan, role: iam.Role, log_group: logs.LogGroup, registry: StackRegistry
+    ) -> lambda_.Function:
+        handler = plan.handler.value if isinstance(plan.handler, Given) else plan.handler
+        contract = RuntimeOptions(plan.hooks, plan.idempotency_key).apply(self.job_queue.consumer_contract())
+        return lambda_.Function(
+            self,
+            "Function",
+            runtime=LAMBDA_RUNTIME,
+            code=plan.code,
+            handler=ENTRY_POINT,
+            timeout=_duration(plan.timeout, registry),
+            memory_size=plan.memory_size,
+            role=role,
+            log_group=log_group,
+            environment={**plan.environment, **contract.environment(handler or "")},
+            description=f"{plan.queue.job_type} consumer (sqslease)",
+            **plan.function_options,
+        )
+
+
+def _duration(seconds: float | Given | None, registry: StackRegistry) -> Duration | None:
+    """The ``Duration`` of a planned value: the token as given, or whole seconds shared in the stack."""
+    if isinstance(seconds, Given):
+        return seconds.value  # type: ignore[no-any-return]
+    return None if seconds is None else registry.seconds(seconds)
 
 
 def _without_redundant_role_dependency(function: lambda_.Function, role: iam.Role) -> None:

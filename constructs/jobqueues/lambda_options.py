@@ -1,6 +1,7 @@
-"""A ``LambdaJob``'s deployment options: read from its props (types checked where they enter), planned as plain
-values that :func:`jobqueues.lambda_rules.check_lambda_options` checks, then applied to the function, its role
-and its event source.
+"""A ``LambdaJob``'s props read into its declaration (:class:`jobqueues.lambda_job_plan.LambdaJobDeclaration`):
+types checked where they enter, the deployment options as the plain values the rules check
+(:mod:`jobqueues.lambda_rules`), the facts of its CDK objects read here (they need the CDK); and the options'
+grants on the function's role.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from constructs import Construct
 
-from jobqueues.consumer_rules import ConsumerCheck, check_vpc_members
+from jobqueues import defaults
+from jobqueues.consumer_options import read_runtime_values
+from jobqueues.consumer_rules import check_vpc_members
 from jobqueues.inputs import PropReader
-from jobqueues.lambda_rules import LambdaOptions, check_lambda_options
+from jobqueues.lambda_job_plan import LambdaJobDeclaration, LambdaJobPlan, lambda_consumer_check
+from jobqueues.lambda_rules import LambdaOptions
 from jobqueues.lease_layer import LAMBDA_RUNTIME
+from jobqueues.planning import raise_errors, read_queue
+from jobqueues.props import LambdaJobProps, LeaseOptions, QueueOptions
 from jobqueues.vpc_membership import members_outside
 
 #: What Lambda needs to manage a VPC function's network interfaces: the EC2 actions of AWS's
@@ -38,18 +46,78 @@ _POLLER_FIELDS = ("minimum_pollers", "maximum_pollers", "poller_group_name")
 POLLER_CONFIG_TYPES = (lambda_.ProvisionedPollerConfig, event_sources.ProvisionedPollerConfig)
 
 
+# The props that declare the queue (the function timeout becomes its lambda_timeout).
+_QUEUE_PROPS = (set(QueueOptions.__annotations__) | set(LeaseOptions.__annotations__) | {"max_batching_window"}) - {
+    "visibility_timeout"
+}
+
+
+def lambda_job_declaration(
+    owner: Construct, kind: str, job_type: str, props: Mapping[str, Any], name_prefix: str
+) -> LambdaJobDeclaration:
+    """A ``LambdaJob``'s props read into its declaration (types checked where they enter, the CDK objects' facts
+    read); a queue prop of a wrong type raises ``JobQueueError`` with the consumer's errors, as the queue's own
+    planning does.
+
+    :param owner: the construct the user declared (errors name its path).
+    :param kind: what the user declared, ``"LambdaJob"``.
+    :param name_prefix: the start of the default queue names (the stack's name).
+    """
+    read = PropReader(props, LambdaJobProps.__annotations__)
+    code = read.having("code", "bind", "a lambda_.Code, e.g. Code.from_asset('lambda_src/handlers')")
+    handler = read.string("handler")
+    batch_size = read.integer("batch_size", defaults.LAMBDA_BATCH_SIZE)
+    max_concurrency = read.integer("max_concurrency", 10)
+    memory_size = read.integer("memory_size", defaults.LAMBDA_MEMORY_MIB)
+    environment = read.instance("environment", dict, "a dict of str to str") or {}
+    log_retention = read.member("log_retention", logs.RetentionDays, "logs.RetentionDays.ONE_MONTH")
+    runtime = read_runtime_values(read)
+    options = _read_options(read, max_concurrency)
+    queue_props: dict[str, Any] = {k: v for k, v in props.items() if k in _QUEUE_PROPS}
+    if props.get("timeout") is not None:
+        queue_props["lambda_timeout"] = props["timeout"]
+    queue = read_queue(queue_props, job_type, name_prefix=name_prefix, labels={"lambda_timeout": "timeout"})
+    declaration = LambdaJobDeclaration(
+        queue=queue.declaration,
+        code=code,
+        handler=handler,
+        batch_size=batch_size,
+        memory_size=memory_size,
+        environment=environment,
+        hooks=runtime.hooks,
+        idempotency_key=runtime.idempotency_key,
+        log_retention=log_retention,
+        options=options.options,
+        function_options=options.function_options,
+        event_source_options=options.event_source_options,
+        tracing_active=options.tracing_active,
+        queue_resources=queue.resources,
+        alarms_enabled=queue.alarms_enabled,
+        tokens={p: props[p] for p in read.tokens},
+        errors=tuple(read.errors),
+        findings=options.findings,
+        refused=frozenset(read.refused | queue.refused),
+    )
+    if queue.errors:
+        # Type errors of the queue first: its rules would only repeat them with less precision.
+        raise_errors(kind, owner, queue.errors + lambda_consumer_check(declaration)[0].errors)
+    return declaration
+
+
 @dataclass(frozen=True)
-class LambdaDeployment:
-    """The options as planned: the plain values the rules checked, and the CDK values the build passes on."""
+class _Options:
+    """A ``LambdaJob``'s deployment options as read: the plain values the rules check, the CDK values the build
+    passes on, and what needed the CDK to check."""
 
     options: LambdaOptions
-    function_props: Mapping[str, Any]
-    event_source_props: Mapping[str, Any]
-    tracing: lambda_.Tracing | None
+    function_options: Mapping[str, Any]
+    event_source_options: Mapping[str, Any]
+    tracing_active: bool
+    findings: tuple[str, ...]
 
 
-def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[LambdaDeployment, ConsumerCheck]:
-    """The options of a ``LambdaJob``'s props and their findings; type errors go to ``read.errors``."""
+def _read_options(read: PropReader, max_concurrency: int | None) -> _Options:
+    """The deployment options of a ``LambdaJob``'s props; type errors go to ``read.errors``."""
     architecture = read.instance(
         "architecture", lambda_.Architecture, "lambda_.Architecture.ARM_64 or lambda_.Architecture.X86_64"
     )
@@ -66,14 +134,7 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
     metrics = read.instance(
         "metrics_config", lambda_.MetricsConfig, "lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])"
     )
-    pollers = read.instance(
-        "provisioned_poller_config",
-        POLLER_CONFIG_TYPES,
-        "lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=20)",
-    )
-    poller_read = PropReader(
-        {k: getattr(pollers, k, None) for k in _POLLER_FIELDS}, _POLLER_FIELDS, "provisioned_poller_config."
-    )
+    pollers, poller_read = _read_pollers(read)
     options = LambdaOptions(
         max_concurrency=max_concurrency,
         reserved_concurrent_executions=reserved,
@@ -89,16 +150,14 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
         security_groups=bool(groups),
     )
     read.errors += poller_read.errors
-    check = check_lambda_options(options)
-    check.errors += _layer_runtimes(layers) + (_subnet_errors(vpc, subnets) if vpc is not None else [])
+    findings = _layer_runtimes(layers) + (_subnet_errors(vpc, subnets) if vpc is not None else [])
     if vpc is not None:
-        check.errors += check_vpc_members(vpc.node.path, members_outside(vpc, groups, subnets))
+        findings += check_vpc_members(vpc.node.path, members_outside(vpc, groups, subnets))
     given = {
         "architecture": architecture,
         "vpc": vpc,
         "vpc_subnets": subnets,
         "security_groups": list(groups) or None,
-        "reserved_concurrent_executions": reserved,
         "tracing": tracing,
         "layers": list(layers) or None,
     }
@@ -107,32 +166,43 @@ def read_lambda_options(read: PropReader, max_concurrency: int | None) -> tuple[
         "metrics_config": metrics,
         "provisioned_poller_config": _as_lambda_pollers(pollers),
     }
-    deployment = LambdaDeployment(
+    return _Options(
         options=options,
-        function_props={k: v for k, v in given.items() if v is not None},
-        event_source_props={k: v for k, v in source.items() if v is not None},
-        tracing=tracing,
+        function_options={k: v for k, v in given.items() if v is not None},
+        event_source_options={k: v for k, v in source.items() if v is not None},
+        tracing_active=tracing is lambda_.Tracing.ACTIVE,
+        findings=tuple(findings),
     )
-    return deployment, check
 
 
-def grant_vpc_access(role: iam.Role, deployment: LambdaDeployment) -> None:
+def _read_pollers(read: PropReader) -> tuple[Any, PropReader]:
+    """``provisioned_poller_config`` as given, and a reader of its fields (their errors are the caller's to add)."""
+    pollers = read.instance(
+        "provisioned_poller_config",
+        POLLER_CONFIG_TYPES,
+        "lambda_.ProvisionedPollerConfig(minimum_pollers=2, maximum_pollers=20)",
+    )
+    fields = {k: getattr(pollers, k, None) for k in _POLLER_FIELDS}
+    return pollers, PropReader(fields, _POLLER_FIELDS, "provisioned_poller_config.")
+
+
+def grant_vpc_access(role: iam.Role, plan: LambdaJobPlan) -> None:
     """Let Lambda manage a VPC function's network interfaces; Lambda checks it as it creates the function, so the
     statement is in the role's policy before the function is."""
-    if deployment.options.vpc:
+    if plan.vpc_access:
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(VPC_ACCESS_ACTIONS), resources=["*"]))
 
 
-def acknowledge_wildcards(role: iam.Role, deployment: LambdaDeployment) -> None:
+def acknowledge_wildcards(role: iam.Role, plan: LambdaJobPlan) -> None:
     """Acknowledge cdk-nag's IAM5 for the ``Resource *`` statements the options put in the role's policy, each
     reason with its statement."""
     reasons = []
-    if deployment.options.vpc:
+    if plan.vpc_access:
         reasons.append(
             "Lambda manages the function's VPC network interfaces, whose ids exist only at run time, and "
             "ec2:DescribeNetworkInterfaces takes Resource * only (the EC2 actions of AWSLambdaVPCAccessExecutionRole)"
         )
-    if deployment.tracing is lambda_.Tracing.ACTIVE:
+    if plan.tracing_active:
         reasons.append("X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions")
     policy = role.node.try_find_child("DefaultPolicy")
     if reasons and policy is not None:

@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 import sqslease
-from jobqueues.names import stack_of
+from jobqueues.registry import stack_of
 
 #: The Python runtime of Lambda jobs: the latest that aws-cdk-lib and cdk-nag's AwsSolutions-L1 both accept.
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14

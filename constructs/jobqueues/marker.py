@@ -20,6 +20,7 @@ from aws_cdk import CfnResource, Stack, Token
 from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
+from jobqueues.inputs import is_token
 from jobqueues.interface import IJobQueue
 from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
 
@@ -82,4 +83,5 @@ def _queue(queue: sqs.IQueue, stack: Stack) -> dict[str, str] | None:
 
 def _local(marker: dict[str, Any], stack: Stack) -> dict[str, Any]:
     """Numbers that are tokens (a CloudFormation parameter, say) become ``None``: a marker holds what synth knew."""
-    return {k: None if isinstance(v, float | int) and Token.is_unresolved(v) else v for k, v in marker.items()}
+    # is_token asks the CDK's Node kernel only about a number that can be a token (each ask is a round-trip)
+    return {k: None if isinstance(v, float | int) and is_token(v) else v for k, v in marker.items()}

@@ -23,9 +23,9 @@ from typing import Any
 from aws_cdk import Annotations, Duration
 from constructs import Construct
 
+from jobqueues import defaults
 from jobqueues.declaration_warnings import PROFILE_MISSING, PROFILE_TOO_SMALL, PROFILE_WITHOUT_STACK, STALE_PROFILE
 from jobqueues.errors import JobQueueError
-from jobqueues.names import stack_of
 from jobqueues.profiles_document import (
     PROFILES_FIELD,
     REGENERATE,
@@ -36,6 +36,7 @@ from jobqueues.profiles_document import (
     profile_name,
     recommended_p99_s,
 )
+from jobqueues.registry import stack_of
 from sqslease.emf import deployment_name
 
 
@@ -44,7 +45,8 @@ class MeasuredProfiles:
 
     :param document: the parsed ``profiles.json``.
     :param source: where it came from, for messages.
-    :param max_age: warn when a job type's data ends longer ago than this. Default 30 days.
+    :param max_age: warn when a job type's data ends longer ago than this. Default:
+        ``jobqueues.defaults.PROFILE_MAX_AGE_S``.
     :param now: the current time (tests). Default now, UTC.
     """
 
@@ -63,7 +65,7 @@ class MeasuredProfiles:
         self.source = source
         #: When the measurements of the whole document end, if it says; a profile's own window comes first.
         self.generated_at = _time(document, "generated_at", lambda problem: self._malformed(None, problem))
-        self.max_age_s = (max_age or Duration.days(30)).to_seconds()
+        self.max_age_s = defaults.PROFILE_MAX_AGE_S if max_age is None else max_age.to_seconds()
         self.now = now or dt.datetime.now(dt.UTC)
 
     @classmethod

@@ -7,43 +7,43 @@ Queue metrics come from SQS (``AWS/SQS``); per-message metrics from the EMF line
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
+from constructs import IConstruct
 
-from jobqueues.alarms import one_minute
 from jobqueues.interface import IJobQueue
+from jobqueues.registry import registry_of
 from sqslease.emf import NAMESPACE as EMF_NAMESPACE
 
 #: Period of a consumer's alarms and dashboard graphs (a p99 over fewer minutes is noise).
 CONSUMER_PERIOD_S = 300
 
 
-def emf_metric(job_type: str, metric_name: str, statistic: str, period: Duration | None = None) -> cloudwatch.Metric:
+def emf_metric(job_type: str, metric_name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
     """A metric ``sqslease`` publishes per processed message, for one job type.
 
     :param metric_name: ``ProcessingTime`` or ``QueueTime`` (milliseconds), ``Extensions``, ``LeaseLost`` or
         ``ReceiveCount``.
     :param statistic: e.g. ``"p99"``, ``"Sum"``, ``"Maximum"``.
-    :param period: Default: 1 minute.
     """
     return cloudwatch.Metric(
         namespace=EMF_NAMESPACE,
         metric_name=metric_name,
         dimensions_map={"JobType": job_type},
         statistic=statistic,
-        period=period or one_minute(),
+        period=period,
     )
 
 
-def backlog(queue: sqs.IQueue, period: Duration | None = None) -> cloudwatch.MathExpression:
+def backlog(queue: sqs.IQueue, period: Duration) -> cloudwatch.MathExpression:
     """Outstanding work: visible plus in-flight (received, not yet deleted) messages.
 
     Visible messages alone drop to zero while every message is being worked on, which is why scaling on them
     stops tasks with work in progress.
     """
-    period = period or one_minute()
     return cloudwatch.MathExpression(
         expression="visible + inflight",
         using_metrics={
@@ -75,7 +75,7 @@ class ConsumerMetrics:
 
     @classmethod
     def of(cls, job_queue: IJobQueue) -> ConsumerMetrics:
-        period = consumer_period()
+        period = consumer_period(cast(IConstruct, job_queue))  # every job queue is a construct
         visible = job_queue.metric_visible(period)
         in_flight = job_queue.metric_in_flight(period)
         return cls(
@@ -97,11 +97,6 @@ class ConsumerMetrics:
         )
 
 
-_period: list[Duration] = []
-
-
-def consumer_period() -> Duration:
-    """The shared 5-minute ``Duration`` of consumer metrics."""
-    if not _period:
-        _period.append(Duration.seconds(CONSUMER_PERIOD_S))
-    return _period[0]
+def consumer_period(scope: IConstruct) -> Duration:
+    """The 5-minute ``Duration`` of consumer metrics, shared in ``scope``'s stack."""
+    return registry_of(scope).seconds(CONSUMER_PERIOD_S)

@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from jobqueues import defaults
 from jobqueues.consumer_rules import ConsumerCheck
-from jobqueues.declaration import QueueDeclaration, check_declaration, in_flight_threshold
+from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration, in_flight_threshold
 from jobqueues.declaration_warnings import DeclarationWarning
 from jobqueues.queue_declaration import fmt
 from sqslease.rules import DerivedVisibilityTimeout
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -136,75 +138,22 @@ def plan_job_queue(
     """
     result = check_declaration(d)
     consumer = consumer or ConsumerCheck()
-    errors = result.errors + consumer.errors
-    if alarms_enabled:
-        errors += [
-            f"{d.prop_names.get(p, p)} is an unresolved token: the in-flight alarm threshold is computed at synth "
-            "from it; pass a number, or turn the alarms off with alarms.enabled=False"
-            for p in ("in_flight_quota", "in_flight_fraction")
-            if p in d.tokens
-        ]
-        if "max_queue_time" in d.tokens:
-            errors.append(
-                "max_queue_time is an unresolved token: the queue-time alarm threshold is computed at synth from it; "
-                "pass a Duration such as Duration.minutes(5)"
-            )
-    elif d.max_queue_time is not None or "max_queue_time" in d.tokens:
-        errors.append(
-            "max_queue_time declares a queue-time alarm, but alarms.enabled is False: remove max_queue_time or turn "
-            "the alarms on"
-        )
-    explicit_vt = d.visibility_timeout is not None or "visibility_timeout" in d.tokens
-    vt: float | Given | None = result.visibility_timeout_s
-    if "visibility_timeout" in d.tokens:
-        vt = Given(d.tokens["visibility_timeout"])
-    retention = _given(d, "retention_period", result.retention_s)
-    max_receive_count: int | Given = (
-        Given(d.tokens["max_receive_count"]) if "max_receive_count" in d.tokens else result.max_receive_count
-    )
-    alarms = None
-    if alarms_enabled:
-        quota = defaults.IN_FLIGHT_QUOTA if d.in_flight_quota is None else d.in_flight_quota
-        fraction = defaults.IN_FLIGHT_FRACTION if d.in_flight_fraction is None else d.in_flight_fraction
-        age = d.oldest_message_age
-        vt_s = result.visibility_timeout_s
-        if age is None:
-            known = vt_s is not None and not d.tokens.keys() & {"max_receive_count", "retention_period"}
-            delay = 0 if "delivery_delay" in d.tokens else result.delivery_delay_s
-            age = (
-                defaults.oldest_message_age_s(vt_s, result.retention_s, result.max_receive_count, delay)
-                if known and vt_s is not None
-                else defaults.OLDEST_MESSAGE_AGE_MIN_S
-            )
-            if delay and age <= delay < result.retention_s:
-                errors.append(
-                    f"delivery_delay {fmt(delay)} is at least half of retention_period {fmt(result.retention_s)}, the "
-                    "most the default oldest-message-age alarm threshold may be, so the alarm would fire on every "
-                    "message (a message's age includes its delay): raise retention_period above twice "
-                    "delivery_delay, or pass alarms.oldest_message_age"
-                )
-        alarms = AlarmPlan(
-            in_flight_threshold=in_flight_threshold(quota, fraction),
-            in_flight_quota=quota,
-            in_flight_fraction=fraction,
-            oldest_message_age_s=age,
-            dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
-            receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
-            max_queue_time_s=d.max_queue_time,
-        )
+    errors = result.errors + consumer.errors + _alarm_input_errors(d, alarms_enabled)
+    alarms = _plan_alarms(d, result, errors) if alarms_enabled else None
     resources = resources or {}
+    explicit_vt = d.visibility_timeout is not None or "visibility_timeout" in d.tokens
     return QueuePlan(
         job_type=d.job_type,
-        visibility_timeout=vt,
+        visibility_timeout=_token_or(d, "visibility_timeout", result.visibility_timeout_s),
         visibility_timeout_rule=(
             "explicit visibility_timeout"
             if explicit_vt or result.visibility_timeout is None
             else result.visibility_timeout.rule
         ),
         derived=result.visibility_timeout,
-        retention_period=retention,
+        retention_period=_given(d, "retention_period", result.retention_s),
         dlq_retention_period=_given(d, "dlq_retention_period", result.dlq_retention_s),
-        max_receive_count=max_receive_count,
+        max_receive_count=_token_or(d, "max_receive_count", result.max_receive_count),
         fifo=d.fifo,
         content_based_deduplication=d.content_based_deduplication,
         queue_name=_given_name(d, result.queue_name),
@@ -213,12 +162,10 @@ def plan_job_queue(
         processing_p99=d.processing_p99,
         max_processing_time=d.max_processing_time,
         lambda_timeout=d.lambda_timeout,
-        max_batching_window=d.max_batching_window or 0,
+        max_batching_window=d.max_batching_window or defaults.MAX_BATCHING_WINDOW_S,
         alarms=alarms,
         delivery_delay=_given(d, "delivery_delay", result.delivery_delay_s),
-        max_message_size=(
-            Given(d.tokens["max_message_size"]) if "max_message_size" in d.tokens else result.max_message_size
-        ),
+        max_message_size=_token_or(d, "max_message_size", result.max_message_size),
         deduplication_scope=d.deduplication_scope,
         fifo_throughput_limit=d.fifo_throughput_limit,
         removal_policy=d.removal_policy or defaults.REMOVAL_POLICY,
@@ -231,8 +178,70 @@ def plan_job_queue(
     )
 
 
+def _alarm_input_errors(d: QueueDeclaration, alarms_enabled: bool) -> list[str]:
+    """Alarm thresholds computed at synth from a token, or a queue-time alarm with the alarms off."""
+    if not alarms_enabled:
+        if d.max_queue_time is not None or "max_queue_time" in d.tokens:
+            return [
+                "max_queue_time declares a queue-time alarm, but alarms.enabled is False: remove max_queue_time or "
+                "turn the alarms on"
+            ]
+        return []
+    errors = [
+        f"{d.prop_names.get(p, p)} is an unresolved token: the in-flight alarm threshold is computed at synth "
+        "from it; pass a number, or turn the alarms off with alarms.enabled=False"
+        for p in ("in_flight_quota", "in_flight_fraction")
+        if p in d.tokens
+    ]
+    if "max_queue_time" in d.tokens:
+        errors.append(
+            "max_queue_time is an unresolved token: the queue-time alarm threshold is computed at synth from it; "
+            "pass a Duration such as Duration.minutes(5)"
+        )
+    return errors
+
+
+def _plan_alarms(d: QueueDeclaration, result: CheckResult, errors: list[str]) -> AlarmPlan:
+    """The queue alarms' thresholds; a default oldest-message-age threshold its delay would always reach is an
+    error, appended to ``errors``."""
+    quota = defaults.IN_FLIGHT_QUOTA if d.in_flight_quota is None else d.in_flight_quota
+    fraction = defaults.IN_FLIGHT_FRACTION if d.in_flight_fraction is None else d.in_flight_fraction
+    age = d.oldest_message_age
+    vt_s = result.visibility_timeout_s
+    if age is None:
+        known = vt_s is not None and not d.tokens.keys() & {"max_receive_count", "retention_period"}
+        delay = 0 if "delivery_delay" in d.tokens else result.delivery_delay_s
+        age = (
+            defaults.oldest_message_age_s(vt_s, result.retention_s, result.max_receive_count, delay)
+            if known and vt_s is not None
+            else defaults.OLDEST_MESSAGE_AGE_MIN_S
+        )
+        if delay and age <= delay < result.retention_s:
+            errors.append(
+                f"delivery_delay {fmt(delay)} is at least half of retention_period {fmt(result.retention_s)}, the "
+                "most the default oldest-message-age alarm threshold may be, so the alarm would fire on every "
+                "message (a message's age includes its delay): raise retention_period above twice "
+                "delivery_delay, or pass alarms.oldest_message_age"
+            )
+    return AlarmPlan(
+        in_flight_threshold=in_flight_threshold(quota, fraction),
+        in_flight_quota=quota,
+        in_flight_fraction=fraction,
+        oldest_message_age_s=age,
+        dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
+        receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
+        max_queue_time_s=d.max_queue_time,
+    )
+
+
+def _token_or(d: QueueDeclaration, prop: str, value: T) -> T | Given:
+    """The token given for ``prop``, else ``value``."""
+    return Given(d.tokens[prop]) if prop in d.tokens else value
+
+
 def _given(d: QueueDeclaration, prop: str, seconds: float) -> float | Given:
-    return Given(d.tokens[prop]) if prop in d.tokens else float(math.ceil(seconds))
+    """The token given for ``prop``, else ``seconds`` rounded up to whole seconds."""
+    return _token_or(d, prop, float(math.ceil(seconds)))
 
 
 def _given_name(d: QueueDeclaration, planned: str | None) -> str | None:

@@ -18,20 +18,20 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from jobqueues.alarms import one_minute
+from jobqueues.registry import one_minute
 
 SCALE_IN_COOLDOWN_S = 300
 SCALE_OUT_COOLDOWN_S = 60
 
 
-def running_tasks(cluster_name: str, service_name: str, period: Duration | None = None) -> cloudwatch.Metric:
+def running_tasks(cluster_name: str, service_name: str, period: Duration) -> cloudwatch.Metric:
     """Running tasks of a service (Container Insights' ``RunningTaskCount``, Average)."""
     return cloudwatch.Metric(
         namespace="ECS/ContainerInsights",
         metric_name="RunningTaskCount",
         dimensions_map={"ClusterName": cluster_name, "ServiceName": service_name},
         statistic="Average",
-        period=period or one_minute(),
+        period=period,
     )
 
 
@@ -94,18 +94,25 @@ def scale_on_backlog(
             ),
         ),
     )
+    _scale_out_from_zero(scope, task_count, cluster_name, service.service_name, queue)
+    return task_count, target_tracking
+
+
+def _scale_out_from_zero(
+    scope: Construct, task_count: ecs.ScalableTaskCount, cluster_name: str, service_name: str, queue: sqs.IQueue
+) -> None:
+    """The step policy that starts the first task when a message waits and none runs."""
+    minute = one_minute(scope)
     task_count.scale_on_metric(
         "ScaleOutFromZero",
         metric=cloudwatch.MathExpression(
             expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
             using_metrics={
-                "visible": queue.metric_approximate_number_of_messages_visible(
-                    statistic="Maximum", period=one_minute()
-                ),
-                "tasks": running_tasks(cluster_name, service.service_name),
+                "visible": queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute),
+                "tasks": running_tasks(cluster_name, service_name, minute),
             },
             label="messages waiting, no task running",
-            period=one_minute(),
+            period=minute,
         ),
         scaling_steps=[
             appscaling.ScalingInterval(upper=0, change=0),
@@ -115,4 +122,3 @@ def scale_on_backlog(
         cooldown=Duration.seconds(SCALE_OUT_COOLDOWN_S),
         evaluation_periods=1,
     )
-    return task_count, target_tracking

@@ -9,7 +9,6 @@ CDK).
 from __future__ import annotations
 
 import math
-import weakref
 
 import jsii
 from aws_cdk import CfnResource, Stack
@@ -36,7 +35,8 @@ def job_types_that_fit(limit: int, resources_per_job_type: int = RESOURCES_PER_J
 
 
 class ResourceBudget:
-    """Counts the job types of one stack; at validation, its resources from the construct tree."""
+    """Counts the job types of one stack; at validation, its resources from the construct tree. The stack's
+    :class:`jobqueues.registry.StackRegistry` holds it."""
 
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
@@ -71,14 +71,3 @@ class _BudgetValidation:
 
     def validate(self) -> list[str]:
         return self._budget.problems()
-
-
-_budgets: weakref.WeakKeyDictionary[Stack, ResourceBudget] = weakref.WeakKeyDictionary()
-
-
-def count_job_type(stack: Stack) -> None:
-    """Record one more job type in ``stack``; its resources are counted from the tree at validation."""
-    budget = _budgets.get(stack)
-    if budget is None:
-        budget = _budgets[stack] = ResourceBudget(stack)
-    budget.job_types += 1

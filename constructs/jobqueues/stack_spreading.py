@@ -33,7 +33,8 @@ class JobQueueStacks:
     :param scope: the app (or stage) the stacks belong to.
     :param prefix: stack id prefix; stack ``n`` is ``f"{prefix}{n}"``.
     :param job_types_per_stack: at most this many job types per stack, within the resource limit
-        (``@aws-cdk/core:stackResourceLimit``, default 500). Default: 60, or what fits under a lower limit.
+        (``@aws-cdk/core:stackResourceLimit``, default 500). Default: :data:`DEFAULT_JOB_TYPES_PER_STACK`, or what
+        fits under a lower limit.
     :param stack_props: keyword arguments passed to every ``Stack`` (``env``, ``tags``...).
     """
 

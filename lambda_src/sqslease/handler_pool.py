@@ -201,10 +201,12 @@ class HandlerPool(HandlerGroups):
             message = self._ready.get()
             if message is None:
                 return
-            if message.retries_in_process and message.lease.lost:
-                # Its lease was lost while parked: it may be visible, and its group's later messages must not
-                # overtake it. Released, they come back after it.
-                logger.warning("message %s: lease lost before its retry in process; not run", message.message_id)
+            if message.lease.lost or message.lease.deadline <= self.clock():
+                # Its lease ran out while it waited (prefetched, or parked for a retry): SQS may have handed it to
+                # another consumer, and its group's later messages must not overtake it. Released, they come back
+                # after it.
+                logger.warning("message %s: its lease ran out before it could run; not run", message.message_id)
+                self.settler.scheduler.lapsed(message.lease)
                 self._finished(message, failed=True)
                 continue
             if self._lease_too_short(message):

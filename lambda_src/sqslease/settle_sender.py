@@ -136,6 +136,13 @@ class SettleSender:
         if ready is False:
             logger.warning("lease %s was lost before its visibility change", lease.receipt_handle[:16])
             item.future.set_result(False)
+        elif ready and self.clock() >= lease.deadline:
+            # SQS may have handed the message out again since: a change with this stale receipt handle could end the
+            # new delivery's lease. The message is visible anyway.
+            logger.warning("lease %s ran out before its visibility change: not sent", lease.receipt_handle[:16])
+            self.scheduler.lapsed(lease)
+            item.future.set_result(False)
+            return False
         return ready
 
     def _send(self, batch: list[SettleItem], operation: str) -> list[SettleItem]:

@@ -9,7 +9,8 @@
   ``python -m sqslease.worker``;
 - :mod:`support.fault_proxy`: an HTTP proxy that throttles, fails, delays or holds SQS requests;
 - :mod:`support.thief`: a second consumer that takes whatever becomes visible;
-- :mod:`support.not_aws`: a reachable endpoint that is not AWS (a web page, an empty 404, a closed connection);
+- :mod:`support.not_aws`: a reachable endpoint that is not AWS (a web page, an empty 404, XML or JSON no AWS API
+  answers, a closed connection, no answer at all);
 - :mod:`support.lambda_events`: Lambda's SQS event and context;
 - :mod:`support.emf`: reading the EMF lines a consumer wrote.
 

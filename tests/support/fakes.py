@@ -21,27 +21,49 @@ from support.waiting import wait_for
 
 
 class FakeClock:
-    """A monotonic clock (seconds) that moves only when told to (or when :meth:`sleep` is called). It counts who
-    reads it, by thread name (:meth:`reads`)."""
+    """A monotonic clock (seconds) that moves only when told to (``clock.now = ...``, or :meth:`sleep`). It counts who
+    reads it, by thread name (:meth:`reads`), and knows whether it moved since a thread last read it
+    (:meth:`moved_since_read`)."""
 
     def __init__(self, now: float = 0.0) -> None:
-        self.now = now
+        self._now = now
+        self._moves = 0
         self._lock = threading.Lock()
         self._reads: collections.Counter[str] = collections.Counter()
+        self._seen: dict[int, int] = {}  # thread id -> the moves counted when it last read the clock
+
+    @property
+    def now(self) -> float:
+        return self._now
+
+    @now.setter
+    def now(self, value: float) -> None:
+        with self._lock:
+            self._now = value
+            self._moves += 1
 
     def __call__(self) -> float:
         with self._lock:
             self._reads[threading.current_thread().name] += 1
-            return self.now
+            self._seen[threading.get_ident()] = self._moves
+            return self._now
 
     def sleep(self, seconds: float) -> None:
         with self._lock:
-            self.now += seconds
+            self._now += seconds
+            self._moves += 1
 
     def reads(self, thread_name: str) -> int:
         """How many times threads named ``thread_name`` (e.g. ``sqslease-watchdog``) read the clock."""
         with self._lock:
             return self._reads[thread_name]
+
+    def moved_since_read(self) -> bool:
+        """Whether the clock moved since the calling thread last read it: a request it sends now was decided on a
+        time that has passed (as if the request had been delayed in the network that long)."""
+        with self._lock:
+            seen = self._seen.get(threading.get_ident())
+            return seen is not None and seen != self._moves
 
     def await_reads(self, thread_name: str, count: int = 2, timeout_s: float = 20) -> bool:
         """Wait until threads named ``thread_name`` read the clock ``count`` more times (True), or ``timeout_s``

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 from urllib.parse import urlparse
@@ -14,6 +18,7 @@ from click.core import ParameterSource
 from jobqueues.ops.discovery import Discovery, JobType, discover
 from jobqueues.ops.endpoint import endpoint_problem, guard
 from jobqueues.ops.errors import EXIT_INTERRUPTED, BadInput, OpsError, aws_error
+from jobqueues.ops.timeouts import client_config
 
 #: Hosts of a local endpoint (the emulator): credentials and region default to ``testing`` and LOCAL_REGION.
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -73,7 +78,7 @@ class Aws:
                     local.update(aws_access_key_id="testing", aws_secret_access_key="testing")
                 if session.region_name is None:
                     local["region_name"] = LOCAL_REGION
-            client = session.client(service, endpoint_url=self.endpoint_url, **local)
+            client = session.client(service, endpoint_url=self.endpoint_url, config=client_config(), **local)
             self._clients[service] = guard(client)
         return self._clients[service]
 
@@ -162,6 +167,24 @@ def run_command(group: click.Command, argv: list[str]) -> int:
         return translated.exit_status
     # A command returns its exit status (drift's 1), or None for 0.
     return result if isinstance(result, int) else 0
+
+
+@contextmanager
+def ctrl_c_sets(stop: threading.Event, saying: Callable[[], str]) -> Iterator[None]:
+    """While inside, a first Ctrl-C sets ``stop`` and prints ``saying()`` (what stopping does) on stderr; a second
+    one raises ``KeyboardInterrupt`` at once. Main thread only (where signal handlers run)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        click.echo(saying(), err=True)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def standard_input() -> TextIO | None:

@@ -27,7 +27,8 @@ def _age(seconds: float) -> str:
     return str(datetime.timedelta(seconds=round(seconds)))
 
 
-def _table(rows: list[DeadLetter]) -> Table:
+def dead_letter_table(rows: list[DeadLetter]) -> Table:
+    """The DLQ's rows: the id each message was sent with, its receives, age, group, body and last error."""
     view = Table(title_justify="left")
     for column in ("message id", "receives", "age", "group", "body", "last error"):
         view.add_column(column, justify="right" if column == "receives" else "left", overflow="fold")
@@ -35,7 +36,7 @@ def _table(rows: list[DeadLetter]) -> Table:
         error = row.last_error
         text = "-" if error is None else f"{error.error_type}: {error.error}"
         view.add_row(
-            row.message_id,
+            row.source_message_id,  # a dead-letter copy's original: the id the consumer's log lines name
             str(row.receive_count),
             _age(row.age_s),
             row.group or "-",
@@ -84,7 +85,7 @@ def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool)
     console.print(f"{job.name}'s DLQ: {shown}, peeked, not consumed")
     for note in notes:
         console.print(f"note: {escape(note)}")
-    console.print(_table(found.rows))
+    console.print(dead_letter_table(found.rows))
 
 
 @command.command("purge")

@@ -13,7 +13,15 @@ from rich.console import Console
 from rich.table import Table
 
 from jobqueues.cli.context import Aws, pass_aws
-from jobqueues.ops.drift import DEFAULT_TOLERANCE, Deployed, Drift, compare_all, load_profiles, read_deployed
+from jobqueues.ops.drift import (
+    DEFAULT_TOLERANCE,
+    Deployed,
+    Drift,
+    compare_all,
+    load_profiles,
+    profiles_outside,
+    read_deployed,
+)
 from jobqueues.ops.errors import EXIT_FAILED
 
 
@@ -72,7 +80,7 @@ def command(
     aws: Aws, profiles_path: Path, stacks: tuple[str, ...], app: str | None, tolerance: float, as_json: bool
 ) -> int:
     """Deployed VTs against jobstats' profiles.json (the CI check): exit 1 when one is below the measured need or
-    more than 1 + TOLERANCE times above it, with the change to make in stack code."""
+    more than 1 + TOLERANCE times above it, with the change to make in stack code; 2 for a bad profiles.json."""
     profiles = load_profiles(profiles_path)
     if app is not None and stacks:
         raise click.UsageError("--stack reads deployed stacks, --app synthesizes the app: pass one of them")
@@ -93,7 +101,8 @@ def command(
     else:
         job_types = aws.discover(stacks).job_types
         deployed = read_deployed(aws.client("sqs"), job_types)
-    rows = compare_all(job_types, profiles, deployed, tolerance)
+    outside = profiles_outside(profiles, stacks or None)
+    rows = compare_all(job_types, {n: e for n, e in profiles.items() if n not in outside}, deployed, tolerance)
     if as_json:
         click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
     else:
@@ -104,6 +113,10 @@ def command(
                 click.echo(f"{row.name}: {row.reason}")
                 for fix in row.fixes:
                     click.echo(f"  change: {fix} on job type {row.job_type}")
+    if outside:
+        names = ", ".join(outside[:3]) + (" ..." if len(outside) > 3 else "")
+        several = f"{len(outside)} profiles of stacks" if len(outside) > 1 else "1 profile of a stack"
+        click.echo(f"note: not compared: {several} not searched (--stack): {names}", err=as_json)
     drifted = [row.name for row in rows if row.drifted]
     if drifted and not as_json:
         click.echo(f"drift: {len(drifted)} of {len(rows)} job types ({', '.join(drifted)})", err=True)

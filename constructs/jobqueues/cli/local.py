@@ -15,7 +15,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +77,11 @@ def _stop_on_signals() -> None:
 
 
 @contextlib.contextmanager
-def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
-    """The emulator with the app in the current directory deployed and verified, for as long as the ``with``."""
+def _deployed(
+    app: str | None, port: int | None, check_synthesized: Callable[[Path], None] | None = None
+) -> Iterator[LocalServer]:
+    """The emulator with the app in the current directory deployed and verified, for as long as the ``with``;
+    ``check_synthesized`` runs on the cloud assembly before the deploy."""
     _require_moto()
     _stop_on_signals()
     from jobqueues.emulator.consumers.runner import sigint_blocked
@@ -103,7 +106,7 @@ def _deployed(app: str | None, port: int | None) -> Iterator[LocalServer]:
         click.echo("cdk synth, bootstrap, deploy '**' ...")
         started = time.monotonic()
         try:
-            report = deploy_app(server, Path.cwd(), app, assembly)
+            report = deploy_app(server, Path.cwd(), app, assembly, check_synthesized=check_synthesized)
         except DeployError as error:
             raise OpsError(str(error)) from error
         click.echo(format_report(report))
@@ -129,6 +132,7 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     """Deploy every stack of the app in the current directory to the emulator, and verify it."""
     if demo:
         _check_directory("--logs", logs)
+    stopped = False
     with _deployed(app, port) as server:
         if demo:
             from jobqueues.emulator.demo import DemoError, run_demo
@@ -146,8 +150,11 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
             try:
                 while server.process.poll() is None:
                     time.sleep(1)
-            except KeyboardInterrupt:
-                pass
+            except KeyboardInterrupt:  # how it ends: 130, as `local up`'s Ctrl-C (docs/cli.md's exit statuses)
+                stopped = True
+    if stopped:
+        click.echo("interrupted: the emulator is stopped")
+        return EXIT_INTERRUPTED
     return 0
 
 
@@ -212,7 +219,9 @@ def up(
     """Deploy the app, then run its consumers locally until Ctrl-C: ECS workers scaled like the deployed
     service, Lambda functions through an event-source driver, their logs in the emulator's CloudWatch Logs."""
     _check_directory("--logs", logs)
-    with _deployed(app, port) as server:
+    from jobqueues.emulator.consumers.local_env import check_synthesized
+
+    with _deployed(app, port, lambda assembly: check_synthesized(local_env, assembly)) as server:
         from jobqueues.emulator.consumers.local_env import environments
         from jobqueues.emulator.consumers.runner import ConsumerRunner
         from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S
@@ -298,7 +307,7 @@ def _watch(runner: ConsumerRunner, until_idle: float | None) -> int:
 
 def status_table(runner: ConsumerRunner) -> Table:
     """Per job type: visible, in flight, DLQ, and the local workers or Lambda invocations."""
-    table = Table(title="jobqueues local up")
+    table = Table(title="jobqueues local up", title_justify="default")  # left, without padding
     for column in ("job type", "consumer", "visible", "in flight", "DLQ", "local"):
         table.add_column(column, justify="left" if column in ("job type", "consumer", "local") else "right")
     for row in runner.rows():
@@ -346,4 +355,5 @@ def _chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -
         for j in runner.consumed()
         if j.queue_url is not None
     ]
-    click.echo(chaos_run.report(runner.shipper.emf_lines_by_stream(), final).format())
+    report = chaos_run.report(runner.shipper.emf_lines_by_stream(), final, runner.stopped_receiving())
+    click.echo(report.format())

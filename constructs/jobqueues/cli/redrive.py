@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import json
-import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from jobqueues.cli.context import Aws, messages, pass_aws
+from jobqueues.cli.context import Aws, ctrl_c_sets, messages, pass_aws
 from jobqueues.ops.dlq import dead_letter_url
 from jobqueues.ops.dry_run import PEEK_LIMIT, RECEIVE_MAX, DlqCount, count
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError, aws_error
@@ -32,22 +30,9 @@ STOPPING = {
 }
 
 
-@contextmanager
-def ctrl_c_sets(stop: threading.Event, method: dict[str, str]) -> Iterator[None]:
-    """While inside, Ctrl-C asks the redrive to stop, saying what that does for ``method["name"]`` (the method
-    running); a second one interrupts at once."""
-
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        click.echo(STOPPING[method.get("name")], err=True)
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def stopping(method: dict[str, str]) -> Callable[[], str]:
+    """What a first Ctrl-C says, for ``method["name"]`` (the method running, once one does)."""
+    return lambda: STOPPING[method.get("name")]
 
 
 def interrupted_move_task(sqs: Any, dlq_url: str, cancel_error: str | None) -> str:
@@ -131,7 +116,7 @@ def redrive(
     try:
         with (
             Progress(*columns, console=Console(stderr=True), transient=True, disable=as_json) as bar,
-            ctrl_c_sets(stop, running),
+            ctrl_c_sets(stop, stopping(running)),
         ):
             task = bar.add_task("redrive", total=None)
 

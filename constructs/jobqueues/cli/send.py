@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import click
 
-from jobqueues.cli.context import Aws, messages, pass_aws, standard_input
-from jobqueues.ops.errors import EXIT_FAILED, BadInput, OpsError
-from jobqueues.ops.send import bodies_from_lines, send
+from jobqueues.cli.context import Aws, ctrl_c_sets, messages, pass_aws, standard_input
+from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
+from jobqueues.ops.send import SendResult, bodies_from_lines, send
+
+#: What a first Ctrl-C says.
+STOPPING = "stopping: the batch in hand finishes (Ctrl-C again to interrupt at once)"
 
 
 def _read(file: str) -> bytes:
@@ -75,6 +79,8 @@ def command(
     """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed."""
     if (body is None) == (file is None):
         raise click.UsageError("pass one of --body TEXT or --file FILE")
+    if body == "":
+        raise BadInput("--body is empty: SQS takes no empty message")
     if dedup_id is not None and file is not None:
         raise click.UsageError("--dedup-id names one message: use it with --body (a file's bodies are their own ids)")
     # A file is read whole first: one that is not text sends nothing, rather than stopping half-way.
@@ -82,13 +88,35 @@ def command(
     job = aws.job_type(job_type, stack)
     if job.queue_url is None:
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
-    result = send(aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id)
+    stop = threading.Event()
+    with ctrl_c_sets(stop, lambda: STOPPING):
+        result = send(aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id, stop=stop)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
         click.echo(f"sent {messages(len(result.message_ids))} to {job.name}")
         for failed in result.failed:
             click.echo(f"refused: line {failed.line}: {failed.code}: {failed.message}", err=True)
-        if result.stopped_at_line is not None:
+        if result.interrupted:
+            click.echo(_interrupted(result, job.fifo), err=True)
+        elif result.stopped_at_line is not None:
             click.echo(f"stopped: nothing sent from line {result.stopped_at_line} on", err=True)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_FAILED if result.failed else 0
+
+
+def _interrupted(result: SendResult, fifo: bool) -> str:
+    """What a Ctrl-C left: the lines unconfirmed, if a batch was cut off, and the line to send the file from."""
+    resume = f"send the file from line {result.stopped_at_line} to go on"
+    if result.unconfirmed_lines is None:
+        return f"interrupted: nothing sent from line {result.stopped_at_line} on: {resume}"
+    first, last = result.unconfirmed_lines
+    after = f"nothing sent from line {result.next_line} on" if result.next_line else "nothing after them was sent"
+    twice = (
+        "a FIFO queue drops those lines sent again within 5 minutes as duplicates"
+        if fifo
+        else "a standard queue may then get those lines twice"
+    )
+    unconfirmed = f"lines {first} to {last} were being sent, unconfirmed (SQS may have taken them)"
+    return f"interrupted: {unconfirmed}; {after}: {resume} ({twice})"

@@ -58,7 +58,7 @@ def _noisy_groups(row: JobTypeStatus) -> str:
 
 def table(rows: list[JobTypeStatus]) -> Table:
     """The status table: one row per job type."""
-    view = Table(title="jobqueues status", title_justify="left")
+    view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
     columns = ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer")
     for column in columns:
         left = column in ("job type", "consumer")

@@ -35,6 +35,9 @@ class DeployedStack:
     physical_ids: dict[str, str] = field(default_factory=dict)
     status: str = ""
     resource_types: dict[str, str] = field(default_factory=dict)
+    #: Export name -> value, of every stack of the emulator (``Fn::ImportValue``: a consumer of another stack's
+    #: job queue imports its URL).
+    exports: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, emulator: Emulator, stack_name: str) -> DeployedStack:
@@ -48,6 +51,11 @@ class DeployedStack:
         template = json.loads(body) if isinstance(body, str) else dict(body)
         resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
         _, _, _, region, account, _ = stacks[0]["StackId"].split(":", 5)
+        exports = {
+            export["Name"]: export["Value"]
+            for page in cloudformation.get_paginator("list_exports").paginate()
+            for export in page.get("Exports", [])
+        }
         return cls(
             name=stack_name,
             account=account,
@@ -56,6 +64,7 @@ class DeployedStack:
             physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources},
             status=stacks[0]["StackStatus"],
             resource_types={r["LogicalResourceId"]: r["ResourceType"] for r in resources},
+            exports=exports,
         )
 
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:

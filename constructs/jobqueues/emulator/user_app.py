@@ -8,6 +8,7 @@ deployed (``cdk deploy '**'``: the stacks of every Stage), and verified (:func:`
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from jobqueues.emulator.deploy import LOCAL_ACCOUNT, LOCAL_REGION, DeployReport, verify
@@ -23,18 +24,27 @@ def cdk_environment(server: LocalServer) -> dict[str, str]:
 
 
 def deploy_app(
-    server: LocalServer, app_dir: Path, app: str | None, output_dir: Path, concurrency: int = 1
+    server: LocalServer,
+    app_dir: Path,
+    app: str | None,
+    output_dir: Path,
+    concurrency: int = 1,
+    check_synthesized: Callable[[Path], None] | None = None,
 ) -> DeployReport:
     """Synthesize the app in ``app_dir`` into ``output_dir``, bootstrap, deploy every stack of it, verify.
 
     :param app: the app command (default: ``cdk.json``'s ``app``).
     :param concurrency: stacks deployed at once, dependencies respected. Default 1.
+    :param check_synthesized: called with ``output_dir`` once synthesized, before anything is deployed (its
+        exception stops the deploy: ``local up`` checks its ``--env`` names there). Default: none.
     """
     environment = cdk_environment(server)
     find_cdk(app_dir)  # before anything runs
     # No Docker here: ECS jobs take a registry image instead of building their image directory.
     synth_unbuilt(app_dir, app, output_dir, environment=environment)
     check_environments(output_dir)
+    if check_synthesized is not None:
+        check_synthesized(output_dir)
     assembly = ["--app", str(output_dir)]
     bootstrap = ["bootstrap", f"aws://{LOCAL_ACCOUNT}/{LOCAL_REGION}", *assembly]
     run_cdk(app_dir, "cdk bootstrap", bootstrap, environment)

@@ -3,11 +3,17 @@
 
 :func:`discover` reads every stack CloudFormation lists (or those named), their templates and physical ids, on
 AWS as on the emulator; :func:`discover_templates` reads synthesized templates (``jobqueues drift --app``).
+
+A consumer's marker is joined to its job queue's on the job queue's construct path: in the consumer's own stack,
+else in another stack of the account and region (``add_lambda_consumer`` and ``add_ecs_consumer`` with a function
+or service of another stack); when two stacks hold a job queue of that path (two apps alike), the one the
+consumer's stack imports from (its ``Fn::ImportValue`` names start with the exporting stack's name).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -45,6 +51,8 @@ class LambdaConsumer:
     max_batching_window_s: float = 0
     max_concurrency: int | None = None
     kind: str = "lambda"
+    #: The stack holding the function (its job queue's may be another: see :mod:`jobqueues.ops.discovery`).
+    stack: str = ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,8 @@ class EcsConsumer:
     max_tasks: int = 1
     target_backlog_per_task: float = 1
     kind: str = "ecs"
+    #: The stack holding the service (its job queue's may be another: see :mod:`jobqueues.ops.discovery`).
+    stack: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,8 @@ class StackTemplate:
     account: str = ""
     region: str = ""
     physical_ids: dict[str, str] = field(default_factory=dict)
+    #: Export name -> value, for ``Fn::ImportValue`` (none read here: such a value is unknown).
+    exports: dict[str, str] = field(default_factory=dict)
 
     def value(self, value: Any) -> Any:
         """A template value with its intrinsics computed; ``None`` if it cannot be (a template not deployed)."""
@@ -132,16 +144,24 @@ class StackTemplate:
 
 @dataclass(frozen=True)
 class Discovery:
-    """Every job type found, and the stacks searched."""
+    """Every job type found, the stacks searched, and where they were searched (``region R, account A``; empty for
+    synthesized templates)."""
 
     job_types: list[JobType]
     stacks: list[str]
+    where: str = ""
 
     def find(self, job_type: str, stack: str | None = None) -> JobType:
-        """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist."""
+        """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
+        the stacks searched when ``stack`` is none of them."""
         if "/" in job_type and stack is None:
             stack, job_type = job_type.rsplit("/", 1)
-        matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack)]
+        if stack is not None and stack not in self.stacks:
+            raise NotFound(
+                f"no stack {stack} in {self.where or 'the stacks searched'} (stacks there: "
+                f"{', '.join(self.stacks) or 'none'}): pass the --region or --profile it is deployed with"
+            )
+        matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
         if len(matches) == 1:
             return matches[0]
         if matches:
@@ -156,9 +176,9 @@ class Discovery:
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
     """The job types whose markers are in ``stacks``' templates, references computed where they can be; a
-    queue marker and a consumer marker are joined on the stack and the job queue's construct path."""
+    consumer marker is joined to its job queue's on the construct path (:func:`_job_queue_of`)."""
     job_types: dict[tuple[str, str], JobType] = {}  # (stack, path): paths repeat across apps, stacks do not
-    consumers: dict[tuple[str, str], LambdaConsumer | EcsConsumer] = {}
+    consumers: list[tuple[StackTemplate, str, LambdaConsumer | EcsConsumer]] = []
     for stack in stacks:
         resources: dict[str, Any] = stack.template.get("Resources", {})
         for resource in resources.values():
@@ -168,11 +188,41 @@ def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
             if queue_marker is not None:
                 job_types[stack.name, queue_marker["path"]] = _job_type(stack, queue_marker)
             if consumer_marker is not None:
-                consumers[stack.name, consumer_marker["path"]] = _consumer(stack, resource, consumer_marker)
+                consumers.append((stack, consumer_marker["path"], _consumer(stack, resource, consumer_marker)))
                 if "queue" in consumer_marker:  # an imported job queue: its marker is the consumer's
                     job_types[stack.name, consumer_marker["path"]] = _job_type(stack, consumer_marker["queue"])
-    found = [replace(j, consumer=consumers.get(key)) for key, j in job_types.items()]
+    joined: dict[tuple[str, str], LambdaConsumer | EcsConsumer] = {}
+    for stack, path, consumer in consumers:
+        key = _job_queue_of(stack, path, job_types)
+        if key is not None:
+            joined[key] = consumer
+    found = [replace(j, consumer=joined.get(key)) for key, j in job_types.items()]
     return sorted(found, key=lambda j: (j.job_type, j.stack))
+
+
+def _job_queue_of(stack: StackTemplate, path: str, job_types: dict[tuple[str, str], JobType]) -> tuple[str, str] | None:
+    """The key of the job queue a consumer of ``stack`` names by ``path``: in its own stack, else the one other
+    stack holding that path, else among several the one ``stack`` imports from; ``None`` when none is certain."""
+    if (stack.name, path) in job_types:
+        return stack.name, path
+    candidates = [key for key in job_types if key[1] == path]
+    if len(candidates) > 1:
+        imported = imported_stacks(stack.template)
+        candidates = [key for key in candidates if key[0] in imported]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+#: A CDK export's name, as a template imports it: ``<exporting stack's name>:ExportsOutput...``.
+_IMPORT = re.compile(r'"Fn::ImportValue": "([^":]+):')
+
+
+def imported_stacks(template: dict[str, Any]) -> set[str]:
+    """The stacks whose exports ``template`` imports (CDK names an export after its stack)."""
+    return set(_IMPORT.findall(json.dumps(template)))
+
+
+def _consumer_stack(job: JobType) -> str | None:
+    return job.consumer.stack if job.consumer is not None else None
 
 
 def _marker(stack: StackTemplate, metadata: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -208,24 +258,55 @@ def _job_type(stack: StackTemplate, marker: dict[str, Any]) -> JobType:
 def discover_templates(stacks: Iterable[StackTemplate]) -> Discovery:
     """The job types of synthesized templates (no physical ids: URLs are ``None``)."""
     stacks = list(stacks)
-    return Discovery(job_types_in(stacks), sorted(s.name for s in stacks))
+    return Discovery(job_types_in(stacks), sorted(s.name for s in stacks), "the synthesized app")
 
 
 def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Discovery:
     """The job types of the deployed stacks ``cloudformation`` (a boto3 client) lists, or of ``stack_names``.
 
     Reads each stack's template and resources, eight stacks at a time. A named stack that does not exist is a
-    :class:`NotFound` naming those that do.
+    :class:`NotFound` naming those that do. A job type is of the stacks named when its queue or its consumer is in
+    one: a named stack's consumer of another stack's job queue, or a named stack's job queue without a consumer
+    there (it may be another stack's), has the other stacks read too, to join them.
     """
     live = _live_stacks(cloudformation)
+    searched = live
     if stack_names:
         missing = [n for n in stack_names if n not in live]
         if missing:
             raise NotFound(f"no deployed stack {', '.join(missing)}; stacks: {', '.join(sorted(live)) or 'none'}")
-        live = {n: live[n] for n in stack_names}
+        searched = {n: live[n] for n in stack_names}
+    templates = _load_all(cloudformation, searched)
+    job_types = job_types_in(templates)
+    if searched is not live and (_consumers_elsewhere(templates) or any(j.consumer is None for j in job_types)):
+        # a consumer of another stack's job queue, or a job queue whose consumer may be in another stack
+        templates += _load_all(cloudformation, {n: i for n, i in live.items() if n not in searched})
+        job_types = job_types_in(templates)
+    job_types = [j for j in job_types if j.stack in searched or _consumer_stack(j) in searched]
+    return Discovery(job_types, sorted(searched), _where(cloudformation, live))
+
+
+def _load_all(cloudformation: Any, stacks: dict[str, str]) -> list[StackTemplate]:
     with ThreadPoolExecutor(max_workers=8) as pool:
-        templates = list(pool.map(lambda item: _load(cloudformation, *item), sorted(live.items())))
-    return Discovery(job_types_in(templates), sorted(live))
+        return list(pool.map(lambda item: _load(cloudformation, *item), sorted(stacks.items())))
+
+
+def _consumers_elsewhere(stacks: list[StackTemplate]) -> bool:
+    """Whether a consumer marker of ``stacks`` names a job queue none of them holds (another stack's)."""
+    paths: dict[str, set[str]] = {QUEUE_MARKER: set(), CONSUMER_MARKER: set()}
+    for stack in stacks:
+        for resource in stack.template.get("Resources", {}).values():
+            for key, marker in (resource.get("Metadata") or {}).items():
+                if key in paths and isinstance(marker, dict) and "queue" not in marker:
+                    paths[key].add(marker.get("path", ""))
+    return bool(paths[CONSUMER_MARKER] - paths[QUEUE_MARKER])
+
+
+def _where(cloudformation: Any, live: dict[str, str]) -> str:
+    """``region R`` and, when a stack's id tells it, ``, account A``: where the stacks were listed."""
+    accounts = {stack_id.split(":")[4] for stack_id in live.values() if stack_id.count(":") >= 5}
+    region = f"region {cloudformation.meta.region_name}"
+    return f"{region}, account {accounts.pop()}" if len(accounts) == 1 else region
 
 
 def _live_stacks(cloudformation: Any) -> dict[str, str]:
@@ -269,6 +350,7 @@ def _consumer(stack: StackTemplate, resource: dict[str, Any], marker: dict[str, 
         if log_group is None and function_name is not None and "LogGroup" not in logging:
             log_group = f"/aws/lambda/{function_name}"
         return LambdaConsumer(
+            stack=stack.name,
             function_name=function_name,
             log_group=log_group,
             timeout_s=marker.get("timeout_s"),
@@ -278,6 +360,7 @@ def _consumer(stack: StackTemplate, resource: dict[str, Any], marker: dict[str, 
         )
     log_group, prefix = _ecs_log_group(stack, marker.get("task_definition"))
     return EcsConsumer(
+        stack=stack.name,
         service=stack.named(marker.get("service")),
         cluster=stack.named(marker.get("cluster")),
         task_definition=stack.named(marker.get("task_definition")),

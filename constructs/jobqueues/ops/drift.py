@@ -20,20 +20,21 @@ outside CloudFormation) says so in the reason.
 
 ``maxReceiveCount`` below jobstats' recommendation is reported with its fix, without failing: it sends messages that
 would succeed to the DLQ, which the DLQ alarm shows. A profile that refuses to recommend (too few samples), a job
-type without a profile, and a profile without a deployed job type are listed, never failures.
+type without a profile, and a profile without a deployed job type are listed, never failures; a profile of a stack
+outside ``--stack`` is left out (:func:`profiles_outside`): its stack was not searched.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from jobqueues.ops.discovery import JobType, LambdaConsumer
-from jobqueues.ops.errors import OpsError
+from jobqueues.ops.errors import BadInput
 from jobqueues.ops.queues import queue_attributes
 from jobqueues.profiles_document import (
     PROFILES_FIELD,
@@ -97,27 +98,35 @@ class Drift:
 
 
 def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
-    """Profile name (``STACK/JOB_TYPE``) -> profile entry of a jobstats ``profiles.json``; an :class:`OpsError`
-    naming the file (and the profile and field) and what is wrong with it, as stack code's ``MeasuredProfiles``
-    words it."""
+    """Profile name (``STACK/JOB_TYPE``) -> profile entry of a jobstats ``profiles.json``; a :class:`BadInput`
+    (exit status 2, apart from drift's 1) naming the file (and the profile and field) and what is wrong with it, as
+    stack code's ``MeasuredProfiles`` words it."""
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
-        raise OpsError(f"{path} not found: run `python -m jobstats profile LOGS --out {path}` first") from None
+        raise BadInput(f"{path} not found: run `python -m jobstats profile LOGS --out {path}` first") from None
     except (OSError, ValueError) as error:
-        raise OpsError(f"{path} is not valid JSON ({error}): {REGENERATE}") from None
+        raise BadInput(f"{path} is not valid JSON ({error}): {REGENERATE}") from None
     problem = document_problem(document, str(path))
     if problem is not None:
-        raise OpsError(problem)
+        raise BadInput(problem)
     profiles: dict[str, Any] = document[PROFILES_FIELD]
     for name, entry in profiles.items():
         if not isinstance(entry, dict):
-            raise OpsError(f"{path}: profile {name!r} is {kind(entry)}, not an object: {REGENERATE}")
+            raise BadInput(f"{path}: profile {name!r} is {kind(entry)}, not an object: {REGENERATE}")
         problem = p99_problem(entry) or count_problem(entry, "recommended_max_receive_count")
         problem = problem or count_problem(entry, "count")
         if problem is not None:
-            raise OpsError(f"{path}, profile {name!r}: {problem}: {REGENERATE}, or correct the field")
+            raise BadInput(f"{path}, profile {name!r}: {problem}: {REGENERATE}, or correct the field")
     return profiles
+
+
+def profiles_outside(profiles: Mapping[str, Any], searched: Collection[str] | None) -> list[str]:
+    """The profiles (``STACK/JOB_TYPE``) of stacks outside ``searched`` (``--stack``; ``None``: every stack was
+    searched), sorted: neither compared nor "not deployed". A profile that names no stack may be any stack's."""
+    if searched is None:
+        return []
+    return sorted(name for name in profiles if "/" in name and name.rsplit("/", 1)[0] not in searched)
 
 
 def _millis(seconds: float) -> int:

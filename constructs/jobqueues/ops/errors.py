@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobqueues.ops import timeouts
+
 #: Exit statuses of the ``jobqueues`` command.
 EXIT_OK = 0
 #: ``drift`` found a difference; an operation ran and failed (a redrive entry the queue refused, say).
@@ -97,7 +99,10 @@ def _connection_error(error: Any, where: str) -> OpsError | None:
     if isinstance(error, boto.EndpointConnectionError | boto.ConnectTimeoutError):
         return AwsUnavailable(f"cannot reach {url}: is it running?")
     if isinstance(error, boto.ReadTimeoutError):
-        return AwsUnavailable(f"{url} did not answer in time: is it AWS or the emulator, and is it overloaded?")
+        return AwsUnavailable(
+            f"{url} did not answer within {timeouts.READ_TIMEOUT_S:g} s (each of botocore's attempts): is it AWS or "
+            "the emulator, and is it overloaded?"
+        )
     if isinstance(error, boto.ConnectionClosedError):
         return NotAws(f"{url} closed the connection without an answer: is it AWS or the emulator?")
     if isinstance(error, boto.HTTPClientError | boto.ConnectionError):

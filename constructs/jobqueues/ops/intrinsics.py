@@ -1,16 +1,18 @@
 """The CloudFormation intrinsics of a deployed stack's template, computed locally: the one resolver.
 
 :func:`resolve` computes ``Ref`` (pseudo parameters, parameter defaults, physical ids), ``Fn::Join``,
-``Fn::Sub`` and ``Fn::GetAtt`` of a queue (``Arn``, ``QueueName``, ``QueueUrl``) against a stack's physical
-ids, and raises :class:`Unresolvable` naming what it cannot compute. The ``jobqueues`` command reads its
-markers' references with it (:mod:`jobqueues.ops.discovery`), on AWS as on the emulator; the emulator's demo and
-Lambda driver read values through ``jobqueues.emulator.deployed.DeployedStack.resolve``, and its post-deploy check
-skips a value it cannot compute.
+``Fn::Sub``, ``Fn::GetAtt`` of a queue (``Arn``, ``QueueName``, ``QueueUrl``) against a stack's physical ids, and
+``Fn::ImportValue`` against the exports of its account and region (a consumer in another stack than its job
+queue imports the queue's URL), and raises :class:`Unresolvable` naming what it cannot compute. The ``jobqueues``
+command reads its markers' references with it (:mod:`jobqueues.ops.discovery`), on AWS as on the emulator; the
+emulator's demo and Lambda driver read values through ``jobqueues.emulator.deployed.DeployedStack.resolve``, and its
+post-deploy check skips a value it cannot compute.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -31,10 +33,12 @@ class Stack(Protocol):
     def template(self) -> dict[str, Any]: ...
     @property
     def physical_ids(self) -> dict[str, str]: ...
+    @property
+    def exports(self) -> Mapping[str, str]: ...
 
 
 #: Every intrinsic function :func:`resolve` computes.
-FUNCTIONS = frozenset({"Ref", "Fn::Join", "Fn::Sub", "Fn::GetAtt"})
+FUNCTIONS = frozenset({"Ref", "Fn::Join", "Fn::Sub", "Fn::GetAtt", "Fn::ImportValue"})
 
 
 def resolve(value: Any, stack: Stack) -> Any:
@@ -56,6 +60,11 @@ def resolve(value: Any, stack: Stack) -> Any:
     if function == "Fn::Sub":
         text, variables = (argument, {}) if isinstance(argument, str) else argument
         return _sub(text, {k: str(resolve(v, stack)) for k, v in variables.items()}, stack)
+    if function == "Fn::ImportValue":
+        name = str(resolve(argument, stack))
+        if name not in stack.exports:
+            raise Unresolvable(f"cannot compute Fn::ImportValue {name} locally: no stack exports it")
+        return stack.exports[name]
     logical_id, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
     return get_att(logical_id, attribute, stack)
 

@@ -11,11 +11,16 @@ another message).
 A refused entry is reported with its line; on a FIFO queue sending then stops after that batch, so that no later
 message of the group overtakes it (the result says from which line nothing was sent). A whole batch refused (a
 throttled KMS key, say) stops the send too: its entries are reported, the lines after it are not sent.
+
+A stop request (the command's first Ctrl-C) takes effect between batches; a ``KeyboardInterrupt`` during a batch's
+request (a second Ctrl-C) ends the send at once, its lines unconfirmed: SQS may or may not have taken them. Either
+way the result says what was sent and the first line to send again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,8 +58,14 @@ class SendResult:
 
     message_ids: list[str] = field(default_factory=list)
     failed: list[Failed] = field(default_factory=list)
-    #: The first line not sent when sending stopped early (``None``: every line was tried).
+    #: The first line not sent (or not confirmed) when sending stopped early (``None``: every line was tried).
     stopped_at_line: int | None = None
+    #: Stopped by the user (Ctrl-C) rather than by a refusal.
+    interrupted: bool = False
+    #: The first and last line of a batch interrupted before SQS answered: it may or may not have taken them.
+    unconfirmed_lines: tuple[int, int] | None = None
+    #: The first line after the unconfirmed ones (``None``: none, or nothing unconfirmed).
+    next_line: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` form."""
@@ -63,6 +74,8 @@ class SendResult:
             "message_ids": self.message_ids,
             "failed": [{"line": f.line, "code": f.code, "message": f.message} for f in self.failed],
             "stopped_at_line": self.stopped_at_line,
+            "interrupted": self.interrupted,
+            "unconfirmed_lines": list(self.unconfirmed_lines) if self.unconfirmed_lines else None,
         }
 
 
@@ -112,12 +125,14 @@ def send(
     bodies: Iterable[tuple[int, str]],
     group: str | None = None,
     dedup_id: str | None = None,
+    stop: threading.Event | None = None,
 ) -> SendResult:
     """Send ``bodies`` ((line, body) pairs) to ``url``; refused entries are reported, never retried blindly.
 
     :param group: the message group: required on a FIFO queue; on a standard one, the tenant of a fair queue.
         Default: none.
     :param dedup_id: the FIFO deduplication id (one message only). Default: content-based, or the body's SHA-256.
+    :param stop: set it to stop after the batch in hand (the result is then ``interrupted``). Default: never.
     """
     kind = queue_kind(sqs, url)
     fifo, content_dedup, limit = kind.fifo, kind.content_based_deduplication, kind.max_message_size
@@ -130,6 +145,9 @@ def send(
     result = SendResult()
     pending = batches(bodies)
     for batch in pending:
+        if stop is not None and stop.is_set():
+            result.interrupted, result.stopped_at_line = True, batch[0][0]
+            break
         if dedup_id is not None and len(batch) > 1:
             raise BadInput("--dedup-id names one message: send a file without it (each body is its own id)")
         refused = len(result.failed)
@@ -147,7 +165,14 @@ def send(
                 if dedup_id is not None or not content_dedup:
                     entry["MessageDeduplicationId"] = dedup_id or body_dedup_id(group or "", body)
             entries.append(entry)
-        request_refused = bool(entries) and not _send_batch(sqs, url, batch, entries, result)
+        try:
+            request_refused = bool(entries) and not _send_batch(sqs, url, batch, entries, result)
+        except KeyboardInterrupt:  # a second Ctrl-C: SQS may or may not have taken this batch
+            lines = [number for number, _ in batch]
+            following = next(pending, None)
+            result.interrupted, result.unconfirmed_lines = True, (lines[0], lines[-1])
+            result.stopped_at_line, result.next_line = lines[0], following[0][0] if following else None
+            break
         if (fifo and len(result.failed) > refused) or request_refused:
             following = next(pending, None)
             result.stopped_at_line = following[0][0] if following else None

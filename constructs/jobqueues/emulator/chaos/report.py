@@ -19,8 +19,9 @@ Definitions (docs/cli.md, ``--chaos``):
 - **lost**: received by a consumer (the proxy saw the server hand it out, or a consumer wrote a line for it),
   never completed (no ``success`` line), not dead-lettered (not among the DLQ's ids at the end, no
   ``dead_lettered`` line) and not still in its queue at the end;
-- **never received**: still in its queue at the end and never handed to a consumer (its consumer stopped
-  receiving, e.g. a poller that died): sent, and stuck.
+- **never received**: still in its queue at the end and never handed to a consumer: not received before the stop
+  (sent shortly before it, or while its consumer was busy or not yet scaled out), or **stuck** when its consumer
+  stopped receiving (a local Lambda poller that failed: ``stopped_receiving``); the report says which.
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ class JobTypeReport:
     ran_twice: tuple[str, ...] = ()
     two_live_handlers: tuple[str, ...] = ()
     never_received: tuple[str, ...] = ()
+    #: Why its consumer stopped receiving (``None``: it did not; its never-received messages were only not
+    #: received before the stop).
+    stopped_receiving: str | None = None
+
+    def never_received_why(self) -> str:
+        """What is known of its never-received messages: stuck, or not received before the stop."""
+        if self.stopped_receiving is not None:
+            return f"stuck: its consumer stopped receiving: {self.stopped_receiving}"
+        return "not received before the stop"
 
 
 @dataclass(frozen=True)
@@ -153,12 +163,14 @@ class ChaosReport:
             lists = (row.lost, row.ran_twice, row.two_live_handlers, row.never_received)
             for label, ids in zip(problems, lists, strict=True):
                 if ids:
-                    lines.append(f"  {row.name} {label}: {', '.join(ids[:examples])}{' ...' * (len(ids) > examples)}")
+                    why = f" ({row.never_received_why()})" if label == "never received" else ""
+                    more = " ..." * (len(ids) > examples)
+                    lines.append(f"  {row.name} {label}: {', '.join(ids[:examples])}{more}{why}")
         lines.append(
             "lost: received, never completed, not in the DLQ nor in its queue. ran twice: more than one success "
             "(a handler killed mid-job runs again: handlers must be idempotent). two live handlers: two runs of "
-            "one message overlapping in time (a lease that lapsed). never received: left in its queue, never handed "
-            "to a consumer (stuck: its consumer stopped receiving)."
+            "one message overlapping in time (a lease that lapsed). never received: left in its queue, not handed "
+            "to a consumer before the stop (its line says when its consumer had stopped receiving)."
         )
         return "\n".join(lines)
 
@@ -197,10 +209,12 @@ def build_report(
     kills: int = 0,
     sigterms: int = 0,
     tolerance_ms: float = 1.0,
+    stopped_receiving: Mapping[str, str] | None = None,
 ) -> ChaosReport:
     """The report (definitions in the module docstring). A message's row is the deployment whose queue handed it
     out (``final_state``), else the one whose queue its lines name, else its lines' stack and job type, else the
-    name of the queue that handed it out."""
+    name of the queue that handed it out. ``stopped_receiving``: deployment -> why its consumer stopped receiving
+    (its never-received messages are then stuck). Default: none did."""
     by_queue = queue_deployments((state.name, state.queue_url) for state in final_state)
     queued = {message_id for state in final_state for message_id in state.queued}
     in_dlq = {message_id for state in final_state for message_id in state.dead_lettered}
@@ -250,6 +264,7 @@ def build_report(
                 ran_twice=tuple(sorted(row["ran_twice"])),
                 two_live_handlers=tuple(sorted(row["two_live"])),
                 never_received=tuple(sorted(row["never_received"])),
+                stopped_receiving=(stopped_receiving or {}).get(name),
             )
             for name, row in sorted(rows.items())
         ),

@@ -69,7 +69,10 @@ class Chaos:
         self.stop()
 
     def report(
-        self, emf_lines_by_stream: Mapping[str, Iterable[EmfLine]], final_state: Sequence[QueueState]
+        self,
+        emf_lines_by_stream: Mapping[str, Iterable[EmfLine]],
+        final_state: Sequence[QueueState],
+        stopped_receiving: Mapping[str, str] | None = None,
     ) -> ChaosReport:
         """The report on the handlers (see :mod:`jobqueues.emulator.chaos.report` for the definitions).
 
@@ -77,6 +80,7 @@ class Chaos:
             non-EMF lines skipped, or parsed objects).
         :param final_state: per job type, the message ids left in its queue and DLQ
             (:func:`~jobqueues.emulator.chaos.final_state.read_queue_state`).
+        :param stopped_receiving: deployment (``STACK/JOB_TYPE``) -> why its consumer stopped receiving. Default: none.
         """
         killer = self.killer
         return build_report(
@@ -87,4 +91,5 @@ class Chaos:
             sqs_requests=self.proxy.requests(),
             kills=killer.sigkills if killer else 0,
             sigterms=killer.sigterms if killer else 0,
+            stopped_receiving=stopped_receiving,
         )

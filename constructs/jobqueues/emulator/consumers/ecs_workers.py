@@ -68,10 +68,10 @@ def worker_spec(emulator: Emulator, job: JobType, app_dir: Path, handlers: Path 
     consumer = job.consumer
     if not isinstance(consumer, EcsConsumer) or consumer.task_definition is None:
         raise WorkerError(f"{job.name} has no deployed ECS task definition")
-    stack = DeployedStack.load(emulator, job.stack)
+    stack = DeployedStack.load(emulator, consumer.stack or job.stack)  # the service's: maybe another stack
     logical_id = stack.logical_id(consumer.task_definition)
     if logical_id is None:
-        raise WorkerError(f"{job.name}: task definition {consumer.task_definition} is not in stack {job.stack}")
+        raise WorkerError(f"{job.name}: task definition {consumer.task_definition} is not in stack {stack.name}")
     containers = stack.resource(logical_id).get("Properties", {}).get("ContainerDefinitions", [])
     try:
         commands = [[str(part) for part in stack.resolve(c.get("Command", []))] for c in containers]

@@ -49,10 +49,10 @@ class LambdaConsumerRun:
         consumer = job.consumer
         if not isinstance(consumer, LambdaConsumer) or consumer.function_name is None:
             raise DriverError(f"{job.name} has no deployed Lambda function")
-        stack = DeployedStack.load(emulator, job.stack)
+        stack = DeployedStack.load(emulator, consumer.stack or job.stack)  # the function's: maybe another stack
         logical_id = stack.logical_id(consumer.function_name)
         if logical_id is None:
-            raise DriverError(f"{job.name}: function {consumer.function_name} is not in stack {job.stack}")
+            raise DriverError(f"{job.name}: function {consumer.function_name} is not in stack {stack.name}")
         self.job = job
         self.function = load_function(emulator, stack, logical_id, workdir)
         self.log_group = consumer.log_group or f"/aws/lambda/{self.function.name}"

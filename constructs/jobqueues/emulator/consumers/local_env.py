@@ -3,9 +3,11 @@
 The consumers get their *deployed* environment (the task definition's container variables, the function's
 variables), never the shell's: a setting that exists only on a developer's machine (a local database URL, a
 feature flag) is passed with ``--env NAME=VALUE`` (every consumer) or ``--env JOB_TYPE:NAME=VALUE`` (the
-consumer of one job type, ``JOB_TYPE`` or ``STACK/JOB_TYPE``). A job type's own value wins over an every-consumer
-one, and both win over everything else, the deployed variables and what ``local up`` sets itself (the emulator's
-endpoint and credentials, ``PYTHONPATH``): ``--env AWS_ENDPOINT_URL=...`` does point a consumer elsewhere.
+consumers of one job type: ``JOB_TYPE`` for every stack that deploys it, a ``Dev`` and a ``Prod`` Stage alike, or
+``STACK/JOB_TYPE`` for one). A job type's own value wins over an every-consumer one, ``STACK/JOB_TYPE``'s over
+``JOB_TYPE``'s, and all win over everything else, the deployed variables and what ``local up`` sets itself (the
+emulator's endpoint and credentials, ``PYTHONPATH``): ``--env AWS_ENDPOINT_URL=...`` does point a consumer
+elsewhere. ``local up`` checks the names against the synthesized app, before it deploys.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from jobqueues.ops.discovery import Discovery
-from jobqueues.ops.errors import BadInput
+from jobqueues.ops.assembly import stack_artifacts
+from jobqueues.ops.discovery import Discovery, StackTemplate, discover_templates
+from jobqueues.ops.errors import BadInput, NotFound
 
 #: A variable name as a shell takes it.
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -45,16 +49,33 @@ def parse_env(values: Iterable[str]) -> LocalEnv:
 
 
 def environments(local: LocalEnv, found: Discovery, consumed: Iterable[str]) -> dict[str, dict[str, str]]:
-    """Each consumed job type's (``STACK/JOB_TYPE``) local settings; :class:`BadInput` (or ``NotFound``, naming
-    the job types) for a job type that is unknown or has no consumer run locally: the setting would do nothing."""
+    """Each consumed job type's (``STACK/JOB_TYPE``) local settings; :class:`NotFound` naming the job types for a
+    job type that is unknown, :class:`BadInput` for one without a consumer run locally: the setting would do
+    nothing. ``JOB_TYPE`` applies to every stack's, ``STACK/JOB_TYPE`` (applied after) to that stack's."""
     consumed = set(consumed)
     result = {name: dict(local.every) for name in consumed}
-    for named, settings in local.by_job_type.items():
-        job = found.find(named)
-        if job.name not in consumed:
-            raise BadInput(
-                f"--env {named}:...: {job.name} has no consumer that runs locally; consumers: "
-                f"{', '.join(sorted(consumed)) or 'none'}"
+    for named, settings in sorted(local.by_job_type.items(), key=lambda item: "/" in item[0]):
+        jobs = [j for j in found.job_types if named in (j.name, j.job_type)]
+        if not jobs:
+            known = ", ".join(j.name for j in found.job_types) or "none"
+            raise NotFound(
+                f"--env {named}:...: no job type {named} in {len(found.stacks)} stacks searched; job types: {known}"
             )
-        result[job.name].update(settings)
+        names = [j.name for j in jobs if j.name in consumed]
+        if not names:
+            raise BadInput(
+                f"--env {named}:...: {', '.join(j.name for j in jobs)} has no consumer that runs locally; "
+                f"consumers: {', '.join(sorted(consumed)) or 'none'}"
+            )
+        for name in names:
+            result[name].update(settings)
     return result
+
+
+def check_synthesized(local: LocalEnv, assembly_dir: Path) -> None:
+    """Refuse, before the deploy, ``--env`` values for a job type the synthesized app (the cloud assembly at
+    ``assembly_dir``) does not have, or whose consumer it does not declare: :func:`environments`' errors."""
+    if not local.by_job_type:
+        return
+    found = discover_templates(StackTemplate(a.name, a.template()) for a in stack_artifacts(assembly_dir))
+    environments(local, found, [job.name for job in found.job_types if job.consumer is not None])

@@ -218,6 +218,15 @@ class ConsumerRunner:
                 row.started, row.invocations, row.errors = previous.started, previous.invocations, previous.errors
             self.rows_by_name[job.name] = row
 
+    def stopped_receiving(self) -> dict[str, str]:
+        """Job type name -> why its consumer stopped receiving: a Lambda poller that failed (the ECS workers'
+        scaler starts a worker again whenever messages are visible)."""
+        return {
+            name: f"its poller failed: {run.driver.failure!r}"
+            for name, run in self.lambdas.items()
+            if run.driver.failure is not None
+        }
+
     def worker_processes(self) -> list[subprocess.Popen[bytes]]:
         """The live ECS worker processes not told to stop (``subprocess.Popen``): what a chaos killer signals."""
         return [w.process for ecs in self.ecs.values() for w in ecs.pool.running]

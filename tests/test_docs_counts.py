@@ -1,0 +1,131 @@
+"""The counts the docs state are the code's: each is read from its page and compared with what the code builds.
+
+A count that changes with the code (a job queue's resources, what a Lambda or an ECS job adds, how many fit in a
+stack, the example app's resources and the properties ``make local`` compares, the suite's fault fleet) fails here
+until its page says the new figure. Measurements (times, ratios, sizes) are not counts: each page says how and
+when it measured them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import Duration
+from aws_cdk.assertions import Template
+from aws_cdk.aws_lambda import Code
+from emulator_fixtures import NEEDS_CDK, Deployment
+
+from jobqueues import EcsJob, JobQueue, LambdaJob
+from jobqueues.stack_limits import CLOUDFORMATION_MAX_RESOURCES, RESOURCES_PER_JOB_QUEUE, job_types_that_fit
+from jobqueues.stack_spreading import DEFAULT_JOB_TYPES_PER_STACK
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def section(page: str, heading: str) -> str:
+    """The text of ``page``'s section under ``heading`` (a ``## `` line), up to the next heading."""
+    text = (DOCS / page).read_text()
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return " ".join(text[start : end if end != -1 else None].split())
+
+
+def figure(text: str, pattern: str) -> int:
+    """The number ``pattern``'s group ``n`` finds in ``text`` (thousands separators allowed)."""
+    found = re.search(pattern, text)
+    assert found, f"the docs no longer say {pattern!r}: update this test with the page"
+    return int(found["n"].replace(",", ""))
+
+
+def resources(*builders: Callable[[cdk.Stack, str], object]) -> int:
+    """The resources of a stack holding one job type per builder."""
+    app = cdk.App()
+    stack = cdk.Stack(app, "Counted", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    for index, build in enumerate(builders):
+        build(stack, f"Job{index}")
+    return len(Template.from_stack(stack).to_json()["Resources"])
+
+
+def job_queue(stack: cdk.Stack, name: str) -> object:
+    return JobQueue(stack, name, processing_p99=Duration.seconds(3))
+
+
+def job_queue_with_queue_time(stack: cdk.Stack, name: str) -> object:
+    return JobQueue(stack, name, processing_p99=Duration.seconds(3), max_queue_time=Duration.minutes(5))
+
+
+def lambda_job(stack: cdk.Stack, name: str) -> object:
+    code = Code.from_asset(str(DOCS.parent / "lambda_src" / "handlers"))
+    return LambdaJob(stack, name, code=code, handler="thumbs.handle", timeout=Duration.seconds(30))
+
+
+def ecs_job(stack: cdk.Stack, name: str) -> object:
+    return EcsJob(stack, name, handler="media.transcode:handle", processing_p99=Duration.minutes(4))
+
+
+def test_the_resources_per_job_type_are_what_a_stack_holds() -> None:
+    text = section("constructs.md", "Many job types: the resources-per-stack limit")
+    per_queue = figure(text, r"A job queue is (?P<n>\d+) resources")
+    assert per_queue == resources(job_queue)
+    assert figure(text, r"; (?P<n>\d+) with `max_queue_time`") == resources(job_queue_with_queue_time)
+    # A consumer's shared resources (the stack's sqslease layer, EcsJob's default cluster and VPC) come with the
+    # first job of its kind: what a job type adds is what a second one adds, its queue pair aside.
+    lambda_adds = resources(lambda_job, lambda_job) - resources(lambda_job) - per_queue
+    ecs_adds = resources(ecs_job, ecs_job) - resources(ecs_job) - per_queue
+    assert figure(text, r"a Lambda job adds (?P<n>\d+)") == lambda_adds
+    assert figure(text, r"and an ECS job (?P<n>\d+)") == ecs_adds
+
+
+def test_the_stack_limit_figures_are_the_rules() -> None:
+    text = section("constructs.md", "Many job types: the resources-per-stack limit")
+    per_queue = figure(text, r"A job queue is (?P<n>\d+) resources")
+    fit = job_types_that_fit(CLOUDFORMATION_MAX_RESOURCES, per_queue)
+    assert figure(text, r"so a stack holds at most (?P<n>\d+)") == fit
+    assert figure(text, r"default (?P<n>\d+), 0 turns") == CLOUDFORMATION_MAX_RESOURCES
+    # The error quoted is the one test_stack_limits.py raises with one job queue too many.
+    assert figure(text, r"declares (?P<n>\d+) job types") == fit + 1
+    assert figure(text, r"job types = (?P<n>\d+) resources") == (fit + 1) * per_queue
+    assert figure(text, r"at most (?P<n>\d+) per stack at") == fit
+    assert figure(text, r"with (?P<n>\d+) job types each") == DEFAULT_JOB_TYPES_PER_STACK
+    assert figure(text, r"\((?P<n>\d+) resources each with every alarm on\)") == RESOURCES_PER_JOB_QUEUE
+
+
+@NEEDS_CDK
+def test_the_make_local_transcript_counts_the_example_app(example_deployment: Deployment) -> None:
+    # The transcript is a real run, trimmed; the counts it shows are the example app's, deployed and checked.
+    text = section("emulator.md", "What `make local` prints")
+    report = example_deployment.report
+    assert figure(text, r"stack JobQueuesExample: (?P<n>\d+) resources created") == len(
+        report.stacks["JobQueuesExample"]
+    )
+    assert figure(text, r"(?P<n>[\d,]+) properties match their templates") == report.properties_compared
+
+
+@NEEDS_CDK
+def test_the_local_deploy_transcript_counts_the_ops_app(ops_deployment: Deployment) -> None:
+    # docs/cli.md's `jobqueues local deploy` is a run on tests/ops_app: a Stage's stack and a top-level one.
+    text = section("cli.md", "jobqueues local")
+    stacks = ops_deployment.report.stacks
+    for stack in ("Prod-Billing", "OpsShared"):
+        assert figure(text, rf"stack {stack}: (?P<n>\d+) resources created") == len(stacks[stack])
+
+
+def test_the_fault_fleet_is_described_as_the_suite_runs_it() -> None:
+    from test_fault_injection import IDEMPOTENCY_FLEET as fleet
+
+    text = section("testing.md", "The fault fleet")
+    assert figure(text, r"each with (?P<n>\d+) jobs") == fleet.jobs
+    assert figure(text, r"\((?P<n>\d+) % longer than the") == round(fleet.long_share * 100)
+    assert figure(text, r"longer than the (?P<n>\d+) s lease") == fleet.visibility_timeout
+    assert figure(text, r"on (?P<n>\d+) workers x") == fleet.workers
+    assert figure(text, r"workers x (?P<n>\d+) handlers") == fleet.concurrency
+    assert figure(text, r"(?P<n>\d+) % of SQS requests faulted") == round(fleet.fault_rate * 100)
+    assert figure(text, r"(?P<n>\d+) % of DynamoDB requests faulted") == round(fleet.dynamodb_fault_rate * 100)
+    assert figure(text, r"(?P<n>\d+) % of delete requests") == round(fleet.redeliver_rate * 100)
+    assert figure(text, r"SIGTERM every (?P<n>\d+) s") == fleet.kill_every_s
+    summary = section("reliability.md", "The runs")
+    assert figure(summary, r"test_fault_injection.py`: (?P<n>\d+) jobs per queue") == fleet.jobs
+    assert figure(summary, r"a kill every (?P<n>\d+) s\)") == fleet.kill_every_s
