@@ -176,4 +176,3 @@ def _queue_time_alarm(
             "by sqslease consumers only."
         ),
     )
-

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Unpack
 
 from aws_cdk import Annotations, Duration, RemovalPolicy, SizeRoundingBehavior
@@ -10,14 +11,15 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from jobqueues.alarms import JobQueueAlarms, create_queue_alarms
+from jobqueues.alarms import JobQueueAlarms, create_queue_alarms, notify
 from jobqueues.errors import JobQueueError
+from jobqueues.fair_queue_monitoring import quiet_group_age_alarm
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.job_queue_base import JobQueueBase
 from jobqueues.marker import mark_job_queue
 from jobqueues.metrics import consumer_period
-from jobqueues.plan import Given, QueuePlan
+from jobqueues.plan import AlarmPlan, Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
 from jobqueues.registry import StackRegistry, registry_of
@@ -83,26 +85,30 @@ class JobQueue(JobQueueBase):
         #: The queue alarms, or ``None`` when ``alarms.enabled`` is False.
         self.alarms: JobQueueAlarms | None = None
         if plan.alarms is not None:
-            self.max_queue_time_seconds = plan.alarms.max_queue_time_s
-            queue_time_p99 = None
-            if self.max_queue_time_seconds is not None:
-                # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
-                queue_time_p99 = self.metric_queue_time("p99", consumer_period(self))
-            self.alarms = create_queue_alarms(
-                self,
-                plan.job_type,
-                self.queue,
-                self.dead_letter_queue,
-                plan.alarms,
-                plan.alarm_topic,
-                queue_time_p99,
-            )
+            self.alarms = self._build_alarms(plan, plan.alarms)
         self.alarm_topic = plan.alarm_topic
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
         mark_job_queue(self)
         registry.count_job_type()
+
+    def _build_alarms(self, plan: QueuePlan, alarms: AlarmPlan) -> JobQueueAlarms:
+        """The queue alarms, and a fair queue's quiet-group alarm, at the planned thresholds."""
+        self.max_queue_time_seconds = alarms.max_queue_time_s
+        queue_time_p99 = None
+        if self.max_queue_time_seconds is not None:
+            # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
+            queue_time_p99 = self.metric_queue_time("p99", consumer_period(self))
+        built = create_queue_alarms(
+            self, plan.job_type, self.queue, self.dead_letter_queue, alarms, plan.alarm_topic, queue_time_p99
+        )
+        self.quiet_group_age_seconds = alarms.quiet_group_age_s
+        if alarms.quiet_group_age_s is None:
+            return built
+        quiet = quiet_group_age_alarm(self, plan.job_type, self.queue, alarms.quiet_group_age_s)
+        notify(plan.alarm_topic, [quiet])
+        return replace(built, quiet_group_age=quiet)
 
     def _set_facts(self, plan: QueuePlan, registry: StackRegistry) -> None:
         """The plan's values the job queue exposes (:class:`jobqueues.interface.IJobQueue`)."""
@@ -119,6 +125,7 @@ class JobQueue(JobQueueBase):
         self.lambda_timeout_seconds = plan.lambda_timeout
         self.max_batching_window_seconds = plan.max_batching_window
         self.fifo = plan.fifo
+        self.fair = plan.fair
         #: Deliveries before a message moves to the DLQ (a token as given).
         self.max_receive_count = (
             plan.max_receive_count.value if isinstance(plan.max_receive_count, Given) else plan.max_receive_count

@@ -55,6 +55,7 @@ def queue_part(job_queue: IJobQueue, stack: Stack) -> dict[str, Any]:
             "queue": _queue(job_queue.queue, stack),
             "dead_letter_queue": _queue(job_queue.dead_letter_queue, stack),
             "fifo": job_queue.fifo,
+            "fair": job_queue.fair,
             "visibility_timeout_s": job_queue.visibility_timeout_seconds,
             "lease_extension": job_queue.lease_extension,
             "processing_p99_s": job_queue.processing_p99_seconds,

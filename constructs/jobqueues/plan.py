@@ -42,6 +42,8 @@ class AlarmPlan:
     :param dlq_depth: messages in the DLQ that raise the alarm.
     :param receives: how the DLQ alarm's description counts receives (``max_receive_count`` when a token).
     :param max_queue_time_s: seconds the p99 queue time may reach (``max_queue_time``); ``None``: no alarm.
+    :param quiet_group_age_s: seconds a fair queue's quiet groups' oldest message may wait
+        (:func:`jobqueues.defaults.quiet_group_age_s`); ``None``: not a fair queue, no alarm.
     """
 
     in_flight_threshold: int
@@ -51,6 +53,7 @@ class AlarmPlan:
     dlq_depth: int
     receives: str
     max_queue_time_s: float | None = None
+    quiet_group_age_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class QueuePlan:
     :param alarm_topic: the ``sns.ITopic`` alarms notify, as given; ``None``: none.
     :param idempotency: where the consumer keeps idempotency records: ``True`` (the stack's table), a table as
         given, or ``None`` (off).
+    :param fair: a fair queue: its message groups are tenants (docs/fair-queues.md).
     :param errors: every problem of the declaration, each with its fix; a plan with errors is never built.
     :param warnings: findings that deploy but deserve a look, each with an id to acknowledge it by.
     """
@@ -111,6 +115,7 @@ class QueuePlan:
     encryption_key: Any = None
     alarm_topic: Any = None
     idempotency: Any = None
+    fair: bool = False
     errors: list[str] = field(default_factory=list)
     warnings: list[DeclarationWarning] = field(default_factory=list)
 
@@ -173,6 +178,7 @@ def plan_job_queue(
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
         idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
+        fair=d.fair,
         errors=errors,
         warnings=result.warnings + consumer.warnings,
     )
@@ -231,6 +237,7 @@ def _plan_alarms(d: QueueDeclaration, result: CheckResult, errors: list[str]) ->
         dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
         receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
         max_queue_time_s=d.max_queue_time,
+        quiet_group_age_s=defaults.quiet_group_age_s(d.max_queue_time, age) if d.fair else None,
     )
 
 

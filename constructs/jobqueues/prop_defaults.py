@@ -85,6 +85,7 @@ QUEUE_OPTIONS: Mapping[str, Default] = {
         defaults.DLQ_REMOVAL_POLICY, enum="RemovalPolicy", note="its messages are the evidence of failures"
     ),
     "max_queue_time": Default(note="none (no alarm)"),
+    "fair": Default(False),
     "idempotency": Default(False),
 }
 

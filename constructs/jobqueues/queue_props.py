@@ -65,6 +65,11 @@ class QueueOptions(TypedDict, total=False):
         The latency the team promises: an alarm fires when the p99 queue time (from ``SentTimestamp`` to the start of
         the run, milliseconds in the ``QueueTime`` metric ``sqslease`` consumers write) stays above it for 15 min.
         Positive, at most ``retention_period``; needs the alarms on.
+    fair:
+        A fair queue: the queue is shared by tenants, each message's ``MessageGroupId`` naming its tenant, and SQS keeps
+        the quiet tenants' wait low while one floods it (docs/fair-queues.md). Adds the dashboard's noisy-group and
+        quiet-group graphs and an alarm on the quiet groups' oldest message, at ``max_queue_time`` (else at the
+        oldest-message-age alarm's threshold). Standard queues only: not with ``fifo``.
     idempotency:
         Exactly-once completion (``sqslease``'s idempotency records, docs/sqslease.md): ``True`` gives the job type the
         stack's ``IdempotencyTable`` (one per stack and KMS key, shared by its job types: on-demand, TTL, point-in-time
@@ -90,6 +95,7 @@ class QueueOptions(TypedDict, total=False):
     removal_policy: RemovalPolicy
     dlq_removal_policy: RemovalPolicy
     max_queue_time: Duration
+    fair: bool
     idempotency: bool | IdempotencyTable | dynamodb.ITable
 
 
