@@ -4,12 +4,15 @@ A tenant is a message group (``MessageGroupId``, what a fair queue's producers s
 tenant is **noisy** when, compared with the *median of the other tenants* of its deployment:
 
 - it sent at least :data:`NOISY_FACTOR` times as many messages, or
-- its p99 queue time is at least :data:`NOISY_FACTOR` times theirs, and at least :data:`MIN_NOISY_QUEUE_MS`.
+- it sent more messages than they did, and its p99 queue time is at least :data:`NOISY_FACTOR` times theirs and at
+  least :data:`MIN_NOISY_QUEUE_MS`.
 
 The median of the others, not their mean: one flooding tenant must not raise the bar for a second one. On a fair
 queue SQS holds a flooding tenant's messages back so that the others' wait stays short, so its queue time is the
-symptom; on a plain standard queue everyone waits alike and its message count tells it. The queue-time floor keeps
-milliseconds of noise (4 ms against 0.5 ms) from naming anyone. A deployment with one tenant has none noisy.
+symptom even when its count is not 5 times theirs; on a queue that is not fair (or the local emulator, which does
+not emulate the fairness) a few jobs sent after a flood wait behind it: a tenant that waits but sent no more than
+the others is the victim, never the noisy one. The queue-time floor keeps milliseconds of noise (4 ms against
+0.5 ms) from naming anyone. A deployment with one tenant has none noisy.
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ def noisy_tenants(
         others_count = median_without(counts, figures.messages)
         wait = figures.queue_time_p99_ms
         others_wait = median_without(waits, wait) if wait is not None else None
+        busier = others_count is not None and figures.messages > others_count
         if (others_count is not None and figures.messages >= factor * others_count) or (
-            wait is not None and others_wait is not None and wait >= max(min_queue_ms, factor * others_wait)
+            busier and wait is not None and others_wait is not None and wait >= max(min_queue_ms, factor * others_wait)
         ):
             noisy.append(name)
     return sorted(noisy, key=lambda name: (-tenants[name].messages, name))
