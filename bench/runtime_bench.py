@@ -46,6 +46,7 @@ from support.fakes import FakeSQS  # noqa: E402
 from support.lambda_events import fake_event  # noqa: E402
 
 from sqslease import lambda_adapter  # noqa: E402
+from sqslease.config import ConsumerConfig  # noqa: E402
 from sqslease.emf import EmfLogger  # noqa: E402
 from sqslease.message import Message  # noqa: E402
 from sqslease.rules import visibility_timeout_for_lambda  # noqa: E402
@@ -108,7 +109,7 @@ def lambda_job_env(lease_extension: bool) -> dict[str, str]:
     """The ``SQSLEASE_*`` lease variables a ``LambdaJob`` of a 30 s function sets (jobqueues' consumer contract)."""
     vt = visibility_timeout_for_lambda(FUNCTION_TIMEOUT_S, 0, lease_extension=lease_extension)
     settings = LeaseSettings(visibility_timeout=vt, heartbeat=lease_extension, job_type="Bench")
-    return settings.to_env(("job_type", "heartbeat", "visibility_timeout", "extension_threshold"))
+    return ConsumerConfig(lease=settings).to_env(("job_type", "heartbeat", "visibility_timeout", "extension_threshold"))
 
 
 @contextlib.contextmanager

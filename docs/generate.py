@@ -12,7 +12,9 @@ A TARGET is either:
   ``TypedDict``'s from ``jobqueues.prop_defaults``, a field's or a parameter's from the code, with the notes of
   ``jobqueues.prop_defaults``), and an entry there that states one is an error; any other target's default is the
   ``Default ...`` sentence of its entry;
-- ``modules DIR`` (a directory of the repository): one row per module, the first sentence of its docstring.
+- ``modules DIR`` (a directory of the repository): one row per module, the first sentence of its docstring;
+- ``settings NAME`` (``sqslease.config.SETTINGS``): one row per setting of the consumer's configuration, its
+  field, option and variable, type, default and meaning, from the docstring of the dataclass that declares it.
 
 Modules are imported to read their docstrings (``jobqueues`` starts the CDK's Node kernel: about 3 s).
 """
@@ -262,10 +264,29 @@ def render_modules(directory: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def render_settings(target: str) -> str:
+    """One row per setting of ``target`` (a mapping of name -> ``sqslease.config.Setting``), documented by the entry
+    of its field in the docstring of the dataclass that declares it."""
+    settings = resolve(target)
+    rows = ["| field | option, variable | type | default | |", "| --- | --- | --- | --- | --- |"]
+    for setting in settings.values():
+        entries = parse_docstring(setting.owner.__doc__).entries
+        if setting.field not in entries:
+            raise DocsError(f"{target}: {setting.owner.__qualname__}.{setting.field} has no entry in its docstring")
+        text, default = split_default(entries[setting.field])
+        field = f"{setting.part}.{setting.field}" if setting.part else setting.field
+        (annotation,) = [f.type for f in dataclasses.fields(setting.owner) if f.name == setting.field]
+        rows.append(
+            f"| `{field}` | `{setting.option}` `{setting.variable}` | `{cell(_annotation(annotation))}` "
+            f"| {cell(default or '–')} | {cell(text)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def render(target: str) -> str:
     kind, _, argument = target.partition(" ")
-    renderer: Callable[[str], str] = render_modules if kind == "modules" else render_object
-    return renderer(argument if kind == "modules" else target)
+    renderers: dict[str, Callable[[str], str]] = {"modules": render_modules, "settings": render_settings}
+    return renderers[kind](argument) if kind in renderers else render_object(target)
 
 
 def regenerate(text: str) -> str:

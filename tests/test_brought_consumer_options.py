@@ -1,11 +1,11 @@
 """``hooks`` and ``idempotency_key`` on the bring-your-own binders (``add_lambda_consumer``, ``add_ecs_consumer``, a
 declared or an imported job queue's): the consumer gets the settings sqslease reads, under the rules of
-``LambdaJob`` and ``EcsJob`` (one reader, :mod:`jobqueues.consumer_options`); cdk-nag AwsSolutions and cfn-lint
-clean; bad options refused at synth, naming the option, the value and the fix."""
+``LambdaJob`` and ``EcsJob`` (one reader, :mod:`jobqueues.consumer_options`), in its one channel (a function's
+variables, a worker's command); cdk-nag AwsSolutions and cfn-lint clean; bad options refused at synth, naming the
+option, the value and the fix."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, inline_functi
 
 from jobqueues import JobQueue, JobQueueError
 from jobqueues.interface import IJobQueue
-from sqslease.settings import LeaseSettings
+from sqslease.config import ConsumerConfig
 
 KEY = "orders.keys:order_id"
 HOOKS = ["orders.hooks:Timing", "tracing.setup:ProviderHooks"]
@@ -96,36 +96,56 @@ def test_a_brought_function_gets_the_hooks_and_the_key_as_the_variables_sqslease
     # GIVEN add_lambda_consumer(..., hooks=, idempotency_key=); WHEN synthesized
     variables = function_variables(synthesized, "OrdersFn")
     # THEN the function's environment names them, and sqslease parses them back
-    settings = LeaseSettings.from_env(variables)
+    settings = ConsumerConfig.from_env(variables).lease
     assert settings.hooks == tuple(HOOKS) and settings.idempotency_key == KEY
     assert "SQSLEASE_IDEMPOTENCY_TABLE" in resource(synthesized, "OrdersFn")["Environment"]["Variables"]
     # and a function bound without them gets neither
     assert not {"SQSLEASE_HOOKS", "SQSLEASE_IDEMPOTENCY_KEY"} & set(function_variables(synthesized, "EmailsFn"))
     # an imported job queue's binder takes hooks too
-    assert LeaseSettings.from_env(function_variables(synthesized, "AdoptedFn")).hooks == tuple(HOOKS[:1])
+    assert ConsumerConfig.from_env(function_variables(synthesized, "AdoptedFn")).lease.hooks == tuple(HOOKS[:1])
 
 
-def test_a_brought_worker_reads_the_hooks_and_the_key_from_its_container(synthesized: dict) -> None:
+def test_a_brought_worker_is_told_the_hooks_and_the_key_in_its_command(synthesized: dict) -> None:
     # GIVEN add_ecs_consumer(..., hooks=, idempotency_key=) on a service whose command is the job queue's
     command, environment = worker(synthesized, "Invoices")
-    assert "--hooks" not in command and "--idempotency-key" not in command
-    # WHEN the worker reads its lease options over its variables (as python -m sqslease.worker does)
-    lease_options = {"--" + f.name.replace("_", "-") for f in dataclasses.fields(LeaseSettings)}
-    pairs = zip(command[3::2], command[4::2], strict=True)  # after python -m sqslease.worker
-    args = [
-        part
-        for option, value in pairs
-        if option in lease_options and isinstance(value, str)
-        for part in (option, value)
-    ]
-    settings = LeaseSettings.from_args(args, environ={k: v for k, v in environment.items() if isinstance(v, str)})
+    # WHEN the worker reads its command (as python -m sqslease.worker does), everything in one channel
+    assert environment == {}  # no container variable: cdk-nag ECS2
+    table = command[command.index("--idempotency-table") + 1]
+    args = [part if isinstance(part, str) else "REF" for part in command[3:]]  # after python -m sqslease.worker
+    settings = ConsumerConfig.from_args(args, environ={}).lease
     assert settings.visibility_timeout == 40  # the command's options are read: max(2 x 20 s, 10 s)
-    # THEN it runs the hooks and keys its records on the key function
+    # THEN it runs the hooks and keys its records on the key function, in the job queue's table
     assert settings.hooks == tuple(HOOKS) and settings.idempotency_key == KEY
-    assert "SQSLEASE_IDEMPOTENCY_TABLE" in environment
+    assert command.count("--hooks") == command.count("--idempotency-key") == command.count("--idempotency-table") == 1
+    assert isinstance(table, dict)  # the table's name: a reference
     # and a worker bound without them gets neither
-    _, plain = worker(synthesized, "Credits")
-    assert not {"SQSLEASE_HOOKS", "SQSLEASE_IDEMPOTENCY_KEY"} & set(plain)
+    plain, _ = worker(synthesized, "Credits")
+    assert "--hooks" not in plain and "--idempotency-key" not in plain and "--idempotency-table" in plain
+
+
+def test_a_brought_worker_whose_command_runs_no_sqslease_worker_is_refused() -> None:
+    # GIVEN a service whose container runs a command of its own, and settings to tell its worker
+    stack = new_stack()
+    job_queue = JobQueue(stack, "Orders", processing_p99=Duration.seconds(20), lease_extension=True)
+    cluster = ecs.Cluster(stack, "Cluster", vpc=cdk.aws_ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a"]))
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    task.add_container("Worker", image=ecs.ContainerImage.from_registry(REGISTRY_IMAGE), command=["./run.sh"])
+    service = ecs.FargateService(stack, "Service", cluster=cluster, task_definition=task)
+    # WHEN bound with hooks THEN the binder says where the settings go and how to get them there
+    with pytest.raises(JobQueueError, match=r"Test/Task/Worker's command \['./run.sh'\] does not run sqslease.worker"):
+        job_queue.add_ecs_consumer(service, hooks=HOOKS)
+
+
+def test_a_brought_worker_command_that_gives_other_settings_is_refused() -> None:
+    stack = new_stack()
+    job_queue = JobQueue(stack, "Orders", processing_p99=Duration.seconds(20), lease_extension=True)
+    cluster = ecs.Cluster(stack, "Cluster", vpc=cdk.aws_ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a"]))
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    command = [*job_queue.worker_command("orders:handle"), "--hooks", "other.hooks:Timing"]
+    task.add_container("Worker", image=ecs.ContainerImage.from_registry(REGISTRY_IMAGE), command=command)
+    service = ecs.FargateService(stack, "Service", cluster=cluster, task_definition=task)
+    with pytest.raises(JobQueueError, match=r"gives hooks 'other.hooks:Timing', not 'orders.hooks:Timing,tracing"):
+        job_queue.add_ecs_consumer(service, hooks=HOOKS)
 
 
 def test_the_template_is_cfn_lint_clean(synthesized: dict) -> None:

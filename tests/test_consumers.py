@@ -15,6 +15,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cdk_helpers import ENV
 
 from jobqueues import EcsJob, JobQueue, JobQueueError, LambdaJob
+from sqslease.config import ConsumerConfig
 from sqslease.settings import LeaseSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +102,9 @@ def test_lambda_job_function_runs_sqslease_on_the_latest_runtime_with_the_full_e
     assert env["SQSLEASE_STACK"] == "Jobs"  # on each EMF line: measurements keyed by the deployment
     assert env["SQSLEASE_QUEUE_URL"] == {"Ref": logical_id(stack, job.job_queue.queue)}
     assert env["SQSLEASE_DEAD_LETTER_QUEUE_URL"] == {"Ref": logical_id(stack, job.job_queue.dead_letter_queue)}
-    settings = LeaseSettings.from_env({k: v for k, v in env.items() if isinstance(v, str) and k != "SQSLEASE_HANDLER"})
+    settings = ConsumerConfig.from_env(
+        {k: v for k, v in env.items() if isinstance(v, str) and k != "SQSLEASE_HANDLER"}
+    ).lease
     assert settings.visibility_timeout == 185 and settings.max_batching_window == 5
     # Its own role (no managed basic-execution policy: cdk-nag IAM4) and an explicit log group with retention.
     role = synthesized["json"]["Resources"][function["Role"]["Fn::GetAtt"][0]]["Properties"]
@@ -211,7 +214,7 @@ def test_ecs_job_runs_the_worker_with_the_declared_settings_as_arguments(synthes
         if name not in ("--handler", "--concurrency", "--queue-url")
         for part in (name, value if isinstance(value, str) else "https://sqs.example/q")
     ]
-    settings = LeaseSettings.from_args(lease_args, environ={})
+    settings = ConsumerConfig.from_args(lease_args, environ={}).lease
     assert settings.visibility_timeout == 480 and settings.heartbeat
     # The lease cap counts from the receive (prefetch wait included): it must outlast max_processing_time + VT
     assert settings.max_total_lease == LeaseSettings.max_total_lease >= 10_800 + 480

@@ -1,7 +1,7 @@
 """The docs' generated tables say what the docstrings say now, and every link between the documents resolves.
 
 ``docs/generate.py`` writes the sections between ``<!-- generated: TARGET -->`` and ``<!-- end generated -->``
-from the docstrings (the props of ``jobqueues``, ``LeaseSettings``, the module lists); when a docstring changes,
+from the docstrings (the props of ``jobqueues``, the consumer's settings, the module lists); when a docstring changes,
 :func:`test_generated_sections_are_up_to_date` fails and names the command that fixes it.
 """
 
@@ -37,7 +37,7 @@ REQUIRED_TARGETS = {
     "jobqueues.props.LambdaJobProps",
     "jobqueues.props.EcsJobProps",
     "jobqueues.alarms.JobQueueAlarmProps",
-    "sqslease.settings.LeaseSettings",
+    "settings sqslease.config.SETTINGS",
 }
 
 
@@ -153,7 +153,7 @@ def anchors(path: Path) -> set[str]:
 
 def test_anchors_are_githubs() -> None:
     assert anchors(ROOT / "docs" / "sqslease.md") >= {
-        "settings-leasesettings",
+        "settings-consumerconfig",
         "the-log-line-emf-one-per-processed-message-on-stdout",
         "long-running-workers-ecsfargate",
     }
@@ -174,3 +174,15 @@ def test_links_between_documents_resolve(document: Path) -> None:
             elif anchor and anchor not in anchors(path):
                 broken.append(f"{target}: no heading with that anchor in {path.relative_to(ROOT)}")
     assert broken == [], f"{document.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_the_settings_table_has_a_row_per_setting_of_the_consumer_configuration() -> None:
+    from sqslease.config import SETTINGS
+
+    rows = generate.render("settings sqslease.config.SETTINGS").splitlines()[2:]
+    assert len(rows) == len(SETTINGS)
+    assert rows[0].startswith(r"| `queue_url` | `--queue-url` `SQSLEASE_QUEUE_URL` | `str \| None` | `None` |")
+    row = next(r for r in rows if r.startswith("| `lease.visibility_timeout` |"))
+    assert "| `--visibility-timeout` `SQSLEASE_VISIBILITY_TIMEOUT` | `float` | 30 |" in row
+    table = "| `idempotency.table` | `--idempotency-table` `SQSLEASE_IDEMPOTENCY_TABLE` |"
+    assert any(r.startswith(table) for r in rows)

@@ -148,7 +148,7 @@ def test_an_arm64_worker_gets_its_platform_variables_and_secrets(synthesized: di
 
 
 def test_hooks_reach_the_worker_as_its_hooks_option(synthesized: dict) -> None:
-    from sqslease.settings import LeaseSettings
+    from sqslease.config import ConsumerConfig
 
     # GIVEN a job declared with hooks=; WHEN synthesized
     [worker] = resource(synthesized, synthesized["jobs"]["Render"].task_definition)["Properties"][
@@ -158,7 +158,7 @@ def test_hooks_reach_the_worker_as_its_hooks_option(synthesized: dict) -> None:
     # THEN the worker's command names them once, as sqslease parses the setting
     value = command[command.index("--hooks") + 1]
     assert value == "render.hooks:Timing,tracing_setup:ProviderHooks"
-    assert LeaseSettings.from_env({"SQSLEASE_HOOKS": value}).hooks == (
+    assert ConsumerConfig.from_env({"SQSLEASE_HOOKS": value}).lease.hooks == (
         "render.hooks:Timing",
         "tracing_setup:ProviderHooks",
     )

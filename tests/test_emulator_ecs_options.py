@@ -122,7 +122,7 @@ def test_the_check_reports_an_option_the_emulator_does_not_hold(deployed: Deploy
 
 
 def test_the_idempotent_worker_gets_the_deployed_tables_name(deployed: Deployment, tmp_path: Path) -> None:
-    # GIVEN Crawl, declared with idempotency=True: its container has the table's variables
+    # GIVEN Crawl, declared with idempotency=True: its command names the table
     stack = DeployedStack.load(deployed.server, STACK_NAME)
     (table,) = [
         stack.physical_ids[k] for k, t in deployed.report.stacks[STACK_NAME].items() if t == "AWS::DynamoDB::Table"
@@ -131,8 +131,8 @@ def test_the_idempotent_worker_gets_the_deployed_tables_name(deployed: Deploymen
     # WHEN `jobqueues local up` computes its worker process
     spec = worker_spec(Emulator(deployed.server.endpoint), crawl, tmp_path, None)
     # THEN the worker reads the deployed table (sqslease's idempotency on), and Render's does not
-    assert spec.environment["SQSLEASE_IDEMPOTENCY_TABLE"] == table and spec.unresolved == ()
-    assert spec.environment["SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"] == "1209600"
+    assert spec.command[spec.command.index("--idempotency-table") + 1] == table and spec.unresolved == ()
+    assert spec.command[spec.command.index("--idempotency-retention-period") + 1] == "1209600"
     # ... with the declared key function (idempotency_key) as its option
     assert spec.command[spec.command.index("--idempotency-key") + 1] == "crawl:page_key"
 

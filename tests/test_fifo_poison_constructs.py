@@ -19,7 +19,7 @@ from test_idempotency_key_constructs import command, ecs_job, variables
 from jobqueues.declaration import QueueDeclaration, check_declaration
 from jobqueues.declaration_warnings import FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT
 from jobqueues.queue_rules import lambda_retries_fit
-from sqslease.settings import LeaseSettings
+from sqslease.config import ConsumerConfig
 
 WARNING = Match.string_like_regexp(FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT)
 
@@ -48,7 +48,7 @@ def test_a_lambda_consumer_is_told_the_max_receive_count_beside_the_dlq(synthesi
     environment = variables(synthesized, "Receipts")
     assert environment["SQSLEASE_MAX_RECEIVE_COUNT"] == "5" and "SQSLEASE_DEAD_LETTER_QUEUE_URL" in environment
     plain = {k: v for k, v in environment.items() if isinstance(v, str)}
-    assert LeaseSettings.from_env(plain).max_receive_count == 5
+    assert ConsumerConfig.from_env(plain).lease.max_receive_count == 5
     assert variables(synthesized, "Refunds")["SQSLEASE_MAX_RECEIVE_COUNT"] == "4"
 
 

@@ -29,6 +29,14 @@ HANDLERS = str(ROOT / "lambda_src" / "handlers")
 REGISTRY_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
 TABLE = "SQSLEASE_IDEMPOTENCY_TABLE"
 RETENTION = "SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD"
+TABLE_OPTION = "--idempotency-table"
+RETENTION_OPTION = "--idempotency-retention-period"
+
+
+def option(command: list[Any], name: str) -> Any:
+    """The value an option is given in a worker's command (a reference is a dict)."""
+    assert command.count(name) == 1, command
+    return command[command.index(name) + 1]
 
 
 class JobsStack(cdk.Stack):
@@ -183,13 +191,12 @@ def test_the_consumers_get_the_table_and_the_retention(synthesized: dict) -> Non
     for job_type in ("Orders", "Emails"):
         assert functions[job_type][TABLE] == {"Ref": table_id}
         assert functions[job_type][RETENTION] == "1209600"
-    # ... and the ECS worker has them as container variables (its options are the lease settings)
+    # ... and the ECS worker has them as options of its command, with everything else it is told (no variables)
     (definition,) = of_type(template, "AWS::ECS::TaskDefinition").values()
     (container,) = definition["Properties"]["ContainerDefinitions"]
-    assert {v["Name"]: v["Value"] for v in container["Environment"]} == {
-        TABLE: {"Ref": table_id},
-        RETENTION: "1209600",
-    }
+    assert option(container["Command"], TABLE_OPTION) == {"Ref": table_id}
+    assert option(container["Command"], RETENTION_OPTION) == "1209600"
+    assert "Environment" not in container
 
 
 def test_a_job_queues_kms_key_encrypts_its_table_and_the_consumer_may_use_it(synthesized: dict) -> None:
@@ -220,10 +227,10 @@ def test_a_table_of_ones_own_is_used_as_given_and_its_removal_policy_kept(synthe
     own_id = synthesized["secure"].get_logical_id(synthesized["own"].table.node.default_child)
     own = template["Resources"][own_id]
     assert (own["DeletionPolicy"], own["UpdateReplacePolicy"]) == ("Retain", "Retain")
-    # THEN the brought ECS service's worker container got the variables, and its task role the grant on Refunds#*
+    # THEN the brought ECS service's worker command names the table, and its task role has the grant on Refunds#*
     (definition,) = of_type(template, "AWS::ECS::TaskDefinition").values()
     (container,) = definition["Properties"]["ContainerDefinitions"]
-    assert {v["Name"]: v["Value"] for v in container["Environment"]}[TABLE] == {"Ref": own_id}
+    assert option(container["Command"], TABLE_OPTION) == {"Ref": own_id}
     (refunds,) = [s for s in dynamodb_statements(template) if leading_keys(s) == ["Refunds#*"]]
     assert refunds["Resource"] == {"Fn::GetAtt": [own_id, "Arn"]}
 
@@ -313,7 +320,7 @@ def test_an_imported_table_is_taken_unchecked_and_granted() -> None:
     template = Template.from_stack(stack).to_json()
     (statement,) = dynamodb_statements(template)
     assert leading_keys(statement) == ["Orders#*"]
-    assert queue.consumer_contract().idempotency_environment()[TABLE] == "shared-idempotency"
+    assert queue.consumer_contract().environment()[TABLE] == "shared-idempotency"
 
 
 def test_a_bad_removal_policy_of_an_own_table_is_refused() -> None:

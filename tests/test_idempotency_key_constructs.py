@@ -15,7 +15,7 @@ from cdk_helpers import ENV, new_stack
 from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, lambda_job
 
 from jobqueues import EcsJob, JobQueueError
-from sqslease.settings import LeaseSettings
+from sqslease.config import ConsumerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "orders.keys:order_id"
@@ -65,7 +65,7 @@ def test_the_function_gets_the_key_as_the_variable_sqslease_reads(synthesized: d
     assert environment["SQSLEASE_IDEMPOTENCY_KEY"] == KEY
     assert "SQSLEASE_IDEMPOTENCY_TABLE" in environment
     plain = {k: v for k, v in environment.items() if isinstance(v, str)}
-    assert LeaseSettings.from_env(plain).idempotency_key == KEY
+    assert ConsumerConfig.from_env(plain).lease.idempotency_key == KEY
     # and a job without the prop keys on the MessageId: no variable
     assert "SQSLEASE_IDEMPOTENCY_KEY" not in variables(synthesized, "Refunds")
 
@@ -76,7 +76,7 @@ def test_the_worker_gets_the_key_as_its_option(synthesized: dict) -> None:
     # THEN the command names it once, as the worker parses its options
     assert worker.count("--idempotency-key") == 1
     assert worker[worker.index("--idempotency-key") + 1] == KEY
-    assert LeaseSettings.from_args(["--idempotency-key", KEY]).idempotency_key == KEY
+    assert ConsumerConfig.from_args(["--idempotency-key", KEY]).lease.idempotency_key == KEY
     assert "--idempotency-key" not in command(synthesized, "Credits")
 
 

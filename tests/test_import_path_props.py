@@ -17,8 +17,10 @@ from cdk_helpers import ENV, new_stack
 from test_idempotency_constructs import HANDLERS, REGISTRY_IMAGE, JobsStack
 
 from jobqueues import EcsJob, JobQueueError, LambdaJob
+from jobqueues.consumer_contract import WORKER_MODULE
+from sqslease.config import ConsumerConfig
 from sqslease.imports import import_object
-from sqslease.settings import ENV_PREFIX, LeaseSettings
+from sqslease.settings import LeaseSettings
 
 #: A module of the consumer's code: the handler, a hooks object and the key function, named each way.
 MODULE = """
@@ -51,12 +53,14 @@ def consumer_settings(job: LambdaJob | EcsJob) -> tuple[str, LeaseSettings]:
     if isinstance(job, LambdaJob):
         logical_id = stack.get_logical_id(job.function.node.default_child)  # type: ignore[arg-type]
         variables = template["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
-        return variables[ENV_PREFIX + "HANDLER"], LeaseSettings.from_env(variables)
+        config = ConsumerConfig.from_env(variables)
+        assert config.handler is not None
+        return config.handler, config.lease
     logical_id = stack.get_logical_id(job.task_definition.node.default_child)  # type: ignore[arg-type]
     (worker,) = template["Resources"][logical_id]["Properties"]["ContainerDefinitions"]
-    command = [str(part) for part in worker["Command"]]
-    options = [part for name in ("--hooks", "--idempotency-key") for part in (name, command[command.index(name) + 1])]
-    return command[command.index("--handler") + 1], LeaseSettings.from_args(options)
+    config = ConsumerConfig.from_args([str(part) for part in worker["Command"][len(WORKER_MODULE) :]], environ={})
+    assert config.handler is not None
+    return config.handler, config.lease
 
 
 @pytest.mark.parametrize("paths", [DOTTED, COLON], ids=["dotted", "colon"])

@@ -20,6 +20,7 @@ from cdk_helpers import ENV
 from cdk_nag import AwsSolutionsChecks
 
 from jobqueues import IJobQueue, ImportedJobQueue, JobQueue, JobQueueError, deploy_time_availability_zones
+from sqslease.config import ConsumerConfig
 from sqslease.settings import LeaseSettings
 from sqslease.worker.cli import main as worker_main
 
@@ -93,7 +94,7 @@ def test_an_imported_queue_gets_a_lambda_and_an_ecs_consumer_nag_and_lint_clean(
     assert mapping["Properties"]["EventSourceArn"] == ARN.format("render")
     (fn,) = [r for k, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::Function" and "Fn" in k]
     env = fn["Properties"]["Environment"]["Variables"]
-    lease = LeaseSettings.from_env({k: v for k, v in env.items() if isinstance(v, str)})
+    lease = ConsumerConfig.from_env({k: v for k, v in env.items() if isinstance(v, str)}).lease
     assert lease.visibility_timeout == 300 and lease.heartbeat and lease.job_type == "Render"
     assert lease.extension_threshold == 5 and lease.max_batching_window == 0
     assert env["SQSLEASE_QUEUE_URL"]["Fn::Join"][1][-1] == "/123456789012/render"
@@ -158,7 +159,7 @@ def test_the_worker_parses_the_command_the_contract_writes(monkeypatch: pytest.M
     contract = imported(stack, lease_extension=True, max_processing_time=Duration.hours(2)).consumer_contract()
     command = contract.worker_command("no_such_module:handle", concurrency=3, shutdown_grace_s=40)
     args = [a if "${Token" not in a else "https://sqs.us-east-1.amazonaws.com/1/x" for a in command[3:]]
-    parsed = LeaseSettings.from_args([a for a in _lease_args(args)], environ={})
+    parsed = ConsumerConfig.from_args([a for a in _lease_args(args)], environ={}).lease
     assert parsed.visibility_timeout == 300 and parsed.shutdown_grace == 40
     assert parsed.max_total_lease == LeaseSettings.max_total_lease  # SQS's 12 h from receipt, not max_processing_time
     assert parsed.max_processing_time == 7200

@@ -257,7 +257,7 @@ def test_no_warning_for_sane_declarations() -> None:
 def test_consumer_environment_comes_from_the_same_declaration() -> None:
     from aws_cdk import Stack
 
-    from sqslease.settings import LeaseSettings
+    from sqslease.config import ConsumerConfig
 
     job_queue, _ = synth_job_queue(
         "Report", processing_p99=Duration.minutes(40), visibility_timeout=Duration.minutes(5), lease_extension=True
@@ -265,5 +265,5 @@ def test_consumer_environment_comes_from_the_same_declaration() -> None:
     env = job_queue.consumer_environment()
     resolved = Stack.of(job_queue).resolve(env["SQSLEASE_QUEUE_URL"])
     assert resolved["Ref"].startswith("ReportQueue")
-    settings = LeaseSettings.from_env({k: v for k, v in env.items() if "QUEUE_URL" not in k})
+    settings = ConsumerConfig.from_env({k: v for k, v in env.items() if "QUEUE_URL" not in k}).lease
     assert settings.visibility_timeout == 300 and settings.heartbeat and settings.job_type == "Report"

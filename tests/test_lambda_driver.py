@@ -31,6 +31,7 @@ from jobqueues.emulator.lambda_driver.function import DriverError, load_function
 from jobqueues.emulator.lambda_driver.runtime import Invocation, LocalRuntime, exit_error
 from jobqueues.emulator.lambda_driver.sqs_faults import POLL_RETRY_MAX_S, poll_retry_delay_s
 from jobqueues.emulator.server import Emulator, LocalServer
+from sqslease.config import ConsumerConfig
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.rules import HUNG_EXIT_CODE
 from sqslease.settings import FailurePolicy, LeaseSettings
@@ -419,7 +420,7 @@ def test_lambda_entry_names_a_missing_or_bad_handler() -> None:
     with pytest.raises(EntryConfigurationError, match="cannot import"):
         build_handler({"SQSLEASE_HANDLER": "no_such_module.handle"})
     with pytest.raises(EntryConfigurationError, match="not callable"):
-        build_handler({"SQSLEASE_HANDLER": "sqslease.settings.ENV_PREFIX"})
+        build_handler({"SQSLEASE_HANDLER": "sqslease.config.ENV_PREFIX"})
     assert callable(build_handler({"SQSLEASE_HANDLER": "json.loads", "SQSLEASE_VISIBILITY_TIMEOUT": "30"}))
 
 
@@ -512,7 +513,7 @@ def test_a_hung_record_ends_its_environment_before_its_redelivery_runs(local_aws
         max_processing_time=1,
         failure_policy=FailurePolicy.VISIBLE_NOW,
     )
-    environment = {**settings.to_env(), "LEDGER": str(ledger)}
+    environment = {**ConsumerConfig(lease=settings).to_env(), "LEDGER": str(ledger)}
     deployed = Deployed(local_aws, vt=6, code=HUNG_HANDLER_CODE, environment=environment)
     deployed.send("ok", "hang")
     invocations: list[tuple[list[dict[str, Any]], Invocation, list[str]]] = []
@@ -547,7 +548,7 @@ def test_a_hung_record_without_max_processing_time_leaves_its_trace_and_ends_its
     # (deadline margin 1 s, hang point 0.5 s before the end), the queue's 6 s lease, the records "ok" and "hang"
     ledger = tmp_path / "ledger.txt"
     settings = LeaseSettings(visibility_timeout=6, heartbeat=False, failure_policy=FailurePolicy.VISIBLE_NOW)
-    environment = {**settings.to_env(), "LEDGER": str(ledger)}
+    environment = {**ConsumerConfig(lease=settings).to_env(), "LEDGER": str(ledger)}
     deployed = Deployed(local_aws, timeout=4, vt=6, code=HUNG_HANDLER_CODE, environment=environment)
     deployed.send("ok", "hang")
     invocations: list[tuple[list[dict[str, Any]], Invocation, list[str]]] = []

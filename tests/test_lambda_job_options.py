@@ -119,14 +119,14 @@ def test_the_function_gets_its_architecture_reserved_concurrency_tracing_and_vpc
 
 
 def test_hooks_reach_the_function_as_the_setting_sqslease_reads(synthesized: dict) -> None:
-    from sqslease.settings import LeaseSettings
+    from sqslease.config import ConsumerConfig
 
     # GIVEN a job declared with hooks=; WHEN synthesized
     environment = function_of(synthesized, "Thumbnails")["Environment"]["Variables"]
     # THEN the function gets SQSLEASE_HOOKS, which sqslease parses back into the same paths
     assert environment["SQSLEASE_HOOKS"] == "thumbs_hooks:Timing,tracing.setup:ProviderHooks"
     plain = {k: v for k, v in environment.items() if isinstance(v, str)}
-    assert LeaseSettings.from_env(plain).hooks == ("thumbs_hooks:Timing", "tracing.setup:ProviderHooks")
+    assert ConsumerConfig.from_env(plain).lease.hooks == ("thumbs_hooks:Timing", "tracing.setup:ProviderHooks")
     # and a job without hooks gets no variable for them
     assert "SQSLEASE_HOOKS" not in function_of(synthesized, "Polled")["Environment"]["Variables"]
 

@@ -13,6 +13,7 @@ from support.waiting import wait_for
 from support.worker_threads import emf_records, running_worker
 from test_sqslease_drain import advance_until
 
+from sqslease.config import ConsumerConfig
 from sqslease.failure_policy import (
     DLQ_REASON_ATTRIBUTE,
     DLQ_RECEIVE_COUNT_ATTRIBUTE,
@@ -279,11 +280,11 @@ def test_a_dlq_copy_keeps_its_attributes_drops_an_earlier_dead_letterings_and_st
 
 
 def test_max_receive_count_is_a_setting_with_sqs_range() -> None:
-    assert LeaseSettings.from_env({"SQSLEASE_MAX_RECEIVE_COUNT": "5"}).max_receive_count == 5
-    assert "--max-receive-count" in LeaseSettings(max_receive_count=5).to_args()
+    assert ConsumerConfig.from_env({"SQSLEASE_MAX_RECEIVE_COUNT": "5"}).lease.max_receive_count == 5
+    assert "--max-receive-count" in ConsumerConfig(lease=LeaseSettings(max_receive_count=5)).to_args()
     with pytest.raises(ValueError, match="max_receive_count must be 1-1000, got 0"):
         LeaseSettings(max_receive_count=0)
-    assert json.dumps(LeaseSettings().as_strings()).count("max_receive_count") == 0  # unset: not written
+    assert json.dumps(ConsumerConfig().values()).count("max_receive_count") == 0  # unset: not written
 
 
 class PolicyClient:

@@ -19,6 +19,7 @@ from support.worker_processes import ROOT
 from support.worker_threads import running_worker
 
 from jobqueues.emulator.server import LocalServer
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
 from sqslease.hooks import Hooks, load_hooks
 from sqslease.lambda_adapter import process_event
@@ -116,9 +117,9 @@ def test_hooks_named_in_the_settings_run_in_the_lambda_adapter_against_moto(loca
     queues = make_queue(local_aws, vt=30)
     send(local_aws, queues.url, ["one", "bad"])
     event = lambda_event(local_aws, queues.url, vt=30)
-    settings = LeaseSettings.from_env(
+    settings = ConsumerConfig.from_env(
         {"SQSLEASE_HOOKS": "sqs_handlers:RecordedHooks", "SQSLEASE_FAILURE_POLICY": "visible_now"}
-    )
+    ).lease
     RecordedHooks.CALLS.clear()
     # WHEN the adapter runs the batch
     response = process_event(event, FakeContext(60), handler, settings, local_aws.client("sqs"), queues.url)

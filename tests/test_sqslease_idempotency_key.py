@@ -24,6 +24,7 @@ from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease import lambda_adapter
+from sqslease.config import ConsumerConfig
 from sqslease.idempotency import create_table_request
 from sqslease.idempotency_gate import configured_key
 from sqslease.lambda_entry import EntryConfigurationError, build_handler
@@ -150,9 +151,12 @@ def test_a_key_path_that_cannot_be_imported_stops_the_consumer_at_start() -> Non
 
 
 def test_the_setting_round_trips_and_defaults_to_the_message_id() -> None:
-    assert LeaseSettings.from_env({"SQSLEASE_IDEMPOTENCY_KEY": "app.keys:order"}).idempotency_key == "app.keys:order"
-    assert LeaseSettings.from_args(["--idempotency-key", "app.keys:order"]).idempotency_key == "app.keys:order"
-    assert LeaseSettings.from_env({}).idempotency_key is None
+    assert (
+        ConsumerConfig.from_env({"SQSLEASE_IDEMPOTENCY_KEY": "app.keys:order"}).lease.idempotency_key
+        == "app.keys:order"
+    )
+    assert ConsumerConfig.from_args(["--idempotency-key", "app.keys:order"]).lease.idempotency_key == "app.keys:order"
+    assert ConsumerConfig.from_env({}).lease.idempotency_key is None
     assert configured_key(None).__name__ == "message_id_key"
 
 

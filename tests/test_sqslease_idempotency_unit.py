@@ -11,6 +11,7 @@ import pytest
 from support.fake_dynamodb import FakeDynamoDB
 from support.fakes import FakeClock
 
+from sqslease.config import ConsumerConfig
 from sqslease.idempotency import (
     BeginStatus,
     ExtendOutcome,
@@ -66,12 +67,12 @@ def test_a_key_function_that_fails_or_returns_no_string_is_named_in_the_error() 
 
 
 def test_settings_come_from_the_environment_and_bad_values_name_the_variable() -> None:
-    settings = IdempotencySettings.from_env(
+    settings = ConsumerConfig.from_env(
         {"SQSLEASE_IDEMPOTENCY_TABLE": "t", "SQSLEASE_IDEMPOTENCY_MAX_RESULT_BYTES": "1024"}
-    )
+    ).idempotency
     assert (settings.table, settings.max_result_bytes, settings.retention_period) == ("t", 1024, 345_600)
     with pytest.raises(ValueError, match="SQSLEASE_IDEMPOTENCY_TTL_MARGIN='soon' is not a valid float"):
-        IdempotencySettings.from_env({"SQSLEASE_IDEMPOTENCY_TTL_MARGIN": "soon"})
+        ConsumerConfig.from_env({"SQSLEASE_IDEMPOTENCY_TTL_MARGIN": "soon"})
     with pytest.raises(ValueError, match="max_result_bytes must be 0-262144"):
         IdempotencySettings(max_result_bytes=1_000_000)
 

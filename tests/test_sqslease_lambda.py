@@ -21,6 +21,7 @@ from support.lambda_events import FAKE_QUEUE_URL, fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all, send
 
 from jobqueues.emulator.server import LocalServer
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import leases_held, process_event, sqs_batch_handler
 from sqslease.message import Message
@@ -207,7 +208,7 @@ def lambda_job_settings(**props: Any) -> LeaseSettings:
     LambdaJob(stack, "Job", code=code, handler="thumbs.handle", **props)
     (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
     env = function["Properties"]["Environment"]["Variables"]
-    return LeaseSettings.from_env({k: v for k, v in env.items() if isinstance(v, str)})
+    return ConsumerConfig.from_env({k: v for k, v in env.items() if isinstance(v, str)}).lease
 
 
 def test_a_3_s_invocation_processes_its_records() -> None:

@@ -17,6 +17,7 @@ from support.lambda_events import fake_event
 from support.waiting import wait_for
 
 from sqslease import lambda_adapter
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
 from sqslease.invocation import QUEUE_URL_ENV, heartbeat_needed
 from sqslease.lease_table import LeaseScheduler
@@ -148,16 +149,18 @@ def test_the_heartbeat_is_needed_only_for_a_live_lease_due_before_the_invocation
 def test_the_settings_are_parsed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a fresh process (no settings parsed yet) whose environment sets the lease settings
     monkeypatch.setattr(lambda_adapter, "_env_settings", None)
+    monkeypatch.setattr(lambda_adapter, "_env_store", None)  # idempotency off, decided: only the lease is read
     monkeypatch.setenv("SQSLEASE_VISIBILITY_TIMEOUT", "180")
     monkeypatch.setenv("SQSLEASE_HEARTBEAT", "false")
     parsed: list[LeaseSettings] = []
-    real_from_env = LeaseSettings.from_env.__func__  # type: ignore[attr-defined]
+    real_from_env = ConsumerConfig.from_env.__func__  # type: ignore[attr-defined]
 
-    def counting_from_env(cls: type[LeaseSettings], *args: object, **kwargs: object) -> LeaseSettings:
-        parsed.append(real_from_env(cls, *args, **kwargs))
-        return parsed[-1]
+    def counting_from_env(cls: type[ConsumerConfig], *args: object, **kwargs: object) -> ConsumerConfig:
+        config: ConsumerConfig = real_from_env(cls, *args, **kwargs)
+        parsed.append(config.lease)
+        return config
 
-    monkeypatch.setattr(LeaseSettings, "from_env", classmethod(counting_from_env))
+    monkeypatch.setattr(ConsumerConfig, "from_env", classmethod(counting_from_env))
     sqs = FakeSQS()
     handler = lambda_adapter.sqs_batch_handler(noop, sqs=sqs)
     # WHEN three invocations run, the environment changed before the third

@@ -1,4 +1,5 @@
-"""LeaseSettings from the command line and the environment: one source (the dataclass fields), CLI wins."""
+"""LeaseSettings from the command line and the environment, through the consumer's configuration
+(``sqslease.config.ConsumerConfig``): one source (the dataclass fields), CLI wins."""
 
 from __future__ import annotations
 
@@ -11,21 +12,22 @@ import sys
 
 import pytest
 
+from sqslease.config import ConsumerConfig
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 
 def test_every_field_is_a_kebab_case_option() -> None:
     parser = argparse.ArgumentParser()
-    LeaseSettings.add_arguments(parser)
+    ConsumerConfig.add_arguments(parser)
     options = {o for action in parser._actions for o in action.option_strings} - {"-h", "--help"}
-    assert options == {"--" + f.name.replace("_", "-") for f in dataclasses.fields(LeaseSettings)}
+    assert {"--" + f.name.replace("_", "-") for f in dataclasses.fields(LeaseSettings)} <= options
 
 
 def test_the_command_line_wins_over_the_environment() -> None:
-    settings = LeaseSettings.from_args(
+    settings = ConsumerConfig.from_args(
         ["--visibility-timeout", "45", "--heartbeat", "false", "--non-retryable", "a.b:C,d:E"],
         environ={"SQSLEASE_VISIBILITY_TIMEOUT": "30", "SQSLEASE_JOB_TYPE": "Thumbnails"},
-    )
+    ).lease
     assert settings.visibility_timeout == 45 and settings.heartbeat is False
     assert settings.job_type == "Thumbnails" and settings.non_retryable == ("a.b:C", "d:E")
 
@@ -39,13 +41,14 @@ def test_to_args_and_to_env_are_inverses() -> None:
         non_retryable=("x:Y",),
         dead_letter_queue_url="https://sqs.us-east-1.amazonaws.com/1/dlq",
     )
-    assert LeaseSettings.from_args(settings.to_args(), environ={}) == settings
-    assert LeaseSettings.from_env(settings.to_env()) == settings
+    config = ConsumerConfig(lease=settings)
+    assert ConsumerConfig.from_args(config.to_args(), environ={}).lease == settings
+    assert ConsumerConfig.from_env(config.to_env()).lease == settings
 
 
 def test_bad_options_name_the_option() -> None:
     with pytest.raises(ValueError, match="--visibility-timeout='soon'"):
-        LeaseSettings.from_args(["--visibility-timeout", "soon"], environ={})
+        ConsumerConfig.from_args(["--visibility-timeout", "soon"], environ={})
 
 
 def test_the_worker_reads_lease_settings_from_its_command_line() -> None:

@@ -13,6 +13,7 @@ from support.emf import read_emf
 from support.fakes import FakeContext, FakeSQS
 from support.lambda_events import fake_event
 
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger, deployment_name
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message
@@ -21,11 +22,11 @@ from sqslease.settings import FailurePolicy, LeaseSettings
 
 def test_the_stack_is_a_setting_of_its_own() -> None:
     assert LeaseSettings().stack is None
-    assert LeaseSettings.from_env({"SQSLEASE_STACK": "Dev-TeamC"}).stack == "Dev-TeamC"
-    assert LeaseSettings.from_args(["--stack", "Prod-TeamC"], environ={"SQSLEASE_STACK": "Dev-TeamC"}).stack == (
+    assert ConsumerConfig.from_env({"SQSLEASE_STACK": "Dev-TeamC"}).lease.stack == "Dev-TeamC"
+    assert ConsumerConfig.from_args(["--stack", "Prod-TeamC"], environ={"SQSLEASE_STACK": "Dev-TeamC"}).lease.stack == (
         "Prod-TeamC"
     )
-    assert LeaseSettings(stack="Dev-TeamC").to_args(["stack"]) == ["--stack", "Dev-TeamC"]
+    assert ConsumerConfig(lease=LeaseSettings(stack="Dev-TeamC")).to_args(["stack"]) == ["--stack", "Dev-TeamC"]
 
 
 @pytest.mark.parametrize("stack", ["Dev-TeamC", None])

@@ -27,6 +27,7 @@ from support.worker_threads import FAST
 
 from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.emulator.server import LocalServer
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
 from sqslease.hung_records import RecordsHungError
 from sqslease.lambda_adapter import process_event
@@ -507,4 +508,4 @@ def test_a_hung_record_against_moto_is_visible_again_after_the_invocation(local_
 def test_max_processing_time_is_checked() -> None:
     with pytest.raises(ValueError, match=r"max_processing_time must be in \(0, 43200\] s, got 0"):
         LeaseSettings(max_processing_time=0)
-    assert LeaseSettings.from_env({"SQSLEASE_MAX_PROCESSING_TIME": "90"}).max_processing_time == 90
+    assert ConsumerConfig.from_env({"SQSLEASE_MAX_PROCESSING_TIME": "90"}).lease.max_processing_time == 90

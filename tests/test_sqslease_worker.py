@@ -21,6 +21,7 @@ from support.worker_processes import SQSLEASE_SRC, start_worker_process
 from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
+from sqslease.config import ConsumerConfig
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
@@ -393,7 +394,7 @@ def test_without_a_region_the_worker_takes_it_from_the_queue_url(local_aws: Loca
 @pytest.mark.parametrize("value", ["abc", "-"])
 def test_bad_settings_from_env_are_reported(value: str) -> None:
     with pytest.raises(ValueError, match="SQSLEASE_VISIBILITY_TIMEOUT"):
-        LeaseSettings.from_env({"SQSLEASE_VISIBILITY_TIMEOUT": value})
+        ConsumerConfig.from_env({"SQSLEASE_VISIBILITY_TIMEOUT": value})
     with pytest.raises(ValueError, match="extension_threshold"):
         LeaseSettings(visibility_timeout=5, extension_threshold=5)
 

@@ -9,7 +9,7 @@ from aws_cdk.assertions import Template
 from cdk_helpers import ENV, new_stack, synth_job_queue
 
 from jobqueues import JobQueue, JobQueueStacks
-from sqslease.settings import LeaseSettings
+from sqslease.config import ConsumerConfig
 
 
 def queue_props(template: Template, name: str) -> dict:
@@ -82,7 +82,7 @@ def test_consumer_settings_are_ones_sqslease_accepts() -> None:
     for vt in (7, 10, 600):
         job_queue, _ = synth_job_queue(visibility_timeout=Duration.seconds(vt), lease_extension=True)
         environ = {k: v for k, v in job_queue.consumer_environment().items() if "URL" not in k}
-        settings = LeaseSettings.from_env(environ)
+        settings = ConsumerConfig.from_env(environ).lease
         assert settings.visibility_timeout == vt and settings.heartbeat
 
 
@@ -145,7 +145,7 @@ def test_settings_of_a_short_explicit_vt_with_a_token_p99_are_ones_sqslease_acce
     p99 = Duration.seconds(cdk.CfnParameter(stack, "P99", type="Number").value_as_number)
     job_queue = JobQueue(stack, "Job", processing_p99=p99, visibility_timeout=Duration.seconds(vt))
     environ = {k: v for k, v in job_queue.consumer_environment().items() if "URL" not in k}
-    settings = LeaseSettings.from_env(environ)
+    settings = ConsumerConfig.from_env(environ).lease
     assert settings.visibility_timeout == vt and not settings.heartbeat
     args = [
         part
@@ -153,4 +153,4 @@ def test_settings_of_a_short_explicit_vt_with_a_token_p99_are_ones_sqslease_acce
         if "url" not in name
         for part in (f"--{name.replace('_', '-')}", value)
     ]
-    assert LeaseSettings.from_args(args, environ={}) == settings
+    assert ConsumerConfig.from_args(args, environ={}).lease == settings

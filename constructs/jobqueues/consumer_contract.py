@@ -1,8 +1,9 @@
 """The typed contract from a job queue's declaration to its consumer: the real ``LeaseSettings`` it runs with.
 
 Built at synth, where ``LeaseSettings``' own validation is the lease rule: a declaration whose consumer could
-not keep its leases fails there, not in a container at start. Serialized with the runtime's own
-``to_env()`` / ``to_args()``, so a renamed setting fails the type checker rather than a deployed consumer.
+not keep its leases fails there, not in a container at start. A consumer is told it through the runtime's own
+:class:`sqslease.config.ConsumerConfig` (:meth:`ConsumerContract.config`): a Lambda function as its variables,
+an ECS worker as its options, so a renamed setting cannot leave a consumer reading a name nobody writes.
 Pure Python (no aws_cdk): the queue URLs are the CDK's token strings, resolved at deploy time.
 """
 
@@ -11,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from sqslease.idempotency import IDEMPOTENCY_ENV_PREFIX, IdempotencySettings
+from sqslease.config import ENV_PREFIX, SETTINGS, ConsumerConfig, options, variables
+from sqslease.idempotency_settings import IdempotencySettings
 from sqslease.rules import (
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_SHUTDOWN_GRACE_S,
     DEFAULT_WORKER_CONCURRENCY,
     consumer_extension_threshold,
 )
-from sqslease.settings import ENV_PREFIX, LeaseSettings
+from sqslease.settings import LeaseSettings
 
 #: Written even at their default, so that a template shows the lease its consumer keeps (and, with ``stack``, what
 #: its EMF lines are measured as: the deployment).
@@ -30,26 +32,25 @@ LEASE_FIELDS = (
     "visibility_timeout",
     "extension_threshold",
 )
+#: The idempotency settings a consumer is told with idempotency on: the table and the records' retention.
+IDEMPOTENCY_FIELDS = ("idempotency_table", "idempotency_retention_period")
 #: The worker's command.
 WORKER_MODULE = ("python", "-m", "sqslease.worker")
-#: Variables the worker reads besides its options: ECS sets ``ECS_AGENT_URI`` (task scale-in protection).
+#: Variables the worker reads besides its configuration: ECS sets ``ECS_AGENT_URI`` (task scale-in protection).
 WORKER_VARIABLES = ("ECS_AGENT_URI",)
 
 
 def reserved_variable(name: str) -> str | None:
     """Why a consumer's own environment must not hold variable ``name``, or ``None`` when it may.
 
-    ``sqslease`` reads ``SQSLEASE_<FIELD>`` for every setting the contract does not write (a fallback of the
-    options), so such a variable would change the lease the declaration planned; the worker's other variables
-    are set by ECS.
+    ``sqslease`` reads every setting's variable that the contract does not write (a fallback of the options), so
+    such a variable would change the lease the declaration planned; the worker's other variables are set by ECS.
     """
-    if name.upper() == ENV_PREFIX + "HOOKS":
-        return f"{ENV_PREFIX}HOOKS is the job's hooks= prop: pass hooks=['package.module:name', ...] instead"
-    if name.upper() == ENV_PREFIX + "IDEMPOTENCY_KEY":
-        return (
-            f"{ENV_PREFIX}IDEMPOTENCY_KEY is the job's idempotency_key= prop: "
-            "pass idempotency_key='package.module:function'"
-        )
+    hooks, key = SETTINGS["hooks"], SETTINGS["idempotency_key"]
+    if name.upper() == hooks.variable:
+        return f"{hooks.variable} is the job's hooks= prop: pass hooks=['package.module:name', ...] instead"
+    if name.upper() == key.variable:
+        return f"{key.variable} is the job's idempotency_key= prop: pass idempotency_key='package.module:function'"
     if name.upper().startswith(ENV_PREFIX):
         return (
             f"{ENV_PREFIX}* variables are sqslease's settings, which the construct sets from the declaration "
@@ -128,33 +129,36 @@ class ConsumerContract:
         settings = IdempotencySettings(table=table_name, retention_period=retention_period_s)
         return replace(self, idempotency=settings)
 
-    def idempotency_environment(self) -> dict[str, str]:
-        """The ``SQSLEASE_IDEMPOTENCY_*`` variables that turn idempotency on (none when it is off): the table and the
-        retention. Variables for the worker too, whose options are the lease settings only."""
-        if self.idempotency is None or self.idempotency.table is None:
-            return {}
-        return {
-            IDEMPOTENCY_ENV_PREFIX + "TABLE": self.idempotency.table,
-            IDEMPOTENCY_ENV_PREFIX + "RETENTION_PERIOD": _number(self.idempotency.retention_period),
-        }
-
-    def worker_environment(self) -> dict[str, str]:
-        """The variables a brought worker's container gets (``add_ecs_consumer``): :meth:`idempotency_environment`,
-        and ``SQSLEASE_HOOKS`` / ``SQSLEASE_IDEMPOTENCY_KEY`` when set. The container's command, the job queue's
-        :meth:`worker_command`, gives neither; the worker reads a setting's variable when no option gives it."""
-        given = [name for name in ("hooks", "idempotency_key") if name in self.lease.changed_fields()]
-        return {**self.idempotency_environment(), **self.lease.to_env(given)}
-
     def with_hooks(self, hooks: Sequence[str]) -> ConsumerContract:
         """This contract with the consumer's ``hooks`` (import paths, checked by
-        :func:`jobqueues.consumer_rules.check_hooks`): written as ``SQSLEASE_HOOKS`` or ``--hooks``."""
+        :func:`jobqueues.consumer_rules.check_hooks`), told as the setting ``hooks``."""
         return replace(self, lease=replace(self.lease, hooks=tuple(hooks)))
 
     def with_idempotency_key(self, path: str | None) -> ConsumerContract:
         """This contract with the consumer's idempotency key function (an import path, checked by
-        :func:`jobqueues.consumer_rules.check_idempotency_key`): written as ``SQSLEASE_IDEMPOTENCY_KEY`` or
-        ``--idempotency-key``. ``None``: the ``MessageId`` (nothing written)."""
+        :func:`jobqueues.consumer_rules.check_idempotency_key`), told as the setting ``idempotency_key``.
+        ``None``: the ``MessageId`` (nothing told)."""
         return replace(self, lease=replace(self.lease, idempotency_key=path))
+
+    def config(
+        self,
+        handler: str | None = None,
+        concurrency: int = DEFAULT_WORKER_CONCURRENCY,
+        shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
+    ) -> ConsumerConfig:
+        """Everything a consumer of this contract is told, as ``sqslease`` holds it (validated there).
+
+        :param handler: the per-message function. Default: none.
+        :param concurrency: handlers running at once in one worker. Default: 4.
+        :param shutdown_grace_s: seconds running handlers get after SIGTERM. Default: 25.
+        """
+        return ConsumerConfig(
+            queue_url=self.queue_url,
+            handler=handler,
+            concurrency=concurrency,
+            lease=replace(self.lease, shutdown_grace=shutdown_grace_s),
+            idempotency=self.idempotency or IdempotencySettings(),
+        )
 
     def fields(self, *extra: str) -> list[str]:
         """The lease fields a consumer is given: :data:`LEASE_FIELDS`, what differs from the runtime's default,
@@ -163,25 +167,24 @@ class ConsumerContract:
         return [*named, *(f for f in self.lease.changed_fields() if f not in named)]
 
     def settings(self, *extra: str) -> dict[str, str]:
-        """Field name -> value: the queue URL and :meth:`fields` of the lease, as ``sqslease`` parses them.
+        """Setting name -> value as text: the queue URL and :meth:`fields` of the lease, as ``sqslease`` reads them.
 
         :param extra: lease fields to write even at their default.
         """
-        values = self.lease.as_strings(self.fields(*extra))
-        if self.visibility_timeout_token is not None:
-            values["visibility_timeout"] = self.visibility_timeout_token
-        return {"queue_url": self.queue_url, **values}
+        return self._told(self.config(), ["queue_url", *self.fields(*extra)])
 
     def environment(self, handler: str | None = None) -> dict[str, str]:
-        """:meth:`settings` as the ``SQSLEASE_*`` variables a Lambda consumer reads, with ``SQSLEASE_HANDLER``.
+        """What a Lambda consumer is told, as the variables it reads: :meth:`settings`, the idempotency settings
+        (with idempotency on) and the handler.
 
         :param handler: the per-message function, ``module.function``. Default: not set.
         """
-        env = {ENV_PREFIX + name.upper(): value for name, value in self.settings().items()}
-        env.update(self.idempotency_environment())
+        told = self.settings()
+        if self.idempotency is not None:
+            told.update(self._told(self.config(), IDEMPOTENCY_FIELDS))
         if handler is not None:
-            env[ENV_PREFIX + "HANDLER"] = handler
-        return env
+            told.update(self._told(self.config(handler), ["handler"]))
+        return variables(told)
 
     def worker_command(
         self,
@@ -189,21 +192,32 @@ class ConsumerContract:
         concurrency: int = DEFAULT_WORKER_CONCURRENCY,
         shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
     ) -> list[str]:
-        """The container command of an ECS consumer: ``python -m sqslease.worker`` with every setting as an
-        option (options, not variables: visible in the task definition, and cdk-nag's ECS2 asks for no
-        container environment).
+        """The container command of an ECS consumer: ``python -m sqslease.worker`` with everything it is told as
+        options (options, not variables: visible in the task definition, and cdk-nag's ECS2 asks for no container
+        environment).
 
         :param handler: the per-message function, ``package.module:function``.
         :param concurrency: handlers running at once in one task. Default: 4.
         :param shutdown_grace_s: seconds running handlers get after SIGTERM. Default: 25.
         """
-        worker = replace(self, lease=replace(self.lease, shutdown_grace=shutdown_grace_s))
-        command = [*WORKER_MODULE, "--handler", handler, "--concurrency", str(concurrency)]
-        for name, value in worker.settings("shutdown_grace").items():
-            command += ["--" + name.replace("_", "-"), value]
-        return command
+        config = self.config(handler, concurrency, shutdown_grace_s)
+        told = self._told(config, ["handler", "concurrency"])
+        told.update(self._told(config, ["queue_url", *self.fields("shutdown_grace")]))
+        if self.idempotency is not None:
+            told.update(self._told(config, IDEMPOTENCY_FIELDS))
+        return [*WORKER_MODULE, *options(told)]
 
+    def brought_worker_settings(self) -> dict[str, str]:
+        """Setting name -> text: what ``add_ecs_consumer`` completes a brought worker's command with, the options
+        its :meth:`worker_command` could not hold: the hooks and the key function, given to the binder, when set;
+        the idempotency settings too, with idempotency on (a command of the worker's own may lack them)."""
+        names = [*(IDEMPOTENCY_FIELDS if self.idempotency is not None else ())]
+        names += [name for name in ("hooks", "idempotency_key") if name in self.lease.changed_fields()]
+        return self._told(self.config(), names)
 
-def _number(value: float) -> str:
-    """``1209600``, not ``1209600.0`` or ``1.2096e+06``: as ``sqslease`` parses a float."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+    def _told(self, config: ConsumerConfig, names: Sequence[str]) -> dict[str, str]:
+        """``config``'s values of ``names`` as text, the visibility timeout as its token when it is one."""
+        told = config.values(names)
+        if self.visibility_timeout_token is not None and "visibility_timeout" in told:
+            told["visibility_timeout"] = self.visibility_timeout_token
+        return told

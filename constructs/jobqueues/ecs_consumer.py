@@ -24,6 +24,7 @@ from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
 from jobqueues.registry import stack_of
 from jobqueues.scaling import running_tasks, scale_on_backlog
+from sqslease import config
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
 
 
@@ -35,7 +36,7 @@ def bind_ecs_consumer(
     min_tasks: int = ECS_MIN_TASKS,
     max_tasks: int = ECS_MAX_TASKS,
     target_backlog_per_task: int = DEFAULT_WORKER_CONCURRENCY,
-    add_environment: bool = True,
+    add_settings: bool = True,
     hooks: Sequence[str] | None = None,
     idempotency_key: str | None = None,
 ) -> ConsumerAlarms:
@@ -45,44 +46,29 @@ def bind_ecs_consumer(
     :param min_tasks: tasks when idle. Default: 0.
     :param max_tasks: tasks at most. Default: 10.
     :param target_backlog_per_task: outstanding messages per task the scaling aims at. Default: 4.
-    :param add_environment: add the job queue's ``SQSLEASE_IDEMPOTENCY_*`` variables (idempotency on), ``hooks``
-        and ``idempotency_key`` to the task definition's default container, the worker's (a caller that created it
-        with them passes False). Default: True.
-    :param hooks: ``sqslease`` hooks, import paths, the worker's ``SQSLEASE_HOOKS``. Default: none.
+    :param add_settings: complete the command of the task definition's default container, the worker's, with the
+        settings its ``worker_command(...)`` could not hold (:meth:`ConsumerContract.brought_worker_settings`: the
+        idempotency settings, ``hooks``, ``idempotency_key``); a caller that created it with them passes False.
+        Default: True.
+    :param hooks: ``sqslease`` hooks, import paths, the worker's ``--hooks``. Default: none.
     :param idempotency_key: the idempotency key function's import path, with idempotency on, the worker's
-        ``SQSLEASE_IDEMPOTENCY_KEY``. Default: none (the ``MessageId``).
+        ``--idempotency-key``. Default: none (the ``MessageId``).
     """
     if not isinstance(service, ecs.BaseService):
         raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
-    options, errors = brought_runtime_options(
-        hooks, idempotency_key, idempotency=job_queue.idempotency_table is not None
-    )
-    if errors:
-        raise JobQueueError(
-            f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
-        )
-    environment = options.apply(job_queue.consumer_contract()).worker_environment() if add_environment else {}
-    worker = service.task_definition.default_container
-    if environment and worker is None:
-        raise JobQueueError(
-            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
-            f"({', '.join(environment)}), which go to the task definition's default container, and "
-            f"{service.task_definition.node.path} has none: add the worker's container (essential) before binding"
-        )
+    worker, told = _brought_worker_settings(job_queue, service, hooks, idempotency_key, add_settings=add_settings)
     claim_consumer(job_queue, scope, "add_ecs_consumer")
-    if environment and worker is not None:
-        for name, value in environment.items():
-            worker.add_environment(name, value)
-        acknowledge_environment(service.task_definition, environment)
+    if told and worker is not None:
+        complete_worker_command(job_queue, service.task_definition, worker, told)
     stack = stack_of(scope)
     task_role = service.task_definition.task_role
     binding = bind_consumer(scope, job_queue, task_role)
     cluster_name = service.cluster.cluster_name
-    _grant_task_protection(task_role, stack, cluster_name)
+    _grant_task_protection(stack, task_role, cluster_name)
     scaling = {"min_tasks": min_tasks, "max_tasks": max_tasks, "target_backlog_per_task": target_backlog_per_task}
     scale_on_backlog(scope, service, cluster_name, job_queue.queue, **scaling)
     _mark(job_queue, service, stack, cluster_name, scaling)
-    return _finish(scope, job_queue, binding, cluster_name, service.service_name)
+    return _running_tasks_alarm(scope, job_queue, service, cluster_name, binding)
 
 
 def _mark(
@@ -104,12 +90,12 @@ def _mark(
     )
 
 
-def _finish(
-    scope: Construct, job_queue: IJobQueue, binding: Binding, cluster_name: str, service_name: str
+def _running_tasks_alarm(
+    scope: Construct, job_queue: IJobQueue, service: ecs.BaseService, cluster_name: str, binding: Binding
 ) -> ConsumerAlarms:
-    """The no-running-task alarm and graph, then the binding's shared alarms and dashboard."""
+    """The service's own alarm (a backlog with no task running) and graph, beside the shared binding's."""
     period = consumer_period(scope)
-    tasks = running_tasks(cluster_name, service_name, period)
+    tasks = running_tasks(cluster_name, service.service_name, period)
     no_task = alarm(
         scope,
         "NoRunningTaskAlarm",
@@ -131,9 +117,36 @@ def _finish(
     )
 
 
-def _grant_task_protection(task_role: iam.IRole, stack: Stack, cluster_name: str) -> None:
-    """Let ``sqslease`` set scale-in protection on its own task: the cluster's tasks only, acknowledged for
-    cdk-nag (a task's id exists only at run time)."""
+def _brought_worker_settings(
+    job_queue: IJobQueue,
+    service: ecs.BaseService,
+    hooks: Sequence[str] | None,
+    idempotency_key: str | None,
+    *,
+    add_settings: bool,
+) -> tuple[ecs.ContainerDefinition | None, dict[str, str]]:
+    """The worker container and the settings (name -> text) the binder completes its command with: checked
+    before the service is claimed, so a refused binding changes nothing."""
+    options, errors = brought_runtime_options(
+        hooks, idempotency_key, idempotency=job_queue.idempotency_table is not None
+    )
+    if errors:
+        raise JobQueueError(
+            f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
+        )
+    told = options.apply(job_queue.consumer_contract()).brought_worker_settings() if add_settings else {}
+    worker = service.task_definition.default_container
+    if told and worker is None:
+        raise JobQueueError(
+            f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
+            f"({', '.join(told)}), which go to the task definition's default container, and "
+            f"{service.task_definition.node.path} has none: add the worker's container (essential) before binding"
+        )
+    return worker, told
+
+
+def _grant_task_protection(stack: Stack, task_role: iam.IRole, cluster_name: str) -> None:
+    """Let the worker set ECS task scale-in protection on its own task (an id known only at run time)."""
     own_tasks = stack.format_arn(
         service="ecs", resource="task", resource_name=f"{cluster_name}/*", arn_format=ArnFormat.SLASH_RESOURCE_NAME
     )
@@ -154,17 +167,50 @@ def _grant_task_protection(task_role: iam.IRole, stack: Stack, cluster_name: str
         )
 
 
+def complete_worker_command(
+    job_queue: IJobQueue, task_definition: ecs.TaskDefinition, worker: ecs.ContainerDefinition, told: dict[str, str]
+) -> None:
+    """Give a brought worker the settings ``told`` (setting name -> text) as options of its command, the one channel
+    of an ECS worker: those its command lacks are appended (a property override of the container's ``Command``,
+    which a container definition keeps read-only). Its command must run ``sqslease.worker``, and may give none of
+    them another value: else a ``JobQueueError`` names the fix."""
+    rendered = worker.render_container_definition()
+    command = [str(part) for part in rendered.command or []]
+    where = f"add_ecs_consumer on {job_queue.node.path}"
+    if "sqslease.worker" not in [*(str(part) for part in rendered.entry_point or []), *command]:
+        raise JobQueueError(
+            f"{where}: job type {job_queue.job_type!r} has settings for its worker ({', '.join(told)}), which go to "
+            f"the command of the task definition's default container, and {worker.node.path}'s command "
+            f"{command!r} does not run sqslease.worker: give it command=job_queue.worker_command('package.module:"
+            "handler')"
+        )
+    present = config.given(command)
+    clashes = [
+        f"{name} {present[name]!r}, not {text!r}" for name, text in told.items() if present.get(name, text) != text
+    ]
+    if clashes:
+        raise JobQueueError(
+            f"{where}: the command of {worker.node.path} gives {'; '.join(clashes)}: drop those options from the "
+            "command (the binder gives them)"
+        )
+    missing = {name: text for name, text in told.items() if name not in present}
+    containers = [c.node.path for c in task_definition.node.children if isinstance(c, ecs.ContainerDefinition)]
+    cfn = task_definition.node.default_child
+    assert isinstance(cfn, ecs.CfnTaskDefinition)
+    cfn.add_property_override(
+        f"ContainerDefinitions.{containers.index(worker.node.path)}.Command", [*command, *config.options(missing)]
+    )
+
+
 def acknowledge_environment(task_definition: ecs.TaskDefinition, environment: dict[str, str]) -> None:
-    """Acknowledge cdk-nag's ECS2 (a container with environment variables) for the worker's ``environment``:
-    plain settings (``environment=``, the idempotency table's name and retention, a brought worker's hooks and key
-    function), never secrets."""
+    """Acknowledge cdk-nag's ECS2 (a container with environment variables) for the worker's ``environment``, the
+    ``environment=`` prop's: plain settings, never secrets (the worker's own settings are its options)."""
     Validations.of(task_definition).acknowledge(
         Acknowledgment(
             id="AwsSolutions::AwsSolutions-ECS2",
             reason=(
-                f"the variables ({', '.join(sorted(environment))}) are plain settings: the environment= prop's, "
-                "the idempotency table's name and retention, the import paths of sqslease hooks and key function; "
-                "secret values go through secrets= (Secrets Manager or SSM), and the lease settings are the "
+                f"the variables ({', '.join(sorted(environment))}) are plain settings, the environment= prop's; "
+                "secret values go through secrets= (Secrets Manager or SSM), and sqslease's settings are the "
                 "worker's command-line options"
             ),
         )

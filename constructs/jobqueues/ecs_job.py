@@ -89,7 +89,7 @@ class EcsJob(RegisteredConstruct):
             min_tasks=plan.min_tasks,
             max_tasks=plan.max_tasks,
             target_backlog_per_task=plan.target_backlog_per_task,
-            add_environment=False,
+            add_settings=False,
         )
         if plan.image is None:
             # Where `jobqueues local up` finds the handlers to run the worker as a local process (relative to
@@ -100,8 +100,8 @@ class EcsJob(RegisteredConstruct):
     def _worker(self, plan: EcsJobPlan, log_group: logs.LogGroup) -> ecs.ContainerDefinition:
         """The worker container, its image pull acknowledged for cdk-nag."""
         contract = self.job_queue.consumer_contract()
-        # The worker's options are the lease settings; idempotency is read from its variables.
-        environment = {**plan.service.environment, **contract.idempotency_environment()}
+        # Everything sqslease is told is the worker's options: the container's variables are the environment= prop's.
+        environment = dict(plan.service.environment)
         image = plan.image or _default_image(plan)
         handler = plan.handler.value if isinstance(plan.handler, Given) else plan.handler
         container = self.task_definition.add_container(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Unpack
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, SizeRoundingBehavior
+from aws_cdk import Annotations, CfnElement, CfnResource, Duration, RemovalPolicy, SizeRoundingBehavior
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -52,6 +52,8 @@ class JobQueue(JobQueueBase):
         (:func:`jobqueues.planning.claim_names`). Default: none (the job queue claims them).
     """
 
+    owns_queues = True
+
     def __init__(
         self,
         scope: Construct,
@@ -90,7 +92,7 @@ class JobQueue(JobQueueBase):
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
-        mark_job_queue(self)
+        self._mark(registry)
         registry.count_job_type()
 
     def _build_alarms(self, plan: QueuePlan, alarms: AlarmPlan) -> JobQueueAlarms:
@@ -177,6 +179,18 @@ class JobQueue(JobQueueBase):
             source_arn = registry.stack.format_arn(service="sqs", resource=plan.queue_name)
             cfn_dlq: sqs.CfnQueue = self.dead_letter_queue.node.default_child  # type: ignore[assignment]
             cfn_dlq.redrive_allow_policy = {"redrivePermission": "byQueue", "sourceQueueArns": [source_arn]}
+
+    def _mark(self, registry: StackRegistry) -> None:
+        """The queue marker on the source queue, its queues named by logical ids computed in Python
+        (:meth:`jobqueues.registry.StackRegistry.logical_id`): the kernel's answers were most of a job type's cost."""
+        resource: CfnResource = self.queue.node.default_child  # type: ignore[assignment]
+
+        def dead_letter_resource() -> CfnElement:
+            return self.dead_letter_queue.node.default_child  # type: ignore[return-value]
+
+        queue_id = registry.logical_id(self.path_below_stack("Queue", "Resource"), lambda: resource)
+        dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
+        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id})
 
     @staticmethod
     def from_queue_attributes(

@@ -44,6 +44,8 @@ class JobQueueBase(RegisteredConstruct):
     below before anything reads them."""
 
     job_type: str
+    #: True when the queues are this construct's own resources (a declared ``JobQueue``), False when adopted.
+    owns_queues: bool = False
     #: The source queue consumers receive from.
     queue: sqs.IQueue
     #: The dead-letter queue.

@@ -25,11 +25,16 @@ from jobqueues.interface import IJobQueue
 from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
 
 
-def mark_job_queue(job_queue: IJobQueue) -> None:
-    """Put the queue marker on ``job_queue``'s source queue resource (a declared ``JobQueue``'s)."""
-    resource = job_queue.queue.node.default_child
-    if isinstance(resource, CfnResource):
-        resource.add_metadata(QUEUE_MARKER, queue_part(job_queue, Stack.of(resource)))
+def mark_job_queue(
+    job_queue: IJobQueue,
+    resource: CfnResource,
+    path: str,
+    queue: dict[str, str] | None,
+    dead_letter_queue: dict[str, str] | None,
+) -> None:
+    """Put the queue marker on ``resource``, a declared ``JobQueue``'s source queue, at construct ``path``, with the
+    references to its queues (:func:`reference`'s form), known to its caller without a round-trip."""
+    resource.add_metadata(QUEUE_MARKER, _queue_part(job_queue, path, queue, dead_letter_queue))
 
 
 def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, Any]) -> None:
@@ -39,21 +44,33 @@ def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, An
     if not isinstance(resource, CfnResource):
         return
     stack = Stack.of(resource)
-    marker: dict[str, Any] = {"version": MARKER_VERSION, "path": job_queue.node.path, **part}
-    if not isinstance(job_queue.queue.node.default_child, CfnResource):
+    # A jobqueues construct knows its path and whether it owns its queues without asking the kernel.
+    path = getattr(job_queue, "construct_path", None) or job_queue.node.path
+    marker: dict[str, Any] = {"version": MARKER_VERSION, "path": path, **part}
+    owns_queues = getattr(job_queue, "owns_queues", None)
+    if owns_queues is False or (
+        owns_queues is None and not isinstance(job_queue.queue.node.default_child, CfnResource)
+    ):
         marker["queue"] = queue_part(job_queue, stack)
-    resource.add_metadata(CONSUMER_MARKER, _local(marker, stack))
+    resource.add_metadata(CONSUMER_MARKER, _local(marker))
 
 
 def queue_part(job_queue: IJobQueue, stack: Stack) -> dict[str, Any]:
     """The job type, its queues and the numbers it declared, in seconds (``None``: not declared)."""
+    queue, dead_letter_queue = _queue(job_queue.queue, stack), _queue(job_queue.dead_letter_queue, stack)
+    return _queue_part(job_queue, job_queue.node.path, queue, dead_letter_queue)
+
+
+def _queue_part(
+    job_queue: IJobQueue, path: str, queue: dict[str, str] | None, dead_letter_queue: dict[str, str] | None
+) -> dict[str, Any]:
     return _local(
         {
             "version": MARKER_VERSION,
             "job_type": job_queue.job_type,
-            "path": job_queue.node.path,
-            "queue": _queue(job_queue.queue, stack),
-            "dead_letter_queue": _queue(job_queue.dead_letter_queue, stack),
+            "path": path,
+            "queue": queue,
+            "dead_letter_queue": dead_letter_queue,
             "fifo": job_queue.fifo,
             "fair": job_queue.fair,
             "visibility_timeout_s": job_queue.visibility_timeout_seconds,
@@ -62,8 +79,7 @@ def queue_part(job_queue: IJobQueue, stack: Stack) -> dict[str, Any]:
             "max_processing_time_s": job_queue.max_processing_time_seconds,
             "lambda_timeout_s": job_queue.lambda_timeout_seconds,
             "max_batching_window_s": job_queue.max_batching_window_seconds,
-        },
-        stack,
+        }
     )
 
 
@@ -82,7 +98,7 @@ def _queue(queue: sqs.IQueue, stack: Stack) -> dict[str, str] | None:
     return reference(queue, queue.queue_arn, "arn", stack)
 
 
-def _local(marker: dict[str, Any], stack: Stack) -> dict[str, Any]:
+def _local(marker: dict[str, Any]) -> dict[str, Any]:
     """Numbers that are tokens (a CloudFormation parameter, say) become ``None``: a marker holds what synth knew."""
     # is_token asks the CDK's Node kernel only about a number that can be a token (each ask is a round-trip)
     return {k: None if isinstance(v, float | int) and is_token(v) else v for k, v in marker.items()}

@@ -13,11 +13,13 @@ Each lookup in the tree is a round-trip to the CDK's Node kernel, so a construct
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, cast
 
-from aws_cdk import Duration, Stack, Stage
+from aws_cdk import CfnElement, Duration, Stack, Stage
 from constructs import Construct, IConstruct
 
+from jobqueues.logical_ids import logical_id
 from jobqueues.names import NameRegistry, StackFacts
 from jobqueues.stack_limits import ResourceBudget
 
@@ -60,6 +62,10 @@ class StackRegistry(Construct):
         )
         #: The names of the app the stack is in.
         self.names = AppRegistry.of(stack.node.root).names
+        #: The stack's construct path (``Dev/Jobs`` inside a Stage).
+        self.path: str = stack.node.path
+        # Whether the kernel allocates logical ids as jobqueues.logical_ids computes them (asked once).
+        self._kernel_agrees: bool | None = None
         self._budget: ResourceBudget | None = None
         self._durations: dict[tuple[str, int], Duration] = {}
         self._context: dict[str, Any] = {}
@@ -90,6 +96,18 @@ class StackRegistry(Construct):
             duration = self._durations[(unit, amount)] = getattr(Duration, unit)(amount)
         return duration
 
+    def logical_id(self, components: list[str] | None, resource: Callable[[], CfnElement]) -> str:
+        """The logical id of ``resource()`` (a resource of this stack) whose path below the stack is ``components``:
+        computed in Python (:mod:`jobqueues.logical_ids`) once the kernel's first answer in this stack agreed, else
+        the kernel's (a stack that allocates or renames ids its own way; ``components`` ``None``: unknown)."""
+        if components is not None:
+            computed = logical_id(components)
+            if self._kernel_agrees is None:
+                self._kernel_agrees = self.stack.get_logical_id(resource()) == computed
+            if self._kernel_agrees:
+                return computed
+        return self.stack.get_logical_id(resource())
+
     def context(self, key: str) -> Any:
         """The stack's context value ``key``, read once (each read is a round-trip to jsii)."""
         if key not in self._context:
@@ -104,6 +122,25 @@ class RegisteredConstruct(Construct):
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
         self._registry = registry_of(scope)
+        # Its path below its stack, known without asking the kernel when its scope is the stack or one of these.
+        self._below_stack: list[str] | None = (
+            [id]
+            if isinstance(scope, Stack)
+            else [*scope._below_stack, id]
+            if isinstance(scope, RegisteredConstruct) and scope._below_stack is not None
+            else None
+        )
+
+    def path_below_stack(self, *children: str) -> list[str] | None:
+        """The ids from below its stack down to its descendant ``children`` (``None``: not known in Python)."""
+        return None if self._below_stack is None else [*self._below_stack, *children]
+
+    @property
+    def construct_path(self) -> str:
+        """``node.path``, without a round-trip when its path below its stack is known."""
+        if self._below_stack is None:
+            return self.node.path
+        return "/".join([self._registry.path, *self._below_stack])
 
 
 def registry_of(scope: IConstruct) -> StackRegistry:
@@ -111,8 +148,12 @@ def registry_of(scope: IConstruct) -> StackRegistry:
     if isinstance(scope, RegisteredConstruct):
         return scope._registry
     stack = stack_of(scope)
-    found = stack.node.try_find_child(REGISTRY_ID)
-    return found if isinstance(found, StackRegistry) else StackRegistry(stack)
+    # Kept on the stack's Python object too: the tree lookup is two round-trips per job type.
+    found = getattr(stack, "_jobqueues_registry", None) or stack.node.try_find_child(REGISTRY_ID)
+    if not isinstance(found, StackRegistry):
+        found = StackRegistry(stack)
+    stack._jobqueues_registry = found  # type: ignore[attr-defined]
+    return found
 
 
 def stack_of(scope: IConstruct) -> Stack:

@@ -1,5 +1,7 @@
 """sqslease: lease (visibility-timeout) management for SQS consumers.
 
+- ``sqslease.config``: ``ConsumerConfig``, everything a consumer is told (queue, handler, lease, idempotency), and
+  the one place its settings' variables and options are named.
 - ``sqslease.rules``: the visibility-timeout rules shared with the ``jobqueues`` constructs and ``jobstats``
   (no AWS imports).
 - ``sqslease.worker``: the long-polling consumer (``python -m sqslease.worker``).
@@ -21,8 +23,9 @@
 boto3 is needed at run time only by the parts that call SQS; the Lambda runtime ships it.
 """
 
+from sqslease.config import ConsumerConfig
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 __version__ = "0.2.0"
 
-__all__ = ["FailurePolicy", "LeaseSettings"]
+__all__ = ["ConsumerConfig", "FailurePolicy", "LeaseSettings"]

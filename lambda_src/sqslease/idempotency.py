@@ -20,18 +20,17 @@ One item per key in a DynamoDB table whose partition key is ``pk`` (a string) an
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from sqslease.config import SETTINGS
+from sqslease.idempotency_settings import MAX_RESULT_LIMIT_BYTES
+from sqslease.idempotency_settings import IdempotencySettings as IdempotencySettings  # where it was first defined
 from sqslease.message import Message
-from sqslease.rules import SQS_MAX_RETENTION_S
-from sqslease.settings import ENV_PREFIX, _parse
 
 KEY_ATTRIBUTE = "pk"
 TTL_ATTRIBUTE = "ttl"
@@ -40,63 +39,13 @@ KEY_SEPARATOR = "#"
 MAX_PARTITION_KEY_BYTES = 2048
 #: Actions per TransactWriteItems request (DynamoDB's limit): the extension batch size.
 TRANSACTION_MAX_ITEMS = 100
-#: SQS's default message retention (4 days), in seconds.
-DEFAULT_RETENTION_PERIOD_S = 345_600
-DEFAULT_TTL_MARGIN_S = 86_400
-DEFAULT_MAX_RESULT_BYTES = 4_096
-#: A result limit may not exceed this: it keeps the item well under DynamoDB's 400 KB.
-MAX_RESULT_LIMIT_BYTES = 262_144
 #: An IN_PROGRESS record's TTL lies this long after its expiry: its deletion is cleanup, never a state change.
 IN_PROGRESS_TTL_MARGIN_S = 3_600
-IDEMPOTENCY_ENV_PREFIX = ENV_PREFIX + "IDEMPOTENCY_"
 
 
 class RecordStatus(StrEnum):
     IN_PROGRESS = "IN_PROGRESS"
     COMPLETED = "COMPLETED"
-
-
-@dataclass(frozen=True)
-class IdempotencySettings:
-    """Where the records live and how long they last. Each field also comes from ``SQSLEASE_IDEMPOTENCY_<FIELD>``.
-
-    Request timeouts and retry pacing are the lease settings' (``LeaseSettings.lease_request_timeout``,
-    ``heartbeat_interval``): a DynamoDB fault is handled like an SQS one.
-
-    :param table: the DynamoDB table's name. Default ``None``: idempotency off.
-    :param retention_period: the queue's message retention, in seconds: a COMPLETED record outlives any redelivery
-        of its message. Default 345,600 (4 days, SQS's default).
-    :param ttl_margin: seconds a COMPLETED record is kept beyond ``retention_period``. Default 86,400 (1 day).
-    :param max_result_bytes: largest result stored with a COMPLETED record, in bytes of UTF-8 JSON (at most
-        262,144). Default 4,096.
-    """
-
-    table: str | None = None
-    retention_period: float = DEFAULT_RETENTION_PERIOD_S
-    ttl_margin: float = DEFAULT_TTL_MARGIN_S
-    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not 60 <= self.retention_period <= SQS_MAX_RETENTION_S:
-            problems.append(f"retention_period must be 60-1209600 s (SQS's range), got {self.retention_period}")
-        if self.ttl_margin < 0:
-            problems.append(f"ttl_margin must not be negative, got {self.ttl_margin}")
-        if not 0 <= self.max_result_bytes <= MAX_RESULT_LIMIT_BYTES:
-            problems.append(f"max_result_bytes must be 0-{MAX_RESULT_LIMIT_BYTES}, got {self.max_result_bytes}")
-        if problems:
-            raise ValueError("invalid sqslease idempotency settings: " + "; ".join(problems))
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> IdempotencySettings:
-        """Settings from ``SQSLEASE_IDEMPOTENCY_*`` variables (parsed as ``LeaseSettings`` parses its own)."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for f in dataclasses.fields(cls):
-            raw = environ.get(IDEMPOTENCY_ENV_PREFIX + f.name.upper())
-            if raw:
-                values[f.name] = _parse(f.name, f.type, raw, source=IDEMPOTENCY_ENV_PREFIX + f.name.upper())
-        return cls(**values)  # type: ignore[arg-type]
 
 
 def create_table_request(table: str) -> dict[str, Any]:
@@ -175,7 +124,8 @@ def encode_result(result: Any, limit: int) -> str | None:
     if size > limit:
         raise ResultTooLargeError(
             f"idempotency result of {size} bytes exceeds max_result_bytes ({limit} bytes): store a reference "
-            f"(an S3 key) instead, or raise SQSLEASE_IDEMPOTENCY_MAX_RESULT_BYTES (at most {MAX_RESULT_LIMIT_BYTES})"
+            f"(an S3 key) instead, or raise {SETTINGS['idempotency_max_result_bytes'].variable} (at most "
+            f"{MAX_RESULT_LIMIT_BYTES})"
         )
     return text
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqslease.config import ConsumerConfig
 from sqslease.idempotency import (
     Begin,
     BeginStatus,
@@ -51,10 +51,18 @@ class IdempotentResult:
     value: Any
 
 
-def env_store(settings: LeaseSettings, concurrency: int = 1, environ: Mapping[str, str] | None = None) -> Any:
-    """The store ``SQSLEASE_IDEMPOTENCY_*`` describe, with its own DynamoDB client, or ``None`` when
-    ``SQSLEASE_IDEMPOTENCY_TABLE`` is unset (idempotency off)."""
-    idempotency = IdempotencySettings.from_env(os.environ if environ is None else environ)
+def env_store(
+    settings: LeaseSettings, concurrency: int = 1, environ: Mapping[str, str] | None = None
+) -> IdempotencyStore | None:
+    """The store the environment's idempotency settings describe (:meth:`sqslease.config.ConsumerConfig.from_env`;
+    default ``os.environ``; its other variables are not read), or ``None`` when they name no table (off)."""
+    return configured_store(settings, ConsumerConfig.from_env(environ, part="idempotency").idempotency, concurrency)
+
+
+def configured_store(
+    settings: LeaseSettings, idempotency: IdempotencySettings, concurrency: int = 1
+) -> IdempotencyStore | None:
+    """The store ``idempotency`` describes, with its own DynamoDB client, or ``None`` without a table (off)."""
     if not idempotency.table:
         return None
     return IdempotencyStore(store_client(settings, concurrency), settings, idempotency)

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sqslease.config import SETTINGS
 from sqslease.idempotency import (
     KEY_ATTRIBUTE,
     TRANSACTION_MAX_ITEMS,
@@ -81,7 +82,8 @@ class IdempotencyStore:
         rng: random.Random | None = None,
     ) -> None:
         if not idempotency.table:
-            raise ValueError("IdempotencySettings.table is not set: give the table (SQSLEASE_IDEMPOTENCY_TABLE)")
+            table = SETTINGS["idempotency_table"]
+            raise ValueError(f"IdempotencySettings.table is not set: give the table ({table.variable})")
         record_key(settings.job_type, "")  # refuses a job type that cannot prefix keys
         self.client = client
         self.settings = settings

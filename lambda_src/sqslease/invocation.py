@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqslease.clients import queue_region
+from sqslease.config import SETTINGS
 from sqslease.heartbeat import Heartbeat
 from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.lease import Lease
@@ -18,13 +19,13 @@ from sqslease.lease_table import LeaseScheduler
 from sqslease.message import queue_url_from_arn
 from sqslease.retry import FatalSqsError
 from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
-from sqslease.settings import ENV_PREFIX, LeaseSettings
+from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
 
 #: The environment variable naming the consumer's queue (set by the ``jobqueues`` constructs).
-QUEUE_URL_ENV = ENV_PREFIX + "QUEUE_URL"
+QUEUE_URL_ENV = SETTINGS["queue_url"].variable
 
 
 class EventLeases:

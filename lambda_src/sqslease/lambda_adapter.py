@@ -61,7 +61,7 @@ The SQS clients are created once per process (the first invocation), not per inv
 settings read from the ``SQSLEASE_*`` variables (:func:`env_settings`): Lambda fixes a function's environment for
 the life of its execution environment (a configuration change starts new ones). ``SQSLEASE_QUEUE_URL`` is still
 read on every invocation (one lookup). Code that changes the variables within one process (a test, a script)
-passes ``settings=LeaseSettings.from_env()`` instead.
+passes ``settings=ConsumerConfig.from_env().lease`` instead.
 
 What an invocation costs besides the handlers (``bench/runtime_bench.py``): with every record successful and no
 lease needing an extension, no thread. The renewal at the start (lease extension on) runs its first request of
@@ -87,6 +87,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
 from sqslease.hooks import MessageHooks
 from sqslease.hung_records import RecordsHungError, end_environment
@@ -260,7 +261,7 @@ def env_settings() -> LeaseSettings:
     """The ``SQSLEASE_*`` lease settings of this process: parsed on first use, then kept (see the module doc)."""
     global _env_settings
     if _env_settings is None:
-        _env_settings = LeaseSettings.from_env()  # two threads may both parse: the same result
+        _env_settings = ConsumerConfig.from_env().lease  # two threads may both parse: the same result
     return _env_settings
 
 

@@ -2,30 +2,29 @@
 
 A function whose code holds only per-message handlers sets its Lambda handler to
 ``sqslease.lambda_entry.handler`` (this module ships in the sqslease layer) and names the per-message
-function in ``SQSLEASE_HANDLER`` (``module.function`` or ``module:function``, imported from the function's
-code). Lease settings come from the ``SQSLEASE_*`` variables (:meth:`LeaseSettings.from_env`). The batch runs
-through :func:`sqslease.lambda_adapter.sqs_batch_handler`: partial batch failures, lease extension, the
-deadline guard.
+function in its configuration's ``handler`` (``SQSLEASE_HANDLER``: ``module.function`` or ``module:function``,
+imported from the function's code). The rest of the configuration comes from the other variables
+(:meth:`sqslease.config.ConsumerConfig.from_env`). The batch runs through
+:func:`sqslease.lambda_adapter.sqs_batch_handler`: partial batch failures, lease extension, the deadline guard.
 
 The per-message handler and the settings are loaded once per process, on the first invocation (Lambda
-reuses the process), so a bad ``SQSLEASE_HANDLER`` (or ``SQSLEASE_HOOKS``, ``SQSLEASE_IDEMPOTENCY_KEY``) fails
-every invocation with the same clear error.
+reuses the process), so a bad handler (or hooks, idempotency key) fails every invocation with the same clear
+error, which names the variable.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqslease.config import SETTINGS, ConsumerConfig
 from sqslease.hooks import configured_hooks
 from sqslease.idempotency_gate import configured_key
 from sqslease.imports import import_object
 from sqslease.lambda_adapter import sqs_batch_handler
-from sqslease.settings import ENV_PREFIX, LeaseSettings
 
-HANDLER_ENV = ENV_PREFIX + "HANDLER"
+HANDLER_ENV = SETTINGS["handler"].variable
 
 BatchHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -34,13 +33,14 @@ _lock = threading.Lock()
 
 
 class EntryConfigurationError(RuntimeError):
-    """``SQSLEASE_HANDLER`` is missing or does not name a callable."""
+    """The configuration names no handler, or one that is not a callable (or bad hooks, a bad key function)."""
 
 
 def build_handler(environ: Mapping[str, str] | None = None) -> BatchHandler:
-    """The Lambda handler ``(event, context) -> {"batchItemFailures": [...]}`` that ``environ`` describes."""
-    environ = os.environ if environ is None else environ
-    path = environ.get(HANDLER_ENV, "").strip()
+    """The Lambda handler ``(event, context) -> {"batchItemFailures": [...]}`` that ``environ`` describes
+    (default ``os.environ``)."""
+    config = ConsumerConfig.from_env(environ)
+    path = (config.handler or "").strip()
     if not path:
         raise EntryConfigurationError(f"{HANDLER_ENV} is not set: name the per-message handler, e.g. thumbs.handle")
     try:
@@ -49,21 +49,22 @@ def build_handler(environ: Mapping[str, str] | None = None) -> BatchHandler:
         raise EntryConfigurationError(f"{HANDLER_ENV}={path!r}: {error}") from error
     if not callable(func):
         raise EntryConfigurationError(f"{HANDLER_ENV}={path!r} is not callable")
-    settings = LeaseSettings.from_env(environ)
+    settings = config.lease
+    hooks, key = SETTINGS["hooks"].variable, SETTINGS["idempotency_key"].variable
     try:
         configured_hooks(settings.job_type, settings.hooks)
     except ValueError as error:
-        raise EntryConfigurationError(f"{ENV_PREFIX}HOOKS={','.join(settings.hooks)!r}: {error}") from error
+        raise EntryConfigurationError(f"{hooks}={','.join(settings.hooks)!r}: {error}") from error
     try:
         configured_key(settings.idempotency_key)  # imported once: every invocation reuses it
     except ValueError as error:
-        raise EntryConfigurationError(f"{ENV_PREFIX}IDEMPOTENCY_KEY={settings.idempotency_key!r}: {error}") from error
+        raise EntryConfigurationError(f"{key}={settings.idempotency_key!r}: {error}") from error
     handler: BatchHandler = sqs_batch_handler(func, settings=settings)
     return handler
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The Lambda entry point: run the batch through the handler named by ``SQSLEASE_HANDLER``."""
+    """The Lambda entry point: run the batch through the handler the configuration names."""
     global _batch_handler
     with _lock:
         if _batch_handler is None:

@@ -1,18 +1,16 @@
-"""Lease and failure-handling settings, with the defaults of a common message-processing framework.
+"""Lease and failure-handling settings, with the defaults of a common message-processing framework, validated
+when built (the rules of :mod:`sqslease.rules`).
 
-Every field can come from an environment variable (``SQSLEASE_<FIELD>``, upper case) or a command-line option
-(``--<field>`` in kebab case; the command line wins), which is how the ``jobqueues`` constructs hand a consumer
-the same numbers its queue was declared with. Both are derived from the dataclass fields: one source.
+Each field is a setting of the consumer's configuration, of the same name (:mod:`sqslease.config` names its
+environment variable and its command-line option, and writes and reads it): which is how the ``jobqueues``
+constructs hand a consumer the same numbers its queue was declared with.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
-from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 from sqslease.rules import (
     DEFAULT_DEADLINE_MARGIN_S,
@@ -28,7 +26,6 @@ from sqslease.rules import (
     total_lease_problems,
 )
 
-ENV_PREFIX = "SQSLEASE_"
 #: How a ``ValueError`` of :class:`LeaseSettings` begins; the problems follow, separated by ``"; "``.
 INVALID_SETTINGS = "invalid sqslease settings: "
 
@@ -45,28 +42,28 @@ class FailurePolicy(StrEnum):
 class LeaseSettings:
     """How a consumer holds, extends and settles its leases. Durations in seconds.
 
-    :param visibility_timeout: lease length asked for on receive and on each extension. Default 30.
+    :param visibility_timeout: lease length asked for on receive and on each extension, in seconds. Default 30.
     :param extension_threshold: extend a lease when it is within this many seconds of expiry. Default 5.
     :param heartbeat_interval: seconds between scheduler ticks. Default 1.
     :param heartbeat: extend leases at all. Default True.
-    :param max_total_lease: stop extending this long after receipt; SQS refuses beyond 12 h. With
+    :param max_total_lease: stop extending this long after receipt, in seconds; SQS refuses beyond 12 h. With
         ``max_processing_time`` (and the heartbeat) it must be at least ``max_processing_time + visibility_timeout``
         (``sqslease.rules.total_lease_problems``). Default 12 h minus 60 s.
     :param pull_forward: a tick may also extend leases due within ``extension_threshold + pull_forward``
-        to fill a batch of 10 it is sending anyway. Default 10.
+        seconds to fill a batch of 10 it is sending anyway. Default 10.
     :param max_requests_in_flight: concurrent ChangeMessageVisibilityBatch requests. Default 4.
     :param request_timeout: connect and read timeout of each lease request (extend, delete, release), in
         seconds; a timed-out request is retried within the leases' slack. Default ``None``:
         ``(extension_threshold - heartbeat_interval) / 2``, half the least slack a tick leaves a lease (a held request
         and a whole retry fit in it), at most 2 s; half the threshold with the heartbeat off
         (``sqslease.rules.default_request_timeout``).
-    :param receive_visibility_timeout: the lease asked for on ReceiveMessage; the heartbeat lengthens it to
+    :param receive_visibility_timeout: the lease asked for on ReceiveMessage, in seconds; the heartbeat lengthens it to
         ``visibility_timeout`` only for messages still held. It bounds how long a long poll abandoned at
         shutdown can hide a message. Default ``None``: ``extension_threshold + 5``, at most
         ``visibility_timeout`` (``visibility_timeout`` when the heartbeat is off).
     :param failure_policy: see :class:`FailurePolicy`. Default ``backoff``.
-    :param backoff_base: first backoff delay. Default 2.
-    :param backoff_max: backoff delay cap (SQS caps any visibility timeout at 12 h). Default 900.
+    :param backoff_base: first backoff delay, in seconds. Default 2.
+    :param backoff_max: backoff delay cap, in seconds (SQS caps any visibility timeout at 12 h). Default 900.
     :param non_retryable: import paths of exception types sent straight to the DLQ. Default none.
     :param dead_letter_queue_url: where non-retryable failures go, and (FIFO) messages whose attempts are spent.
         Default none (then they lapse, logged).
@@ -75,16 +72,16 @@ class LeaseSettings:
         after this many attempts (docs/sqslease.md, "FIFO queues"). Default ``None``: ``python -m sqslease.worker``
         reads the queue's ``RedrivePolicy`` (FIFO only); else a failure releases its group's later messages.
     :param receive_count_warning: log a warning when a message has been received more than this. Default 3.
-    :param wait_time: long-poll wait, at most; see :attr:`poll_wait`. Default 20.
+    :param wait_time: long-poll wait, in whole seconds, at most; see :attr:`poll_wait`. Default 20.
     :param max_in_flight: this consumer stops receiving at this many leases of its own. Default 100,000.
     :param queue_in_flight_limit: pause receiving when the queue's in-flight count reaches this.
         Default 90 % of the 120,000 quota.
-    :param shutdown_grace: after SIGTERM, keep extending running handlers this long (ECS stopTimeout minus a
-        margin), then release what is left. Default 25.
+    :param shutdown_grace: seconds after SIGTERM during which running handlers are kept extended (ECS stopTimeout
+        minus a margin); what is left then is released. Default 25.
     :param deadline_margin: Lambda only: stop starting records when less than this remains, in seconds; at most a
         quarter of the time the invocation started with (``sqslease.rules.lambda_deadline_margin``: 0.75 s for a
         3 s function). Default 5.
-    :param max_batching_window: Lambda only: the event source's batching window; leases are assumed to have
+    :param max_batching_window: Lambda only: the event source's batching window, in seconds; leases are assumed to have
         started that much before the invocation (conservative). Default 0.
     :param job_type: name in log lines and metrics. Default ``"default"``.
     :param stack: the CloudFormation stack that deployed this consumer (``Dev-Billing``), written on each EMF line as
@@ -194,69 +191,6 @@ class LeaseSettings:
             return self.wait_time
         return max(0, min(self.wait_time, int(self.first_lease - self.extension_threshold)))
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> LeaseSettings:
-        """Settings from ``SQSLEASE_*`` variables; explicit keyword ``overrides`` win."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for f in dataclasses.fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper())
-            if raw is None or raw == "":
-                continue
-            values[f.name] = _parse(f.name, f.type, raw)
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)  # type: ignore[arg-type]
-
-    def to_env(self, fields: Collection[str] | None = None) -> dict[str, str]:
-        """The inverse of :meth:`from_env`: variables a construct sets on a consumer.
-
-        :param fields: only these fields (a construct writes what it declared; the rest are these defaults).
-            Default: every field that is not ``None``.
-        """
-        return {ENV_PREFIX + name.upper(): value for name, value in self.as_strings(fields).items()}
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """One ``--kebab-case`` option per field (strings, parsed like the environment variables)."""
-        group = parser.add_argument_group("lease settings (each also read from SQSLEASE_<NAME>)")
-        for f in dataclasses.fields(cls):
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if isinstance(default, Enum):
-                default = default.value
-            group.add_argument(
-                "--" + f.name.replace("_", "-"),
-                dest=f.name,
-                default=None,
-                metavar=_metavar(f.type),
-                help=f"env {ENV_PREFIX}{f.name.upper()}; default {default!r}",
-            )
-
-    @classmethod
-    def from_args(
-        cls, args: argparse.Namespace | Sequence[str], environ: Mapping[str, str] | None = None
-    ) -> LeaseSettings:
-        """Settings from parsed options (or an argument list) over ``SQSLEASE_*`` variables: options win."""
-        if not isinstance(args, argparse.Namespace):
-            parser = argparse.ArgumentParser(add_help=False)
-            cls.add_arguments(parser)
-            args = parser.parse_args(list(args))
-        overrides = {}
-        for f in dataclasses.fields(cls):
-            raw = getattr(args, f.name, None)
-            if raw is not None:
-                overrides[f.name] = _parse(f.name, f.type, raw, source="--" + f.name.replace("_", "-"))
-        return cls.from_env(environ, **overrides)
-
-    def to_args(self, fields: Collection[str] | None = None) -> list[str]:
-        """The inverse of :meth:`from_args`: the command-line options a construct gives a worker container.
-
-        :param fields: only these fields, as in :meth:`to_env`. Default: every field that is not ``None``.
-        """
-        args = []
-        for name, value in self.as_strings(fields).items():
-            args += ["--" + name.replace("_", "-"), value]
-        return args
-
     def changed_fields(self) -> list[str]:
         """The fields whose value differs from the default, in declaration order."""
         return [
@@ -265,67 +199,3 @@ class LeaseSettings:
             if getattr(self, f.name)
             != (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
         ]
-
-    def as_strings(self, fields: Collection[str] | None = None) -> dict[str, str]:
-        """Field name -> the value as :meth:`from_env` parses it; ``None`` values are left out.
-
-        :param fields: only these fields; a name that is no field is a ``ValueError``. Default: every field.
-        """
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(fields or ()) - names)
-        if unknown:
-            raise ValueError(f"LeaseSettings has no field {', '.join(unknown)}")
-        values = {}
-        for f in dataclasses.fields(self):
-            if fields is not None and f.name not in fields:
-                continue
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            if isinstance(value, tuple):
-                value = ",".join(value)
-            elif isinstance(value, Enum):
-                value = value.value
-            elif isinstance(value, bool):
-                value = "true" if value else "false"
-            elif isinstance(value, float) and value.is_integer():
-                value = int(value)  # "600", not "600.0": what a reader of a template expects
-            values[f.name] = str(value)
-        return values
-
-
-def _kind(annotation: object) -> str:
-    return str(annotation).removesuffix(" | None")
-
-
-def _metavar(annotation: object) -> str:
-    """What ``--help`` shows a field's option takes: its choices, comma-separated paths, or its type."""
-    kind = _kind(annotation)
-    if kind == "FailurePolicy":
-        return "{" + ",".join(p.value for p in FailurePolicy) + "}"
-    if kind.startswith("tuple"):
-        return "PATH[,PATH...]"  # non_retryable, hooks: import paths
-    return kind.upper()
-
-
-def _parse(name: str, annotation: object, raw: str, source: str | None = None) -> object:
-    kind = _kind(annotation)
-    try:
-        if kind == "bool":
-            if raw.lower() not in {"true", "false", "1", "0", "yes", "no"}:
-                raise ValueError(raw)
-            return raw.lower() in {"true", "1", "yes"}
-        if kind == "int":
-            return int(raw)
-        if kind == "float":
-            return float(raw)
-        if kind == "FailurePolicy":
-            return FailurePolicy(raw)
-        if kind.startswith("tuple"):
-            return tuple(part.strip() for part in raw.split(",") if part.strip())
-        return raw
-    except ValueError as error:
-        where = source or ENV_PREFIX + name.upper()
-        choices = {"bool": "true or false", "FailurePolicy": ", ".join(p.value for p in FailurePolicy)}
-        fix = f": give {choices[kind]}" if kind in choices else ""
-        raise ValueError(f"{where}={raw!r} is not a valid {kind}{fix}") from error

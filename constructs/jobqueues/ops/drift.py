@@ -46,6 +46,7 @@ from jobqueues.profiles_document import (
     p99_problem,
     recommended_p99_s,
 )
+from sqslease.config import SETTINGS
 from sqslease.rules import (
     derive_visibility_timeout,
     lambda_timeout_for_p99,
@@ -272,7 +273,7 @@ def _profile_of(job: JobType, job_types: Sequence[JobType], profiles: Mapping[st
     return None, (
         f"no profile {job.name!r}; the profile {job.job_type!r} names no stack and {len(stacks)} deployed stacks run "
         f"{job.job_type} ({', '.join(stacks)}): profile logs of consumers that write their stack (sqslease's "
-        "SQSLEASE_STACK)"
+        f"{SETTINGS['stack'].variable})"
     )
 
 

@@ -1,10 +1,10 @@
 """Long-polling consumer for ECS/Fargate and any long-running worker.
 
     python -m sqslease.worker --queue-url URL --handler package.module:function [--concurrency N]
-        [--visibility-timeout S --extension-threshold S ... any LeaseSettings field as --kebab-case]
+        [--visibility-timeout S --extension-threshold S ... any setting as --kebab-case]
 
-Environment equivalents: ``SQSLEASE_QUEUE_URL``, ``SQSLEASE_HANDLER``, ``SQSLEASE_CONCURRENCY``, plus every
-``SQSLEASE_*`` lease setting (see :class:`sqslease.settings.LeaseSettings`); the command line wins. EMF lines go
+Every option is a setting of :class:`sqslease.config.ConsumerConfig` (its lease and idempotency settings included),
+also read from its environment variable (``SQSLEASE_QUEUE_URL``...); the command line wins. EMF lines go
 to stdout, logs to stderr. With ``ECS_AGENT_URI`` set (ECS does), the task is protected from scale-in while it
 holds leases.
 
@@ -32,7 +32,7 @@ handler's message by the failure policy as the drain's last step, and exits with
 fresh task; the hung thread's late result is ignored (logged). So is a cancelled task that still runs
 ``ASYNC_CANCEL_GRACE_S`` (5 s) later.
 
-Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (or a store
+Idempotency (exactly-once completion, docs/sqslease.md): with an idempotency table configured (or a store
 passed), each message claims its DynamoDB record before its handler runs, the heartbeat moves the records with the
 leases, and a success completes the record before the delete. A DynamoDB error no retry can fix stops the worker
 like a fatal SQS error.
@@ -55,6 +55,7 @@ from typing import Any
 
 from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt
+from sqslease.config import SETTINGS
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import FifoRetry
@@ -124,11 +125,7 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        store = idempotency if idempotency is not None else env_store(settings, concurrency)
-        if store is None and (key is not message_id_key or settings.idempotency_key is not None):
-            logger.warning("the idempotency key is ignored: idempotency is off (set SQSLEASE_IDEMPOTENCY_TABLE)")
-        key = chosen_key(key, settings)
-        gate = IdempotencyGate(store, key, clock) if store is not None else None
+        gate = idempotency_gate(settings, concurrency, idempotency, key, clock)
         self.sqs = sqs
         self.receive_sqs = receive_sqs or sqs
         self.control_sqs = control_sqs or sqs
@@ -165,23 +162,26 @@ class Worker:
             clock=clock,
             on_hung=self._on_hung,
         )
-        self.receiver = Receiver(
-            sqs=sqs,
-            receive_sqs=self.receive_sqs,
-            control_sqs=self.control_sqs,
-            queue_url=queue_url,
-            settings=settings,
-            scheduler=self.scheduler,
-            handlers=self.handlers,
-            processor=self.processor,
-            concurrency=concurrency,
-            stopping=self._stopping,
-            on_fatal=self._on_fatal,
-            clock=clock,
-        )
+        self.receiver = self._receiver()
         self.fatal: FatalSqsError | None = None
         self.protection = (
             TaskProtection(ecs_agent_uri, self._holding, settings.task_protection_minutes) if ecs_agent_uri else None
+        )
+
+    def _receiver(self) -> Receiver:
+        return Receiver(
+            sqs=self.sqs,
+            receive_sqs=self.receive_sqs,
+            control_sqs=self.control_sqs,
+            queue_url=self.queue_url,
+            settings=self.settings,
+            scheduler=self.scheduler,
+            handlers=self.handlers,
+            processor=self.processor,
+            concurrency=self.concurrency,
+            stopping=self._stopping,
+            on_fatal=self._on_fatal,
+            clock=self.clock,
         )
 
     @property
@@ -260,6 +260,24 @@ class Worker:
         self.processor.loop.stop()
         if self.protection is not None:
             self.protection.stop()
+
+
+def idempotency_gate(
+    settings: LeaseSettings,
+    concurrency: int,
+    store: IdempotencyStore | None,
+    key: KeyFunction,
+    clock: Callable[[], float],
+) -> IdempotencyGate | None:
+    """The worker's idempotency: ``store``, else the one the environment describes
+    (:func:`sqslease.idempotency_gate.env_store`), keyed on ``key`` or the function ``settings`` names; ``None`` (off)
+    without either store. A key without a store is logged: it is ignored."""
+    store = store if store is not None else env_store(settings, concurrency)
+    if store is None and (key is not message_id_key or settings.idempotency_key is not None):
+        table = SETTINGS["idempotency_table"].variable
+        logger.warning("the idempotency key is ignored: idempotency is off (set %s)", table)
+    key = chosen_key(key, settings)
+    return IdempotencyGate(store, key, clock) if store is not None else None
 
 
 def fifo_retry(settings: LeaseSettings, queue_url: str, holding: Callable[[], bool]) -> FifoRetry | None:

@@ -1,6 +1,8 @@
 """The worker's command line: options and environment checked up front, each problem reported on one line.
 
-``python -m sqslease.worker`` runs :func:`main` (see :mod:`sqslease.worker` for the options and the shutdown).
+``python -m sqslease.worker`` runs :func:`main` (see :mod:`sqslease.worker` for the options and the shutdown). Its
+options are the settings of :class:`sqslease.config.ConsumerConfig`, each also read from its variable; the
+command line wins.
 """
 
 from __future__ import annotations
@@ -9,49 +11,104 @@ import argparse
 import dataclasses
 import logging
 import os
-import re
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from sqslease.clients import consumer_region, make_clients
+from sqslease.clients import SqsClients, consumer_region, make_clients
+from sqslease.config import SETTINGS, ConsumerConfig, named
 from sqslease.fifo_retry import redrive_policy
 from sqslease.hooks import configured_hooks
-from sqslease.idempotency_gate import configured_key
+from sqslease.idempotency_gate import configured_key, configured_store
 from sqslease.imports import import_object, resolve_exceptions
+from sqslease.processor import Handler
 from sqslease.retry import FatalSqsError
-from sqslease.rules import DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY
 from sqslease.rules import HUNG_EXIT_CODE as HUNG_EXIT_CODE  # the exit status is the rules' (Lambda's too)
-from sqslease.settings import ENV_PREFIX, LeaseSettings
+from sqslease.settings import LeaseSettings
 from sqslease.worker import HandlerHungError, Worker
 
 FATAL_EXIT_CODE = 1
 USAGE_EXIT_CODE = 2
+PROG = "python -m sqslease.worker"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def usage_error(message: str) -> NoReturn:
+    """End the process with status 2 and one line, ``python -m sqslease.worker: error: message``."""
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    raise SystemExit(USAGE_EXIT_CODE)
 
 
 class _CommandLine(argparse.ArgumentParser):
-    """Reports a bad option or environment on one line (``prog: error: ...``) with exit status 2."""
+    """Reports a bad option on one line (``prog: error: ...``) with exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_EXIT_CODE, f"{self.prog}: error: {message}\n")
+        usage_error(message)
 
 
-def name_options(message: str) -> str:
-    """Add the option and variable of each lease setting ``message`` names by its field name."""
-    named = [f.name for f in dataclasses.fields(LeaseSettings) if re.search(rf"(?<![-\w]){f.name}(?!\w)", message)]
-    if not named:
-        return message
-    options = ", ".join(f"--{name.replace('_', '-')} or {ENV_PREFIX}{name.upper()}" for name in named)
-    return f"{message} (set with {options})"
+def command_line() -> argparse.ArgumentParser:
+    """The worker's argument parser: one option per setting of :class:`~sqslease.config.ConsumerConfig`."""
+    parser = _CommandLine(prog=PROG, description="Long-polling SQS consumer (sqslease.worker)", allow_abbrev=False)
+    ConsumerConfig.add_arguments(parser)
+    return parser
 
 
-def _whole_number(raw: str, source: str, meaning: str) -> int:
+def read_config(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> ConsumerConfig:
+    """The worker's configuration: its options (default ``sys.argv``) over its variables (default ``os.environ``).
+    A bad one ends the process: status 2, one line naming the option and its variable."""
+    args = command_line().parse_args(None if argv is None else list(argv))
     try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{source}={raw!r} is not a whole number: give {meaning}") from None
-    if value < 1:
-        raise ValueError(f"{source}={value}: give {meaning}")
-    return value
+        return ConsumerConfig.from_args(args, environ)
+    except ValueError as error:
+        usage_error(named(str(error)))
+
+
+def loaded_handler(config: ConsumerConfig) -> Handler:
+    """The handler ``config`` names, with its exceptions, hooks and key function imported once (the worker reuses
+    them): a missing or bad one ends the process with status 2, naming the option."""
+    queue_url, handler = SETTINGS["queue_url"], SETTINGS["handler"]
+    if not config.queue_url or not config.handler:
+        usage_error(
+            f"{queue_url.option} and {handler.option} (or {queue_url.variable} and {handler.variable}) are required"
+        )
+    try:
+        function = import_object(config.handler)
+    except ValueError as error:
+        usage_error(f"{handler.spelled()}: {error}")
+    if not callable(function):
+        usage_error(f"{handler.option} {config.handler!r} is not callable: name a function handler(body, message)")
+    lease = config.lease
+    imports = (
+        ("non_retryable", lambda: resolve_exceptions(lease.non_retryable)),
+        ("hooks", lambda: configured_hooks(lease.job_type, lease.hooks)),
+        ("idempotency_key", lambda: configured_key(lease.idempotency_key)),
+    )
+    for name, load in imports:
+        try:
+            load()
+        except ValueError as error:
+            usage_error(f"{SETTINGS[name].spelled()}: {error}")
+    named_function: Handler = function
+    return named_function
+
+
+def sqs_clients(config: ConsumerConfig) -> SqsClients:
+    """The worker's SQS clients, in the configured region or the queue URL's; none ends the process (status 2)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    queue_url = config.queue_url or ""
+    try:
+        session = boto3.session.Session()
+        region = consumer_region(session, queue_url)
+        if not region:
+            usage_error(
+                f"no AWS region: the queue URL {queue_url!r} names none; set AWS_REGION (or AWS_DEFAULT_REGION, "
+                "or a profile's region), or pass the queue's AWS URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
+            )
+        return make_clients(config.lease, config.concurrency, session=session, region_name=region)
+    except BotoCoreError as error:  # e.g. AWS_PROFILE naming no profile
+        usage_error(f"AWS configuration (AWS_PROFILE, AWS_CONFIG_FILE, AWS_* variables): {error}")
 
 
 def with_redrive_policy(settings: LeaseSettings, sqs: Any, queue_url: str) -> LeaseSettings:
@@ -81,75 +138,22 @@ def with_redrive_policy(settings: LeaseSettings, sqs: Any, queue_url: str) -> Le
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sqslease.worker``; returns the exit status (2: a bad option or environment, on one line)."""
-    parser = _CommandLine(prog="python -m sqslease.worker", description="Long-polling SQS consumer (sqslease.worker)")
-    parser.add_argument("--queue-url", default=os.environ.get("SQSLEASE_QUEUE_URL"))
-    parser.add_argument("--handler", default=os.environ.get("SQSLEASE_HANDLER"), help="package.module:function")
-    parser.add_argument(
-        "--concurrency", help=f"handlers running at once; env SQSLEASE_CONCURRENCY; default {DEFAULT_CONCURRENCY}"
-    )
-    parser.add_argument("--log-level", default=os.environ.get("SQSLEASE_LOG_LEVEL", "INFO"))
-    LeaseSettings.add_arguments(parser)
-    args = parser.parse_args(argv)
-    levels = logging.getLevelNamesMapping()
-    if args.log_level.upper() not in levels:
-        parser.error(f"--log-level (SQSLEASE_LOG_LEVEL) {args.log_level!r} is not a level: give DEBUG, INFO or WARNING")
-    logging.basicConfig(
-        stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
-    if not args.queue_url or not args.handler:
-        parser.error("--queue-url and --handler (or SQSLEASE_QUEUE_URL and SQSLEASE_HANDLER) are required")
-    try:
-        settings = LeaseSettings.from_args(args)
-        concurrency = _whole_number(
-            args.concurrency or os.environ.get("SQSLEASE_CONCURRENCY") or str(DEFAULT_CONCURRENCY),
-            "--concurrency" if args.concurrency else "SQSLEASE_CONCURRENCY",
-            "the number of handlers to run at once, at least 1",
-        )
-    except ValueError as error:
-        parser.error(name_options(str(error)))
-    try:
-        handler = import_object(args.handler)
-    except ValueError as error:
-        parser.error(f"--handler (SQSLEASE_HANDLER): {error}")
-    if not callable(handler):
-        parser.error(f"--handler {args.handler!r} is not callable: name a function handler(body, message)")
-    try:
-        resolve_exceptions(settings.non_retryable)
-    except ValueError as error:
-        parser.error(f"--non-retryable ({ENV_PREFIX}NON_RETRYABLE): {error}")
-    try:
-        configured_hooks(settings.job_type, settings.hooks)  # made once: the worker reuses them
-    except ValueError as error:
-        parser.error(f"--hooks ({ENV_PREFIX}HOOKS): {error}")
-    try:
-        configured_key(settings.idempotency_key)  # made once: the worker reuses it
-    except ValueError as error:
-        parser.error(f"--idempotency-key ({ENV_PREFIX}IDEMPOTENCY_KEY): {error}")
-
-    import boto3
-    from botocore.exceptions import BotoCoreError
-
-    try:
-        session = boto3.session.Session()
-        region = consumer_region(session, args.queue_url)
-        if not region:
-            parser.error(
-                f"no AWS region: the queue URL {args.queue_url!r} names none; set AWS_REGION (or AWS_DEFAULT_REGION, "
-                "or a profile's region), or pass the queue's AWS URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
-            )
-        clients = make_clients(settings, concurrency, session=session, region_name=region)
-    except BotoCoreError as error:  # e.g. AWS_PROFILE naming no profile
-        parser.error(f"AWS configuration (AWS_PROFILE, AWS_CONFIG_FILE, AWS_* variables): {error}")
-    settings = with_redrive_policy(settings, clients.control, args.queue_url)
+    config = read_config(argv)
+    logging.basicConfig(stream=sys.stderr, level=config.log_level.upper(), format=LOG_FORMAT)
+    handler = loaded_handler(config)
+    clients = sqs_clients(config)
+    queue_url = config.queue_url or ""
+    settings = with_redrive_policy(config.lease, clients.control, queue_url)
     worker = Worker(
         clients.lease,
-        args.queue_url,
+        queue_url,
         handler,
         settings,
-        concurrency,
+        config.concurrency,
         receive_sqs=clients.receive,
         control_sqs=clients.control,
         ecs_agent_uri=os.environ.get("ECS_AGENT_URI"),
+        idempotency=configured_store(settings, config.idempotency, config.concurrency),
     )
     try:
         worker.run()

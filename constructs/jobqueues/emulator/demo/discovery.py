@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from jobqueues.emulator.deployed import DeployedStack
 from jobqueues.emulator.server import Emulator
 from jobqueues.marker_format import QUEUE_MARKER
+from sqslease.config import ConsumerConfig
+
+#: The module a worker's command runs.
+WORKER = "sqslease.worker"
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,10 @@ class EcsJob:
     environment: dict[str, str]
     unresolved: tuple[str, ...] = ()  # container variables whose values cannot be computed locally
 
-    def option(self, name: str) -> str | None:
-        """The value of ``--name`` in the command, if given."""
-        flag = "--" + name
-        return self.command[self.command.index(flag) + 1] if flag in self.command[:-1] else None
+    def config(self) -> ConsumerConfig:
+        """What the worker is told: its command's options over its container's variables, read as the worker
+        reads them (:meth:`sqslease.config.ConsumerConfig.from_args`)."""
+        return ConsumerConfig.from_args(self.command[self.command.index(WORKER) + 1 :], environ=self.environment)
 
 
 def discover_queues(emulator: Emulator, stack: DeployedStack) -> dict[str, QueueJob]:
@@ -83,12 +87,12 @@ def discover_ecs_jobs(stack: DeployedStack) -> list[EcsJob]:
     for logical_id, resource in stack.resources("AWS::ECS::TaskDefinition").items():
         for container in resource.get("Properties", {}).get("ContainerDefinitions", []):
             command = [str(part) for part in stack.resolve(container.get("Command", []))]
-            if "sqslease.worker" not in command:
+            if WORKER not in command:
                 continue
             environment, unresolved = stack.environment(container)
-            job = EcsJob("", stack.physical_id(logical_id), command, environment)
-            queue_url = job.option("queue-url") or environment.get("SQSLEASE_QUEUE_URL", "")
-            job_type = job.option("job-type") or environment.get("SQSLEASE_JOB_TYPE")
+            told = EcsJob("", stack.physical_id(logical_id), command, environment).config()
+            queue_url = told.queue_url or ""
+            job_type = told.lease.job_type if "job_type" in told.lease.changed_fields() else None
             job_type = job_type or queue_url.rsplit("/", 1)[-1].removeprefix(f"{stack.name}-")
-            jobs.append(EcsJob(job_type, job.task_definition, command, environment, tuple(unresolved)))
+            jobs.append(EcsJob(job_type, stack.physical_id(logical_id), command, environment, tuple(unresolved)))
     return sorted(jobs, key=lambda j: j.job_type)

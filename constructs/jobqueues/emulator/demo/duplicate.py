@@ -19,9 +19,9 @@ from jobqueues.emulator.chaos.proxy import Fault, FaultProxy
 from jobqueues.emulator.demo.discovery import EcsJob, QueueJob
 from jobqueues.emulator.demo.harness import Harness, WorkerProcess
 from jobqueues.emulator.demo.report import DemoResult
-from sqslease.idempotency import IDEMPOTENCY_ENV_PREFIX, KEY_ATTRIBUTE, record_key
+from sqslease.config import SETTINGS
+from sqslease.idempotency import KEY_ATTRIBUTE, record_key
 
-TABLE_ENV = IDEMPOTENCY_ENV_PREFIX + "TABLE"
 DELETES = ("DeleteMessage", "DeleteMessageBatch")
 WORK_S = 0.5  # the job's own run: short, the scenario is about its delete
 
@@ -56,9 +56,10 @@ def record_status(demo: Harness, job_type: str, dup: DuplicateDelivery) -> str |
 def start_duplicate(demo: Harness, job: EcsJob, queue: QueueJob) -> DuplicateDelivery | None:
     """Run one job on a worker whose deletes all fail, then SIGTERM that worker (it is not waited for).
     ``None`` (and a line saying why) when the job has no idempotency table: there is nothing to show."""
-    table = job.environment.get(TABLE_ENV)
+    table = job.config().idempotency.table
     if not table:
-        demo.say(f"{job.job_type}: no idempotency table ({TABLE_ENV} unset): no duplicate delivery to show")
+        unset = SETTINGS["idempotency_table"].spelled()
+        demo.say(f"{job.job_type}: no idempotency table ({unset} not given): no duplicate delivery to show")
         return None
     proxy = FaultProxy(demo.emulator.endpoint, lose_deletes).start()
     demo.closers.append(proxy.stop)  # after the workers are stopped

@@ -20,6 +20,7 @@ from jobqueues.emulator.demo.scenarios import ecs_scenarios, start_lambda
 from jobqueues.emulator.deployed import DeployedError
 from jobqueues.emulator.lambda_driver.function import DeployedFunction, function_logical_ids, load_function
 from jobqueues.emulator.server import Emulator
+from sqslease.config import ConsumerConfig
 
 DEFAULT_STACK = "JobQueuesExample"
 DESCRIPTION = "The end-to-end demo ``make local`` runs after the deploy: the deployed consumers at work, measured."
@@ -41,9 +42,9 @@ class Demo(Harness):
             )
         workdir = Path(tempfile.mkdtemp(prefix="lambda-", dir=self.logs_dir))
         function = load_function(self.emulator, self.stack, function_ids[0], workdir)
-        lambda_type = function.environment.get("SQSLEASE_JOB_TYPE") or function.mapping.queue_name.removeprefix(
-            f"{self.stack.name}-"
-        )
+        told = ConsumerConfig.from_env(function.environment).lease  # what the function is told
+        named = told.job_type if "job_type" in told.changed_fields() else None
+        lambda_type = named or function.mapping.queue_name.removeprefix(f"{self.stack.name}-")
         ecs = ecs_jobs[0]
         for job_type in (lambda_type, ecs.job_type):
             if job_type not in queues:

@@ -3,7 +3,6 @@ message, SIGTERM drain, kill -9 and duplicate delivery (:mod:`.duplicate`)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import time
@@ -17,7 +16,6 @@ from jobqueues.emulator.demo.report import DemoResult
 from jobqueues.emulator.lambda_driver.event_source import LambdaDriver
 from jobqueues.emulator.lambda_driver.function import DeployedFunction
 from jobqueues.emulator.lambda_driver.runtime import Invocation, LocalRuntime
-from sqslease.settings import LeaseSettings
 
 
 def start_lambda(demo: Harness, function: DeployedFunction, queue: QueueJob) -> LambdaDriver:
@@ -137,11 +135,8 @@ def kill_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
 
 
 def first_lease(job: EcsJob) -> float:
-    """The lease a receive takes (``LeaseSettings.first_lease``), from the worker's command and environment."""
-    parser = argparse.ArgumentParser(add_help=False)
-    LeaseSettings.add_arguments(parser)
-    options, _ = parser.parse_known_args(job.command[job.command.index("sqslease.worker") + 1 :])
-    return LeaseSettings.from_args(options, environ=job.environment).first_lease
+    """The lease a receive takes (``LeaseSettings.first_lease``), from what the worker is told."""
+    return job.config().lease.first_lease
 
 
 def drain_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
