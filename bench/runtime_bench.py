@@ -13,7 +13,8 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    10 in one request; it keeps no lease (no lease table, no heartbeat), writes no EMF line, calls no hook, times
    nothing out, keeps no FIFO order, retries no failed delete and has no drain. The worker receives at most its
    handlers plus one batch ahead (2 a request at concurrency 1, 5 to 8 at 4). Then each part of the worker's work
-   timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs.
+   timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs; the
+   worker's cost over the sum of its parts, and the process's voluntary context switches per message, are printed.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
@@ -30,6 +31,7 @@ import io
 import json
 import os
 import pstats
+import resource
 import statistics
 import sys
 import threading
@@ -253,18 +255,22 @@ def cpu_hand_written(n: int) -> tuple[float, CountingFakeSQS]:
     return (time.process_time() - started) / n * 1e6, sqs
 
 
-def cpu_worker(n: int, concurrency: int, emf: EmfLogger) -> tuple[float, CountingFakeSQS]:
+def cpu_worker(n: int, concurrency: int, emf: EmfLogger) -> tuple[float, CountingFakeSQS, float]:
+    """CPU per message (us), the fake, and the process's voluntary context switches per message (a thread that
+    blocked: waiting for a hand-off, or for the GIL), as the kernel counts them."""
     sqs = loaded(n)
     worker = Worker(sqs, WORKER_QUEUE_URL, noop, LeaseSettings(job_type="Bench"), concurrency, emf)
     thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False})
     gc.collect()
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
     started = time.process_time()
     thread.start()
     assert sqs.all_deleted.wait(120), f"{sqs.deleted} of {n} deleted"
     elapsed = time.process_time() - started
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - switches
     worker.shutdown()
     thread.join()
-    return elapsed / n * 1e6, sqs
+    return elapsed / n * 1e6, sqs, switches / n
 
 
 def bench_worker(messages: int, rounds: int, profile: bool) -> None:
@@ -272,13 +278,14 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
     devnull = open(os.devnull, "w")
     emf = EmfLogger(devnull)
     for concurrency in (1, 4):
-        ratios, ours, theirs = [], [], []
+        ratios, ours, theirs, switches = [], [], [], []
         for _ in range(rounds):
             baseline, base_sqs = cpu_hand_written(messages)
-            mine, sqs = cpu_worker(messages, concurrency, emf)
+            mine, sqs, switched = cpu_worker(messages, concurrency, emf)
             ours.append(mine)
             theirs.append(baseline)
             ratios.append(mine / baseline)
+            switches.append(switched)
         counts = {op: len(sqs.of(op)) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
         counts["ChangeMessageVisibilityBatch"] = len(sqs.of("ChangeMessageVisibilityBatch")) / messages
         base_counts = {op: len(base_sqs.of(op)) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
@@ -288,6 +295,7 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             f"(rounds {min(ratios):.2f}-{max(ratios):.2f}x)"
         )
         print(f"      SQS calls per message: worker {fmt(counts)}; hand-written {fmt(base_counts)}")
+        print(f"      voluntary context switches per message (the process's): {statistics.median(switches):.2f}")
         print_breakdown(statistics.median(ours), statistics.median(theirs))
         if profile:
             with thread_profiles() as profiles:

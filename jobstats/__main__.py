@@ -76,9 +76,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     write_document(document, args.out, spark)
     report = document["input_report"]
+    copies = len(report["duplicate_files"])
     print(
-        f"{report['total_lines']:,} lines from {report['files']} files, {report['malformed_lines']:,} malformed; "
-        f"wrote {args.out}" + (f" and plots to {args.plots}" if args.plots else "")
+        f"{report['total_lines']:,} lines from {report['files']} files, {report['malformed_lines']:,} malformed"
+        + (f", {copies} files repeating another's records counted once" if copies else "")
+        + f"; wrote {args.out}"
+        + (f" and plots to {args.plots}" if args.plots else "")
     )
     for name, entry in document["deployments"].items():
         print(summary_line(name, entry))

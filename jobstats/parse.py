@@ -1,4 +1,4 @@
-"""Log lines -> validated records, and the rules that make a line malformed.
+"""Spark's JSON reader's path: log lines -> validated records (the rules that make a line malformed: jobstats.rules).
 
 Spark's JSON reader parses each line against :data:`jobstats.schema.EMF_SCHEMA` (its vectorized path is 5 to
 10 times faster than ``from_json`` over ``read.text``). Lines it cannot parse keep their text in
@@ -6,38 +6,27 @@ Spark's JSON reader parses each line against :data:`jobstats.schema.EMF_SCHEMA` 
 ``2026-11-22T04:00:00.000Z {...}``) are parsed again from that brace with ``from_json``.
 
 Blank lines (only whitespace: spaces, tabs, ``\\r``) yield no row: they are neither counted nor malformed.
-Every other line is a record, or malformed for the first reason in :data:`MALFORMED_REASONS` that applies.
+Every other line is a record, or malformed for the first reason in :data:`jobstats.rules.MALFORMED_REASONS` that
+applies (its rules: :data:`jobstats.rules.BOUNDS`).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobstats.files import LogFile
+from jobstats.rules import BOUNDS, MALFORMED_REASONS, NO_JOB_TYPE, UNPARSEABLE, Bound
 from jobstats.schema import CORRUPT, EMF_SCHEMA
-from sqslease.emf import GROUP_FIELD
-from sqslease.rules import SQS_MAX_RETENTION_S
+from sqslease.emf_text import GROUP_FIELD
 
-#: Why a line is malformed; a row's ``reason`` is an index into this tuple (null for a record).
-MALFORMED_REASONS = (
-    "not a JSON object of the EMF schema (unparseable, or a number field holding a string, object or array)",
-    "JobType missing, empty, or not a JSON string",
-    "ProcessingTime missing, negative, not finite (NaN, Infinity, 1e400) or above 1e9 ms",
-    "_aws.Timestamp missing or outside years 1970-9999",
-    "Outcome missing",
-    "ReceiveCount below 1, or Extensions or LeaseLost negative",
-    "QueueTime negative, not finite or above 14 days (the longest SQS keeps a message)",
-)
-#: 11.6 days, far beyond any SQS lease (12 h). The bound keeps integer-microsecond sums exact and finite.
-MAX_PROCESSING_MS = 1e9
-MAX_TIMESTAMP_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
-#: No message waits longer than the longest retention SQS allows.
-MAX_QUEUE_MS = SQS_MAX_RETENTION_S * 1000
+__all__ = ["MALFORMED_REASONS", "malformed_lines", "read_json", "records"]
 
 RECORD_COLUMNS = (
     "timestamp_ms",
@@ -117,22 +106,32 @@ def _checked(raw: DataFrame) -> DataFrame:
 
 
 def _reason() -> Column:
-    """The index of the first :data:`MALFORMED_REASONS` entry that applies, or null."""
-    ms, ts, queued = F.col("ProcessingTime"), F.col("_aws.Timestamp"), F.col("QueueTime")
-    return (
-        F.when(F.col(CORRUPT).isNotNull(), 0)
-        .when(F.col("job_type").isNull() | (F.col("job_type") == ""), 1)
-        .when(ms.isNull() | F.isnan(ms) | (ms < 0) | (ms > MAX_PROCESSING_MS), 2)
-        .when(ts.isNull() | (ts < 0) | (ts > MAX_TIMESTAMP_MS), 3)
-        .when(F.col("Outcome").isNull(), 4)
-        .when((F.col("ReceiveCount") < 1) | (F.col("Extensions") < 0) | (F.col("LeaseLost") < 0), 5)
-        .when(F.isnan(queued) | (queued < 0) | (queued > MAX_QUEUE_MS), 6)
+    """The index of the first :data:`jobstats.rules.MALFORMED_REASONS` entry that applies, or null."""
+    reason = F.when(F.col(CORRUPT).isNotNull(), UNPARSEABLE).when(
+        F.col("job_type").isNull() | (F.col("job_type") == ""), NO_JOB_TYPE
     )
+    for index, bounds in sorted(BOUNDS.items()):
+        reason = reason.when(reduce(operator.or_, map(_violated, bounds)), index)
+    return reason
+
+
+def _violated(bound: Bound) -> Column:
+    """True when ``bound`` is violated; null (no violation) for an optional field that is null."""
+    column = F.col(bound.field)
+    checks = [column.isNull()] if bound.required else []
+    if bound.low is not None or bound.high is not None:
+        checks.append(F.isnan(column))
+    if bound.low is not None:
+        checks.append(column < bound.low)
+    if bound.high is not None:
+        checks.append(column > bound.high)
+    return reduce(operator.or_, checks)
 
 
 @dataclass
 class InputReport:
-    """What was read: line counts, malformed lines by reason with a sample, and files that yielded nothing."""
+    """What was read: line counts, malformed lines by reason with a sample, files that yielded nothing, and files
+    that repeat another's records (``copy -> file kept``: :func:`jobstats.duplicates.duplicate_files`)."""
 
     total_lines: int
     malformed_lines: int
@@ -140,6 +139,7 @@ class InputReport:
     files_without_records: list[str] = field(default_factory=list)
     files: int = 0
     malformed_reasons: dict[str, int] = field(default_factory=dict)
+    duplicate_files: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
@@ -149,4 +149,5 @@ class InputReport:
             "malformed_sample": self.malformed_sample,
             "files": self.files,
             "files_without_records": self.files_without_records,
+            "duplicate_files": self.duplicate_files,
         }

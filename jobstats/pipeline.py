@@ -7,29 +7,19 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from jobstats.cache import PartialsCache
-from jobstats.files import InputError, LogFile, file_uri, list_files
-from jobstats.histogram import coarse_histogram
-from jobstats.parse import MALFORMED_REASONS, InputReport, malformed_lines, read_json, records
+from jobstats.duplicates import duplicate_files
+from jobstats.files import InputError, LogFile, list_files
+from jobstats.histogram import Summary, coarse_histogram
+from jobstats.parse import MALFORMED_REASONS, InputReport
 from jobstats.profiles import build_document, profile_entry
+from jobstats.reader import SAMPLE_SIZE, read_partials
 from jobstats.recommend import DEFAULT_MIN_SAMPLES
-from jobstats.schema import SAMPLE_SCHEMA
-from jobstats.session import size_input_partitions
-from jobstats.stats import (
-    CANDIDATE_VTS_S,
-    DAY_MS,
-    DEPLOYMENT_KEYS,
-    file_counts,
-    malformed_by_reason,
-    partial_aggregate,
-    summarize,
-)
+from jobstats.stats import CANDIDATE_VTS_S, DAY_MS, DEPLOYMENT_KEYS, file_counts, malformed_by_reason, summarize
 from sqslease.emf import deployment_name
 
 __all__ = ["InputError", "parse_since", "profile"]
@@ -37,8 +27,6 @@ __all__ = ["InputError", "parse_since", "profile"]
 logger = logging.getLogger("jobstats")
 
 PLOT_BINS_PER_DECADE = 20
-SAMPLE_SIZE = 5  # malformed lines kept per file, and in the report
-SAMPLE_CHARS = 300
 
 
 def profile(
@@ -61,46 +49,13 @@ def profile(
     files = list_files(spark, inputs)
     if not files:
         raise InputError(f"no files in {inputs}: point jobstats at the consumers' EMF log files")
-    cache = PartialsCache(cache_dir) if cache_dir is not None else None
-    to_read = cache.stale(files) if cache is not None else list(files)
-
-    rows_by_file: dict[str, list[dict]] = {uri: [] for uri in files}
-    samples: dict[str, list[str]] = {}
-    if to_read:
-        size_input_partitions(spark, sum(files[uri].size for uri in to_read))
-        for row in partial_aggregate(records(read_json(spark, [files[uri] for uri in to_read]))).collect():
-            entry = {**row.asDict(), "file": file_uri(row["file"])}
-            if entry["file"] not in rows_by_file:  # a naming mismatch would silently misreport every file
-                raise RuntimeError(f"Spark read {row['file']!r}, which is not among the listed files")
-            rows_by_file[entry["file"]].append(entry)
-        malformed = [files[uri] for uri in to_read if any(r["reason"] is not None for r in rows_by_file[uri])]
-        if malformed:
-            samples = malformed_samples(spark, malformed)
-        if cache is not None:
-            for uri in to_read:
-                cache.store(files[uri], rows_by_file[uri], samples.get(uri, []))
-            cache.save()
-    if cache is not None:
-        for uri in files:
-            if uri not in to_read:
-                rows_by_file[uri] = cache.rows(uri)
-                samples[uri] = cache.malformed_sample(uri)
-    logger.info("read %d of %d files (%d from the cache)", len(to_read), len(files), len(files) - len(to_read))
-
-    rows = [row for file_rows in rows_by_file.values() for row in file_rows]
-    report = _report(rows, files, samples)
-    if report.total_lines == 0:
-        raise InputError(f"no log lines in {inputs}: point jobstats at the consumers' EMF log files")
-    if report.malformed_lines:
-        logger.warning(
-            "%d of %d lines are malformed and were skipped; sample: %s",
-            report.malformed_lines,
-            report.total_lines,
-            report.malformed_sample,
-        )
-    for file in report.files_without_records:
-        logger.error("no well-formed record in %s: is it an sqslease EMF log?", file)
-
+    rows_by_file, samples = read_partials(spark, files, cache_dir)
+    copies = duplicate_files(rows_by_file)
+    for copy, original in copies.items():
+        logger.warning("%s holds the records of %s: counted once (profile one copy of the logs)", copy, original)
+    rows = [row for uri, file_rows in rows_by_file.items() if uri not in copies for row in file_rows]
+    report = _report(rows, files, {uri: s for uri, s in samples.items() if uri not in copies}, copies)
+    _check(report, inputs)
     by_deployment = summarize(rows, DEPLOYMENT_KEYS, since_day)
     if not by_deployment:
         raise InputError(
@@ -125,35 +80,46 @@ def profile(
             **profile_entry(summary, CANDIDATE_VTS_S, min_samples, queues),
         }
         if plots_dir is not None:
-            from jobstats.plots import plot_job_type  # matplotlib only when plotting (clusters may lack it)
-
-            histogram = coarse_histogram(summary.histogram, PLOT_BINS_PER_DECADE)
-            plot_job_type(name, entries[name], histogram, PLOT_BINS_PER_DECADE, plots_dir)
+            _plot(name, entries[name], summary, plots_dir)
     return build_document(entries, inputs, report.as_dict())
 
 
-def malformed_samples(spark: SparkSession, files: list[LogFile]) -> dict[str, list[str]]:
-    """Up to :data:`SAMPLE_SIZE` malformed lines per file (the first :data:`SAMPLE_CHARS` characters).
+def _plot(name: str, entry: dict[str, Any], summary: Summary, plots_dir: Path) -> None:
+    from jobstats.plots import plot_job_type  # matplotlib only when plotting (clusters may lack it)
 
-    A second pass over only the files that have malformed lines; it stops reading once it has the sample, so
-    it costs little when malformed lines are common and a re-read when they are rare.
-    """
-    lines = malformed_lines(read_json(spark, files, SAMPLE_SCHEMA))
-    samples: dict[str, list[str]] = defaultdict(list)
-    for row in lines.select("file", "line").limit(SAMPLE_SIZE * len(files)).collect():
-        if len(sample := samples[file_uri(row["file"])]) < SAMPLE_SIZE:
-            sample.append(row["line"][:SAMPLE_CHARS])
-    return dict(samples)
+    histogram = coarse_histogram(summary.histogram, PLOT_BINS_PER_DECADE)
+    plot_job_type(name, entry, histogram, PLOT_BINS_PER_DECADE, plots_dir)
 
 
-def _report(rows: list[dict], files: dict[str, LogFile], samples: dict[str, list[str]]) -> InputReport:
+def _check(report: InputReport, inputs: list[str]) -> None:
+    """Refuse an input without a line; log what was skipped."""
+    if report.total_lines == 0:
+        raise InputError(f"no log lines in {inputs}: point jobstats at the consumers' EMF log files")
+    if report.malformed_lines:
+        logger.warning(
+            "%d of %d lines are malformed and were skipped; sample: %s",
+            report.malformed_lines,
+            report.total_lines,
+            report.malformed_sample,
+        )
+    for file in report.files_without_records:
+        logger.error("no well-formed record in %s: is it an sqslease EMF log?", file)
+
+
+def _report(
+    rows: list[dict], files: dict[str, LogFile], samples: dict[str, list[str]], copies: dict[str, str]
+) -> InputReport:
     counts = file_counts(rows)
     total = sum(lines for lines, _ in counts.values())
     malformed = sum(bad for _, bad in counts.values())
     sample = [line for uri in sorted(samples) for line in samples[uri]][:SAMPLE_SIZE]
-    without = sorted(uri for uri in files if counts.get(uri, (0, 0))[0] == counts.get(uri, (0, 0))[1])
+    without = sorted(
+        uri for uri in files if uri not in copies and counts.get(uri, (0, 0))[0] == counts.get(uri, (0, 0))[1]
+    )
     reasons = {MALFORMED_REASONS[reason]: n for reason, n in sorted(malformed_by_reason(rows).items())}
-    return InputReport(total, malformed, sample, without, files=len(files), malformed_reasons=reasons)
+    return InputReport(
+        total, malformed, sample, without, files=len(files), malformed_reasons=reasons, duplicate_files=copies
+    )
 
 
 def parse_since(value: str) -> int:

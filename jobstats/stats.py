@@ -1,4 +1,5 @@
-"""Per-deployment statistics: one Spark hash aggregation into per-file partials, then pure Python.
+"""Per-deployment statistics: per-file partials (one Spark hash aggregation here; the cold path computes the same
+rows with numpy, :mod:`jobstats.partials`), then pure Python.
 
 The aggregation groups every line by file, day, malformed reason, stack, job type, queue and cell (log-duration
 bucket, 500 per decade, x the receive count of a success), then rolls the cells up into one row per file,
@@ -45,6 +46,33 @@ def partial_aggregate(records: DataFrame) -> DataFrame:
     before the aggregation measured 22-53 % slower on 2M lines.) The processing-time cells and the queue-time
     buckets are two grouping sets of one aggregation, so the lines are read and parsed once.
     """
+    keys = [*PARTIAL_KEYS[:2], "day", *PARTIAL_KEYS[3:]]
+    ran, ms, queue_ms = F.col("ran"), F.col("ms"), F.col("queue_ms")
+    by_cell = (
+        _cell_columns(records)
+        .groupingSets([[*keys, "cell"], [*keys, "queue_bucket"]], *keys, "cell", "queue_bucket")
+        .agg(
+            F.grouping("cell").alias("queued"),  # 1 in the queue-time set (its cell is grouped away)
+            F.sum(ran.cast("long")).alias("count"),
+            F.sum((~ran).cast("long")).alias("released"),
+            F.sum(F.col("outcome").isin(*FAILURE_OUTCOMES).cast("long")).alias("failures"),
+            F.sum(((F.col("receive_count") > 1) & ran).cast("long")).alias("redeliveries"),
+            F.sum(F.when(ran, F.col("extensions"))).alias("extensions"),
+            F.sum(F.when(ran, F.col("lease_lost"))).alias("lease_lost"),
+            F.sum(F.rint(ms * 1000).cast("long")).alias("sum_us"),  # rint: round() goes through BigDecimal
+            F.min(ms).alias("min_ms"),
+            F.max(ms).alias("max_ms"),
+            F.min("timestamp_ms").alias("first_ms"),
+            F.max("timestamp_ms").alias("last_ms"),
+            F.min(queue_ms).alias("queue_min_ms"),
+            F.max(queue_ms).alias("queue_max_ms"),
+        )
+    )
+    return _roll_up(by_cell)
+
+
+def _cell_columns(records: DataFrame) -> DataFrame:
+    """The keys, each line's ``cell`` and ``queue_bucket``, whether it ``ran``, and its values (null when not)."""
     ran = ~F.coalesce(F.col("outcome"), F.lit("")).isin(*UNRUN_OUTCOMES)
     ms = F.when(ran, F.col("processing_ms"))
     queue_ms = F.when(ran, F.col("queue_ms"))
@@ -56,8 +84,7 @@ def partial_aggregate(records: DataFrame) -> DataFrame:
         queue_ms.isNotNull(), F.floor(F.log10(F.greatest(queue_ms, F.lit(MIN_MS))) * BUCKETS_PER_DECADE)
     )
     day = F.floor(F.col("timestamp_ms") / DAY_MS).cast("int")
-    keys = [*PARTIAL_KEYS[:2], "day", *PARTIAL_KEYS[3:]]
-    columns = records.select(
+    return records.select(
         *PARTIAL_KEYS[:2],
         day.alias("day"),
         *PARTIAL_KEYS[3:],
@@ -72,23 +99,11 @@ def partial_aggregate(records: DataFrame) -> DataFrame:
         "lease_lost",
         "timestamp_ms",
     )
-    ran, ms, queue_ms = F.col("ran"), F.col("ms"), F.col("queue_ms")
-    by_cell = columns.groupingSets([[*keys, "cell"], [*keys, "queue_bucket"]], *keys, "cell", "queue_bucket").agg(
-        F.grouping("cell").alias("queued"),  # 1 in the queue-time set (its cell is grouped away)
-        F.sum(ran.cast("long")).alias("count"),
-        F.sum((~ran).cast("long")).alias("released"),
-        F.sum(F.col("outcome").isin(*FAILURE_OUTCOMES).cast("long")).alias("failures"),
-        F.sum(((F.col("receive_count") > 1) & ran).cast("long")).alias("redeliveries"),
-        F.sum(F.when(ran, F.col("extensions"))).alias("extensions"),
-        F.sum(F.when(ran, F.col("lease_lost"))).alias("lease_lost"),
-        F.sum(F.rint(ms * 1000).cast("long")).alias("sum_us"),  # rint: round() goes through BigDecimal
-        F.min(ms).alias("min_ms"),
-        F.max(ms).alias("max_ms"),
-        F.min("timestamp_ms").alias("first_ms"),
-        F.max("timestamp_ms").alias("last_ms"),
-        F.min(queue_ms).alias("queue_min_ms"),
-        F.max(queue_ms).alias("queue_max_ms"),
-    )
+
+
+def _roll_up(by_cell: DataFrame) -> DataFrame:
+    """The two grouping sets' rows -> one row per :data:`PARTIAL_KEYS` with the ``cells`` and ``queue_cells``
+    maps."""
     # Each set sees every line: sums are taken from the cell set only; minimums and maximums agree in both.
     in_cells = F.col("queued") == 0
     return by_cell.groupBy(*PARTIAL_KEYS).agg(

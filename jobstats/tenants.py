@@ -24,7 +24,8 @@ from jobstats.parse import read_json, records
 from jobstats.schema import EMF_SCHEMA
 from jobstats.session import size_input_partitions
 from jobstats.stats import DEPLOYMENT_KEYS, partial_aggregate, summarize
-from sqslease.emf import GROUP_FIELD, deployment_name
+from sqslease.emf import deployment_name
+from sqslease.emf_text import GROUP_FIELD
 
 #: The profile's schema and the line's group.
 TENANT_SCHEMA = StructType([*EMF_SCHEMA.fields, StructField(GROUP_FIELD, StringType())])

@@ -31,7 +31,7 @@ from test_cli_local import Run, depth, start, until
 
 from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import discover
-from sqslease.emf import GROUP_FIELD
+from sqslease.emf_text import GROUP_FIELD
 
 pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 

@@ -19,7 +19,8 @@ from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
 from sqslease import emf_text
-from sqslease.emf import GROUP_FIELD, EmfLogger
+from sqslease.emf import EmfLogger
+from sqslease.emf_text import GROUP_FIELD
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings

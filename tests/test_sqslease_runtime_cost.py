@@ -5,6 +5,7 @@ record still released; an EMF line is exactly its object's JSON."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import json
 import threading
@@ -59,10 +60,13 @@ def noop(body: str, message: Message) -> None:
 
 @pytest.mark.parametrize("lease_extension", [False, True])
 def test_an_all_success_invocation_of_a_lambda_job_starts_no_thread(
-    lease_extension: bool, thread_starts: list[str]
+    lease_extension: bool, thread_starts: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN a LambdaJob's settings (its VT longer than the function's timeout) and 10 records that all succeed
     sqs, emf = FakeSQS(), io.StringIO()
+    futures: list[object] = []  # each builds a condition: the renewal's round, run inline, needs none
+    real_future = concurrent.futures.Future.__init__
+    monkeypatch.setattr(concurrent.futures.Future, "__init__", lambda f: futures.append(f) or real_future(f))
     # WHEN an invocation with the whole timeout left runs them
     response = lambda_adapter.process_event(
         fake_event([f"r{i}" for i in range(10)]),
@@ -74,7 +78,7 @@ def test_an_all_success_invocation_of_a_lambda_job_starts_no_thread(
     )
     # THEN no thread started; the only SQS request is the renewal at the start (with lease extension): one for 10
     assert response == {"batchItemFailures": []}
-    assert thread_starts == []
+    assert thread_starts == [] and futures == []
     assert [op for _, op, _ in sqs.calls] == (["ChangeMessageVisibilityBatch"] if lease_extension else [])
     assert set(outcomes(emf).values()) == {"success"}
 

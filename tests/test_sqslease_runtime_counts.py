@@ -21,6 +21,7 @@ from support.worker_threads import running_worker
 from sqslease import emf_text, lambda_adapter
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import millis, millis_text
+from sqslease.emf_writer import LineWriter
 from sqslease.fifo import ReadyQueue
 from sqslease.handler_pool import HandlerPool
 from sqslease.invocation import QUEUE_URL_ENV
@@ -59,15 +60,28 @@ def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record
     for case in cases:  # a template per outcome made first, as the first line of each would
         EmfLogger(io.StringIO()).record(**common, **case)
     encoded.clear()
-    # WHEN the runtime's emit writes each line
+    # WHEN the runtime writes each line: through emit, and through a consumer's LineWriter (positional)
+    lines_of = LineWriter(EmfLogger(emitted), common["job_type"], common["queue"], stack)
     for case in cases:
         EmfLogger(emitted).emit(**common, **case)
+        lines_of.emit(
+            case["message_id"],
+            case["processing_ms"],
+            case["outcome"],
+            2,
+            1,
+            case["lease_lost"],
+            None,
+            case.get("queue_ms"),
+        )
     # THEN nothing went through the encoder, and each line is the text record() writes, timestamps aside
     assert encoded == []
     for case in cases:
         EmfLogger(recorded).record(**common, **case)
+        EmfLogger(recorded).record(**common, **case)
     lines = [json.loads(x) for x in emitted.getvalue().splitlines()]
     expected = [json.loads(x) for x in recorded.getvalue().splitlines()]
+    assert len(lines) == len(expected) == 6
     for line, other in zip(lines, expected, strict=True):
         line["_aws"]["Timestamp"] = other["_aws"]["Timestamp"]
     assert [json.dumps(x, separators=(",", ":")) for x in lines] == [
@@ -77,6 +91,8 @@ def test_a_success_line_is_formatted_without_the_json_encoder_and_is_what_record
     # an error line goes through record(): its ErrorType and Error
     EmfLogger(emitted).emit(**common, **cases[2], error=ValueError("bad"))
     assert json.loads(emitted.getvalue().splitlines()[-1])["ErrorType"] == "ValueError"
+    lines_of.emit("c", 7.0, "timed_out", 2, 1, False, ValueError("bad"))
+    assert json.loads(emitted.getvalue().splitlines()[-1])["Error"] == "bad"
 
 
 def test_milliseconds_are_written_as_json_writes_their_rounded_value() -> None:
@@ -133,8 +149,8 @@ def test_an_all_success_invocation_encodes_no_json_and_looks_no_provider_up(monk
 
 
 class CountingCondition(threading.Condition):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
         self.notified: list[int | str] = []
 
     def notify(self, n: int = 1) -> None:
@@ -146,11 +162,30 @@ class CountingCondition(threading.Condition):
         super().notify_all()
 
 
-def test_a_batch_for_the_handlers_wakes_one_handler_per_message_not_all() -> None:
+def test_a_batch_for_the_handlers_wakes_one_waiting_handler_per_message_and_none_when_none_waits() -> None:
+    # GIVEN a ready queue with no handler waiting
     ready = ReadyQueue()
-    ready._cond = counting = CountingCondition()
-    assert ready.put([message(1), message(2), message(3)])
+    ready._cond = counting = CountingCondition(ready._lock)
+    # WHEN a batch is put: THEN nobody is woken (the handlers are busy: they take it when they come back)
+    assert ready.put([message(1), message(2)])
+    assert counting.notified == []
+    assert [m.message_id for m in (ready.take(0.0), ready.take(0.0)) if m is not None] == ["m1", "m2"]
+    # GIVEN 4 handlers waiting
+    taken: list[str] = []
+    handlers = [threading.Thread(target=lambda: taken.append(ready.get().message_id)) for _ in range(4)]  # type: ignore[union-attr]
+    for handler in handlers:
+        handler.start()
+    assert wait_for(lambda: ready._idle == 4, timeout_s=10)
+    # WHEN a batch of 3 is put: THEN 3 of them are woken, not all 4
+    assert ready.put([message(3), message(4), message(5)])
     assert counting.notified == [3]
+    assert wait_for(lambda: len(taken) == 3, timeout_s=10)
+    # AND a batch larger than the handlers waiting wakes each waiting one once
+    assert ready.put([message(6), message(7)])
+    assert counting.notified == [3, 1]
+    for handler in handlers:
+        handler.join(timeout=10)
+    assert sorted(taken) == ["m3", "m4", "m5", "m6"] and len(ready) == 1
 
 
 def test_the_receiver_waiting_for_room_is_woken_by_the_handler_that_makes_it() -> None:

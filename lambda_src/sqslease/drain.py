@@ -13,7 +13,6 @@ at once.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
@@ -21,6 +20,7 @@ from sqslease.clients import RECEIVE_READ_MARGIN_S
 from sqslease.handler_pool import HandlerPool
 from sqslease.heartbeat import Heartbeat
 from sqslease.processor import MessageProcessor
+from sqslease.receiver import Receiver
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 from sqslease.task_protection import TaskProtection
@@ -35,7 +35,7 @@ DRAIN_LOOK_S = 0.05  # how often a drain looks whether handlers took the unstart
 
 def drain(
     handlers: HandlerPool,
-    receiver: threading.Thread,
+    receiver: Receiver,
     *,
     settings: LeaseSettings,
     settler: Settler,
@@ -46,7 +46,7 @@ def drain(
 ) -> None:
     """Drain one worker whose receiving just stopped; returns when its leases are settled or the grace ended.
 
-    :param receiver: the receive loop's thread (its poll in flight is waited for, not abandoned).
+    :param receiver: the receive loop (its poll in flight is waited for, not abandoned).
     """
     started = clock()
     grace_ends = started + settings.shutdown_grace
@@ -54,8 +54,7 @@ def drain(
     # The poll in flight is waited for, not abandoned: SQS would go on with it and hide what it finds. It
     # answers within poll_wait, or times out (the receive client's read timeout).
     answered_by = min(grace_ends, started + settings.poll_wait + RECEIVE_READ_MARGIN_S)
-    receiver.join(timeout=max(0.0, answered_by - clock()))
-    if receiver.is_alive():
+    if not receiver.wait_for_poll(timeout=max(0.0, answered_by - clock())):
         logger.warning(
             "abandoning a long poll still unanswered: a message it receives stays hidden for %.0f s",
             settings.first_lease,

@@ -16,12 +16,13 @@ from typing import IO, Any
 
 from sqslease.emf_text import (
     ENCODER,
+    GROUP_FIELD,
     MAX_TEMPLATES,
     TEMPLATE_FIELDS,
     TEMPLATES,
     line_template,
+    line_text,
     millis,
-    millis_text,
     plain_millis,
 )
 
@@ -37,9 +38,6 @@ METRICS = (
 )
 #: Published from a line that has ``QueueTime``: a message that ran, with a ``SentTimestamp``.
 QUEUE_TIME_METRIC = {"Name": "QueueTime", "Unit": "Milliseconds"}
-#: The line's field naming the message's group (its ``MessageGroupId``: a tenant on a fair queue, a FIFO group): a
-#: property, never a dimension, so that the metrics stay one per job type however many tenants there are.
-GROUP_FIELD = "MessageGroupId"
 
 OUTCOMES = (
     "success",
@@ -172,13 +170,11 @@ class EmfLogger:
             head, middle = TEMPLATES.get(
                 (self.namespace, job_type, stack, queue, outcome, SCHEMA_VERSION, queued)
             ) or self._template(job_type, stack, queue, outcome, queued)
-            end = "}\n" if group is None else f',"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'
-            self._write(
-                f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)}{head}{encode_basestring_ascii(message_id)},'
-                f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
-                f'"LeaseLost":{int(lease_lost)}'
-                + (end if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}{end}')
+            now_ms = int(time.time() * 1000)
+            text = line_text(
+                now_ms, head, message_id, processing_ms, middle, receive_count, extensions, lease_lost, queue_ms, group
             )
+            self._write(text)
             return
         self.record(
             job_type=job_type,

@@ -38,12 +38,16 @@ class ReadyQueue:
         self._busy: set[str] = set()  # groups with a message running or parked
         self._parked: dict[str, tuple[Message, float]] = {}  # group -> its failed head, and when (clock) to retry it
         self._closed = False
-        self._cond = threading.Condition()
+        # A plain lock under the condition: the paths that never wait take it directly (a C call, where entering a
+        # Condition is a Python one), and a wake is sent only to a handler that waits (``_idle``).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._idle = 0  # handlers waiting in get()
 
     def __len__(self) -> int:
         """Messages waiting for a handler, a parked group counting as one (its head): its later messages wait
         for the retry, not for a handler."""
-        with self._cond:
+        with self._lock:
             if not self._parked:
                 return len(self._items)
             behind = sum(1 for message in self._items if self._group(message) in self._parked)
@@ -51,49 +55,58 @@ class ReadyQueue:
 
     def parked(self) -> dict[str, float]:
         """Message id -> when (clock) its retry is due, for every parked message."""
-        with self._cond:
+        with self._lock:
             return {message.message_id: due for message, due in self._parked.values()}
 
     def put(self, messages: list[Message]) -> bool:
         """Append messages in the order SQS returned them. False (nothing added) once closed."""
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return False
             self._items.extend(messages)
-            # One handler per message at most: waking them all made every idle one switch in for nothing. (FIFO:
-            # a message may wait for its group, and a handler woken for it waits again; done() wakes them all.)
-            self._cond.notify(len(messages))
+            # One handler per message at most, and only handlers that wait: waking them all made every idle one
+            # switch in for nothing. (FIFO: a message may wait for its group, and a handler woken for it waits
+            # again; done() wakes them all.)
+            if self._idle:
+                self._cond.notify(min(len(messages), self._idle))
             return True
 
     def get(self) -> Message | None:
         """A parked message whose retry is due, else the oldest message whose group is neither running nor parked
         (marking its group running); None once closed."""
-        with self._cond:
+        with self._lock:
             while True:
                 if self._closed:
                     return None
                 now = self.clock()
-                message = self.take(now)
+                message = self._take(now)
                 if message is not None:
                     return message
                 due = min((at for _, at in self._parked.values()), default=None)
-                self._cond.wait(None if due is None else min(PARKED_LOOK_S, max(0.0, due - now)))
+                self._idle += 1
+                try:
+                    self._cond.wait(None if due is None else min(PARKED_LOOK_S, max(0.0, due - now)))
+                finally:
+                    self._idle -= 1
 
     def take(self, now: float) -> Message | None:
         """What :meth:`get` hands out at ``now`` (clock), without waiting: None when nothing is startable."""
-        with self._cond:
-            for group, (message, due) in self._parked.items():
-                if due <= now:
-                    del self._parked[group]  # its group stays busy: it runs now
-                    return message
-            return self._take_startable()
+        with self._lock:
+            return self._take(now)
+
+    def _take(self, now: float) -> Message | None:
+        for group, (message, due) in self._parked.items():
+            if due <= now:
+                del self._parked[group]  # its group stays busy: it runs now
+                return message
+        return self._take_startable()
 
     def park(self, message: Message, due: float) -> bool:
         """Hand ``message`` (just failed, its group still running) out again at ``due`` (clock), before its group's
         later messages. False (nothing parked) once closed."""
         group = self._group(message)
         assert group is not None, "only a FIFO message is retried in process"
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return False
             self._parked[group] = (message, due)
@@ -113,22 +126,23 @@ class ReadyQueue:
     def done(self, message: Message, failed: bool) -> list[Message]:
         """A message ended. After a failure, remove and return the group's later messages (to release)."""
         group = self._group(message)
-        with self._cond:
-            if group is None:
-                return []
+        if group is None:  # no group to open: nothing to lock, no one to wake
+            return []
+        with self._lock:
             self._busy.discard(group)
             later: list[Message] = []
             if failed:
                 later = [m for m in self._items if self._group(m) == group]
                 self._items = deque(m for m in self._items if self._group(m) != group)
-            self._cond.notify_all()
+            if self._idle:
+                self._cond.notify_all()
             return later
 
     def close(self) -> tuple[list[Message], list[tuple[Message, float]]]:
         """Stop: every :meth:`get` returns None and :meth:`put` and :meth:`park` refuse from now on. Returns the
         messages that were waiting (to release) and the parked ones with when their retry was due, atomically, so
         none is left behind."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             items = list(self._items)
             parked = list(self._parked.values())

@@ -1,5 +1,8 @@
 """The worker's handler threads: run received messages, one message per FIFO group at a time.
 
+A worker of one handler on a standard queue has no handler thread: its receiver's thread runs each batch it received
+(:func:`runs_inline`, :meth:`HandlerPool.run_inline`), and counts as the pool's thread for the watchdog and the drain.
+
 A FIFO message that fails is parked for its retry in process, or its group's later messages released
 (:mod:`sqslease.handler_groups`).
 
@@ -55,6 +58,7 @@ class HandlerPool(HandlerGroups):
     ) -> None:
         self.processor = processor
         self.settler = settler
+        self.fifo = fifo
         self.clock = clock
         self.on_hung = on_hung
         self.max_processing_time = processor.settings.max_processing_time
@@ -74,14 +78,21 @@ class HandlerPool(HandlerGroups):
         self._room = threading.Event()
         self._room_at = -1
         self._threads: list[threading.Thread] = []
+        self.inline = False  # no handler thread: the receiver's runs each batch (runs_inline)
         self.processed = 0
 
-    def start(self, concurrency: int) -> None:
-        """Start ``concurrency`` handler threads."""
-        self._threads = [
-            threading.Thread(target=self._handle_loop, name=f"sqslease-handler-{i}", daemon=True)
-            for i in range(concurrency)
-        ]
+    def start(self, concurrency: int, *, inline: bool = False) -> None:
+        """Start ``concurrency`` handler threads, or none with ``inline`` (the worker's choice, :func:`runs_inline`):
+        the receiver's thread then runs the messages (:meth:`run_inline`). Default False."""
+        self.inline = inline
+        self._threads = (
+            []
+            if self.inline
+            else [
+                threading.Thread(target=self._handle_loop, name=f"sqslease-handler-{i}", daemon=True)
+                for i in range(concurrency)
+            ]
+        )
         for thread in self._threads:
             thread.start()
         if self.max_processing_time is not None:
@@ -195,46 +206,63 @@ class HandlerPool(HandlerGroups):
             except Exception:  # a bug must not silently end every timeout: log it and keep watching
                 logger.exception("handler watchdog failed")
 
+    def runs_on(self, thread: threading.Thread) -> None:
+        """The thread of an inline pool (the receiver's), which :meth:`join` waits for as for a handler thread."""
+        self._threads = [thread]
+
+    def run_inline(self) -> None:
+        """Inline pool, on the receiver's thread: run what was received until nothing is left (or the drain took
+        it). Nothing when the pool has handler threads."""
+        if not self.inline:
+            return
+        me = threading.current_thread()
+        while (message := self._ready.take(self.clock())) is not None:
+            self._handle(message, me)
+
     def _handle_loop(self) -> None:
         me = threading.current_thread()
         while True:
             message = self._ready.get()
             if message is None:
                 return
-            if message.lease.lost or message.lease.deadline <= self.clock():
-                # Its lease ran out while it waited (prefetched, or parked for a retry): SQS may have handed it to
-                # another consumer, and its group's later messages must not overtake it. Released, they come back
-                # after it.
-                logger.warning("message %s: its lease ran out before it could run; not run", message.message_id)
-                self.settler.scheduler.lapsed(message.lease)
-                self._finished(message, failed=True)
-                continue
-            if self._lease_too_short(message):
-                continue
-            attempt = Attempt(message, self.clock())
+            self._handle(message, me)
+
+    def _handle(self, message: Message, me: threading.Thread) -> None:
+        """Run one message taken from the ready queue on this thread (``me``), and count and settle its end."""
+        if message.lease.lost or message.lease.deadline <= self.clock():
+            # Its lease ran out while it waited (prefetched, or parked for a retry): SQS may have handed it to
+            # another consumer, and its group's later messages must not overtake it. Released, they come back
+            # after it.
+            logger.warning("message %s: its lease ran out before it could run; not run", message.message_id)
+            self.settler.scheduler.lapsed(message.lease)
+            self._finished(message, failed=True)
+            return
+        if self._lease_too_short(message):
+            return
+        attempt = Attempt(message, self.clock())
+        with self._running_lock:
+            self._running[me] = attempt
+        failed, held = True, False
+        try:
+            result = self.processor.process(message, attempt)
+            failed, held = result.retry, result.held
+        except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
+            logger.exception("processing message %s failed unexpectedly", message.message_id)
+        finally:
             with self._running_lock:
-                self._running[me] = attempt
-            failed, held = True, False
-            try:
-                result = self.processor.process(message, attempt)
-                failed, held = result.retry, result.held
-            except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
-                logger.exception("processing message %s failed unexpectedly", message.message_id)
-            finally:
-                with self._running_lock:
-                    late = attempt.timed_out_at is not None  # its timeout settled it and counted it
-                    if self._timed_out.get(me) is attempt:
-                        del self._timed_out[me]
-                    if self._running.get(me) is attempt:
-                        del self._running[me]
-                    if not late:
-                        self.processed += 1
-                    if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
-                        self._room.set()
-            if held:
-                self._retry_later(message)
-            elif not late:  # a timed-out message's group was finished by its timeout
-                self._finished(message, failed)
+                late = attempt.timed_out_at is not None  # its timeout settled it and counted it
+                if self._timed_out.get(me) is attempt:
+                    del self._timed_out[me]
+                if self._running.get(me) is attempt:
+                    del self._running[me]
+                if not late:
+                    self.processed += 1
+                if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
+                    self._room.set()
+        if held:
+            self._retry_later(message)
+        elif not late:  # a timed-out message's group was finished by its timeout
+            self._finished(message, failed)
 
     def _lease_too_short(self, message: Message) -> bool:
         """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;
@@ -256,6 +284,13 @@ class HandlerPool(HandlerGroups):
         self.processor.record_released(message)
         self._finished(message, failed=True)
         return True
+
+
+def runs_inline(concurrency: int, fifo: bool) -> bool:
+    """Whether a worker's handler runs on its receiver's thread: one handler on a standard queue, where a thread of
+    its own buys no concurrency and its hand-offs cost more CPU than its work (``bench/runtime_bench.py``). A FIFO
+    queue keeps it: a parked retry comes due while the receiver may be in a long poll."""
+    return concurrency == 1 and not fifo
 
 
 def _hung(attempt: Attempt, now: float) -> bool:

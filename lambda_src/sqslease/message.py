@@ -73,25 +73,28 @@ class Message:
     def from_lambda_record(cls, record: dict[str, Any], queue_url: str, lease: Lease) -> Message:
         """From one record of an SQS-triggered Lambda event (camelCase keys)."""
         raw_attributes = record.get("messageAttributes")
-        attributes = (
-            {key: value for key, value in raw_attributes.items() if isinstance(value, dict)} if raw_attributes else {}
-        )
         return cls(
-            message_id=record["messageId"],
-            receipt_handle=record["receiptHandle"],
-            body=record.get("body", ""),
-            queue_url=queue_url,
-            lease=lease,
-            attributes=dict(record.get("attributes", {})),
-            message_attributes={
-                name: {
-                    k[0].upper() + k[1:]: v
-                    for k, v in value.items()
-                    if k in ("stringValue", "binaryValue", "dataType") and v is not None
-                }
-                for name, value in attributes.items()
-            },
+            record["messageId"],
+            record["receiptHandle"],
+            record.get("body", ""),
+            queue_url,
+            lease,
+            dict(record.get("attributes", {})),
+            _boto3_attributes(raw_attributes) if raw_attributes else {},  # most records have none: no comprehension
         )
+
+
+def _boto3_attributes(raw: dict[str, Any]) -> dict[str, Any]:
+    """A Lambda record's ``messageAttributes`` in boto3's shape (``StringValue``...), those that are dicts."""
+    return {
+        name: {
+            k[0].upper() + k[1:]: v
+            for k, v in value.items()
+            if k in ("stringValue", "binaryValue", "dataType") and v is not None
+        }
+        for name, value in raw.items()
+        if isinstance(value, dict)
+    }
 
 
 def queue_url_from_arn(arn: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt, HandlerTimeoutError
 from sqslease.emf import EmfLogger
+from sqslease.emf_writer import LineWriter
 from sqslease.failure_policy import apply_failure_policy, dead_letter, settle_failure
 from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import HookChain, MessageHooks, configured_hooks
@@ -88,6 +89,8 @@ class MessageProcessor:
         self.sqs = sqs
         self.emf = emf or EmfLogger()
         self.queue_name = queue_name
+        #: The EMF lines of this consumer (its job type, stack and queue fixed).
+        self.lines = LineWriter(self.emf, settings.job_type, queue_name, settings.stack)
         self.delete_on_success = delete_on_success
         self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
         self.hooks = HookChain([*configured_hooks(settings.job_type, settings.hooks), *hooks])
@@ -137,19 +140,17 @@ class MessageProcessor:
             # else: Lambda deletes it once the invocation returns; the lease is extended until then.
         else:
             outcome, retry, held = self._failed(message, error)
-        self.emf.emit(  # not through _emit: a call less a message
-            job_type=self.settings.job_type,
-            stack=self.settings.stack,
-            queue=self.queue_name,
-            message_id=message.message_id,
-            processing_ms=elapsed_ms,
-            outcome=outcome,
-            receive_count=receive_count,
-            extensions=message.lease.extensions,
-            lease_lost=message.lease.lost,
-            error=error,
-            queue_ms=queue_ms,
-            group=message.message_group_id,
+        lease = message.lease  # the line: not through _emit, a call less a message
+        self.lines.emit(
+            message.message_id,
+            elapsed_ms,
+            outcome,
+            receive_count,
+            lease.extensions,
+            lease.lost,
+            error,
+            queue_ms,
+            message.message_group_id,
         )
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry, held)
@@ -296,19 +297,17 @@ class MessageProcessor:
         queue_ms: float | None = None,
     ) -> None:
         """The message's EMF line (:class:`sqslease.emf.EmfLogger`), in milliseconds."""
-        self.emf.emit(
-            job_type=self.settings.job_type,
-            stack=self.settings.stack,
-            queue=self.queue_name,
-            message_id=message.message_id,
-            processing_ms=processing_ms,
-            outcome=outcome,
-            receive_count=receive_count,
-            extensions=message.lease.extensions,
-            lease_lost=message.lease.lost,
-            error=error,
-            queue_ms=queue_ms,
-            group=message.message_group_id,
+        lease = message.lease
+        self.lines.emit(
+            message.message_id,
+            processing_ms,
+            outcome,
+            receive_count,
+            lease.extensions,
+            lease.lost,
+            error,
+            queue_ms,
+            message.message_group_id,
         )
 
     def apply_failure_policy(self, message: Message) -> None:

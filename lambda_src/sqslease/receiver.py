@@ -79,12 +79,27 @@ class Receiver:
         self._stopping = stopping
         self._on_fatal = on_fatal
         self.clock = clock
+        #: Held while a poll is in flight (sent, not yet handed over): what a drain waits for. A lock, not an
+        #: event: taken and let go once a poll, it costs no condition.
+        self._polling = threading.Lock()
 
     def start(self) -> threading.Thread:
-        """Run the receive loop in a daemon thread; returns the thread (a drain waits for its poll in flight)."""
+        """Run the receive loop in a daemon thread (which runs the messages too when the handlers run inline:
+        :meth:`sqslease.handler_pool.HandlerPool.run_inline`); returns the thread."""
         thread = threading.Thread(target=self.run, name="sqslease-receiver", daemon=True)
+        if self.handlers.inline:
+            self.handlers.runs_on(thread)
         thread.start()
         return thread
+
+    def wait_for_poll(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the long poll in flight, if any, to be answered and its messages
+        handed over; False if it still is not. A drain waits for it rather than abandon it (SQS would go on with
+        it and hide what it finds); the thread may go on running messages (inline handlers) meanwhile."""
+        if not self._polling.acquire(timeout=timeout):
+            return False
+        self._polling.release()
+        return True
 
     def run(self) -> None:
         """Receive until the worker stops (or a fatal error), handing each poll's messages to the handlers."""
@@ -108,26 +123,31 @@ class Receiver:
             if paused_by_governor:
                 self._stopping.wait(1)
                 continue
-            if self._stopping.is_set():
-                break  # a poll sent during a drain could bring more messages than handlers
-            sent_at = self.clock()
-            try:
-                response = self.receive_sqs.receive_message(
-                    QueueUrl=self.queue_url,
-                    MaxNumberOfMessages=min(10, capacity),
-                    WaitTimeSeconds=self.settings.poll_wait,
-                    VisibilityTimeout=int(first_lease),
-                    MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
-                    MessageAttributeNames=["All"],
-                )
-                failures = 0
-            except Exception as error:
+            with self._polling:  # taken before the look at stopping: a drain that finds it taken waits for the poll
+                if self._stopping.is_set():
+                    break  # a poll sent during a drain could bring more messages than handlers
+                sent_at = self.clock()
+                try:
+                    response = self.receive_sqs.receive_message(
+                        QueueUrl=self.queue_url,
+                        MaxNumberOfMessages=min(10, capacity),
+                        WaitTimeSeconds=self.settings.poll_wait,
+                        VisibilityTimeout=int(first_lease),
+                        MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
+                        MessageAttributeNames=["All"],
+                    )
+                    failed: Exception | None = None
+                except Exception as error:
+                    failed = error
+                if failed is None and not self._hand_over(response.get("Messages", []), sent_at, first_lease):
+                    return
+            if failed is not None:
                 failures += 1
-                if not self._receive_failed(error, failures):
+                if not self._receive_failed(failed, failures):
                     return
                 continue
-            if not self._hand_over(response.get("Messages", []), sent_at, first_lease):
-                return
+            failures = 0
+            self.handlers.run_inline()
 
     def _receive_failed(self, error: Exception, failures: int) -> bool:
         """A ReceiveMessage failed (the ``failures``-th in a row): False on a fatal error (reported), else True once

@@ -59,7 +59,7 @@ from sqslease.config import SETTINGS
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import FifoRetry
-from sqslease.handler_pool import HandlerPool
+from sqslease.handler_pool import HandlerPool, runs_inline
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
 from sqslease.idempotency import KeyFunction, message_id_key
@@ -200,8 +200,8 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda signum, frame: self.shutdown())
         self.heartbeat.start()
-        self.handlers.start(self.concurrency)
-        receiver = self.receiver.start()
+        self.handlers.start(self.concurrency, inline=runs_inline(self.concurrency, self.handlers.fifo))
+        self.receiver.start()
         if self.protection is not None:
             self.protection.start()
         logger.info("consuming %s with %d handlers", self.queue_url, self.concurrency)
@@ -212,7 +212,7 @@ class Worker:
             raise self.fatal
         drain(
             self.handlers,
-            receiver,
+            self.receiver,
             settings=self.settings,
             settler=self.settler,
             heartbeat=self.heartbeat,

@@ -1,0 +1,69 @@
+"""jobstats pointed at ``jobqueues local up``'s whole logs directory, where each consumer's EMF lines are stored
+twice: in its own log (with its logging lines) and under ``emf/``. Each line counts once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import boto3
+from moto import mock_aws
+
+from jobqueues.emulator.consumers.log_shipper import EMF_DIR, LogShipper
+from jobstats.__main__ import main
+from jobstats.pipeline import profile
+from sqslease.emf import EmfLogger
+
+START_MS = 1_793_000_000_000
+
+
+def local_up_logs(logs_dir: Path, workers: int = 2, jobs: int = 40) -> int:
+    """What ``local up`` leaves in its logs directory after ``workers`` consumers each processed ``jobs`` messages
+    (written through the real log shipper, against moto's CloudWatch Logs in process); returns the EMF lines."""
+    with mock_aws():
+        shipper = LogShipper(boto3.client("logs", region_name="us-east-1"), logs_dir, clock_ms=lambda: START_MS)
+        for worker in range(workers):
+            read, write = os.pipe()
+            name = f"Transcode-worker-{worker}"
+            shipper.attach(os.fdopen(read, "rb"), "/ecs/Transcode", name, f"{name}.log")
+            with os.fdopen(write, "w") as out:
+                out.write(f"INFO sqslease.worker: {name} started\n")
+                for job in range(jobs):
+                    EmfLogger(out).record(
+                        job_type="Transcode",
+                        stack="JobQueuesExample",
+                        queue="JobQueuesExample-Transcode",
+                        message_id=f"{worker}-{job}",
+                        processing_ms=100.0 + 37 * job + worker,
+                        outcome="success",
+                        receive_count=1,
+                        extensions=0,
+                        lease_lost=False,
+                        timestamp_ms=START_MS + 1000 * job,
+                    )
+        shipper.close()
+    return workers * jobs
+
+
+def test_the_logs_directory_counts_each_emf_line_once(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lines = local_up_logs(tmp_path / "logs")
+    whole = profile(spark, [str(tmp_path / "logs")], min_samples=1)
+    emf_only = profile(spark, [str(tmp_path / "logs" / EMF_DIR)], min_samples=1)
+
+    assert emf_only["input_report"]["total_lines"] == lines
+    assert whole["input_report"]["total_lines"] == lines
+    assert whole["deployments"] == emf_only["deployments"]
+    assert whole["deployments"]["JobQueuesExample/Transcode"]["count"] == lines
+    # the copies are named, each with the file whose lines it repeats
+    copies = whole["input_report"]["duplicate_files"]
+    assert sorted(Path(copy).name for copy in copies) == ["Transcode-worker-0.log", "Transcode-worker-1.log"]
+    assert all(Path(original).parent.name == EMF_DIR for original in copies.values())
+
+
+def test_the_summary_line_says_how_many_files_were_copies(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    lines = local_up_logs(tmp_path / "logs")
+    out = tmp_path / "profiles.json"
+    assert main(["profile", str(tmp_path / "logs"), "--out", str(out), "--min-samples", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    copies = "2 files repeating another's records counted once"
+    assert first.startswith(f"{lines} lines from 4 files, 0 malformed, {copies}")
