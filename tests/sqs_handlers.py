@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -120,3 +121,11 @@ def poison_job(body: str, message: Message) -> None:
     if body.startswith("poison"):
         raise RuntimeError(f"{body} fails every time")
     _log("end", message)
+
+
+def payload_digest(body: str, message: Message) -> None:
+    """Records ``payload MESSAGE_ID SHA256 BYTES POINTER_SIZE``: what a handler was handed of a payload kept in S3
+    (``POINTER_SIZE``: its pointer's size attribute, ``-`` for an ordinary message)."""
+    data = body.encode()
+    size = "-" if message.pointer is None else str(message.pointer.size)
+    _append(f"payload {message.message_id} {hashlib.sha256(data).hexdigest()} {len(data)} {size}\n")

@@ -120,7 +120,10 @@ def test_a_refused_entry_is_reported_and_the_rest_sent(
     assert jq(ops_deployment, "send", "Emails", "--file", str(jobs)) == 1
     out = capsys.readouterr()
     assert out.out == "sent 2 messages to OpsShared/Emails\n"
-    assert out.err == "refused: line 2: MessageTooLong: 262,145 bytes; the queue takes 262,144\n"
+    assert out.err == (
+        "refused: line 2: MessageTooLong: 262,145 bytes; the queue takes 262,144: give the job type a payload bucket "
+        "(payload_bucket=...) to send it through S3\n"
+    )
     assert sorted(m["Body"] for m in take_all(ops_deployment.server.client("sqs"), emails.queue_url or "")) == [
         "first",
         "last",

@@ -89,6 +89,7 @@ def lease_settings(draw: st.DrawFn) -> LeaseSettings:
         "max_processing_time": processing,
         "hooks": tuple(draw(st.lists(paths, max_size=3))),
         "idempotency_key": draw(st.none() | paths),
+        "delete_payloads": draw(st.booleans()),
     }
     try:
         return LeaseSettings(**values)  # type: ignore[arg-type]

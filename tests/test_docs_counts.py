@@ -57,6 +57,10 @@ def job_queue_with_queue_time(stack: cdk.Stack, name: str) -> object:
     return JobQueue(stack, name, processing_p99=Duration.seconds(3), max_queue_time=Duration.minutes(5))
 
 
+def job_queue_with_payload_bucket(stack: cdk.Stack, name: str) -> object:
+    return JobQueue(stack, name, processing_p99=Duration.seconds(3), payload_bucket=True)
+
+
 def lambda_job(stack: cdk.Stack, name: str) -> object:
     code = Code.from_asset(str(DOCS.parent / "lambda_src" / "handlers"))
     return LambdaJob(stack, name, code=code, handler="thumbs.handle", timeout=Duration.seconds(30))
@@ -71,6 +75,8 @@ def test_the_resources_per_job_type_are_what_a_stack_holds() -> None:
     per_queue = figure(text, r"A job queue is (?P<n>\d+) resources")
     assert per_queue == resources(job_queue)
     assert figure(text, r"; (?P<n>\d+) with `max_queue_time`") == resources(job_queue_with_queue_time)
+    bucket = figure(text, r"(?P<n>\d+) more with\s+`payload_bucket=True`")
+    assert bucket == resources(job_queue_with_payload_bucket) - per_queue
     # A consumer's shared resources (the stack's sqslease layer, EcsJob's default cluster and VPC) come with the
     # first job of its kind: what a job type adds is what a second one adds, its queue pair aside.
     lambda_adds = resources(lambda_job, lambda_job) - resources(lambda_job) - per_queue

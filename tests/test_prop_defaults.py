@@ -42,6 +42,8 @@ PLANNED: dict[tuple[str, str], Callable[[dict[str, Any]], object]] = {
     ("QueueOptions", "removal_policy"): lambda p: p["queue"].removal_policy,
     ("QueueOptions", "dlq_removal_policy"): lambda p: p["queue"].dlq_removal_policy,
     ("QueueOptions", "idempotency"): lambda p: p["queue"].idempotency is not None,
+    ("QueueOptions", "payload_bucket"): lambda p: p["queue"].payload_bucket is not None,
+    ("QueueOptions", "delete_payloads"): lambda p: p["queue"].delete_payloads,
     ("LeaseOptions", "lease_extension"): lambda p: p["queue"].lease_extension,
     ("JobQueueProps", "max_batching_window"): lambda p: p["queue"].max_batching_window,
     ("LambdaJobProps", "batch_size"): lambda p: p["lambda"].batch_size,

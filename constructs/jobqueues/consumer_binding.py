@@ -125,14 +125,15 @@ def claim_consumer(job_queue: IJobQueue, scope: Construct, method: str) -> None:
 def bind_consumer(
     scope: Construct, job_queue: IJobQueue, grantee: iam.IGrantable, *, function_timeout_s: float | None = None
 ) -> Binding:
-    """Grant ``grantee`` consumption of ``job_queue`` (and its idempotency records, if any) and create the lease
-    alarms in ``scope``; the binder adds its own parts and calls :meth:`Binding.finish`.
+    """Grant ``grantee`` consumption of ``job_queue`` (and its idempotency records and payloads, if any) and create
+    the lease alarms in ``scope``; the binder adds its own parts and calls :meth:`Binding.finish`.
 
     :param function_timeout_s: a Lambda consumer's timeout, in seconds (the p99 drift is measured against it).
         Default: none (an ECS consumer).
     """
     job_queue.grant_consume_messages(grantee)
     job_queue.grant_idempotency(grantee)
+    job_queue.grant_payloads(grantee)
     metrics = ConsumerMetrics.of(job_queue)
     leak, lost, drift = create_consumer_alarms(scope, job_queue, metrics, function_timeout_s=function_timeout_s)
     return Binding(scope, job_queue, metrics, leak, lost, drift)

@@ -92,6 +92,7 @@ class ConsumerContract:
         max_batching_window_s: float = 0,
         max_receive_count: int | None = None,
         stack: str | None = None,
+        delete_payloads: bool = True,
     ) -> ConsumerContract:
         """The contract of a queue with these lease facts; raises ``ValueError`` when ``sqslease`` would refuse
         them (the queue's declaration checks the same rule first, with a fix).
@@ -103,6 +104,8 @@ class ConsumerContract:
             ``None`` (a token, or an adopted queue): not written; the worker reads the queue's ``RedrivePolicy``.
         :param stack: the name of the stack that deploys the job queue, on each of its consumer's EMF lines
             (``Stack``): jobstats measures each deployment of a job type apart. Default: none (not written).
+        :param delete_payloads: the consumer deletes a payload kept in S3 after its message (``delete_payloads``);
+            ``False`` is told, as any setting off its default. Default True.
         """
         vt = LeaseSettings.visibility_timeout if visibility_timeout_s is None else visibility_timeout_s
         lease = LeaseSettings(
@@ -119,6 +122,7 @@ class ConsumerContract:
             max_batching_window=max_batching_window_s,
             job_type=job_type,
             stack=stack,
+            delete_payloads=delete_payloads,
         )
         token = visibility_timeout_token if visibility_timeout_s is None else None
         return cls(queue_url=queue_url, lease=lease, visibility_timeout_token=token)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jobqueues.payload_rules import payload_bucket
 from jobqueues.queue_declaration import CheckResult, QueueDeclaration, RuleContext, in_flight_threshold
 from jobqueues.queue_option_rules import (
     delay_within_retention,
@@ -67,6 +68,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     fifo_high_throughput,
     fair_queue,
     message_size,
+    payload_bucket,
     removal_policies,
     alarm_thresholds,
     delay_within_retention,

@@ -5,7 +5,6 @@ graph beside the shared binding. Its container runs ``IJobQueue.consumer_contrac
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -22,6 +21,7 @@ from jobqueues.errors import JobQueueError
 from jobqueues.interface import IJobQueue
 from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
+from jobqueues.nag import nag_text
 from jobqueues.registry import stack_of
 from jobqueues.scaling import running_tasks, scale_on_backlog
 from sqslease import config
@@ -158,7 +158,7 @@ def _grant_task_protection(stack: Stack, task_role: iam.IRole, cluster_name: str
     if policy is not None:
         Validations.of(policy).acknowledge(
             Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag(stack, own_tasks)}]",
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{nag_text(stack, own_tasks)}]",
                 reason=(
                     "sqslease sets ECS task scale-in protection on its own task, whose id exists only at run time; "
                     "the wildcard is limited to the tasks of this cluster and to the two task-protection actions"
@@ -215,21 +215,3 @@ def acknowledge_environment(task_definition: ecs.TaskDefinition, environment: di
             ),
         )
     )
-
-
-def _nag(stack: Stack, value: str) -> str:
-    """How cdk-nag prints ``value`` in a finding id: ``<LogicalId>`` or ``<AWS::Region>`` for a reference."""
-
-    def text(part: Any) -> str:
-        if isinstance(part, str):
-            return part
-        if isinstance(part, dict) and "Ref" in part:
-            return f"<{part['Ref']}>"
-        if isinstance(part, dict) and "Fn::GetAtt" in part:
-            return f"<{'.'.join(part['Fn::GetAtt'])}>"
-        if isinstance(part, dict) and "Fn::Join" in part:
-            separator, parts = part["Fn::Join"]
-            return str(separator).join(text(p) for p in parts)
-        return str(part)
-
-    return text(stack.resolve(value))

@@ -14,6 +14,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, Node
@@ -113,11 +114,20 @@ class IJobQueue(Protocol):
         """The table of the consumer's idempotency records; ``None``: idempotency off."""
         ...
 
+    @property
+    def payload_bucket(self) -> s3.IBucket | None:
+        """The bucket of payloads larger than the queue takes; ``None``: none."""
+        ...
+
     #: Where the job type's one consumer is bound (the scope of its alarms and dashboard); ``None``: no consumer yet.
     bound_consumer: Construct | None
 
     def grant_idempotency(self, grantee: iam.IGrantable) -> iam.Grant | None:
         """Let a consumer keep this job type's idempotency records, on its own keys only."""
+        ...
+
+    def grant_payloads(self, grantee: iam.IGrantable) -> iam.Grant | None:
+        """Let a consumer read (and delete) the payloads of its payload bucket, if it has one."""
         ...
 
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:

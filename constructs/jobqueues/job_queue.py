@@ -17,8 +17,9 @@ from jobqueues.fair_queue_monitoring import quiet_group_age_alarm
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.job_queue_base import JobQueueBase
-from jobqueues.marker import mark_job_queue
+from jobqueues.marker import mark_job_queue, payload_bucket_reference
 from jobqueues.metrics import consumer_period
+from jobqueues.payload_bucket import bucket_of
 from jobqueues.plan import AlarmPlan, Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
@@ -92,6 +93,9 @@ class JobQueue(JobQueueBase):
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
+        #: The bucket of payloads larger than the queue takes (``payload_bucket``); ``None``: none.
+        self.payload_bucket = bucket_of(self, plan.payload_bucket, plan.encryption_key, plan.payload_expiration_days)
+        self.delete_payloads = plan.delete_payloads
         self._mark(registry)
         registry.count_job_type()
 
@@ -190,7 +194,8 @@ class JobQueue(JobQueueBase):
 
         queue_id = registry.logical_id(self.path_below_stack("Queue", "Resource"), lambda: resource)
         dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
-        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id})
+        bucket = payload_bucket_reference(self, registry.stack)
+        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
 
     @staticmethod
     def from_queue_attributes(

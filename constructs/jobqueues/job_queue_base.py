@@ -14,6 +14,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -27,6 +28,7 @@ from jobqueues.ecs_consumer import bind_ecs_consumer
 from jobqueues.idempotency_table import grant_job_type
 from jobqueues.inputs import is_token
 from jobqueues.lambda_consumer import bind_lambda_consumer
+from jobqueues.payload_bucket import grant_consumer, grant_producer
 from jobqueues.registry import RegisteredConstruct, one_minute, registry_of
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
@@ -80,6 +82,10 @@ class JobQueueBase(RegisteredConstruct):
     idempotency_table: dynamodb.ITable | None = None
     #: Seconds a COMPLETED record must outlive its message (``SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD``).
     idempotency_retention_seconds: float | None = None
+    #: The bucket of payloads larger than the queue takes (``payload_bucket``); ``None``: none.
+    payload_bucket: s3.IBucket | None = None
+    #: Whether the consumer deletes a payload's object after its message (``delete_payloads``).
+    delete_payloads: bool = True
     #: Where the job type's one consumer is bound (the scope of its alarms and dashboard); ``None``: no consumer yet.
     bound_consumer: Construct | None = None
     _contract: ConsumerContract | None = None
@@ -87,9 +93,12 @@ class JobQueueBase(RegisteredConstruct):
     # --- grants ------------------------------------------------------------------------------------------------
     def grant_send_messages(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let a producer send messages to the job queue, and with a KMS key ``kms:GenerateDataKey`` and
-        ``kms:Decrypt`` on it (what SQS needs to encrypt a message), nothing more."""
+        ``kms:Decrypt`` on it (what SQS needs to encrypt a message), nothing more. With a :attr:`payload_bucket`,
+        ``s3:PutObject`` on its objects too (:func:`jobqueues.payload_bucket.grant_producer`)."""
         grant = self.queue.grant(grantee, *_SEND_ACTIONS)
         self._grant_key(grantee, "kms:GenerateDataKey", "kms:Decrypt")
+        if self.payload_bucket is not None:
+            grant_producer(self.payload_bucket, grantee, queue_key=self.queue.encryption_master_key)
         return grant
 
     def grant_consume_messages(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -111,6 +120,14 @@ class JobQueueBase(RegisteredConstruct):
         if self.idempotency_table is None:
             return None
         return grant_job_type(self.idempotency_table, grantee, self.job_type)
+
+    def grant_payloads(self, grantee: iam.IGrantable) -> iam.Grant | None:
+        """Let a consumer read the payloads of :attr:`payload_bucket` (``s3:GetObject``), and delete them
+        (``s3:DeleteObject``) unless :attr:`delete_payloads` is off. ``None`` (nothing granted) without a bucket."""
+        if self.payload_bucket is None:
+            return None
+        key = self.queue.encryption_master_key
+        return grant_consumer(self.payload_bucket, grantee, delete=self.delete_payloads, queue_key=key)
 
     def _grant_key(self, grantee: iam.IGrantable, *actions: str) -> None:
         # Not the key's grant_encrypt_decrypt (what sqs.Queue's grants use): it adds kms:ReEncrypt* and
@@ -140,6 +157,7 @@ class JobQueueBase(RegisteredConstruct):
                 max_batching_window_s=self.max_batching_window_seconds,
                 max_receive_count=self.known_max_receive_count,
                 stack=registry_of(self).facts.name,
+                delete_payloads=self.delete_payloads,
             )
             if self.idempotency_table is not None:
                 retention = self.idempotency_retention_seconds or SQS_MAX_RETENTION_S

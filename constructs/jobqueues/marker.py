@@ -31,10 +31,12 @@ def mark_job_queue(
     path: str,
     queue: dict[str, str] | None,
     dead_letter_queue: dict[str, str] | None,
+    payload_bucket: dict[str, str] | None = None,
 ) -> None:
     """Put the queue marker on ``resource``, a declared ``JobQueue``'s source queue, at construct ``path``, with the
-    references to its queues (:func:`reference`'s form), known to its caller without a round-trip."""
-    resource.add_metadata(QUEUE_MARKER, _queue_part(job_queue, path, queue, dead_letter_queue))
+    references to its queues (:func:`reference`'s form), known to its caller without a round-trip, and to its payload
+    bucket (:func:`payload_bucket_reference`; ``None``: none)."""
+    resource.add_metadata(QUEUE_MARKER, _queue_part(job_queue, path, queue, dead_letter_queue, payload_bucket))
 
 
 def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, Any]) -> None:
@@ -58,12 +60,25 @@ def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, An
 def queue_part(job_queue: IJobQueue, stack: Stack) -> dict[str, Any]:
     """The job type, its queues and the numbers it declared, in seconds (``None``: not declared)."""
     queue, dead_letter_queue = _queue(job_queue.queue, stack), _queue(job_queue.dead_letter_queue, stack)
-    return _queue_part(job_queue, job_queue.node.path, queue, dead_letter_queue)
+    bucket = payload_bucket_reference(job_queue, stack)
+    return _queue_part(job_queue, job_queue.node.path, queue, dead_letter_queue, bucket)
+
+
+def payload_bucket_reference(job_queue: IJobQueue, stack: Stack) -> dict[str, str] | None:
+    """How a marker of ``stack`` names ``job_queue``'s payload bucket (:func:`reference`); ``None`` without one (no
+    round-trip)."""
+    bucket = job_queue.payload_bucket
+    return None if bucket is None else reference(bucket, bucket.bucket_name, "name", stack)
 
 
 def _queue_part(
-    job_queue: IJobQueue, path: str, queue: dict[str, str] | None, dead_letter_queue: dict[str, str] | None
+    job_queue: IJobQueue,
+    path: str,
+    queue: dict[str, str] | None,
+    dead_letter_queue: dict[str, str] | None,
+    payload_bucket: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    bucket = {"payload_bucket": payload_bucket} if payload_bucket is not None else {}
     return _local(
         {
             "version": MARKER_VERSION,
@@ -79,6 +94,7 @@ def _queue_part(
             "max_processing_time_s": job_queue.max_processing_time_seconds,
             "lambda_timeout_s": job_queue.lambda_timeout_seconds,
             "max_batching_window_s": job_queue.max_batching_window_seconds,
+            **bucket,
         }
     )
 

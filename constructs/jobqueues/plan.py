@@ -17,6 +17,7 @@ from jobqueues import defaults
 from jobqueues.consumer_rules import ConsumerCheck
 from jobqueues.declaration import CheckResult, QueueDeclaration, check_declaration, in_flight_threshold
 from jobqueues.declaration_warnings import DeclarationWarning
+from jobqueues.payload_rules import payload_expiration_days
 from jobqueues.queue_declaration import fmt
 from sqslease.rules import DerivedVisibilityTimeout
 
@@ -85,6 +86,11 @@ class QueuePlan:
     :param idempotency: where the consumer keeps idempotency records: ``True`` (the stack's table), a table as
         given, or ``None`` (off).
     :param fair: a fair queue: its message groups are tenants (docs/fair-queues.md).
+    :param payload_bucket: where payloads larger than the queue takes are kept: ``True`` (a bucket of the job
+        type's), a bucket as given, or ``None`` (none).
+    :param delete_payloads: the consumer deletes a payload's object after its message.
+    :param payload_expiration_days: days after which a payload object expires
+        (:func:`jobqueues.payload_rules.payload_expiration_days`).
     :param errors: every problem of the declaration, each with its fix; a plan with errors is never built.
     :param warnings: findings that deploy but deserve a look, each with an id to acknowledge it by.
     """
@@ -116,6 +122,9 @@ class QueuePlan:
     alarm_topic: Any = None
     idempotency: Any = None
     fair: bool = False
+    payload_bucket: Any = None
+    delete_payloads: bool = True
+    payload_expiration_days: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[DeclarationWarning] = field(default_factory=list)
 
@@ -138,7 +147,7 @@ def plan_job_queue(
     :param consumer: a consumer construct's own findings, listed with the queue's. Default: none.
     :param alarms_enabled: plan the queue alarms. Default: True.
     :param resources: construct props passed through as given: ``encryption_key``, ``alarm_topic``, ``idempotency``
-        (a table; ``True`` when absent and the declaration has ``idempotency``).
+        (a table; ``True`` when absent and the declaration has ``idempotency``), ``payload_bucket`` (likewise).
         Default: none.
     """
     result = check_declaration(d)
@@ -179,9 +188,23 @@ def plan_job_queue(
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
         idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
         fair=d.fair,
+        **_payloads(d, result, resources),
         errors=errors,
         warnings=result.warnings + consumer.warnings,
     )
+
+
+def _payloads(d: QueueDeclaration, result: CheckResult, resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's payload values: the bucket (``True`` when none is given), deletion, and the objects' expiry, from
+    the retention periods the queues get (SQS's longest for a token)."""
+    return {
+        "payload_bucket": (resources.get("payload_bucket") or True) if d.payload_bucket else None,
+        "delete_payloads": d.delete_payloads is not False,
+        "payload_expiration_days": payload_expiration_days(
+            None if "retention_period" in d.tokens else result.retention_s,
+            None if "dlq_retention_period" in d.tokens else result.dlq_retention_s,
+        ),
+    }
 
 
 def _alarm_input_errors(d: QueueDeclaration, alarms_enabled: bool) -> list[str]:

@@ -23,6 +23,7 @@ from jobqueues.declaration import QueueDeclaration
 from jobqueues.errors import JobQueueError
 from jobqueues.idempotency_table import read_idempotency
 from jobqueues.inputs import PropReader, is_token
+from jobqueues.payload_bucket import read_delete_payloads, read_payload_bucket
 from jobqueues.plan import QueuePlan, plan_job_queue
 from jobqueues.props import JobQueueProps
 from jobqueues.registry import StackRegistry
@@ -39,7 +40,7 @@ class QueueReading:
 
     :param declaration: the queue's declaration, durations in seconds.
     :param resources: the construct props the plan carries as given: ``encryption_key``, ``alarm_topic``,
-        ``idempotency``.
+        ``idempotency``, ``payload_bucket``.
     :param alarms_enabled: ``alarms.enabled``.
     :param errors: the props of a wrong type or unit, each with its fix (the rules are not run on them).
     :param refused: the names of the props those errors are about (not reported missing as well).
@@ -71,6 +72,7 @@ def read_queue(
     read = PropReader(props, JobQueueProps.__annotations__, labels=labels)
     alarm_props = read.instance("alarms", JobQueueAlarmProps, "JobQueueAlarmProps(...)") or JobQueueAlarmProps()
     idempotency = read_idempotency(read)
+    payload_bucket = read_payload_bucket(read)
     alarm_read = PropReader({k: getattr(alarm_props, k) for k in _ALARM_FIELDS}, _ALARM_FIELDS, "alarms.")
     declaration = QueueDeclaration(
         job_type=job_type,
@@ -80,6 +82,8 @@ def read_queue(
         max_queue_time=read.duration_s("max_queue_time"),
         ecs_consumer=ecs_consumer,
         idempotency=idempotency is not False,
+        payload_bucket=payload_bucket is not None,
+        delete_payloads=read_delete_payloads(read),
         tokens={
             **{p: props[p] for p in read.tokens},
             **{p: getattr(alarm_props, p) for p in alarm_read.tokens},
@@ -94,6 +98,7 @@ def read_queue(
         "encryption_key": read.having("encryption_key", "key_arn", "a kms.IKey, e.g. kms.Key(self, 'Key')"),
         "alarm_topic": alarm_read.having("topic", "topic_arn", "an sns.ITopic, e.g. sns.Topic(self, 'Alarms')"),
         "idempotency": idempotency,
+        "payload_bucket": payload_bucket,
     }
     alarms_enabled = alarm_read.boolean("enabled", True)
     return QueueReading(

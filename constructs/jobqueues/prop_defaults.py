@@ -87,6 +87,8 @@ QUEUE_OPTIONS: Mapping[str, Default] = {
     "max_queue_time": Default(note="none (no alarm)"),
     "fair": Default(False),
     "idempotency": Default(False),
+    "payload_bucket": Default(False, note="a body over the queue's limit is refused"),
+    "delete_payloads": Default(True),
 }
 
 #: ``jobqueues.props.LeaseOptions``.

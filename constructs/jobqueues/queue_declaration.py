@@ -38,6 +38,9 @@ class QueueDeclaration:
         Default: False.
     :param fair: a fair queue: its message groups are tenants (docs/fair-queues.md); a standard queue only.
         Default: False.
+    :param payload_bucket: the job type keeps payloads larger than its queue takes in a bucket (the bucket is a
+        construct, not declared here). Default: False.
+    :param delete_payloads: ``delete_payloads`` as given (``None``: not given). Default: None.
     :param prop_names: how the user spelled each prop, for messages (e.g. ``lambda_timeout`` is ``timeout``
         on a ``LambdaJob``, ``in_flight_fraction`` is ``alarms.in_flight_fraction``). Default: these names.
     """
@@ -69,6 +72,8 @@ class QueueDeclaration:
     max_queue_time: float | None = None
     idempotency: bool = False
     fair: bool = False
+    payload_bucket: bool = False
+    delete_payloads: bool | None = None
     tokens: Mapping[str, object] = field(default_factory=dict)
     adopted: bool = False
     ecs_consumer: bool = False

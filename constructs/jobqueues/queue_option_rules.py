@@ -44,7 +44,7 @@ def message_size(c: RuleContext) -> None:
     else:
         c.error(
             f"max_message_size must be between 1 KiB and 1 MiB (got {size:,} bytes): pass e.g. "
-            "Size.kibibytes(256); a larger payload belongs in S3, its key in the message"
+            "Size.kibibytes(256); for larger payloads add payload_bucket=True (kept in S3, a pointer in the message)"
         )
 
 

@@ -9,6 +9,7 @@ from typing import TypedDict
 from aws_cdk import Duration, RemovalPolicy, Size
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 
 from jobqueues.alarms import JobQueueAlarmProps
@@ -78,6 +79,19 @@ class QueueOptions(TypedDict, total=False):
         ``SQSLEASE_IDEMPOTENCY_TABLE`` and ``SQSLEASE_IDEMPOTENCY_RETENTION_PERIOD`` (the longer of the two queues'
         retention periods, or 14 days for a token) and may use PutItem, GetItem, UpdateItem and DeleteItem on its own
         job type's keys only (``dynamodb:LeadingKeys`` ``<job type>#*``). The job type may not contain ``#``.
+    payload_bucket:
+        Payloads larger than the queue takes (1 MiB, or ``max_message_size``), kept in S3 with a pointer in the
+        message, in the AWS SQS Extended Client's wire format (docs/sqslease.md, "the claim check"): ``True`` gives the
+        job type a bucket of its own, encrypted as its queues are (their KMS key, else S3-managed keys), TLS only,
+        public access blocked, its objects expiring a day after the longest a pointer can live in the queues
+        (``retention_period`` plus ``dlq_retention_period``), kept when the stack is deleted; or pass an ``s3.IBucket``
+        of your own. The consumer reads a payload before the handler and may ``s3:GetObject`` (and ``s3:DeleteObject``)
+        on the bucket's objects; ``grant_send_messages`` adds ``s3:PutObject``. Not with
+        ``content_based_deduplication``.
+    delete_payloads:
+        The consumer deletes a payload's object once its message's delete is confirmed (``SQSLEASE_DELETE_PAYLOADS``);
+        ``False`` keeps every object for the bucket's lifecycle (and grants no ``s3:DeleteObject``). Only with
+        ``payload_bucket``.
     """
 
     max_receive_count: int
@@ -97,6 +111,8 @@ class QueueOptions(TypedDict, total=False):
     max_queue_time: Duration
     fair: bool
     idempotency: bool | IdempotencyTable | dynamodb.ITable
+    payload_bucket: bool | s3.IBucket
+    delete_payloads: bool
 
 
 class LeaseOptions(TypedDict, total=False):

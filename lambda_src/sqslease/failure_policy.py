@@ -126,7 +126,8 @@ def dead_letter(
         apply_failure_policy(settler, settings, message)
         return "failure", True
     attributes = dlq_attributes(message, error, reason)
-    request: dict[str, Any] = {"QueueUrl": dlq, "MessageBody": message.body, "MessageAttributes": attributes}
+    # A payload read from S3 goes as its pointer: the DLQ copy points at the same object, kept for it.
+    request: dict[str, Any] = {"QueueUrl": dlq, "MessageBody": message.sqs_body, "MessageAttributes": attributes}
     if dlq.endswith(".fifo"):
         request["MessageGroupId"] = message.message_group_id or message.message_id
         request["MessageDeduplicationId"] = message.message_id

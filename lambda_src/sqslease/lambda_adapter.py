@@ -96,6 +96,7 @@ from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.invocation import EventLeases, event_queue_url
 from sqslease.lambda_batch import invocation_processor, record_batch
+from sqslease.payload_pointer import PayloadStore
 from sqslease.processor import Handler
 from sqslease.settings import LeaseSettings
 from sqslease.sqs_event import sqs_records
@@ -127,6 +128,7 @@ def process_event(
     key: KeyFunction = message_id_key,
     sleep: Callable[[float], None] = time.sleep,
     on_hung: Callable[[RecordsHungError], object] | None = None,
+    payloads: PayloadStore | None = None,
 ) -> dict[str, Any]:
     """Run ``handler(body, message)`` (a plain or an ``async def`` function) on each record; return the partial
     batch response.
@@ -146,6 +148,8 @@ def process_event(
         deadline watchdog's thread once it settled the batch (:mod:`sqslease.deadline_watch`), since this call cannot
         return or raise while the handler runs. Default none: it raises the error if the handler returns.
         :func:`sqs_batch_handler` passes :func:`~sqslease.hung_records.end_environment`.
+    :param payloads: reads the payloads of pointer records (:mod:`sqslease.payload_pointer`) and deletes them after
+        their records' deletes. Default: the process's (:func:`env_payloads`).
     """
     records = sqs_records(event)  # NotAnSqsEventError (a ValueError) for another trigger's event
     if not records:
@@ -156,7 +160,8 @@ def process_event(
     store = idempotency if idempotency is not None else env_idempotency(settings)
     gate = IdempotencyGate(store, chosen_key(key, settings)) if store is not None else None
     held = EventLeases(event, context, settings, sqs, queue_url, gate)
-    processor = invocation_processor(handler, held, settings, sqs, emf, hooks, gate)
+    payloads = payloads if payloads is not None else env_payloads(settings)
+    processor = invocation_processor(handler, held, settings, sqs, emf, hooks, gate, payloads)
     batch = record_batch(
         records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep, on_hung=on_hung
     )
@@ -243,6 +248,7 @@ _client_lock = threading.Lock()
 _env_settings: LeaseSettings | None = None
 _UNSET: Any = object()
 _env_store: Any = _UNSET
+_payloads: PayloadStore | None = None
 
 
 def env_idempotency(settings: LeaseSettings) -> IdempotencyStore | None:
@@ -255,6 +261,17 @@ def env_idempotency(settings: LeaseSettings) -> IdempotencyStore | None:
                 _env_store = env_store(settings)
     store: IdempotencyStore | None = _env_store
     return store
+
+
+def env_payloads(settings: LeaseSettings) -> PayloadStore:
+    """The process's payload store (:mod:`sqslease.payload_pointer`), made on first use with the first ``settings``
+    (``delete_payloads``), its S3 client made on the first pointer."""
+    global _payloads
+    if _payloads is None:
+        with _client_lock:
+            if _payloads is None:
+                _payloads = PayloadStore(delete=settings.delete_payloads)
+    return _payloads
 
 
 def env_settings() -> LeaseSettings:

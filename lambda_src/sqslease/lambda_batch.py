@@ -30,6 +30,7 @@ from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.invocation import EventLeases, remaining_seconds
 from sqslease.invocation_retry import retry_in_invocation
 from sqslease.message import Message
+from sqslease.payload_pointer import PayloadStore
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.record_runner import run_record
 from sqslease.settings import LeaseSettings
@@ -45,8 +46,10 @@ def invocation_processor(
     emf: EmfLogger | None,
     hooks: Iterable[MessageHooks],
     gate: IdempotencyGate | None,
+    payloads: PayloadStore | None = None,
 ) -> MessageProcessor:
-    """The processor of one invocation's records: it never deletes (Lambda deletes what is not reported)."""
+    """The processor of one invocation's records: it deletes none but those whose payload it deletes (Lambda deletes
+    what is not reported). ``payloads``: the process's store (one S3 client for every invocation)."""
     return MessageProcessor(
         handler,
         held.settler,
@@ -60,6 +63,7 @@ def invocation_processor(
         idempotency=gate,
         on_fatal=held._on_fatal,
         fifo_retry=FifoRetry.of(settings, held.queue_url),
+        payloads=payloads,
     )
 
 
@@ -137,6 +141,9 @@ class RecordBatch:
                 delete_finished(held.settler, held.leases, self.records, self.failures)
             self.processor.loop.stop()
             held.close()  # waits (bounded) for the releases, backoffs and deletes to be confirmed
+            self.processor.payloads.flush(
+                held.time_left()
+            )  # the objects of the deleted pointers: none pending, no wait
             if hung:  # even on a fatal error: the thread must not outlive the environment's end
                 raise RecordsHungError([attempt.message.message_id for attempt in hung])
         held.raise_if_fatal()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqslease.lease import Lease
+from sqslease.payload_pointer import PayloadPointer
 
 
 @dataclass
@@ -18,6 +19,10 @@ class Message:
     ``retries_in_process``: the runs of this delivery before this one. A FIFO consumer retries a failed message
     without releasing it (docs/sqslease.md, "FIFO queues"), so SQS does not count those runs:
     :attr:`receive_count` adds them.
+
+    ``pointer``: where the payload of a message sent as a pointer (the AWS SQS Extended Client's wire format) is
+    kept; :attr:`body` is then the payload, read before the handler runs (:mod:`sqslease.payload_pointer`), and
+    ``pointer.size`` its size in bytes. ``None`` for an ordinary message.
     """
 
     message_id: str
@@ -28,6 +33,7 @@ class Message:
     attributes: dict[str, str] = field(default_factory=dict)
     message_attributes: dict[str, Any] = field(default_factory=dict)
     retries_in_process: int = 0
+    pointer: PayloadPointer | None = None
 
     @property
     def receive_count(self) -> int:
@@ -51,6 +57,11 @@ class Message:
         if not isinstance(sent, str) or not sent.isdigit():
             return None  # SQS always sends one when asked; a hand-made Message may have none
         return max(0.0, now_ms - int(sent))
+
+    @property
+    def sqs_body(self) -> str:
+        """The body as SQS holds it: the pointer's for a payload read from S3, else :attr:`body`."""
+        return self.body if self.pointer is None else self.pointer.body
 
     @property
     def message_group_id(self) -> str | None:

@@ -23,6 +23,7 @@ from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.idempotency_requests import FatalStoreError
 from sqslease.imports import resolve_exceptions
 from sqslease.message import Message
+from sqslease.payload_pointer import LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE, PayloadStore, is_pointer
 from sqslease.retry import FatalSqsError
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
@@ -64,6 +65,10 @@ class MessageProcessor:
     :param fifo_retry: a FIFO queue's retries in process: a failure with attempts left is held (not settled), and
         one whose attempts are spent is sent to the DLQ (:mod:`sqslease.fifo_retry`). Default none: the failure
         policy settles every failure.
+    :param payloads: reads the payload of a message sent as a pointer (:mod:`sqslease.payload_pointer`) before the
+        hooks and the handler, and deletes it after a success. A payload it cannot read fails the message (Outcome
+        ``failure``, the failure policy: nothing ran). Default: a store of its own, deleting by
+        ``settings.delete_payloads``, its S3 client made on the first pointer.
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class MessageProcessor:
         idempotency: IdempotencyGate | None = None,
         on_fatal: Callable[[FatalSqsError], None] | None = None,
         fifo_retry: FifoRetry | None = None,
+        payloads: PayloadStore | None = None,
     ) -> None:
         self.handler = handler
         self.settler = settler
@@ -98,6 +104,7 @@ class MessageProcessor:
         self.idempotency = idempotency
         self.on_fatal = on_fatal
         self.fifo_retry = fifo_retry
+        self.payloads = payloads if payloads is not None else PayloadStore(delete=settings.delete_payloads)
 
     def process(self, message: Message, attempt: Attempt | None = None) -> ProcessResult:
         """Run the handler on ``message`` and settle it, unless ``attempt`` timed out meanwhile (then its late
@@ -107,8 +114,9 @@ class MessageProcessor:
         if receive_count > self.settings.receive_count_warning:
             self._warn_received_often(message, receive_count)
         queue_ms = message.queue_time_ms(time.time() * 1000)
-        if self.idempotency is not None:
-            unrun = self._begin(message, attempt)
+        attributes = message.message_attributes  # an attribute marks a pointer: no call for an ordinary message
+        if self.idempotency is not None or SIZE_ATTRIBUTE in attributes or LEGACY_SIZE_ATTRIBUTE in attributes:
+            unrun = self._before_handler(message, attempt)
             if unrun is not None:
                 return unrun
         started = time.perf_counter()
@@ -135,9 +143,10 @@ class MessageProcessor:
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
         elif error is None:
             outcome, retry = "success", False
-            if self.delete_on_success:
+            if message.pointer is not None and self.payloads.delete:  # its object too, once SQS confirmed
+                self.settler.delete(message.lease, self.payloads.deletion(message.pointer))
+            elif self.delete_on_success:  # else Lambda deletes it once the invocation returns (extended until then)
                 self.settler.delete(message.lease)
-            # else: Lambda deletes it once the invocation returns; the lease is extended until then.
         else:
             outcome, retry, held = self._failed(message, error)
         lease = message.lease  # the line: not through _emit, a call less a message
@@ -210,6 +219,15 @@ class MessageProcessor:
             return None
         return self.loop.result(self.handler, returned, attempt)
 
+    def _before_handler(self, message: Message, attempt: Attempt) -> ProcessResult | None:
+        """Read a pointer's payload (a failure to: the failure policy, unrun), then claim the idempotency record
+        (:meth:`_begin`): ``None`` to run the handler, else how the unrun message ended."""
+        if is_pointer(message.message_attributes) and message.pointer is None:  # a retry in process keeps its read
+            error = self.payloads.read_into(message)
+            if error is not None:
+                return self._unrun(message, attempt, "failure", error)
+        return None if self.idempotency is None else self._begin(message, attempt)
+
     def _begin(self, message: Message, attempt: Attempt) -> ProcessResult | None:
         """Claim the message's idempotency record (:meth:`IdempotencyGate.admit`): ``None`` to run the handler,
         else how the unrun message ended."""
@@ -239,7 +257,9 @@ class MessageProcessor:
             assert error is not None  # admit() gives the key function's error with a failure
             outcome, retry, held = self._settle_failure(message, error)
         elif outcome == "duplicate":
-            if self.delete_on_success:
+            if message.pointer is not None and self.payloads.delete:
+                self.settler.delete(message.lease, self.payloads.deletion(message.pointer))
+            elif self.delete_on_success:
                 self.settler.delete(message.lease)
         else:
             self.settler.stop_tracking(message.lease)  # lapses: the holder (or a retry) runs it at its end

@@ -99,6 +99,9 @@ class LeaseSettings:
     :param idempotency_key: import path (``package.module:function``) of the idempotency key function,
         ``key(body, message) -> str`` (idempotency on only; docs/sqslease.md, "Idempotency"). Default ``None``: the
         ``MessageId``.
+    :param delete_payloads: delete a payload kept in S3 (a message sent as a pointer, docs/sqslease.md, "the claim
+        check") once SQS confirmed its message's delete; ``False`` leaves every object to its bucket's lifecycle.
+        Default True.
     """
 
     visibility_timeout: float = 30
@@ -129,6 +132,7 @@ class LeaseSettings:
     max_processing_time: float | None = None
     hooks: tuple[str, ...] = field(default_factory=tuple)
     idempotency_key: str | None = None
+    delete_payloads: bool = True
 
     def __post_init__(self) -> None:
         problems = lease_timing_problems(

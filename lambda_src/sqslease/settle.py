@@ -73,9 +73,13 @@ class Settler(SettleSender):
         self._closed = False
 
     # -- public operations ------------------------------------------------------------------------
-    def delete(self, lease: Lease) -> SettleFuture:
-        """Delete the message (handler succeeded). Resolves to True once SQS confirmed the delete."""
-        future = SettleFuture()
+    def delete(self, lease: Lease, future: SettleFuture | None = None) -> SettleFuture:
+        """Delete the message (handler succeeded). Resolves to True once SQS confirmed the delete.
+
+        :param future: the future to resolve (one that acts on its result: a payload's deletion,
+            :class:`sqslease.payload_pointer.PayloadDeletion`). Default: a new one.
+        """
+        future = future or SettleFuture()
         if not self.scheduler.begin_delete(lease):
             self._refused(lease, future)
             return future

@@ -35,12 +35,15 @@ def dead_letter_table(rows: list[DeadLetter]) -> Table:
     for row in rows:
         error = row.last_error
         text = "-" if error is None else f"{error.error_type}: {error.error}"
+        body = escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else "")
+        if row.payload_pointer is not None:  # kept in S3: its size and object, not the pointer's JSON
+            body = escape(f"payload of {row.payload_bytes:,} bytes in {row.payload_pointer}")
         view.add_row(
             row.source_message_id,  # a dead-letter copy's original: the id the consumer's log lines name
             str(row.receive_count),
             _age(row.age_s),
             row.group or "-",
-            escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else ""),
+            body,
             escape(text),
         )
     return view

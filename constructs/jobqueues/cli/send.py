@@ -9,7 +9,7 @@ import click
 
 from jobqueues.cli.context import Aws, ctrl_c_sets, messages, pass_aws, standard_input
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
-from jobqueues.ops.send import SendResult, bodies_from_lines, send
+from jobqueues.ops.send import PayloadBucket, SendResult, bodies_from_lines, send
 
 #: What a first Ctrl-C says.
 STOPPING = "stopping: the batch in hand finishes (Ctrl-C again to interrupt at once)"
@@ -76,7 +76,8 @@ def command(
     stack: str | None,
     as_json: bool,
 ) -> int:
-    """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed."""
+    """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed. A body
+    larger than the queue takes goes through the job type's payload bucket (the SQS Extended Client's format)."""
     if (body is None) == (file is None):
         raise click.UsageError("pass one of --body TEXT or --file FILE")
     if body == "":
@@ -88,9 +89,12 @@ def command(
     job = aws.job_type(job_type, stack)
     if job.queue_url is None:
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
+    payloads = PayloadBucket(aws.client("s3"), job.payload_bucket) if job.payload_bucket else None
     stop = threading.Event()
     with ctrl_c_sets(stop, lambda: STOPPING):
-        result = send(aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id, stop=stop)
+        result = send(
+            aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id, stop=stop, payloads=payloads
+        )
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:

@@ -57,6 +57,10 @@ NOT_VERIFIABLE: dict[str, str] = {
         "capacity and encryption cost nothing; IAM conditions (dynamodb:LeadingKeys) are not enforced"
     ),
     "AWS::SecretsManager::Secret": "its KmsKeyId is kept, not used (moto does not encrypt); no rotation, no replica",
+    "AWS::S3::Bucket": (
+        "lifecycle rules never expire an object, encryption and the TLS-only policy are not applied (moto stores "
+        "objects in plain text and the emulator speaks plain HTTP), no access is refused"
+    ),
 }
 
 
@@ -422,6 +426,37 @@ def _dynamodb_table(server: LocalServer, physical_id: str, c: Comparison) -> Non
     )
 
 
+def _s3_bucket(server: LocalServer, physical_id: str, c: Comparison) -> None:
+    s3 = server.client("s3")
+    expected = (c.properties.get("BucketEncryption") or {}).get("ServerSideEncryptionConfiguration") or [{}]
+    by_default = expected[0].get("ServerSideEncryptionByDefault", {})
+    if by_default:
+        rules = s3.get_bucket_encryption(Bucket=physical_id)["ServerSideEncryptionConfiguration"]["Rules"]
+        actual = rules[0]["ApplyServerSideEncryptionByDefault"]
+        c.expect_value("BucketEncryption.SSEAlgorithm", by_default.get("SSEAlgorithm"), actual.get("SSEAlgorithm"))
+        c.expect_value(
+            "BucketEncryption.KMSMasterKeyID",
+            _kms_key(by_default.get("KMSMasterKeyID"), c.stack),
+            _kms_key(actual.get("KMSMasterKeyID")),
+        )
+    template_rules = (c.properties.get("LifecycleConfiguration") or {}).get("Rules", [])
+    if template_rules:
+        kept = s3.get_bucket_lifecycle_configuration(Bucket=physical_id)["Rules"]
+        for i, rule in enumerate(template_rules):
+            actual_rule = kept[i] if i < len(kept) else {}
+            c.expect_value(f"LifecycleConfiguration.Rules[{i}].Status", rule.get("Status"), actual_rule.get("Status"))
+            c.expect_value(
+                f"LifecycleConfiguration.Rules[{i}].ExpirationInDays",
+                rule.get("ExpirationInDays"),
+                actual_rule.get("Expiration", {}).get("Days"),
+            )
+    public_access = c.properties.get("PublicAccessBlockConfiguration")
+    if public_access:
+        actual_block = s3.get_public_access_block(Bucket=physical_id)["PublicAccessBlockConfiguration"]
+        for name, value in public_access.items():
+            c.expect_value(f"PublicAccessBlockConfiguration.{name}", value, actual_block.get(name))
+
+
 CHECKERS: dict[str, Checker] = {
     "AWS::SQS::Queue": _sqs_queue,
     "AWS::Lambda::Function": _lambda_function,
@@ -440,6 +475,7 @@ CHECKERS: dict[str, Checker] = {
     "AWS::EC2::FlowLog": _flow_log,
     "AWS::DynamoDB::Table": _dynamodb_table,
     "AWS::SecretsManager::Secret": _secret,
+    "AWS::S3::Bucket": _s3_bucket,
 }
 
 

@@ -15,6 +15,7 @@ from jobqueues.emulator.patches.cloudformation import (
 from jobqueues.emulator.patches.dynamodb import keep_table_ttl_recovery_and_encryption, make_dynamodb_requests_atomic
 from jobqueues.emulator.patches.iam import attach_managed_policies
 from jobqueues.emulator.patches.lambda_ import keep_lambda_layers, make_sqs_event_source_mappings_inert
+from jobqueues.emulator.patches.s3 import keep_bucket_lifecycle_and_public_access
 from jobqueues.emulator.patches.sqs import (
     keep_one_queue_encryption,
     make_fifo_redelivery_ordered,
@@ -36,6 +37,7 @@ def install() -> None:
     keep_lambda_layers()
     attach_managed_policies()
     keep_table_ttl_recovery_and_encryption()
+    keep_bucket_lifecycle_and_public_access()
     make_dynamodb_requests_atomic()
     make_sqs_event_source_mappings_inert()
     # The FIFO order first: the atomic receive's lock then covers it (make_fifo_redelivery_ordered's docstring).

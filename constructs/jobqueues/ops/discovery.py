@@ -98,6 +98,7 @@ class JobType:
     lease_extension: bool = False
     consumer: LambdaConsumer | EcsConsumer | None = None
     fair: bool = False
+    payload_bucket: str | None = None  # for bodies larger than the queue takes (None: none, or not deployed)
 
     @property
     def name(self) -> str:
@@ -252,6 +253,7 @@ def _job_type(stack: StackTemplate, marker: dict[str, Any]) -> JobType:
         max_batching_window_s=marker.get("max_batching_window_s") or 0,
         lease_extension=bool(marker.get("lease_extension")),
         fair=bool(marker.get("fair")),
+        payload_bucket=stack.named(marker.get("payload_bucket")),
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from jobqueues.ops.discovery import JobType
 from jobqueues.ops.errors import OpsError
 from sqslease.failure_policy import DLQ_ERROR_ATTRIBUTE, DLQ_RECEIVE_COUNT_ATTRIBUTE, DLQ_SOURCE_ID_ATTRIBUTE
+from sqslease.payload_pointer import PayloadPointerError, pointer_of
 
 #: Seconds the peeked messages stay invisible before they are made visible again (they are released at once;
 #: this bounds how long a peek interrupted half-way hides them).
@@ -61,7 +62,8 @@ class LastError:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """One message in a DLQ, as peeked. ``age_s`` is from its first send (seconds)."""
+    """One message in a DLQ, as peeked. ``age_s`` is from its first send (seconds). A payload kept in S3 (the SQS
+    Extended Client's pointer, :mod:`sqslease.payload_pointer`): its size in bytes and ``s3://bucket/key``."""
 
     message_id: str
     source_message_id: str
@@ -71,6 +73,8 @@ class DeadLetter:
     body: str
     body_bytes: int
     last_error: LastError | None
+    payload_bytes: int | None = None
+    payload_pointer: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` form."""
@@ -87,6 +91,8 @@ class DeadLetter:
             "error": error.error if error else None,
             "error_timestamp_ms": error.timestamp_ms if error else None,
             "error_source": error.source if error else None,
+            "payload_bytes": self.payload_bytes,
+            "payload_pointer": self.payload_pointer,
         }
 
 
@@ -285,6 +291,10 @@ def list_dead_letters(
         body = message.get("Body", "")
         peeks = max(0, _system_int(message, "ApproximateReceiveCount") - 1)  # this peek excluded
         runs = _string_attribute(message, DLQ_RECEIVE_COUNT_ATTRIBUTE)
+        try:
+            pointer = pointer_of(body, message.get("MessageAttributes", {}))
+        except PayloadPointerError:
+            pointer = None  # marked as a pointer but not one: its body is shown as it is
         rows.append(
             DeadLetter(
                 message_id=message["MessageId"],
@@ -295,6 +305,8 @@ def list_dead_letters(
                 body=body[:BODY_PREVIEW],
                 body_bytes=len(body.encode()),
                 last_error=error,
+                payload_bytes=pointer.size if pointer else None,
+                payload_pointer=pointer.url if pointer else None,
             )
         )
     rows.sort(key=lambda row: -row.age_s)

@@ -8,6 +8,12 @@ when the queue has no content-based deduplication, the SHA-256 of the group and 
 to a group within SQS's 5-minute deduplication window is delivered once; the same body to another group is
 another message).
 
+A body larger than the queue takes (with its attributes, as the AWS SQS Extended Client counts it) goes to the job
+type's payload bucket, and its pointer to the queue, in the Extended Client's wire format
+(:mod:`sqslease.payload_pointer`): the job type's consumers, and the official clients, read it back. On a queue with
+content-based deduplication such a message gets the SHA-256 of its payload as deduplication id (what SQS would have
+computed from the body). Without a bucket it is refused (``MessageTooLong``).
+
 A refused entry is reported with its line; on a FIFO queue sending then stops after that batch, so that no later
 message of the group overtakes it (the result says from which line nothing was sent). A whole batch refused (a
 throttled KMS key, say) stops the send too: its entries are reported, the lines after it are not sent.
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobqueues.ops.errors import AwsUnavailable, BadInput, aws_error
+from sqslease.payload_pointer import message_size, offload
 
 #: SQS's limits: messages per batch, and bytes per batch in every region (256 KiB; 1 MiB in most).
 BATCH_MESSAGES = 10
@@ -41,6 +48,14 @@ class QueueKind:
     fifo: bool
     content_based_deduplication: bool
     max_message_size: int
+
+
+@dataclass(frozen=True)
+class PayloadBucket:
+    """Where a body larger than the queue takes goes: the job type's payload bucket, and an S3 client for it."""
+
+    s3: Any
+    name: str
 
 
 @dataclass(frozen=True)
@@ -126,6 +141,7 @@ def send(
     group: str | None = None,
     dedup_id: str | None = None,
     stop: threading.Event | None = None,
+    payloads: PayloadBucket | None = None,
 ) -> SendResult:
     """Send ``bodies`` ((line, body) pairs) to ``url``; refused entries are reported, never retried blindly.
 
@@ -133,6 +149,8 @@ def send(
         Default: none.
     :param dedup_id: the FIFO deduplication id (one message only). Default: content-based, or the body's SHA-256.
     :param stop: set it to stop after the batch in hand (the result is then ``interrupted``). Default: never.
+    :param payloads: the job type's payload bucket, for bodies larger than the queue takes. Default none: such a
+        body is refused.
     """
     kind = queue_kind(sqs, url)
     fifo, content_dedup, limit = kind.fifo, kind.content_based_deduplication, kind.max_message_size
@@ -153,12 +171,12 @@ def send(
         refused = len(result.failed)
         entries = []
         for i, (number, body) in enumerate(batch):
-            if len(body.encode()) > limit:
-                result.failed.append(
-                    Failed(number, "MessageTooLong", f"{len(body.encode()):,} bytes; the queue takes {limit:,}")
-                )
-                continue
             entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
+            if message_size(body) > limit:
+                if not _offloaded(entry, number, limit, payloads, result):
+                    continue
+                if fifo and content_dedup and dedup_id is None:  # the pointer is new each time: the payload's id
+                    entry["MessageDeduplicationId"] = hashlib.sha256(body.encode()).hexdigest()
             if group:  # on a standard queue, the tenant of a fair queue
                 entry["MessageGroupId"] = group
             if fifo:
@@ -178,6 +196,34 @@ def send(
             result.stopped_at_line = following[0][0] if following else None
             break
     return result
+
+
+def _offloaded(
+    entry: dict[str, Any], number: int, limit: int, payloads: PayloadBucket | None, result: SendResult
+) -> bool:
+    """Put ``entry``'s body, larger than the queue's ``limit``, in the payload bucket and make ``entry`` its pointer;
+    False (the body refused, in ``result``) without a bucket or when S3 refuses it. AWS being unreachable or denying
+    access ends the command."""
+    from botocore.exceptions import ClientError
+
+    size = len(entry["MessageBody"].encode())
+    if payloads is None:
+        fix = "give the job type a payload bucket (payload_bucket=...) to send it through S3"
+        result.failed.append(Failed(number, "MessageTooLong", f"{size:,} bytes; the queue takes {limit:,}: {fix}"))
+        return False
+    try:
+        entry["MessageBody"], entry["MessageAttributes"] = offload(payloads.s3, payloads.name, entry["MessageBody"])
+    except ClientError as error:
+        translated = aws_error(error)
+        if isinstance(translated, AwsUnavailable):
+            raise AwsUnavailable(
+                f"{translated} (payload bucket {payloads.name}; {len(result.message_ids)} sent before it)"
+            ) from None
+        code = error.response.get("Error", {}).get("Code", "")
+        text = error.response.get("Error", {}).get("Message", "")
+        result.failed.append(Failed(number, code, f"payload bucket {payloads.name}: {text}"))
+        return False
+    return True
 
 
 def _send_batch(

@@ -66,6 +66,7 @@ from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.lease_table import LeaseScheduler
+from sqslease.payload_pointer import PayloadStore
 from sqslease.processor import Handler, MessageProcessor
 from sqslease.receiver import Receiver
 from sqslease.retry import FatalSqsError
@@ -78,6 +79,8 @@ logger = logging.getLogger("sqslease")
 
 #: Handlers running at once (``sqslease.rules.DEFAULT_WORKER_CONCURRENCY``; the name ``sqslease.worker.cli`` imports).
 DEFAULT_CONCURRENCY = DEFAULT_WORKER_CONCURRENCY
+#: Seconds a drained worker waits for the deletions of its last payload objects (a task is killed at its stopTimeout).
+PAYLOAD_FLUSH_S = 2.0
 
 
 class HandlerHungError(RuntimeError):
@@ -105,6 +108,8 @@ class Worker:
         ``SQSLEASE_IDEMPOTENCY_*`` describe, built here, or none (off) without ``SQSLEASE_IDEMPOTENCY_TABLE``.
     :param key: ``key(body, message) -> str``, what makes two messages the same job (idempotency on only).
         Default: the function ``settings.idempotency_key`` names, else the ``MessageId``.
+    :param payloads: reads the payloads of pointer messages (:mod:`sqslease.payload_pointer`) and deletes them after
+        their messages' deletes. Default: a store of its own, deleting by ``settings.delete_payloads``.
     """
 
     def __init__(
@@ -122,6 +127,7 @@ class Worker:
         hooks: Iterable[MessageHooks] = (),
         idempotency: IdempotencyStore | None = None,
         key: KeyFunction = message_id_key,
+        payloads: PayloadStore | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -139,19 +145,7 @@ class Worker:
         )
         self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
         self._stopping = threading.Event()
-        self.processor = MessageProcessor(
-            handler,
-            self.settler,
-            settings,
-            self.control_sqs,
-            emf,
-            queue_name=queue_url.rstrip("/").rsplit("/", 1)[-1],
-            hooks=hooks,
-            loop=AsyncLoop(),
-            idempotency=gate,
-            on_fatal=self._on_fatal,
-            fifo_retry=fifo_retry(settings, queue_url, holding=lambda: not self._stopping.is_set()),
-        )
+        self.processor = self._processor(handler, emf, hooks, gate, payloads)
         #: Handlers that ran past ``max_processing_time`` and did not end.
         self.hung: list[Attempt] = []
         self.handlers = HandlerPool(
@@ -166,6 +160,29 @@ class Worker:
         self.fatal: FatalSqsError | None = None
         self.protection = (
             TaskProtection(ecs_agent_uri, self._holding, settings.task_protection_minutes) if ecs_agent_uri else None
+        )
+
+    def _processor(
+        self,
+        handler: Handler,
+        emf: EmfLogger | None,
+        hooks: Iterable[MessageHooks],
+        gate: IdempotencyGate | None,
+        payloads: PayloadStore | None,
+    ) -> MessageProcessor:
+        return MessageProcessor(
+            handler,
+            self.settler,
+            self.settings,
+            self.control_sqs,
+            emf,
+            queue_name=self.queue_url.rstrip("/").rsplit("/", 1)[-1],
+            hooks=hooks,
+            loop=AsyncLoop(),
+            idempotency=gate,
+            on_fatal=self._on_fatal,
+            fifo_retry=fifo_retry(self.settings, self.queue_url, holding=lambda: not self._stopping.is_set()),
+            payloads=payloads,
         )
 
     def _receiver(self) -> Receiver:
@@ -221,6 +238,7 @@ class Worker:
             clock=self.clock,
         )
         self.processor.loop.stop()
+        self.processor.payloads.flush(PAYLOAD_FLUSH_S)  # what is left, the lifecycle of its bucket expires
         if self.hung:
             raise HandlerHungError(
                 f"{len(self.hung)} handler(s) still running past max_processing_time "
