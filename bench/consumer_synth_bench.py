@@ -38,6 +38,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
+from synth_bench import hand_written_fleet
 from synth_bench import hand_written_queues as queues
 
 from jobqueues import EcsJob, LambdaJob
@@ -110,7 +111,24 @@ def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: f
         alarm_description=f"{job}: the measured p99 processing time is above half the visibility timeout: the "
         "declared p99 no longer holds. Re-measure with jobstats and redeploy with the new profile.",
     )
-    return [leak, lost, drift]
+    stalled = cw.MathExpression(
+        expression="IF(FILL(age, 0) > 60 AND FILL(deleted, 0) < 1, 1, 0)",
+        using_metrics={
+            "age": queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=five),
+            "deleted": queue.metric_number_of_messages_deleted(statistic="Sum", period=five),
+        },
+        period=five,
+    ).create_alarm(
+        scope,
+        "Stalled",
+        threshold=1,
+        evaluation_periods=3,
+        comparison_operator=GE,
+        treat_missing_data=MISSING,
+        alarm_description=f"{job}: messages have waited over 1 min and none was deleted for 15 min: the consumer is "
+        "not draining the queue. Look at its logs and the lease alarms.",
+    )
+    return [leak, lost, drift, stalled]
 
 
 def dashboard(scope: cdk.Resource, name: str, queue: sqs.Queue, dlq: sqs.Queue, job: str, extra: list) -> None:
@@ -157,12 +175,21 @@ def dashboard(scope: cdk.Resource, name: str, queue: sqs.Queue, dlq: sqs.Queue, 
             right=[cw.Metric(metric_name="LeaseLost", statistic="Sum", **emf)],
         ),
     )
-    board.add_widgets(*extra)
+    drain = cw.MathExpression(
+        expression="(visible + inflight) * 300 / (FILL(deleted, 0) + 1)",
+        using_metrics={
+            "visible": queue.metric_approximate_number_of_messages_visible(),
+            "inflight": queue.metric_approximate_number_of_messages_not_visible(),
+            "deleted": queue.metric_number_of_messages_deleted(),
+        },
+    )
+    board.add_widgets(cw.GraphWidget(title="Time to drain (s)", width=8, left=[drain]), *extra)
 
 
 def hand_written(n: int, outdir: str) -> cdk.App:
     app = cdk.App(outdir=outdir)
     for i, stack in enumerate(stacks_for(app, n, "Lambda")):
+        fleet: list[tuple[str, sqs.Queue, sqs.Queue, int, int]] = []
         code = lambda_.Code.from_asset(HANDLERS)
         layer = lambda_.LayerVersion(
             stack,
@@ -174,6 +201,7 @@ def hand_written(n: int, outdir: str) -> cdk.App:
             scope = cdk.Resource(stack, f"L{j}")
             timeout = 10 + j % 50
             queue, dlq = queues(scope, stack, f"{stack.stack_name}-L{j}", 6 * timeout, 5)
+            fleet.append((f"L{j}", queue, dlq, 30 * timeout, timeout * 500))
             role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
             log_group = logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH)
             function = lambda_.Function(
@@ -217,6 +245,7 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                 f"L{j}",
                 [cw.GraphWidget(left=[function.metric_errors()]), cw.GraphWidget(left=[function.metric_duration()])],
             )
+        hand_written_fleet(stack, fleet)  # the stack's fleet view
     for i, stack in enumerate(stacks_for(app, n, "Ecs")):
         vpc = ec2.Vpc(
             stack,
@@ -233,10 +262,12 @@ def hand_written(n: int, outdir: str) -> cdk.App:
             },
         )
         cluster = ecs.Cluster(stack, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
+        fleet = []
         for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
             scope = cdk.Resource(stack, f"E{j}")
             vt = max(2 * (5 + j % 100), 10)
             queue, dlq = queues(scope, stack, f"{stack.stack_name}-E{j}", vt, 5)
+            fleet.append((f"E{j}", queue, dlq, 5 * vt, (5 + j % 100) * 1000))
             task = ecs.FargateTaskDefinition(scope, "Task", cpu=256, memory_limit_mib=512)
             task.add_container(
                 "Worker",
@@ -333,6 +364,7 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                 using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
             ).create_alarm(scope, "NoTask", threshold=1, evaluation_periods=3)
             dashboard(scope, f"{stack.stack_name}-E{j}", queue, dlq, f"E{j}", [cw.GraphWidget(left=[tasks])])
+        hand_written_fleet(stack, fleet)
     return app
 
 

@@ -3,8 +3,9 @@
 Run: `.venv/bin/python bench/synth_bench.py [--repeat 3]` (or `make bench`).
 
 Both variants build the same resources per job type (queue + DLQ, SSE, TLS-only policies, redrive
-and redrive-allow, three alarms), spread over stacks of at most 60 job types, in one process after a
-warm-up. Prints the median construct + synth time of each and the ratio (goal <= 1.2x).
+and redrive-allow, three alarms) and per stack (the fleet dashboard, a line per job type), spread over stacks of
+at most 60 job types, in one process after a warm-up. Prints the median construct + synth time of each and the
+ratio (goal <= 1.2x).
 """
 
 from __future__ import annotations
@@ -104,16 +105,71 @@ def hand_written_queues(
     return queue, dlq
 
 
+def hand_written_fleet(stack: cdk.Stack, jobs: list[tuple[str, sqs.Queue, sqs.Queue, int, int]]) -> None:
+    """What each stack's fleet view holds, written out: a worst-first table (oldest age / its alarm threshold) and a
+    graph per concern with a line per job type (backlog, oldest age, in flight, DLQ depth, p99 / declared)."""
+    period = Duration.minutes(5)
+    graphs: dict[str, list[cloudwatch.IMetric]] = {"backlog": [], "oldest": [], "in flight": [], "dlq": [], "p99": []}
+    ratios: dict[str, cloudwatch.IMetric] = {}
+    for i, (job, queue, dlq, threshold, p99_ms) in enumerate(jobs):
+        in_flight = queue.metric_approximate_number_of_messages_not_visible(
+            statistic="Maximum", period=period, label=job
+        )
+        oldest = queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=period, label=job)
+        visible = queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
+        graphs["backlog"].append(
+            cloudwatch.MathExpression(
+                expression=f"v{i} + f{i}",
+                using_metrics={f"v{i}": visible, f"f{i}": in_flight},
+                label=job,
+                period=period,
+            )
+        )
+        graphs["oldest"].append(oldest)
+        graphs["in flight"].append(in_flight)
+        graphs["dlq"].append(
+            dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period, label=job)
+        )
+        p99 = cloudwatch.Metric(
+            namespace="jobqueues",
+            metric_name="ProcessingTime",
+            dimensions_map={"JobType": job},
+            statistic="p99",
+            period=period,
+        )
+        graphs["p99"].append(
+            cloudwatch.MathExpression(
+                expression=f"p{i} / {p99_ms}", using_metrics={f"p{i}": p99}, label=job, period=period
+            )
+        )
+        ratios[f"worst{i}"] = cloudwatch.MathExpression(
+            expression=f"FILL(a{i}, 0) / {threshold}", using_metrics={f"a{i}": oldest}, label=job, period=period
+        )
+    dashboard = cloudwatch.Dashboard(stack, "Fleet", dashboard_name=f"{stack.stack_name}_fleet")
+    sort = cloudwatch.MathExpression(
+        expression='SORT(METRICS("worst"), MAX, DESC, 10)', using_metrics=ratios, period=period
+    )
+    dashboard.add_widgets(cloudwatch.TableWidget(title="Open first", metrics=[sort], width=24))
+    widgets = [cloudwatch.GraphWidget(title=title, left=lines, width=12) for title, lines in graphs.items()]
+    for start in range(0, len(widgets), 2):
+        dashboard.add_widgets(*widgets[start : start + 2])
+
+
 def hand_written(n: int) -> cdk.App:
     app = cdk.App()
     stack: cdk.Stack | None = None
+    jobs: list[tuple[str, sqs.Queue, sqs.Queue, int, int]] = []
     for i in range(n):
         if i % DEFAULT_JOB_TYPES_PER_STACK == 0:
-            stack = cdk.Stack(app, f"Jobs{i // DEFAULT_JOB_TYPES_PER_STACK + 1}", env=ENV)
+            if stack is not None:
+                hand_written_fleet(stack, jobs)
+            stack, jobs = cdk.Stack(app, f"Jobs{i // DEFAULT_JOB_TYPES_PER_STACK + 1}", env=ENV), []
         assert stack is not None
-        hand_written_queues(
-            cdk.Resource(stack, f"Job{i}"), stack, f"{stack.stack_name}-Job{i}", max(2 * (3 + i % 120), 10)
-        )
+        vt = max(2 * (3 + i % 120), 10)
+        queue, dlq = hand_written_queues(cdk.Resource(stack, f"Job{i}"), stack, f"{stack.stack_name}-Job{i}", vt)
+        jobs.append((f"Job{i}", queue, dlq, max(5 * vt, 300), (3 + i % 120) * 1000))
+    if stack is not None:
+        hand_written_fleet(stack, jobs)
     return app
 
 

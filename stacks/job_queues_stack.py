@@ -24,6 +24,8 @@ class JobQueuesStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
 
+        # Every job type below is on the stack's fleet dashboard (`JobQueuesExample_fleet`), with no declaration of
+        # its own.
         # Alarm notifications: a customer-managed key because CloudWatch must be allowed to use it
         # (the AWS-managed aws/sns key cannot grant that).
         key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, description="Job queue alarm topic")
@@ -44,7 +46,8 @@ class JobQueuesStack(Stack):
             ),
             # Short job: p99 3 s -> VT 10 s (the floor).
             "EmailSend": JobQueue(self, "EmailSend", processing_p99=Duration.seconds(3), alarms=alarms),
-            # Lambda job: the function, its event source and the sqslease layer; VT = 6 x 30 s + 5 s = 185 s.
+            # Lambda job: the function, its event source and the sqslease layer; VT = 6 x 30 s + 5 s = 185 s; an
+            # alarm when the backlog would take over 30 min to drain at the current deletion rate.
             "Thumbnails": LambdaJob(
                 self,
                 "Thumbnails",
@@ -53,6 +56,7 @@ class JobQueuesStack(Stack):
                 timeout=Duration.seconds(30),
                 batch_size=10,
                 max_batching_window=Duration.seconds(5),
+                max_time_to_drain=Duration.minutes(30),
                 alarms=alarms,
             ).job_queue,
             # ECS job: a Fargate worker service; p99 5 s -> VT 10 s, leases extended up to 15 min; an alarm when

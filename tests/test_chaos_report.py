@@ -8,7 +8,8 @@ import json
 import re
 
 from jobqueues.emulator.chaos.ledger import MessageLedger, Observations
-from jobqueues.emulator.chaos.report import QueueState, build_report, parse_runs
+from jobqueues.emulator.chaos.report import QueueState, build_report
+from jobqueues.emulator.chaos.runs import parse_runs
 
 URL = "http://localhost:4566/123456789012/Prod-Invoices"
 

@@ -35,7 +35,8 @@ from jobqueues.cli import main
 from jobqueues.cli.dlq import dead_letter_table
 from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import JobType, discover
-from jobqueues.ops.dlq import DeadLetter, LastError, any_term_patterns, list_dead_letters, parse_failure
+from jobqueues.ops.dlq import DeadLetter, list_dead_letters
+from jobqueues.ops.last_errors import LastError, any_term_patterns, parse_failure
 from jobqueues.ops.redrive import RedriveResult, loop, redrive
 from sqslease.emf import EmfLogger
 
@@ -528,7 +529,7 @@ def test_search_patterns_fit_the_api_s_1024_characters() -> None:
 
 
 def test_a_message_released_unrun_says_it_never_failed() -> None:
-    from jobqueues.ops.dlq import last_logged_errors
+    from jobqueues.ops.last_errors import last_logged_errors
 
     # GIVEN a FIFO group-mate released twice after its group's earlier message failed, and a message that failed
     lines = [

@@ -32,10 +32,9 @@ from jobqueues.ops.drift import (
     Deployed,
     compare,
     compare_all,
-    load_profiles,
-    profiles_outside,
 )
 from jobqueues.ops.errors import OpsError
+from jobqueues.ops.profiles import load_profiles, profiles_outside
 from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
 from sqslease.emf import EmfLogger
 

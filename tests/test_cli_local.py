@@ -9,6 +9,7 @@ Timeouts are generous (a deploy takes ~15 s); no assertion depends on timing.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -17,14 +18,14 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from emulator_fixtures import NEEDS_CDK, OPS_APP_DIR
+from support import waiting
 
 from jobqueues.cli import main
 from jobqueues.emulator.server import Emulator, free_port
@@ -80,12 +81,8 @@ def start(*args: str, cwd: Path = OPS_APP_DIR, env: dict[str, str] | None = None
     return run
 
 
-def until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.2)
+#: Polls a running `local up` every 0.2 s (its predicates read the emulator).
+until = functools.partial(waiting.until, interval_s=0.2)
 
 
 @dataclass
@@ -483,7 +480,7 @@ def test_a_logs_directory_that_cannot_be_made_is_refused_before_anything_starts(
 def test_the_local_up_table_s_lines_end_without_padding() -> None:
     from rich.console import Console
 
-    from jobqueues.cli.local import status_table
+    from jobqueues.cli.local_view import status_table
     from jobqueues.emulator.consumers.runner import Row
 
     class Runner:  # what the table reads of a ConsumerRunner: its rows

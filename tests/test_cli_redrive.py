@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from emulator_fixtures import NEEDS_CDK, Deployment
+from support.moto_queues import take_all
+from support.waiting import until
 
 from jobqueues.cli import main
 from jobqueues.cli.context import Aws
@@ -40,19 +41,6 @@ from jobqueues.ops.discovery import JobType, discover
 from jobqueues.ops.redrive import redrive
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
-
-
-def drain(sqs: Any, url: str) -> list[dict[str, Any]]:
-    """Every visible message of ``url``, in the order received, with its attributes, deleted."""
-    found: list[dict[str, Any]] = []
-    while messages := sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]
-    ).get("Messages", []):
-        found += messages
-        sqs.delete_message_batch(
-            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
-        )
-    return found
 
 
 def fill(sqs: Any, url: str, count: int) -> list[str]:
@@ -77,13 +65,6 @@ def depth(sqs: Any, url: str) -> int:
     return sum(int(found[n]) for n in names)
 
 
-def until(predicate: Any, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def receipts(ops_deployment: Deployment) -> Iterator[JobType]:
     """Receipts, its queues left empty afterwards, once no move task runs on its DLQ."""
@@ -98,7 +79,7 @@ def receipts(ops_deployment: Deployment) -> Iterator[JobType]:
         )
     )
     for url in (job.queue_url, job.dead_letter_queue_url):
-        drain(sqs, url or "")
+        take_all(sqs, url or "")
 
 
 @pytest.fixture
@@ -115,7 +96,7 @@ def test_the_console_script_redrives_a_standard_dlq_by_move_task(ops_deployment:
     assert done.returncode == 0, done
     result = json.loads(done.stdout)
     assert (result["method"], result["moved"], result["failed"], result["stopped"]) == ("move-task", 25, [], False)
-    moved = drain(sqs, receipts.queue_url or "")
+    moved = take_all(sqs, receipts.queue_url or "")
     assert sorted(m["Body"] for m in moved) == sorted(bodies)
     tenants = {m["Body"]: m["MessageAttributes"]["tenant"]["StringValue"] for m in moved}
     assert tenants == {body: f"t{n}" for n, body in enumerate(bodies)}
@@ -151,7 +132,7 @@ def test_ctrl_c_cancels_the_move_task_and_a_rerun_finishes(
     assert depth(sqs, source) == moved_first and depth(sqs, dlq) == 40 - moved_first
     assert main(["--endpoint-url", url, "dlq", "redrive", "Receipts", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["moved"] == 40 - moved_first
-    assert sorted(m["Body"] for m in drain(sqs, source)) == sorted(bodies)
+    assert sorted(m["Body"] for m in take_all(sqs, source)) == sorted(bodies)
     assert depth(sqs, dlq) == 0
 
 
@@ -229,7 +210,7 @@ def test_an_interrupt_while_following_a_task_cancels_it(ops_deployment: Deployme
     assert 0 < depth(sqs, dlq) < 30
     rest = redrive(sqs, dlq, source, False, "move-task")
     assert not rest.stopped
-    assert sorted(m["Body"] for m in drain(sqs, source)) == sorted(bodies)
+    assert sorted(m["Body"] for m in take_all(sqs, source)) == sorted(bodies)
     assert depth(sqs, dlq) == 0
 
 
@@ -251,7 +232,7 @@ def test_auto_falls_back_on_the_loop_without_move_tasks(ops_deployment: Deployme
 
     result = redrive(NoMoveTasks(), dlq, source, False, "auto")
     assert (result.method, result.moved, result.failed) == ("loop", 23, [])
-    moved = drain(sqs, source)
+    moved = take_all(sqs, source)
     assert sorted(m["Body"] for m in moved) == sorted(bodies)
     assert all(m["MessageAttributes"]["tenant"]["DataType"] == "String" for m in moved)
     assert depth(sqs, dlq) == 0
@@ -286,11 +267,11 @@ def test_a_fifo_message_dead_lettered_a_moment_ago_is_redriven(
         sent = dead_letter_now(sqs, invoices, 4)
         result = redrive(sqs, dlq, source, True, method)
         assert (result.moved, result.failed) == (4, [])
-        moved = drain(sqs, source)
+        moved = take_all(sqs, source)
         found = [
             (m["Body"], m["Attributes"]["MessageGroupId"], m["Attributes"]["MessageDeduplicationId"]) for m in moved
         ]
         assert found == sent  # none dropped as a duplicate of its original send, in order
     finally:
-        drain(sqs, source)
-        drain(sqs, dlq)
+        take_all(sqs, source)
+        take_all(sqs, dlq)

@@ -345,7 +345,7 @@ def test_consumer_alarms_come_from_the_declaration(synthesized: dict) -> None:
     assert leak["EvaluationPeriods"] == 36  # 3 h of 5-minute periods without a deletion
     assert jobs["Thumbnails"].alarms.errors is not None and jobs["Thumbnails"].alarms.throttles is not None
     assert jobs["VideoTranscode"].alarms.no_running_task is not None
-    template.resource_count_is("AWS::CloudWatch::Dashboard", 3)
+    template.resource_count_is("AWS::CloudWatch::Dashboard", 4)  # one per job type, and the stack's fleet view
 
 
 def test_dashboard_shows_the_lease_and_queue_picture(synthesized: dict) -> None:

@@ -14,6 +14,8 @@ import pytest
 from aws_cdk import Validations
 from emulator_apps.cross_stack_app import CONSUMERS_STACK, QUEUES_STACK, build_app
 
+from jobqueues.fleet_dashboard import FLEET_DASHBOARD_SUFFIX
+
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
@@ -52,7 +54,12 @@ def test_the_binding_creates_its_resources_in_the_consumer_s_stack(synthesized: 
     assert len(of_type(consumers, "AWS::ApplicationAutoScaling::ScalableTarget")) == 1
     # The queues stack keeps its queues, their own alarms and the idempotency table, and nothing of a consumer.
     assert len(of_type(queues, "AWS::SQS::Queue")) == 4
-    assert not of_type(queues, "AWS::CloudWatch::Dashboard") and not of_type(queues, "AWS::Lambda::LayerVersion")
+    # Its dashboard is the fleet view of the job types it declares, with no line of the other stack's consumers.
+    (fleet,) = of_type(queues, "AWS::CloudWatch::Dashboard")
+    assert fleet["Properties"]["DashboardName"].endswith(FLEET_DASHBOARD_SUFFIX) and "AWS/Lambda" not in json.dumps(
+        fleet
+    )
+    assert not of_type(queues, "AWS::Lambda::LayerVersion")
     # The function consumes the other stack's queue, imported by its exported URL.
     (function,) = [f for f in of_type(consumers, "AWS::Lambda::Function") if "SQSLEASE_QUEUE_URL" in json.dumps(f)]
     variables = function["Properties"]["Environment"]["Variables"]

@@ -26,9 +26,11 @@ def test_every_resource_of_the_app_is_created(example_deployment: Deployment) ->
     types = sorted(report.stacks["JobQueuesExample"].values())
     assert types.count("AWS::SQS::Queue") == 12
     assert types.count("AWS::SQS::QueuePolicy") == 12
-    # 6 job types x 3 queue alarms, Transcode's queue-time alarm, 5 Lambda-job and 4 ECS-job consumer alarms, the
-    # scale-from-zero alarm
-    assert types.count("AWS::CloudWatch::Alarm") == 29
+    # 6 job types x 3 queue alarms, Transcode's queue-time alarm, 6 Lambda-job and 5 ECS-job consumer alarms (the
+    # stall alarm each), Thumbnails' time-to-drain alarm, the scale-from-zero alarm
+    assert types.count("AWS::CloudWatch::Alarm") == 32
+    # One per consumer, and the fleet view of the stack's six job types
+    assert types.count("AWS::CloudWatch::Dashboard") == 3
     assert types.count("AWS::DynamoDB::Table") == 1  # Transcode's idempotency records
     assert {"AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key"} <= set(types)
     consumers = {
@@ -96,6 +98,28 @@ def test_alarms_are_deployed_with_their_thresholds(example_deployment: Deploymen
     assert queue_time["Namespace"] == "jobqueues" and queue_time["ComparisonOperator"] == "GreaterThanThreshold"
     topic_arn = in_flight["AlarmActions"][0]
     assert topic_arn.startswith("arn:aws:sns:") and in_flight["OKActions"] == [topic_arn]
+
+
+def test_the_stall_and_drain_alarms_and_the_fleet_view_are_deployed(example_deployment: Deployment) -> None:
+    # The deploy compared each alarm's metric-math ids and expressions with the template; here, what they watch.
+    cloudwatch = example_deployment.server.client("cloudwatch")
+    alarms = cloudwatch.describe_alarms()["MetricAlarms"]
+    stalled = {
+        a["Metrics"][-1]["MetricStat"]["Metric"]["Dimensions"][0]["Value"]: a
+        for a in alarms
+        if any(q.get("Expression", "").startswith("IF(FILL(age, 0) >") for q in a.get("Metrics", []))
+    }
+    assert set(stalled) == {"JobQueuesExample-Thumbnails", "JobQueuesExample-Transcode"}  # each consumer's queue
+    assert all(a["TreatMissingData"] == "notBreaching" for a in stalled.values())
+    (drain,) = [
+        a for a in alarms if any("FILL(deleted, 0) + 1" in q.get("Expression", "") for q in a.get("Metrics", []))
+    ]
+    assert drain["Threshold"] == 30 * 60  # Thumbnails' max_time_to_drain
+    body = json.loads(cloudwatch.get_dashboard(DashboardName="JobQueuesExample_fleet")["DashboardBody"])
+    assert body["widgets"][0]["properties"]["title"].startswith("Open first")
+    backlog = next(w for w in body["widgets"] if w["properties"].get("title", "").startswith("Backlog"))
+    labels = {m[-1]["label"] for m in backlog["properties"]["metrics"] if m[-1].get("visible", True)}
+    assert labels == {"VideoTranscode", "EmailSend", "Thumbnails", "Transcode", "OrderEvents", "ReportExport"}
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,12 @@ from aws_cdk.aws_lambda import Code
 from emulator_fixtures import NEEDS_CDK, Deployment
 
 from jobqueues import EcsJob, JobQueue, LambdaJob
-from jobqueues.stack_limits import CLOUDFORMATION_MAX_RESOURCES, RESOURCES_PER_JOB_QUEUE, job_types_that_fit
+from jobqueues.stack_limits import (
+    CLOUDFORMATION_MAX_RESOURCES,
+    RESOURCES_PER_JOB_QUEUE,
+    RESOURCES_PER_STACK,
+    job_types_that_fit,
+)
 from jobqueues.stack_spreading import DEFAULT_JOB_TYPES_PER_STACK
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -73,10 +78,14 @@ def ecs_job(stack: cdk.Stack, name: str) -> object:
 def test_the_resources_per_job_type_are_what_a_stack_holds() -> None:
     text = section("constructs.md", "Many job types: the resources-per-stack limit")
     per_queue = figure(text, r"A job queue is (?P<n>\d+) resources")
-    assert per_queue == resources(job_queue)
-    assert figure(text, r"; (?P<n>\d+) with `max_queue_time`") == resources(job_queue_with_queue_time)
+    assert figure(text, r"plus (?P<n>\d+) per stack") == RESOURCES_PER_STACK
+    assert per_queue == resources(job_queue) - RESOURCES_PER_STACK
+    assert (
+        figure(text, r"; (?P<n>\d+) with `max_queue_time`")
+        == resources(job_queue_with_queue_time) - RESOURCES_PER_STACK
+    )
     bucket = figure(text, r"(?P<n>\d+) more with\s+`payload_bucket=True`")
-    assert bucket == resources(job_queue_with_payload_bucket) - per_queue
+    assert bucket == resources(job_queue_with_payload_bucket) - RESOURCES_PER_STACK - per_queue
     # A consumer's shared resources (the stack's sqslease layer, EcsJob's default cluster and VPC) come with the
     # first job of its kind: what a job type adds is what a second one adds, its queue pair aside.
     lambda_adds = resources(lambda_job, lambda_job) - resources(lambda_job) - per_queue
@@ -93,7 +102,7 @@ def test_the_stack_limit_figures_are_the_rules() -> None:
     assert figure(text, r"default (?P<n>\d+), 0 turns") == CLOUDFORMATION_MAX_RESOURCES
     # The error quoted is the one test_stack_limits.py raises with one job queue too many.
     assert figure(text, r"declares (?P<n>\d+) job types") == fit + 1
-    assert figure(text, r"job types = (?P<n>\d+) resources") == (fit + 1) * per_queue
+    assert figure(text, r"job types = (?P<n>\d+) resources") == (fit + 1) * per_queue + RESOURCES_PER_STACK
     assert figure(text, r"at most (?P<n>\d+) per stack at") == fit
     assert figure(text, r"with (?P<n>\d+) job types each") == DEFAULT_JOB_TYPES_PER_STACK
     assert figure(text, r"\((?P<n>\d+) resources each with every alarm on\)") == RESOURCES_PER_JOB_QUEUE

@@ -9,27 +9,21 @@ what SQS refuses is refused with its error.
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.sqs.models import SQSBackend, sqs_backends
+from support.moto_queues import take_all
+from support.waiting import until
 
 from jobqueues.emulator.patches.sqs_move_tasks import MoveTaskError, start_task
 from jobqueues.emulator.server import LocalServer
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
-
-
-def until(predicate: Callable[[], bool], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def arn(name: str) -> str:
@@ -46,18 +40,6 @@ def queue_pair(sqs: Any, fifo: bool = False) -> tuple[str, str, str]:
     redrive = {"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 2})}
     source = sqs.create_queue(QueueName=f"{name}{suffix}", Attributes={**attributes, **redrive})["QueueUrl"]
     return source, dlq, dlq_arn
-
-
-def drain(sqs: Any, url: str) -> list[dict[str, Any]]:
-    """Every message of ``url``, in the order received, deleted."""
-    found = []
-    while messages := sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]
-    ).get("Messages", []):
-        found += messages
-        for m in messages:
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-    return found
 
 
 def latest(sqs: Any, dlq_arn: str) -> dict[str, Any]:
@@ -108,10 +90,10 @@ def test_standard_messages_go_back_to_their_source(local_aws: LocalServer) -> No
     task = latest(sqs, dlq_arn)
     assert (task["ApproximateNumberOfMessagesMoved"], task["ApproximateNumberOfMessagesToMove"]) == (25, 25)
     assert "TaskHandle" not in task and task["SourceArn"] == dlq_arn
-    moved = drain(sqs, source)
+    moved = take_all(sqs, source)
     assert sorted(m["Body"] for m in moved) == sorted(f"job {i}" for i in range(25))
     assert all(m["MessageAttributes"]["n"]["StringValue"] == m["Body"].split()[1] for m in moved)
-    assert drain(sqs, dlq) == []
+    assert take_all(sqs, dlq) == []
 
 
 def test_fifo_messages_keep_their_group_dedup_id_and_order(local_aws: LocalServer) -> None:
@@ -123,7 +105,7 @@ def test_fifo_messages_keep_their_group_dedup_id_and_order(local_aws: LocalServe
         sqs.send_message(QueueUrl=dlq, MessageBody=body, MessageGroupId=group, MessageDeduplicationId=f"d{i}")
     sqs.start_message_move_task(SourceArn=dlq_arn, DestinationArn=arn(source.rsplit("/", 1)[1]))
     until(lambda: latest(sqs, dlq_arn)["Status"] == "COMPLETED")
-    moved = drain(sqs, source)
+    moved = take_all(sqs, source)
     assert len(moved) == 12
     for m in moved:
         group, _, dedup_id = m["Body"].split()
@@ -146,7 +128,7 @@ def test_a_cancelled_task_leaves_the_rest_in_the_dlq(local_aws: LocalServer) -> 
     until(lambda: latest(sqs, dlq_arn)["Status"] == "CANCELLED")
     task = latest(sqs, dlq_arn)
     assert moved <= task["ApproximateNumberOfMessagesMoved"] < 20 and task["MaxNumberOfMessagesPerSecond"] == 2
-    in_source, in_dlq = len(drain(sqs, source)), len(drain(sqs, dlq))
+    in_source, in_dlq = len(take_all(sqs, source)), len(take_all(sqs, dlq))
     assert in_source == task["ApproximateNumberOfMessagesMoved"] and in_source + in_dlq == 20  # nothing lost
     with pytest.raises(ClientError, match="ResourceNotFoundException"):
         sqs.cancel_message_move_task(TaskHandle=handle)

@@ -14,7 +14,7 @@ import pytest
 from cdk_helpers import new_stack
 
 from jobqueues import JobQueue, MeasuredProfiles
-from jobqueues.ops.drift import load_profiles
+from jobqueues.ops.profiles import load_profiles
 from jobstats.__main__ import main as jobstats_main
 from jobstats.files import list_files
 from jobstats.histogram import MAX_RELATIVE_ERROR

@@ -258,6 +258,38 @@ def test_the_poller_survives_sqs_faults_as_lambda_s_pollers_do(
     assert "retrying in 0.1 s" in warnings[0].getMessage() and "retrying in 0.2 s" in warnings[1].getMessage()
 
 
+def test_the_poller_starts_through_sqs_faults_on_its_queue_s_lookup(
+    local_aws: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a mapping whose queue lookups (GetQueueUrl) answer InternalError twice through the fault proxy, as
+    # `local up --chaos` may fault them, one attempt per request
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    deployed = Deployed(local_aws)
+    faults = {"GetQueueUrl": 2}
+    lock = threading.Lock()
+
+    def rule(operation: str, body: bytes) -> Fault | None:
+        with lock:
+            if faults.get(operation, 0) > 0:
+                faults[operation] -= 1
+                return Fault("error500")
+        return None
+
+    with FaultProxy(local_aws.endpoint, rule) as proxy:
+        # WHEN the driver is made and started
+        driver, stdout = deployed.driver(tmp_path, endpoint=proxy.endpoint)
+        deployed.send("job-1")
+        driver.start()
+        try:
+            # THEN the lookups are retried as its receives are (with backoff), and the record runs
+            assert wait_for(lambda: driver.stats.invocations == 1, 60)
+            assert driver.failure is None and driver.alive and driver.stats.sqs_errors == 2
+        finally:
+            driver.stop()
+    assert faults == {"GetQueueUrl": 0}
+    assert [r["body"] for p in _printed(stdout) for r in p["records"]] == ["job-1"]
+
+
 def test_the_poller_backs_off_exponentially_to_a_bound() -> None:
     assert [poll_retry_delay_s(n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.4, 0.8]
     assert poll_retry_delay_s(30) == poll_retry_delay_s(9) == POLL_RETRY_MAX_S

@@ -4,8 +4,9 @@ repository, and synthesize a small app there with cdk-nag on.
 - `cdk-jobqueues` (import `jobqueues`, plus `jobstats`) depends on `sqslease`; `sqslease` is one
   distribution, built from lambda_src/, and free of aws_cdk.
 - Fast path: wheels built with `pip wheel --no-deps --no-build-isolation` (setuptools comes from
-  requirements-dev.txt), third-party versions taken from requirements.txt as constraints, pip's cache, and a
-  venv without its own pip (the repository's pip installs into it with --python).
+  requirements-dev.txt), third-party versions taken from requirements.txt as constraints, and a venv without its
+  own pip, installed into with --python by uv, the installer `make setup` uses: 2-9 s from its cache, where pip
+  took 12-103 s (docs/testing.md).
 """
 
 import json
@@ -124,7 +125,8 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subproc
 
 
 def pip_into(target: Path, command: str, *args: str, cwd: Path) -> None:
-    run([sys.executable, "-m", "pip", "--python", str(target), command, "--quiet", *args], cwd)
+    """``uv pip COMMAND ARGS`` into the venv of ``target`` (its python); uv comes with ``make setup``."""
+    run([sys.executable, "-m", "uv", "pip", command, "--quiet", "--python", str(target), *args], cwd)
 
 
 def new_venv(path: Path) -> Path:
@@ -152,9 +154,9 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_wheels_install_and_synth_with_cdk_nag_outside_the_repository(wheels: dict[str, Path], tmp_path: Path) -> None:
     python = new_venv(tmp_path / "venv")
-    # --no-compile: byte-compiling all of aws-cdk-lib took 60 of the install's 70 s; Python compiles what it imports.
+    # uv byte-compiles nothing (compiling all of aws-cdk-lib took pip 60 of 70 s); Python compiles what it imports.
     constraints = str(ROOT / "requirements.txt")
-    pip_into(python, "install", "--no-compile", *map(str, wheels.values()), "cdk-nag", "-c", constraints, cwd=tmp_path)
+    pip_into(python, "install", *map(str, wheels.values()), "cdk-nag", "-c", constraints, cwd=tmp_path)
     app_py = tmp_path / "user_app.py"
     app_py.write_text(USER_APP)
     # cwd and PYTHONPATH keep the repository's sources out of reach: only the installed wheels can answer.
@@ -222,7 +224,7 @@ def test_wheels_install_and_synth_with_cdk_nag_outside_the_repository(wheels: di
     assert {t for t in top if not t.endswith(".dist-info") and t != ".."} == {"jobqueues", "jobstats"}, top
 
     # The bug this layout fixes: removing the construct library must leave the runtime whole.
-    pip_into(python, "uninstall", "--yes", "cdk-jobqueues", cwd=tmp_path)
+    pip_into(python, "uninstall", "cdk-jobqueues", cwd=tmp_path)
     run([str(python), "-c", "import sqslease.rules, sqslease.worker, sqslease.lambda_adapter"], tmp_path, env=env)
     gone = subprocess.run([str(python), "-c", "import jobqueues"], cwd=tmp_path, capture_output=True, text=True)
     assert "No module named 'jobqueues'" in gone.stderr

@@ -14,7 +14,7 @@ from cdk_helpers import ENV
 
 from jobqueues import JobQueue, JobQueueError, QueueDeclaration, plan_job_queue
 from jobqueues.plan import Given
-from jobqueues.stack_limits import RESOURCES_PER_JOB_QUEUE
+from jobqueues.stack_limits import RESOURCES_PER_JOB_QUEUE, RESOURCES_PER_STACK
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +82,8 @@ def test_the_per_job_type_resource_figure_is_what_the_tree_holds() -> None:
     stack = cdk.Stack(cdk.App(), "Jobs", env=ENV)
     job_queue = JobQueue(stack, "Job", processing_p99=Duration.seconds(3), max_queue_time=Duration.minutes(5))
     assert sum(isinstance(c, CfnResource) for c in job_queue.node.find_all()) == RESOURCES_PER_JOB_QUEUE
-    assert len(Template.from_stack(stack).to_json()["Resources"]) == RESOURCES_PER_JOB_QUEUE
+    # Beside the stack's own: its fleet dashboard.
+    assert len(Template.from_stack(stack).to_json()["Resources"]) == RESOURCES_PER_JOB_QUEUE + RESOURCES_PER_STACK
 
 
 def test_a_plan_built_apart_has_its_names_checked_at_the_deployment_target() -> None:

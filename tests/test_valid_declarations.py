@@ -105,9 +105,9 @@ def test_token_p99_with_an_explicit_visibility_timeout_synthesizes() -> None:
 def test_stack_resource_limit_context_is_honoured() -> None:
     app = cdk.App(context={"@aws-cdk/core:stackResourceLimit": 100})
     stack = cdk.Stack(app, "Small")
-    for i in range(15):  # 105 resources
+    for i in range(15):  # 15 x 7 + the fleet dashboard = 106 resources
         JobQueue(stack, f"Job{i}", processing_p99=Duration.seconds(3))
-    with pytest.raises(Exception, match=r"declares 15 job types = 105 resources; CloudFormation allows 100 per stack"):
+    with pytest.raises(Exception, match=r"declares 15 job types = 106 resources; CloudFormation allows 100 per stack"):
         app.synth()
     spread = JobQueueStacks(cdk.App(context={"@aws-cdk/core:stackResourceLimit": 100}), "Jobs")
     for i in range(30):

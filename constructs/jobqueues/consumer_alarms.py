@@ -35,11 +35,16 @@ class ConsumerAlarms:
     errors: cloudwatch.Alarm | None = None
     throttles: cloudwatch.Alarm | None = None
     no_running_task: cloudwatch.Alarm | None = None
+    #: Messages waiting and none deleted (:mod:`jobqueues.progress_alarms`).
+    stalled: cloudwatch.Alarm | None = None
+    #: The backlog's time to drain above ``max_time_to_drain`` (only when declared).
+    time_to_drain: cloudwatch.Alarm | None = None
 
     def all(self) -> list[cloudwatch.Alarm]:
         """Every alarm that exists."""
         candidates = (self.lease_leak, self.lease_lost, self.p99_drift, self.errors, self.throttles)
-        return [a for a in (*candidates, self.no_running_task) if a is not None]
+        progress = (self.stalled, self.time_to_drain)
+        return [a for a in (*candidates, self.no_running_task, *progress) if a is not None]
 
 
 def p99_drift_threshold_ms(

@@ -17,11 +17,13 @@ from constructs import Construct
 
 from jobqueues.alarms import notify
 from jobqueues.consumer_alarms import ConsumerAlarms, create_consumer_alarms
+from jobqueues.dashboard import WIDTH as DASHBOARD_WIDTH
 from jobqueues.dashboard import job_dashboard
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import is_token
 from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
+from jobqueues.progress_alarms import create_progress_alarms, time_to_drain_widget
 from jobqueues.registry import RegisteredConstruct, registry_of, stack_of
 
 
@@ -44,7 +46,9 @@ class Binding:
         throttles: cloudwatch.Alarm | None = None,
         no_running_task: cloudwatch.Alarm | None = None,
     ) -> ConsumerAlarms:
-        """Every alarm notifies the job queue's topic; one dashboard shows the queue, the leases and ``widgets``."""
+        """The progress alarms (:mod:`jobqueues.progress_alarms`); every alarm notifies the job queue's topic; one
+        dashboard shows the queue, the leases, the time to drain and ``widgets``."""
+        progress = create_progress_alarms(self.scope, self.job_queue, self.metrics)
         alarms = ConsumerAlarms(
             self.lease_leak,
             self.lease_lost,
@@ -52,10 +56,13 @@ class Binding:
             errors=errors,
             throttles=throttles,
             no_running_task=no_running_task,
+            stalled=progress.stalled,
+            time_to_drain=progress.time_to_drain,
         )
         notify(self.job_queue.alarm_topic, alarms.all())
         name = f"{registry_of(self.scope).facts.name}-{self.job_queue.job_type}"
-        job_dashboard(self.scope, name, self.job_queue, self.metrics, widgets)
+        drain = time_to_drain_widget(self.job_queue, self.metrics, DASHBOARD_WIDTH)
+        job_dashboard(self.scope, name, self.job_queue, self.metrics, [drain, *widgets])
         return alarms
 
 

@@ -33,6 +33,7 @@ from jobqueues.queue_rules import (
     queue_time_slo,
     resolve_visibility_timeout,
     retries_and_retention,
+    time_to_drain_bound,
 )
 from jobqueues.timing_rules import (
     consumer_lease,
@@ -73,6 +74,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     alarm_thresholds,
     delay_within_retention,
     queue_time_slo,
+    time_to_drain_bound,
     resolve_visibility_timeout,
 )
 

@@ -61,6 +61,9 @@ ECS_IMAGE_DIRECTORY = "lambda_src"
 ECS_CPU_ARCHITECTURE = "X86_64"
 #: ``MeasuredProfiles`` warns about measurements older than this, in seconds: 30 days.
 PROFILE_MAX_AGE_S = 30 * 86_400
+#: Period of a consumer's alarms and dashboard graphs, in seconds (a p99 over fewer minutes is noise); the
+#: time-to-drain alarm measures the deletion rate over it.
+CONSUMER_PERIOD_S = 300
 #: Bounds of the default oldest-message-age alarm threshold.
 OLDEST_MESSAGE_AGE_MIN_S = 300
 

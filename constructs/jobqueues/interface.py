@@ -90,6 +90,16 @@ class IJobQueue(Protocol):
         ...
 
     @property
+    def max_time_to_drain_seconds(self) -> float | None:
+        """The declared ``max_time_to_drain`` (the time-to-drain alarm's bound), in seconds; ``None``: no alarm."""
+        ...
+
+    @property
+    def delivery_delay_seconds(self) -> float:
+        """The source queue's delivery delay, in seconds (0: none, a token, or a queue made elsewhere)."""
+        ...
+
+    @property
     def fifo(self) -> bool:
         """Both queues are FIFO: consumers keep order per message group."""
         ...

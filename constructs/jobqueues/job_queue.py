@@ -6,14 +6,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Unpack
 
+import jsii
 from aws_cdk import Annotations, CfnElement, CfnResource, Duration, RemovalPolicy, SizeRoundingBehavior
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from jobqueues.alarms import JobQueueAlarms, create_queue_alarms, notify
 from jobqueues.errors import JobQueueError
 from jobqueues.fair_queue_monitoring import quiet_group_age_alarm
+from jobqueues.fleet_dashboard import add_to_fleet
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
 from jobqueues.job_queue_base import JobQueueBase
@@ -24,7 +26,7 @@ from jobqueues.plan import AlarmPlan, Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
 from jobqueues.registry import StackRegistry, registry_of
-from sqslease.rules import SQS_MAX_RETENTION_S
+from sqslease.rules import SQS_MAX_RETENTION_S, format_duration
 
 
 class JobQueue(JobQueueBase):
@@ -90,6 +92,7 @@ class JobQueue(JobQueueBase):
         if plan.alarms is not None:
             self.alarms = self._build_alarms(plan, plan.alarms)
         self.alarm_topic = plan.alarm_topic
+        self._monitor(plan)
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
         self.idempotency_table = table_of(self, plan.idempotency, plan.encryption_key)
         self.idempotency_retention_seconds = _record_retention(plan)
@@ -116,6 +119,13 @@ class JobQueue(JobQueueBase):
         notify(plan.alarm_topic, [quiet])
         return replace(built, quiet_group_age=quiet)
 
+    def _monitor(self, plan: QueuePlan) -> None:
+        """On the stack's fleet view; with ``max_time_to_drain``, a consumer is due (its alarm is the consumer's)."""
+        add_to_fleet(self, plan.alarms.oldest_message_age_s if plan.alarms else None)
+        self.max_time_to_drain_seconds = plan.alarms.max_time_to_drain_s if plan.alarms else None
+        if self.max_time_to_drain_seconds is not None:
+            self.node.add_validation(_ConsumerDue(self))
+
     def _set_facts(self, plan: QueuePlan, registry: StackRegistry) -> None:
         """The plan's values the job queue exposes (:class:`jobqueues.interface.IJobQueue`)."""
         #: The plan the queues were built from: every final value, the rule and the findings.
@@ -132,6 +142,7 @@ class JobQueue(JobQueueBase):
         self.max_batching_window_seconds = plan.max_batching_window
         self.fifo = plan.fifo
         self.fair = plan.fair
+        self.delivery_delay_seconds = 0 if isinstance(plan.delivery_delay, Given) else plan.delivery_delay
         #: Deliveries before a message moves to the DLQ (a token as given).
         self.max_receive_count = (
             plan.max_receive_count.value if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
@@ -250,6 +261,23 @@ class JobQueue(JobQueueBase):
             max_batching_window=max_batching_window,
             alarm_topic=alarm_topic,
         )
+
+
+@jsii.implements(IValidation)
+class _ConsumerDue:
+    """``max_time_to_drain`` declares an alarm on the consumer: a job queue that never gets one fails the synth."""
+
+    def __init__(self, job_queue: JobQueue) -> None:
+        self._job_queue = job_queue
+
+    def validate(self) -> list[str]:
+        if self._job_queue.bound_consumer is not None:
+            return []
+        return [
+            f"max_time_to_drain {format_duration(self._job_queue.max_time_to_drain_seconds or 0)} declares a "
+            f"time-to-drain alarm on the consumer, but job type {self._job_queue.job_type!r} has no consumer in this "
+            "app: bind one (add_lambda_consumer, add_ecs_consumer) or remove max_time_to_drain"
+        ]
 
 
 def _record_retention(plan: QueuePlan) -> float:

@@ -68,6 +68,10 @@ class JobQueueBase(RegisteredConstruct):
     max_batching_window_seconds: float
     #: The declared ``max_queue_time`` in seconds (the queue-time alarm's bound); ``None`` when not declared.
     max_queue_time_seconds: float | None = None
+    #: The declared ``max_time_to_drain`` in seconds (the time-to-drain alarm's bound); ``None`` when not declared.
+    max_time_to_drain_seconds: float | None = None
+    #: The source queue's delivery delay in seconds (0: none, a token, or a queue made elsewhere).
+    delivery_delay_seconds: float = 0
     #: Whether both queues are FIFO.
     fifo: bool
     #: A fair queue: its message groups are tenants (docs/fair-queues.md).

@@ -19,10 +19,12 @@ from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
 from jobqueues.consumer_options import RUNTIME_OPTIONS, RuntimeOptions, read_runtime_options
 from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
 from jobqueues.errors import JobQueueError
+from jobqueues.fleet_dashboard import add_consumer_errors
 from jobqueues.inputs import PropReader
 from jobqueues.interface import IJobQueue
 from jobqueues.lease_layer import sqslease_layer
 from jobqueues.marker import mark_consumer, reference
+from jobqueues.metrics import consumer_period
 from jobqueues.registry import one_minute
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
@@ -142,6 +144,8 @@ def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: 
             title="Function duration p99 (ms)", left=[function.metric_duration(statistic="p99")], width=8
         ),
     ]
+    fleet_errors = function.metric_errors(statistic="Sum", period=consumer_period(scope), label=job_queue.job_type)
+    add_consumer_errors(job_queue, scope, fleet_errors)
     return binding.finish(widgets, errors=errors, throttles=throttles)
 
 

@@ -43,6 +43,8 @@ class AlarmPlan:
     :param dlq_depth: messages in the DLQ that raise the alarm.
     :param receives: how the DLQ alarm's description counts receives (``max_receive_count`` when a token).
     :param max_queue_time_s: seconds the p99 queue time may reach (``max_queue_time``); ``None``: no alarm.
+    :param max_time_to_drain_s: seconds the backlog may take to drain (``max_time_to_drain``, an alarm on the
+        consumer); ``None``: no alarm.
     :param quiet_group_age_s: seconds a fair queue's quiet groups' oldest message may wait
         (:func:`jobqueues.defaults.quiet_group_age_s`); ``None``: not a fair queue, no alarm.
     """
@@ -54,6 +56,7 @@ class AlarmPlan:
     dlq_depth: int
     receives: str
     max_queue_time_s: float | None = None
+    max_time_to_drain_s: float | None = None
     quiet_group_age_s: float | None = None
 
 
@@ -207,26 +210,31 @@ def _payloads(d: QueueDeclaration, result: CheckResult, resources: Mapping[str, 
     }
 
 
+#: The props that declare an alarm of their own, and that alarm.
+_ALARM_BOUNDS = {"max_queue_time": "queue-time alarm", "max_time_to_drain": "time-to-drain alarm"}
+
+
 def _alarm_input_errors(d: QueueDeclaration, alarms_enabled: bool) -> list[str]:
-    """Alarm thresholds computed at synth from a token, or a queue-time alarm with the alarms off."""
+    """Alarm thresholds computed at synth from a token, or an alarm-declaring prop with the alarms off."""
+    declared = {p: getattr(d, p) is not None or p in d.tokens for p in _ALARM_BOUNDS}
     if not alarms_enabled:
-        if d.max_queue_time is not None or "max_queue_time" in d.tokens:
-            return [
-                "max_queue_time declares a queue-time alarm, but alarms.enabled is False: remove max_queue_time or "
-                "turn the alarms on"
-            ]
-        return []
+        return [
+            f"{p} declares a {what}, but alarms.enabled is False: remove {p} or turn the alarms on"
+            for p, what in _ALARM_BOUNDS.items()
+            if declared[p]
+        ]
     errors = [
         f"{d.prop_names.get(p, p)} is an unresolved token: the in-flight alarm threshold is computed at synth "
         "from it; pass a number, or turn the alarms off with alarms.enabled=False"
         for p in ("in_flight_quota", "in_flight_fraction")
         if p in d.tokens
     ]
-    if "max_queue_time" in d.tokens:
-        errors.append(
-            "max_queue_time is an unresolved token: the queue-time alarm threshold is computed at synth from it; "
-            "pass a Duration such as Duration.minutes(5)"
-        )
+    errors += [
+        f"{p} is an unresolved token: the {what} threshold is computed at synth from it; pass a Duration such as "
+        "Duration.minutes(5)"
+        for p, what in _ALARM_BOUNDS.items()
+        if p in d.tokens
+    ]
     return errors
 
 
@@ -260,6 +268,7 @@ def _plan_alarms(d: QueueDeclaration, result: CheckResult, errors: list[str]) ->
         dlq_depth=defaults.DLQ_DEPTH if d.dlq_depth is None else d.dlq_depth,
         receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
         max_queue_time_s=d.max_queue_time,
+        max_time_to_drain_s=d.max_time_to_drain,
         quiet_group_age_s=defaults.quiet_group_age_s(d.max_queue_time, age) if d.fair else None,
     )
 

@@ -80,6 +80,7 @@ def read_queue(
         name_prefix=name_prefix,
         **_alarm_values(alarm_read),
         max_queue_time=read.duration_s("max_queue_time"),
+        max_time_to_drain=read.duration_s("max_time_to_drain"),
         ecs_consumer=ecs_consumer,
         idempotency=idempotency is not False,
         payload_bucket=payload_bucket is not None,

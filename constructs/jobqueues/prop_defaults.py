@@ -85,6 +85,7 @@ QUEUE_OPTIONS: Mapping[str, Default] = {
         defaults.DLQ_REMOVAL_POLICY, enum="RemovalPolicy", note="its messages are the evidence of failures"
     ),
     "max_queue_time": Default(note="none (no alarm)"),
+    "max_time_to_drain": Default(note="none (no alarm)"),
     "fair": Default(False),
     "idempotency": Default(False),
     "payload_bucket": Default(False, note="a body over the queue's limit is refused"),

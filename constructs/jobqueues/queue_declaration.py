@@ -70,6 +70,7 @@ class QueueDeclaration:
     oldest_message_age: float | None = None
     dlq_depth: int | None = None
     max_queue_time: float | None = None
+    max_time_to_drain: float | None = None
     idempotency: bool = False
     fair: bool = False
     payload_bucket: bool = False

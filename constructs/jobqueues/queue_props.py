@@ -66,6 +66,10 @@ class QueueOptions(TypedDict, total=False):
         The latency the team promises: an alarm fires when the p99 queue time (from ``SentTimestamp`` to the start of
         the run, milliseconds in the ``QueueTime`` metric ``sqslease`` consumers write) stays above it for 15 min.
         Positive, at most ``retention_period``; needs the alarms on.
+    max_time_to_drain:
+        How long the backlog may take to drain: an alarm on the consumer fires when the backlog (visible + in flight)
+        divided by the deletion rate stays above it for 15 min (docs/monitoring.md). At least 5 min (the deletion rate
+        is measured over 5 min), at most ``retention_period``; needs the alarms on and a consumer.
     fair:
         A fair queue: the queue is shared by tenants, each message's ``MessageGroupId`` naming its tenant, and SQS keeps
         the quiet tenants' wait low while one floods it (docs/fair-queues.md). Adds the dashboard's noisy-group and
@@ -109,6 +113,7 @@ class QueueOptions(TypedDict, total=False):
     removal_policy: RemovalPolicy
     dlq_removal_policy: RemovalPolicy
     max_queue_time: Duration
+    max_time_to_drain: Duration
     fair: bool
     idempotency: bool | IdempotencyTable | dynamodb.ITable
     payload_bucket: bool | s3.IBucket

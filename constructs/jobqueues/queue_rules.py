@@ -7,6 +7,7 @@ import re
 
 from jobqueues import defaults
 from jobqueues.declaration_warnings import FIFO_RETRIES_EXCEED_LAMBDA_TIMEOUT, RETRIES_OUTLIVE_RETENTION, SINGLE_RECEIVE
+from jobqueues.defaults import CONSUMER_PERIOD_S
 from jobqueues.queue_declaration import RuleContext, fmt, in_flight_threshold
 from sqslease.retry import retries_backoff_s
 from sqslease.rules import (
@@ -209,6 +210,28 @@ def queue_time_slo(c: RuleContext) -> None:
         c.error(
             f"max_queue_time {fmt(slo)} exceeds retention_period {fmt(r.retention_s)}: a message expires before it "
             "waits that long, so the alarm could never fire; lower max_queue_time or raise retention_period"
+        )
+
+
+def time_to_drain_bound(c: RuleContext) -> None:
+    d, r = c.d, c.result
+    bound = d.max_time_to_drain
+    if bound is None:
+        return
+    if bound <= 0:
+        c.error(
+            f"max_time_to_drain must be positive (got {fmt(bound)}): declare how long the backlog may take to "
+            "drain, e.g. Duration.minutes(30), or leave it out for no time-to-drain alarm"
+        )
+    elif bound < CONSUMER_PERIOD_S:
+        c.error(
+            f"max_time_to_drain {fmt(bound)} is below the {fmt(CONSUMER_PERIOD_S)} the deletion rate is measured "
+            f"over: raise it to at least {fmt(CONSUMER_PERIOD_S)}"
+        )
+    elif "retention_period" not in d.tokens and bound > r.retention_s:
+        c.error(
+            f"max_time_to_drain {fmt(bound)} exceeds retention_period {fmt(r.retention_s)}: messages expire before "
+            "the backlog drains, so the alarm would fire too late; lower max_time_to_drain or raise retention_period"
         )
 
 

@@ -67,6 +67,8 @@ class StackRegistry(Construct):
         # Whether the kernel allocates logical ids as jobqueues.logical_ids computes them (asked once).
         self._kernel_agrees: bool | None = None
         self._budget: ResourceBudget | None = None
+        #: The fleet view (a :class:`jobqueues.fleet_dashboard.FleetDashboard`), created with the first job type.
+        self.fleet: Construct | None = None
         self._durations: dict[tuple[str, int], Duration] = {}
         self._context: dict[str, Any] = {}
 

@@ -21,6 +21,9 @@ CLOUDFORMATION_MAX_RESOURCES = 500
 #: on (2 queues, 2 TLS-only queue policies, 4 alarms: ``max_queue_time`` adds the fourth); a test counts them from
 #: the tree.
 RESOURCES_PER_JOB_QUEUE = 8
+#: Resources a stack with job types holds once, whatever their number: its fleet dashboard
+#: (:mod:`jobqueues.fleet_dashboard`); a test counts it from the tree.
+RESOURCES_PER_STACK = 1
 
 
 def stack_resource_limit(scope: Construct) -> int:
@@ -30,8 +33,9 @@ def stack_resource_limit(scope: Construct) -> int:
 
 
 def job_types_that_fit(limit: int, resources_per_job_type: int = RESOURCES_PER_JOB_QUEUE) -> int:
-    """How many job types of ``resources_per_job_type`` resources fit under ``limit``."""
-    return limit // resources_per_job_type
+    """How many job types of ``resources_per_job_type`` resources fit under ``limit``, beside the stack's own
+    :data:`RESOURCES_PER_STACK`."""
+    return (limit - RESOURCES_PER_STACK) // resources_per_job_type
 
 
 class ResourceBudget:
@@ -55,7 +59,7 @@ class ResourceBudget:
         resources = self.resources
         if resources <= limit:
             return []
-        per_job_type = math.ceil(resources / self.job_types)
+        per_job_type = math.ceil((resources - RESOURCES_PER_STACK) / self.job_types)
         return [
             f"stack {self.stack.stack_name} declares {self.job_types} job types = {resources} resources; "
             f"CloudFormation allows {limit} per stack ({STACK_RESOURCE_LIMIT_CONTEXT}). Spread the job types over "

@@ -83,13 +83,17 @@ def counts(server: LocalServer, url: str) -> tuple[int, int]:
 
 
 def take_all(sqs: Any, url: str) -> list[dict[str, Any]]:
-    """Every message of ``url`` (a boto3 SQS client's queue) in the order received, with its system
+    """Every message of ``url`` (a boto3 SQS client's queue) in the order received, with its system and message
     attributes, deleted: the queue is left empty."""
     found: list[dict[str, Any]] = []
     while messages := sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        MessageSystemAttributeNames=["All"],
+        MessageAttributeNames=["All"],
+        WaitTimeSeconds=0,
     ).get("Messages", []):
         found += messages
-        for m in messages:
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+        sqs.delete_message_batch(QueueUrl=url, Entries=entries)
     return found

@@ -18,11 +18,10 @@ from jobqueues.ops.drift import (
     Deployed,
     Drift,
     compare_all,
-    load_profiles,
-    profiles_outside,
     read_deployed,
 )
 from jobqueues.ops.errors import EXIT_FAILED
+from jobqueues.ops.profiles import load_profiles, profiles_outside
 
 
 def _seconds(value: float | None) -> str:
@@ -87,7 +86,8 @@ def command(
     deployed: dict[str, Deployed] = {}
     if app is not None:
         from jobqueues.ops.assembly import stack_artifacts
-        from jobqueues.ops.discovery import StackTemplate, discover_templates
+        from jobqueues.ops.discovery import discover_templates
+        from jobqueues.ops.stack_template import StackTemplate
         from jobqueues.ops.synth import synth_unbuilt
 
         with tempfile.TemporaryDirectory(prefix="jobqueues-drift-") as output:

@@ -4,7 +4,7 @@ Both start the emulator (moto_server with jobqueues' CloudFormation handlers: th
 ``cdk-jobqueues[local]``), deploy every stack of every Stage of the app in the current directory with the real
 ``cdk`` CLI, verify the deploy and print ``export AWS_ENDPOINT_URL=...``. ``up`` then runs the app's consumers
 (:mod:`jobqueues.emulator.consumers`) with a live status table until Ctrl-C, or until idle (``--until-idle``).
-``jobqueues.emulator`` is imported inside the commands: the other commands need no moto.
+What of ``jobqueues.emulator`` needs moto is imported inside the commands: the other commands need no moto.
 """
 
 from __future__ import annotations
@@ -20,18 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
+from jobqueues.cli.local_view import chaos_report, summary, watch
+from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S  # a pure module: no moto
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
 
 if TYPE_CHECKING:
+    from jobqueues.emulator.chaos import Chaos
     from jobqueues.emulator.consumers.local_env import LocalEnv
     from jobqueues.emulator.consumers.runner import ConsumerRunner
     from jobqueues.emulator.server import LocalServer
-
-#: Seconds between two looks at the queues (scaling, the table).
-TICK_S = 1.0
 
 APP_HELP = 'The CDK app command, e.g. "python app.py". Default: cdk.json\'s "app" in the current directory.'
 PORT_HELP = "The emulator's port. Default: a free one."
@@ -187,7 +185,7 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     type=click.FloatRange(min=0),
     default=None,
     metavar="SECONDS",
-    help="Seconds of a smaller backlog before ECS workers stop. Default 30.",
+    help=f"Seconds of a smaller backlog before ECS workers stop. Default {SCALE_IN_AFTER_S:g}.",
 )
 @click.option(
     "--env",
@@ -222,37 +220,8 @@ def up(
     from jobqueues.emulator.consumers.local_env import check_synthesized
 
     with _deployed(app, port, lambda assembly: check_synthesized(local_env, assembly)) as server:
-        from jobqueues.emulator.consumers.local_env import environments
-        from jobqueues.emulator.consumers.runner import ConsumerRunner
-        from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S
-        from jobqueues.emulator.server import Emulator
-        from jobqueues.ops.discovery import discover
-
-        found = discover(server.client("cloudformation"))
-        job_types = found.job_types
-        consumed = [job.name for job in job_types if job.consumer is not None]
-        environment = environments(local_env, found, consumed)
         logs = logs.resolve()
-        logs.mkdir(parents=True, exist_ok=True)
-        chaos_run = None
-        endpoint: Emulator = server
-        if chaos is not None:
-            from jobqueues.emulator.chaos import Chaos
-
-            chaos_run = Chaos(server.endpoint, rate=chaos, seed=chaos_seed)
-            endpoint = Emulator(chaos_run.endpoint)
-        runner = ConsumerRunner(
-            server,
-            job_types,
-            app_dir=Path.cwd(),
-            logs_dir=logs,
-            code_dir=Path.cwd() / ".jobqueues" / "lambda-code",
-            endpoint=endpoint,
-            handlers=handlers,
-            scale_in_after_s=SCALE_IN_AFTER_S if scale_in_after is None else scale_in_after,
-            out=click.echo,
-            environment=environment,
-        )
+        runner, chaos_run = _consumers(server, local_env, logs, handlers, scale_in_after, chaos, chaos_seed)
         if chaos_run is not None:
             chaos_run.start(runner.worker_processes)
             click.echo(f"chaos: {chaos:g} of SQS requests faulted through {chaos_run.endpoint}, kills every 15 s")
@@ -260,100 +229,57 @@ def up(
         try:
             runner.start()
             click.echo(f"consumers running (logs: {logs}); Ctrl-C stops them")
-            status = _watch(runner, until_idle)
+            status = watch(runner, until_idle)
         finally:
             problems = runner.stop()
             if chaos_run is not None:
                 chaos_run.stop()
         for problem in problems:
             click.echo(f"warning: {problem}", err=True)
-        _summary(runner, time.monotonic() - started)
+        summary(runner, time.monotonic() - started)
         if chaos_run is not None:
-            _chaos_report(chaos_run, runner, server)
+            chaos_report(chaos_run, runner, server)
         return status
 
 
-def _watch(runner: ConsumerRunner, until_idle: float | None) -> int:
-    """Tick the runner with a live table (on a terminal) or a line per change; 0 when idle, 130 on Ctrl-C."""
-    console = Console()
-    idle_since: float | None = None
-    live: Any = None
-    if console.is_terminal:
-        from rich.live import Live
+def _consumers(
+    server: LocalServer,
+    local_env: LocalEnv,
+    logs: Path,
+    handlers: Path | None,
+    scale_in_after: float | None,
+    chaos: float | None,
+    chaos_seed: int,
+) -> tuple[ConsumerRunner, Chaos | None]:
+    """The deployed app's consumers, not started yet, and the chaos run between them and the emulator (``None``
+    without ``--chaos``)."""
+    from jobqueues.emulator.consumers.local_env import environments
+    from jobqueues.emulator.consumers.runner import ConsumerRunner
+    from jobqueues.emulator.server import Emulator
+    from jobqueues.ops.discovery import discover
 
-        live = Live(console=console, refresh_per_second=2, transient=False)
-        live.start()
-    try:
-        while True:
-            events = runner.tick()
-            for event in events:
-                (live.console.print if live is not None else click.echo)(event)
-            if live is not None:
-                live.update(status_table(runner))
-            if until_idle is not None:
-                now = time.monotonic()
-                idle_since = (idle_since or now) if runner.idle() else None
-                if idle_since is not None and now - idle_since >= until_idle:
-                    click.echo(f"idle for {until_idle:g} s: stopping")
-                    return 0
-            time.sleep(TICK_S)
-    except KeyboardInterrupt:
-        click.echo("interrupted: draining the workers")
-        return EXIT_INTERRUPTED
-    finally:
-        if live is not None:
-            live.stop()
+    found = discover(server.client("cloudformation"))
+    job_types = found.job_types
+    consumed = [job.name for job in job_types if job.consumer is not None]
+    environment = environments(local_env, found, consumed)
+    logs.mkdir(parents=True, exist_ok=True)
+    chaos_run: Chaos | None = None
+    endpoint: Emulator = server
+    if chaos is not None:
+        from jobqueues.emulator.chaos import Chaos
 
-
-def status_table(runner: ConsumerRunner) -> Table:
-    """Per job type: visible, in flight, DLQ, and the local workers or Lambda invocations."""
-    table = Table(title="jobqueues local up", title_justify="default")  # left, without padding
-    for column in ("job type", "consumer", "visible", "in flight", "DLQ", "local"):
-        table.add_column(column, justify="left" if column in ("job type", "consumer", "local") else "right")
-    for row in runner.rows():
-        if row.consumer == "ecs":
-            local = _plural(row.workers, "worker") + (f", {row.draining} draining" if row.draining else "")
-        elif row.consumer == "lambda":
-            local = _plural(row.invocations, "invocation") + (f", [red]{row.errors} failed[/]" if row.errors else "")
-        else:
-            local = "-"
-        dlq = "-" if row.dead_lettered is None else str(row.dead_lettered)
-        table.add_row(row.job_type, row.consumer, str(row.visible), str(row.in_flight), dlq, local)
-    return table
-
-
-def _plural(count: int, noun: str) -> str:
-    """``1 worker``, ``2 workers``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def _summary(runner: ConsumerRunner, wall_s: float) -> None:
-    """What the consumers did, from their EMF lines: outcomes per deployment (``STACK/JOB_TYPE``)."""
-    from jobqueues.emulator.deployments import outcome_counts
-
-    outcomes = outcome_counts(runner.shipper.emf_lines_by_stream().values(), runner.job_types)
-    runner.refresh()
-    Console().print(status_table(runner))
-    for job in runner.consumed():
-        counts = outcomes.get(job.name, {})
-        text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no message processed"
-        ecs = runner.ecs.get(job.name)
-        started = f"; {_plural(ecs.pool.started_total, 'worker')} started" if ecs is not None else ""
-        row = runner.rows_by_name.get(job.name)
-        if row is not None and row.errors:
-            started += f"; {row.errors} of {_plural(row.invocations, 'invocation')} failed (the function's log has why)"
-        click.echo(f"summary {job.name}: {text}{started}")
-    click.echo(f"ran {wall_s:.0f} s; {runner.shipper.shipped} log lines sent to CloudWatch Logs")
-
-
-def _chaos_report(chaos_run: Any, runner: ConsumerRunner, server: LocalServer) -> None:
-    from jobqueues.emulator.chaos import read_queue_state
-
-    sqs = server.client("sqs")
-    final = [
-        read_queue_state(sqs, j.name, j.queue_url, j.dead_letter_queue_url, timeout_s=j.visibility_timeout_s or 0)
-        for j in runner.consumed()
-        if j.queue_url is not None
-    ]
-    report = chaos_run.report(runner.shipper.emf_lines_by_stream(), final, runner.stopped_receiving())
-    click.echo(report.format())
+        chaos_run = Chaos(server.endpoint, rate=chaos, seed=chaos_seed)
+        endpoint = Emulator(chaos_run.endpoint)
+    runner = ConsumerRunner(
+        server,
+        job_types,
+        app_dir=Path.cwd(),
+        logs_dir=logs,
+        code_dir=Path.cwd() / ".jobqueues" / "lambda-code",
+        endpoint=endpoint,
+        handlers=handlers,
+        scale_in_after_s=SCALE_IN_AFTER_S if scale_in_after is None else scale_in_after,
+        out=click.echo,
+        environment=environment,
+    )
+    return runner, chaos_run

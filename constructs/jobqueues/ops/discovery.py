@@ -13,15 +13,20 @@ consumer's stack imports from (its ``Fn::ImportValue`` names start with the expo
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from jobqueues.marker_format import CONSUMER_MARKER, IMAGE_DIRECTORY_MARKER, MARKER_VERSION, QUEUE_MARKER
-from jobqueues.ops import intrinsics
+from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
+
+# A job type's parts, importable from here with it (``as``: a re-export).
+from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
+from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
+from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
+from jobqueues.ops.stack_template import StackTemplate as StackTemplate
+from jobqueues.ops.stack_template import imported_stacks
 from sqslease.emf import deployment_name
 
 #: Stack states in which a stack's resources exist.
@@ -38,40 +43,6 @@ LIVE_STATES = frozenset(
         "IMPORT_ROLLBACK_COMPLETE",
     }
 )
-
-
-@dataclass(frozen=True)
-class LambdaConsumer:
-    """A job type's Lambda function, as deployed. Durations in seconds."""
-
-    function_name: str | None
-    log_group: str | None
-    timeout_s: float | None = None
-    batch_size: int | None = None
-    max_batching_window_s: float = 0
-    max_concurrency: int | None = None
-    kind: str = "lambda"
-    #: The stack holding the function (its job queue's may be another: see :mod:`jobqueues.ops.discovery`).
-    stack: str = ""
-
-
-@dataclass(frozen=True)
-class EcsConsumer:
-    """A job type's ECS service, as deployed: the worker's task definition and its scaling bounds."""
-
-    service: str | None  # ARN
-    cluster: str | None
-    task_definition: str | None  # ARN
-    log_group: str | None
-    log_stream_prefix: str | None = None
-    #: The default image's build directory, relative to the app's (``None``: an image of your own).
-    image_directory: str | None = None
-    min_tasks: int = 0
-    max_tasks: int = 1
-    target_backlog_per_task: float = 1
-    kind: str = "ecs"
-    #: The stack holding the service (its job queue's may be another: see :mod:`jobqueues.ops.discovery`).
-    stack: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,42 +76,6 @@ class JobType:
         """``stack/job type``: unique even when two stages deploy the same job type; what its consumers' EMF lines
         are measured as (:func:`sqslease.emf.deployment_name`)."""
         return deployment_name(self.stack, self.job_type)
-
-
-@dataclass
-class StackTemplate:
-    """A stack's name, account, region, template and physical ids (empty for a synthesized one)."""
-
-    name: str
-    template: dict[str, Any]
-    account: str = ""
-    region: str = ""
-    physical_ids: dict[str, str] = field(default_factory=dict)
-    #: Export name -> value, for ``Fn::ImportValue`` (none read here: such a value is unknown).
-    exports: dict[str, str] = field(default_factory=dict)
-
-    def value(self, value: Any) -> Any:
-        """A template value with its intrinsics computed; ``None`` if it cannot be (a template not deployed)."""
-        if value is None:
-            return None
-        try:
-            return intrinsics.resolve(value, self)
-        except intrinsics.Unresolvable:
-            return None
-
-    def named(self, reference: dict[str, str] | None) -> str | None:
-        """What a marker's reference names: a logical id's physical id (a queue's URL, a function's name, a
-        service's ARN), or the literal (``arn``, ``name``); a queue ARN becomes its URL. ``None``: unknown."""
-        if not reference:
-            return None
-        if "logical_id" in reference:
-            return self.physical_ids.get(reference["logical_id"])
-        arn = reference.get("arn")
-        if arn is not None and arn.startswith("arn:") and ":sqs:" in arn:
-            _, partition, _, region, account, name = arn.split(":", 5)
-            suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
-            return f"https://sqs.{region}.{suffix}/{account}/{name}"
-        return arn or reference.get("name")
 
 
 @dataclass(frozen=True)
@@ -189,7 +124,7 @@ def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
             if queue_marker is not None:
                 job_types[stack.name, queue_marker["path"]] = _job_type(stack, queue_marker)
             if consumer_marker is not None:
-                consumers.append((stack, consumer_marker["path"], _consumer(stack, resource, consumer_marker)))
+                consumers.append((stack, consumer_marker["path"], consumer_of(stack, resource, consumer_marker)))
                 if "queue" in consumer_marker:  # an imported job queue: its marker is the consumer's
                     job_types[stack.name, consumer_marker["path"]] = _job_type(stack, consumer_marker["queue"])
     joined: dict[tuple[str, str], LambdaConsumer | EcsConsumer] = {}
@@ -211,15 +146,6 @@ def _job_queue_of(stack: StackTemplate, path: str, job_types: dict[tuple[str, st
         imported = imported_stacks(stack.template)
         candidates = [key for key in candidates if key[0] in imported]
     return candidates[0] if len(candidates) == 1 else None
-
-
-#: A CDK export's name, as a template imports it: ``<exporting stack's name>:ExportsOutput...``.
-_IMPORT = re.compile(r'"Fn::ImportValue": "([^":]+):')
-
-
-def imported_stacks(template: dict[str, Any]) -> set[str]:
-    """The stacks whose exports ``template`` imports (CDK names an export after its stack)."""
-    return set(_IMPORT.findall(json.dumps(template)))
 
 
 def _consumer_stack(job: JobType) -> str | None:
@@ -342,46 +268,3 @@ def _max_receive_count(resource: dict[str, Any]) -> int | None:
         redrive = json.loads(redrive)
     count = redrive.get("maxReceiveCount") if isinstance(redrive, dict) else None
     return int(count) if isinstance(count, int | str) and str(count).isdigit() else None
-
-
-def _consumer(stack: StackTemplate, resource: dict[str, Any], marker: dict[str, Any]) -> LambdaConsumer | EcsConsumer:
-    if marker["kind"] == "lambda":
-        function_name = stack.named(marker.get("function"))
-        logging = resource.get("Properties", {}).get("LoggingConfig", {})
-        log_group = stack.value(logging.get("LogGroup"))
-        if log_group is None and function_name is not None and "LogGroup" not in logging:
-            log_group = f"/aws/lambda/{function_name}"
-        return LambdaConsumer(
-            stack=stack.name,
-            function_name=function_name,
-            log_group=log_group,
-            timeout_s=marker.get("timeout_s"),
-            batch_size=marker.get("batch_size"),
-            max_batching_window_s=marker.get("max_batching_window_s") or 0,
-            max_concurrency=marker.get("max_concurrency"),
-        )
-    log_group, prefix = _ecs_log_group(stack, marker.get("task_definition"))
-    return EcsConsumer(
-        stack=stack.name,
-        service=stack.named(marker.get("service")),
-        cluster=stack.named(marker.get("cluster")),
-        task_definition=stack.named(marker.get("task_definition")),
-        log_group=log_group,
-        log_stream_prefix=prefix,
-        image_directory=(resource.get("Metadata") or {}).get(IMAGE_DIRECTORY_MARKER),
-        min_tasks=int(marker.get("min_tasks", 0)),
-        max_tasks=int(marker.get("max_tasks", 1)),
-        target_backlog_per_task=float(marker.get("target_backlog_per_task", 1)),
-    )
-
-
-def _ecs_log_group(stack: StackTemplate, task_definition: Any) -> tuple[str | None, str | None]:
-    """The ``awslogs`` group and stream prefix of the task definition's first container that logs there."""
-    if not isinstance(task_definition, dict) or "logical_id" not in task_definition:
-        return None, None
-    resource = stack.template.get("Resources", {}).get(task_definition["logical_id"], {})
-    for container in resource.get("Properties", {}).get("ContainerDefinitions", []):
-        options = (container.get("LogConfiguration") or {}).get("Options") or {}
-        if "awslogs-group" in options:
-            return stack.value(options["awslogs-group"]), stack.value(options.get("awslogs-stream-prefix"))
-    return None, None

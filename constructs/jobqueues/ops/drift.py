@@ -21,29 +21,21 @@ outside CloudFormation) says so in the reason.
 ``maxReceiveCount`` below jobstats' recommendation is reported with its fix, without failing: it sends messages that
 would succeed to the DLQ, which the DLQ alarm shows. A profile that refuses to recommend (too few samples), a job
 type without a profile, and a profile without a deployed job type are listed, never failures; a profile of a stack
-outside ``--stack`` is left out (:func:`profiles_outside`): its stack was not searched.
+outside ``--stack`` is left out (:func:`jobqueues.ops.profiles.profiles_outside`): its stack was not searched.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from jobqueues.ops.discovery import JobType, LambdaConsumer
-from jobqueues.ops.errors import BadInput
 from jobqueues.ops.queues import queue_attributes
 from jobqueues.profiles_document import (
-    PROFILES_FIELD,
-    REGENERATE,
-    count_problem,
-    document_problem,
     job_type_of,
-    kind,
-    p99_problem,
     recommended_p99_s,
 )
 from sqslease.config import SETTINGS
@@ -98,40 +90,66 @@ class Drift:
         return {**asdict(self), "drifted": self.drifted}
 
 
-def load_profiles(path: Path) -> dict[str, dict[str, Any]]:
-    """Profile name (``STACK/JOB_TYPE``) -> profile entry of a jobstats ``profiles.json``; a :class:`BadInput`
-    (exit status 2, apart from drift's 1) naming the file (and the profile and field) and what is wrong with it, as
-    stack code's ``MeasuredProfiles`` words it."""
-    try:
-        document = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{path} not found: run `python -m jobstats profile LOGS --out {path}` first") from None
-    except (OSError, ValueError) as error:
-        raise BadInput(f"{path} is not valid JSON ({error}): {REGENERATE}") from None
-    problem = document_problem(document, str(path))
-    if problem is not None:
-        raise BadInput(problem)
-    profiles: dict[str, Any] = document[PROFILES_FIELD]
-    for name, entry in profiles.items():
-        if not isinstance(entry, dict):
-            raise BadInput(f"{path}: profile {name!r} is {kind(entry)}, not an object: {REGENERATE}")
-        problem = p99_problem(entry) or count_problem(entry, "recommended_max_receive_count")
-        problem = problem or count_problem(entry, "count")
-        if problem is not None:
-            raise BadInput(f"{path}, profile {name!r}: {problem}: {REGENERATE}, or correct the field")
-    return profiles
-
-
-def profiles_outside(profiles: Mapping[str, Any], searched: Collection[str] | None) -> list[str]:
-    """The profiles (``STACK/JOB_TYPE``) of stacks outside ``searched`` (``--stack``; ``None``: every stack was
-    searched), sorted: neither compared nor "not deployed". A profile that names no stack may be any stack's."""
-    if searched is None:
-        return []
-    return sorted(name for name in profiles if "/" in name and name.rsplit("/", 1)[0] not in searched)
-
-
 def _millis(seconds: float) -> int:
     return math.ceil(round(seconds * 1000, 6))
+
+
+def _lambda_timeout(job: JobType, p99_s: float) -> tuple[float | None, str | None, str | None, float]:
+    """A Lambda job's timeout once fixed (``None``: not a Lambda job), the fix, the problem, and the timeout the
+    fix sets (0: none). Its VT follows its timeout: a timeout too short for the measured p99 is the first fix, and
+    the expected VT is the one the stack derives once it is made."""
+    lambda_timeout = job.lambda_timeout_s
+    if lambda_timeout is None and isinstance(job.consumer, LambdaConsumer):
+        lambda_timeout = job.consumer.timeout_s
+    timeout_fix, timeout_problem, needed_timeout = None, None, 0
+    if lambda_timeout is not None:
+        needed = lambda_timeout_for_p99(p99_s)
+        if needed is None:
+            timeout_problem = f"a record of the measured p99 {p99_s:g} s cannot fit Lambda's 15 min: use an EcsJob"
+        elif needed > lambda_timeout:
+            timeout_problem = (
+                f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s"
+            )
+            timeout_fix, lambda_timeout = f"timeout=Duration.seconds({needed})", needed
+            needed_timeout = needed
+    return lambda_timeout, timeout_fix, timeout_problem, needed_timeout
+
+
+def _verdict(
+    vt: int | None,
+    expected_s: int,
+    tolerance: float,
+    p99_s: float,
+    job: JobType,
+    timeout_fix: str | None,
+    needed_timeout: float,
+) -> tuple[str, str, list[str]]:
+    """The status, reason and fixes of a deployed VT (seconds) against the expected one, before the Lambda
+    timeout's problem (:func:`_lambda_timeout`) is added."""
+    fixes = [timeout_fix] if timeout_fix else []
+    status, reason = OK, f"within {tolerance:.0%} above the expected {expected_s} s"
+    p99_fix = f"processing_p99=Duration.millis({_millis(p99_s)})"
+    if vt is None:
+        status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
+    elif vt < expected_s:
+        status = TOO_SHORT
+        reason = (
+            f"VT {vt} s is below the expected {expected_s} s: "
+            "jobs longer than the lease run twice unless a heartbeat extends it"
+        )
+        # the timeout fix alone raises the VT enough unless 2 x p99 is the larger rule
+        if timeout_fix is None or visibility_timeout_for_p99(p99_s) > visibility_timeout_for_lambda(
+            needed_timeout, job.max_batching_window_s, lease_extension=job.lease_extension
+        ):
+            fixes.append(p99_fix)
+    elif vt > (1 + tolerance) * expected_s:
+        status = TOO_LONG
+        reason = (
+            f"VT {vt} s is over {1 + tolerance:g} x the expected {expected_s} s: "
+            "a crashed consumer's message waits that long"
+        )
+        fixes.append(p99_fix)
+    return status, reason, fixes
 
 
 def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, tolerance: float) -> Drift:
@@ -160,51 +178,14 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
     if p99_s is None:
         reason = str(entry.get("refused") or "the profile has no recommended_processing_p99_s")
         return replace(base, status=NO_RECOMMENDATION, reason=reason)
-    lambda_timeout = job.lambda_timeout_s
-    if lambda_timeout is None and isinstance(job.consumer, LambdaConsumer):
-        lambda_timeout = job.consumer.timeout_s
-    # A Lambda job's VT follows its timeout: a timeout too short for the measured p99 is the first fix, and the
-    # expected VT is the one the stack derives once it is made.
-    timeout_fix, timeout_problem, needed_timeout = None, None, 0
-    if lambda_timeout is not None:
-        needed = lambda_timeout_for_p99(p99_s)
-        if needed is None:
-            timeout_problem = f"a record of the measured p99 {p99_s:g} s cannot fit Lambda's 15 min: use an EcsJob"
-        elif needed > lambda_timeout:
-            timeout_problem = (
-                f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s"
-            )
-            timeout_fix, lambda_timeout = f"timeout=Duration.seconds({needed})", needed
-            needed_timeout = needed
+    lambda_timeout, timeout_fix, timeout_problem, needed_timeout = _lambda_timeout(job, p99_s)
     expected = derive_visibility_timeout(
         processing_p99_s=p99_s,
         lambda_timeout_s=lambda_timeout,
         max_batching_window_s=job.max_batching_window_s,
         lease_extension=job.lease_extension,
     )
-    fixes = [timeout_fix] if timeout_fix else []
-    status, reason = OK, f"within {tolerance:.0%} above the expected {expected.seconds} s"
-    p99_fix = f"processing_p99=Duration.millis({_millis(p99_s)})"
-    if vt is None:
-        status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
-    elif vt < expected.seconds:
-        status = TOO_SHORT
-        reason = (
-            f"VT {vt} s is below the expected {expected.seconds} s: "
-            "jobs longer than the lease run twice unless a heartbeat extends it"
-        )
-        # the timeout fix alone raises the VT enough unless 2 x p99 is the larger rule
-        if timeout_fix is None or visibility_timeout_for_p99(p99_s) > visibility_timeout_for_lambda(
-            needed_timeout, job.max_batching_window_s, lease_extension=job.lease_extension
-        ):
-            fixes.append(p99_fix)
-    elif vt > (1 + tolerance) * expected.seconds:
-        status = TOO_LONG
-        reason = (
-            f"VT {vt} s is over {1 + tolerance:g} x the expected {expected.seconds} s: "
-            "a crashed consumer's message waits that long"
-        )
-        fixes.append(p99_fix)
+    status, reason, fixes = _verdict(vt, expected.seconds, tolerance, p99_s, job, timeout_fix, needed_timeout)
     if timeout_problem is not None:
         reason = timeout_problem if status in (OK, NO_RECOMMENDATION) else f"{timeout_problem}; {reason}"
         status = TOO_SHORT

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobqueues.ops.dlq import PEEK_VISIBILITY_S, release
+from jobqueues.ops.queues import message_counts
 
 #: Messages one receive returns at most, and so a FIFO group's most a receive shows.
 RECEIVE_MAX = 10
@@ -71,13 +72,7 @@ def place(seen: Mapping[str, int], open_groups: set[str], total: int, complete: 
 
 def count(sqs: Any, url: str, fifo: bool, limit: int = PEEK_LIMIT) -> DlqCount:
     """The messages of the DLQ at ``url``, per group when ``fifo`` (see the module docstring); nothing moves."""
-    names = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    visible, in_flight, delayed = (int(attributes.get(name, 0)) for name in names)
+    visible, in_flight, delayed = message_counts(sqs, url)
     total = visible + in_flight + delayed
     if not fifo:
         return DlqCount(total, in_flight, delayed)

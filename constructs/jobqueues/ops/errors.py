@@ -18,6 +18,12 @@ EXIT_AWS = 3
 EXIT_INTERRUPTED = 130
 
 
+def error_code(error: Exception) -> str:
+    """The AWS error code of ``error`` (``""`` when it has none)."""
+    response = getattr(error, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
 class OpsError(Exception):
     """An operation failed; the message says what to do."""
 
@@ -71,7 +77,7 @@ def aws_error(error: BaseException, endpoint: str | None = None) -> OpsError | N
 
 def _client_error(error: Any) -> OpsError:
     """An error AWS answered: access denied and refused credentials are status 3, the rest 1."""
-    code = error.response.get("Error", {}).get("Code", "")
+    code = error_code(error)
     text = error.response.get("Error", {}).get("Message", "")
     operation = getattr(error, "operation_name", "")
     if "AccessDenied" in code or code in {"UnauthorizedOperation", "AuthorizationError"}:

@@ -21,7 +21,7 @@ class Unresolvable(Exception):
 
 
 class Stack(Protocol):
-    """What resolving needs of a stack (:class:`jobqueues.ops.discovery.StackTemplate` has it)."""
+    """What resolving needs of a stack (:class:`jobqueues.ops.stack_template.StackTemplate` has it)."""
 
     @property
     def name(self) -> str: ...

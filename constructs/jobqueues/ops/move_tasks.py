@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from jobqueues.ops.errors import error_code
+
 
 class Interrupted(KeyboardInterrupt):
     """A ``KeyboardInterrupt`` while following a move task, after its cancel was asked; ``cancel_error``: why the
@@ -29,12 +31,6 @@ class MoveTaskState:
 def queue_arn(sqs: Any, url: str) -> str:
     """The ARN of the queue at ``url``."""
     return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
-
-
-def error_code(error: Exception) -> str:
-    """The AWS error code of ``error`` (``""`` when it has none)."""
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
 
 
 def _running_handle(sqs: Any, source_arn: str) -> str | None:

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobqueues.ops.errors import OpsError
-from jobqueues.ops.move_tasks import Interrupted, cancel_on_interrupt, error_code, queue_arn
+from jobqueues.ops.errors import OpsError, error_code
+from jobqueues.ops.move_tasks import Interrupted, cancel_on_interrupt, queue_arn
 
 #: Seconds between two looks at a move task's progress.
 POLL_S = 1.0
@@ -162,6 +162,40 @@ def _attributes(message: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def _send_batch(
+    sqs: Any, dlq_url: str, source_url: str, fifo: bool, messages: list[dict[str, Any]], result: RedriveResult
+) -> bool:
+    """Send one received batch to the source, delete from the DLQ what was sent, make the rest visible again at
+    once; count both on ``result``. Whether SQS refused an entry."""
+    entries = []
+    for i, message in enumerate(messages):
+        entry: dict[str, Any] = {"Id": str(i), "MessageBody": message["Body"]}
+        if attributes := _attributes(message):
+            entry["MessageAttributes"] = attributes
+        if fifo:
+            entry["MessageGroupId"] = message["Attributes"]["MessageGroupId"]
+            entry["MessageDeduplicationId"] = message["Attributes"].get("MessageDeduplicationId", message["MessageId"])
+        entries.append(entry)
+    response = sqs.send_message_batch(QueueUrl=source_url, Entries=entries)
+    sent = {s["Id"] for s in response.get("Successful", [])}
+    # Only a confirmed send is deleted; a refused one goes back to the DLQ at once.
+    done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages) if str(i) in sent]
+    if done:
+        sqs.delete_message_batch(QueueUrl=dlq_url, Entries=done)
+    refused = list(response.get("Failed", []))
+    if refused:
+        handles = [
+            {"Id": f["Id"], "ReceiptHandle": messages[int(f["Id"])]["ReceiptHandle"], "VisibilityTimeout": 0}
+            for f in refused
+        ]
+        sqs.change_message_visibility_batch(QueueUrl=dlq_url, Entries=handles)
+        result.failed += [
+            f"{messages[int(f['Id'])]['MessageId']}: {f.get('Code')}: {f.get('Message')}" for f in refused
+        ]
+    result.moved += len(done)
+    return bool(refused)
+
+
 def loop(
     sqs: Any,
     dlq_url: str,
@@ -191,34 +225,7 @@ def loop(
         ).get("Messages", [])
         if not messages:
             break
-        entries = []
-        for i, message in enumerate(messages):
-            entry: dict[str, Any] = {"Id": str(i), "MessageBody": message["Body"]}
-            if attributes := _attributes(message):
-                entry["MessageAttributes"] = attributes
-            if fifo:
-                entry["MessageGroupId"] = message["Attributes"]["MessageGroupId"]
-                entry["MessageDeduplicationId"] = message["Attributes"].get(
-                    "MessageDeduplicationId", message["MessageId"]
-                )
-            entries.append(entry)
-        response = sqs.send_message_batch(QueueUrl=source_url, Entries=entries)
-        sent = {s["Id"] for s in response.get("Successful", [])}
-        # Only a confirmed send is deleted; a refused one goes back to the DLQ at once.
-        done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages) if str(i) in sent]
-        if done:
-            sqs.delete_message_batch(QueueUrl=dlq_url, Entries=done)
-        refused = list(response.get("Failed", []))
-        if refused:
-            handles = [
-                {"Id": f["Id"], "ReceiptHandle": messages[int(f["Id"])]["ReceiptHandle"], "VisibilityTimeout": 0}
-                for f in refused
-            ]
-            sqs.change_message_visibility_batch(QueueUrl=dlq_url, Entries=handles)
-            result.failed += [
-                f"{messages[int(f['Id'])]['MessageId']}: {f.get('Code')}: {f.get('Message')}" for f in refused
-            ]
-        result.moved += len(done)
+        refused = _send_batch(sqs, dlq_url, source_url, fifo, messages, result)
         progress(result.moved, max(to_move, result.moved))
         if refused and fifo:
             break  # a later message of the group must not overtake the refused one

@@ -8,7 +8,7 @@ from moto.applicationautoscaling.models import applicationautoscaling_backends
 from moto.cloudformation.exceptions import ValidationError
 from moto.core.common_models import CloudFormationModel
 
-from jobqueues.emulator.cfn.handler import Handler
+from jobqueues.emulator.cfn.handler import ArnHandler, Handler
 
 
 class ScalableTarget(Handler, CloudFormationModel):
@@ -44,7 +44,7 @@ class ScalableTarget(Handler, CloudFormationModel):
         )
 
 
-class ScalingPolicy(Handler, CloudFormationModel):
+class ScalingPolicy(ArnHandler, CloudFormationModel):
     """``AWS::ApplicationAutoScaling::ScalingPolicy`` (step or target tracking) via ``put_scaling_policy``.
 
     The target is ``ScalingTargetId`` or the ``ResourceId``/``ScalableDimension``/``ServiceNamespace``
@@ -64,14 +64,9 @@ class ScalingPolicy(Handler, CloudFormationModel):
         arn: str,
         target: tuple[str, ...],
     ) -> None:
-        super().__init__(name, properties, account_id, region_name)
-        self.arn = arn
+        super().__init__(name, properties, account_id, region_name, arn)
         self.policy_name = name
         self.target = target
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.arn
 
     @classmethod
     def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:

@@ -14,7 +14,7 @@ from typing import Any, Self
 from moto.core.common_models import CloudFormationModel
 from moto.ecs.models import ecs_backends
 
-from jobqueues.emulator.cfn.handler import Handler, camel
+from jobqueues.emulator.cfn.handler import ArnHandler, Handler, camel
 
 
 class EcsCluster(Handler, CloudFormationModel):
@@ -105,7 +105,7 @@ class EcsTaskDefinition(Handler, CloudFormationModel):
         return self.name
 
 
-class EcsService(Handler, CloudFormationModel):
+class EcsService(ArnHandler, CloudFormationModel):
     """``AWS::ECS::Service`` with launch type or capacity provider strategy, network configuration, platform
     version, tag propagation and ECS Exec.
 
@@ -116,14 +116,6 @@ class EcsService(Handler, CloudFormationModel):
     cfn_type = "AWS::ECS::Service"
     name_property = "ServiceName"
     cfn_attributes = frozenset({"Name", "ServiceArn"})
-
-    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region_name: str, arn: str) -> None:
-        super().__init__(name, properties, account_id, region_name)
-        self.arn = arn
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.arn
 
     @classmethod
     def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:

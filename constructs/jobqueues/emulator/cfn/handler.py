@@ -2,8 +2,8 @@
 
 moto's CloudFormation looks resource types up in ``CloudFormationModel.__subclasses__()`` (direct subclasses
 only, cached on first use), so each handler lists ``CloudFormationModel`` as a base next to the
-:class:`Handler` mixin, and its module must be imported before the first deploy
-(:mod:`jobqueues.emulator.cfn.registry` imports them all).
+:class:`Handler` mixin (:class:`ArnHandler` for one whose ``Ref`` is an ARN), and its module must be imported
+before the first deploy (:mod:`jobqueues.emulator.cfn.registry` imports them all).
 """
 
 from __future__ import annotations
@@ -98,3 +98,15 @@ class Handler:
     ) -> Self:
         original_resource.delete(account_id, region_name)
         return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
+
+
+class ArnHandler(Handler):
+    """A :class:`Handler` whose physical id (its ``Ref``) is the ARN its backend gave the resource, not its name."""
+
+    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region_name: str, arn: str) -> None:
+        super().__init__(name, properties, account_id, region_name)
+        self.arn = arn
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn

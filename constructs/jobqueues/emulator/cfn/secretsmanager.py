@@ -15,7 +15,7 @@ from moto.cloudformation.exceptions import ValidationError
 from moto.core.common_models import CloudFormationModel
 from moto.secretsmanager.models import secretsmanager_backends
 
-from jobqueues.emulator.cfn.handler import Handler
+from jobqueues.emulator.cfn.handler import ArnHandler
 
 #: ``GenerateSecretString``'s options -> ``GetRandomPassword``'s arguments, with Secrets Manager's defaults.
 _PASSWORD_OPTIONS = {
@@ -30,20 +30,12 @@ _PASSWORD_OPTIONS = {
 }
 
 
-class SecretsManagerSecret(Handler, CloudFormationModel):
+class SecretsManagerSecret(ArnHandler, CloudFormationModel):
     """``AWS::SecretsManager::Secret``: ``SecretString``, or one made by ``GenerateSecretString``."""
 
     cfn_type = "AWS::SecretsManager::Secret"
     name_property = "Name"
     cfn_attributes = frozenset({"Id"})
-
-    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region_name: str, arn: str) -> None:
-        super().__init__(name, properties, account_id, region_name)
-        self.arn = arn
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.arn
 
     @classmethod
     def create(cls, name: str, properties: dict[str, Any], account_id: str, region_name: str) -> Self:

@@ -33,7 +33,8 @@ from jobqueues.emulator.chaos.final_state import queue_ids, read_queue_state
 from jobqueues.emulator.chaos.killer import Kill, Killer, Process
 from jobqueues.emulator.chaos.ledger import MessageLedger, Observations
 from jobqueues.emulator.chaos.proxy import Fault, FaultProxy, Rule, chaos_rule, random_faults
-from jobqueues.emulator.chaos.report import ChaosReport, JobTypeReport, QueueState, Run, build_report, parse_runs
+from jobqueues.emulator.chaos.report import ChaosReport, JobTypeReport, QueueState, build_report
+from jobqueues.emulator.chaos.runs import Run, parse_runs
 from jobqueues.emulator.chaos.session import Chaos
 
 __all__ = [

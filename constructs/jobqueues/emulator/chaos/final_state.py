@@ -11,9 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from jobqueues.emulator.chaos.report import QueueState
-
-SOURCE_ID_ATTRIBUTE = "sqslease.source_message_id"  # set by sqslease on the copy it dead-letters itself
-_COUNTS = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed")
+from jobqueues.ops.queues import message_counts
+from sqslease.failure_policy import DLQ_SOURCE_ID_ATTRIBUTE  # on the copy sqslease dead-letters itself
 
 
 def queue_ids(
@@ -44,17 +43,16 @@ def queue_ids(
             MaxNumberOfMessages=10,
             VisibilityTimeout=hide,
             WaitTimeSeconds=0,
-            MessageAttributeNames=[SOURCE_ID_ATTRIBUTE],
+            MessageAttributeNames=[DLQ_SOURCE_ID_ATTRIBUTE],
         ).get("Messages", [])
         for message in messages:
-            source = message.get("MessageAttributes", {}).get(SOURCE_ID_ATTRIBUTE, {}).get("StringValue")
+            source = message.get("MessageAttributes", {}).get(DLQ_SOURCE_ID_ATTRIBUTE, {}).get("StringValue")
             seen.add(source or message["MessageId"])
             if consume:
                 sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
         if messages:
             continue
-        attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=list(_COUNTS))["Attributes"]
-        left = sum(int(attributes.get(name, 0)) for name in _COUNTS) - (0 if consume else len(seen))
+        left = sum(message_counts(sqs, queue_url)) - (0 if consume else len(seen))
         if left <= 0 or clock() >= deadline:
             return frozenset(seen)
         sleep(0.2)

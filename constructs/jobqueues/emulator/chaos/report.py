@@ -28,31 +28,14 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobqueues.emulator.chaos.ledger import Observations
+from jobqueues.emulator.chaos.runs import Run
 from jobqueues.emulator.deployments import deployment_of, queue_deployments
 from sqslease.emf import UNRUN_OUTCOMES
-
-#: An EMF line: the text a consumer wrote (lines that are not JSON objects are skipped) or its parsed object.
-EmfLine = str | Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Run:
-    """One EMF line of one message: ``start_ms``/``end_ms`` in ms since the epoch; ``stream``: who wrote it;
-    ``record``: the line's fields that say whose it is (``JobType``, ``Stack``, ``Queue``)."""
-
-    message_id: str
-    job_type: str
-    outcome: str
-    start_ms: float
-    end_ms: float
-    stream: str
-    record: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -175,30 +158,6 @@ class ChaosReport:
         return "\n".join(lines)
 
 
-def parse_runs(emf_lines_by_stream: Mapping[str, Iterable[EmfLine]]) -> list[Run]:
-    """The runs in the consumers' EMF lines, by log stream (one per process). Lines that are not sqslease EMF
-    lines (other log lines, objects without MessageId or Outcome) are skipped."""
-    runs = []
-    for stream, lines in emf_lines_by_stream.items():
-        for line in lines:
-            record = _record(line)
-            if record is None:
-                continue
-            end = float(record["_aws"]["Timestamp"])
-            runs.append(
-                Run(
-                    message_id=str(record["MessageId"]),
-                    job_type=str(record.get("JobType", "")),
-                    outcome=str(record["Outcome"]),
-                    start_ms=end - float(record.get("ProcessingTime", 0)),
-                    end_ms=end,
-                    stream=stream,
-                    record={k: record[k] for k in ("JobType", "Stack", "Queue") if k in record},
-                )
-            )
-    return runs
-
-
 def build_report(
     runs: Sequence[Run],
     observations: Observations,
@@ -215,17 +174,57 @@ def build_report(
     out (``final_state``), else the one whose queue its lines name, else its lines' stack and job type, else the
     name of the queue that handed it out. ``stopped_receiving``: deployment -> why its consumer stopped receiving
     (its never-received messages are then stuck). Default: none did."""
-    by_queue = queue_deployments((state.name, state.queue_url) for state in final_state)
-    queued = {message_id for state in final_state for message_id in state.queued}
-    in_dlq = {message_id for state in final_state for message_id in state.dead_lettered}
     runs_of: dict[str, list[Run]] = collections.defaultdict(list)
     for run in runs:
         runs_of[run.message_id].append(run)
+    rows = _rows(runs_of, _deployments(runs_of, observations, final_state), final_state, tolerance_ms)
+    return ChaosReport(
+        job_types=tuple(
+            JobTypeReport(
+                name=name,
+                received=len(row["received"]),
+                completed=len(row["completed"]),
+                dead_lettered=len(row["dead_lettered"]),
+                still_queued=len(row["queued"]),
+                lost=tuple(sorted(row["lost"])),
+                ran_twice=tuple(sorted(row["ran_twice"])),
+                two_live_handlers=tuple(sorted(row["two_live"])),
+                never_received=tuple(sorted(row["never_received"])),
+                stopped_receiving=(stopped_receiving or {}).get(name),
+            )
+            for name, row in sorted(rows.items())
+        ),
+        sqs_requests=sqs_requests,
+        faults=dict(faults or {}),
+        kills=kills,
+        sigterms=sigterms,
+    )
+
+
+def _deployments(
+    runs_of: Mapping[str, Sequence[Run]], observations: Observations, final_state: Sequence[QueueState]
+) -> dict[str, str]:
+    """Message id -> its row (see :func:`build_report`), for every message received or written about."""
+    by_queue = queue_deployments((state.name, state.queue_url) for state in final_state)
     deployment: dict[str, str] = {}
     for message_id, message_runs in runs_of.items():
         deployment[message_id] = deployment_of(message_runs[0].record, by_queue) or ""
     for message_id, queue in observations.received.items():
         deployment[message_id] = by_queue.get(queue) or deployment.get(message_id) or queue
+    return deployment
+
+
+def _rows(
+    runs_of: Mapping[str, Sequence[Run]],
+    deployment: Mapping[str, str],
+    final_state: Sequence[QueueState],
+    tolerance_ms: float,
+) -> dict[str, dict[str, set[str]]]:
+    """Deployment -> what befell its messages: ``received``, ``completed``, ``ran_twice``, ``dead_lettered``,
+    ``queued``, ``lost``, ``two_live``, ``never_received`` -> the message ids (definitions in the module
+    docstring); every deployment of ``final_state`` has its row."""
+    queued = {message_id for state in final_state for message_id in state.queued}
+    in_dlq = {message_id for state in final_state for message_id in state.dead_lettered}
     rows: dict[str, dict[str, set[str]]] = collections.defaultdict(lambda: collections.defaultdict(set))
     for state in final_state:  # every message left in a queue, received or not: one never received is stuck
         for message_id in state.queued:
@@ -252,27 +251,7 @@ def build_report(
             row["two_live"].add(message_id)
     for state in final_state:
         rows[state.name]  # a deployment that received nothing still gets its row
-    return ChaosReport(
-        job_types=tuple(
-            JobTypeReport(
-                name=name,
-                received=len(row["received"]),
-                completed=len(row["completed"]),
-                dead_lettered=len(row["dead_lettered"]),
-                still_queued=len(row["queued"]),
-                lost=tuple(sorted(row["lost"])),
-                ran_twice=tuple(sorted(row["ran_twice"])),
-                two_live_handlers=tuple(sorted(row["two_live"])),
-                never_received=tuple(sorted(row["never_received"])),
-                stopped_receiving=(stopped_receiving or {}).get(name),
-            )
-            for name, row in sorted(rows.items())
-        ),
-        sqs_requests=sqs_requests,
-        faults=dict(faults or {}),
-        kills=kills,
-        sigterms=sigterms,
-    )
+    return rows
 
 
 def _two_live(runs: Sequence[Run], tolerance_ms: float) -> bool:
@@ -280,22 +259,3 @@ def _two_live(runs: Sequence[Run], tolerance_ms: float) -> bool:
     return any(
         min(a.end_ms, b.end_ms) - max(a.start_ms, b.start_ms) > tolerance_ms for a, b in itertools.combinations(ran, 2)
     )
-
-
-def _record(line: EmfLine) -> Mapping[str, Any] | None:
-    if isinstance(line, str):
-        text = line.strip()
-        if not text.startswith("{"):
-            return None
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            return None
-        if not isinstance(parsed, dict):
-            return None
-        line = parsed
-    try:
-        line["_aws"]["Timestamp"]
-    except (KeyError, TypeError):
-        return None
-    return line if "MessageId" in line and "Outcome" in line else None

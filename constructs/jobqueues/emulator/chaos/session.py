@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from jobqueues.emulator.chaos.killer import Killer, Process
 from jobqueues.emulator.chaos.ledger import MessageLedger
 from jobqueues.emulator.chaos.proxy import FaultProxy, chaos_rule
-from jobqueues.emulator.chaos.report import ChaosReport, EmfLine, QueueState, build_report, parse_runs
+from jobqueues.emulator.chaos.report import ChaosReport, QueueState, build_report
+from jobqueues.emulator.chaos.runs import EmfLine, parse_runs
 
 #: Seconds a held answer is held: longer than sqslease's default lease request timeout (at most 2 s), so the
 #: client gives up on a request the server applied, as when an answer is lost on the way.

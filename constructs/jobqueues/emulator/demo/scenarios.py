@@ -17,6 +17,15 @@ from jobqueues.emulator.lambda_driver.event_source import LambdaDriver
 from jobqueues.emulator.lambda_driver.function import DeployedFunction
 from jobqueues.emulator.lambda_driver.runtime import Invocation, LocalRuntime
 
+#: The kill -9 scenario: the job's length and how far into it the worker is killed (seconds). The job's second run
+#: lasts as long again, so it is no longer than the kill needs: 2.5 s left after the kill, for a loaded machine.
+KILLED_JOB_S = 4.0
+KILL_AFTER_S = 1.5
+#: The SIGTERM drain: its jobs and their length (seconds). 16 jobs on 2 workers of 4 handlers: about 8 running at
+#: the SIGTERM and 8 received, which run on the handlers that come free; the drain lasts about 2 jobs.
+DRAIN_JOBS = 16
+DRAIN_JOB_S = 2.0
+
 
 def start_lambda(demo: Harness, function: DeployedFunction, queue: QueueJob) -> LambdaDriver:
     """Send the Lambda job type its 20 jobs and start the event source stand-in on them (stop it when done)."""
@@ -106,11 +115,11 @@ def ecs_scenarios(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
 
 def kill_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
     """kill -9 a worker mid-job: its message comes back after one lease and runs on the replacement."""
-    body = demo.job(job.job_type, "killed", 6)
+    body = demo.job(job.job_type, "killed", KILLED_JOB_S)
     job_id = json.loads(body)["id"]
     demo.send(queue, [body])
     demo.wait_until("the kill target's start", lambda: bool(demo.runs_of(job_id)), 30)
-    time.sleep(1.5)  # mid-job
+    time.sleep(KILL_AFTER_S)  # mid-job
     (first_run,) = demo.runs_of(job_id)
     victim = next((w for w in demo.workers if w.process.pid == first_run.pid), None)
     if victim is None:
@@ -119,7 +128,7 @@ def kill_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
     victim.process.wait()
     killed_at = time.time()
     record_kill(demo.ledger, victim.process.pid)
-    demo.say(f"kill -9 {victim.name} (pid {victim.process.pid}) 1.5 s into a 6 s job")
+    demo.say(f"kill -9 {victim.name} (pid {victim.process.pid}) {KILL_AFTER_S:g} s into a {KILLED_JOB_S:g} s job")
     replacement = demo.start_worker(job)
     demo.say(f"started {replacement.name} in its place (as ECS replaces a stopped task)")
     lease = first_lease(job)
@@ -142,10 +151,10 @@ def first_lease(job: EcsJob) -> float:
 def drain_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
     """SIGTERM the running workers with jobs in hand: running jobs finish, unstarted ones run or are released."""
     live = demo.running_workers()
-    bodies = [demo.job(job.job_type, f"d{i}", 4) for i in range(16)]
+    bodies = [demo.job(job.job_type, f"d{i}", DRAIN_JOB_S) for i in range(DRAIN_JOBS)]
     ids = [json.loads(b)["id"] for b in bodies]
     demo.send(queue, bodies)
-    demo.say(f"sent {len(bodies)} jobs of 4 s to {job.job_type} for the SIGTERM drain")
+    demo.say(f"sent {len(bodies)} jobs of {DRAIN_JOB_S:g} s to {job.job_type} for the SIGTERM drain")
     demo.wait_until("drain jobs running", lambda: sum(bool(demo.runs_of(i)) for i in ids) >= 6, 30)
     started_before = {i for i in ids if demo.runs_of(i)}
     term_at, term_wall = time.monotonic(), time.time()

@@ -126,14 +126,23 @@ class LambdaDriver:
         self.idle_wait_s = idle_wait_s
         self.on_invocation = on_invocation
         self.sqs = emulator.client("sqs")
-        _, _, _, self.region, account, name = self.mapping.queue_arn.split(":", 5)
-        self.queue_url = self.sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        _, _, _, self.region, self._account, self._queue_name = self.mapping.queue_arn.split(":", 5)
+        # Looked up by the first poll, so that a fault on it is retried with the receives' backoff (chaos faults it).
+        self._queue_url: str | None = None
         self.stats = DriverStats()
         #: The mapping's filter patterns; one the driver cannot apply as Lambda would is refused here.
         self.filters = parse_filters(self.mapping.filter_patterns)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
+
+    @property
+    def queue_url(self) -> str:
+        """The mapping's queue's URL, looked up on first use (an SQS request, which may fail: ``SQS_FAILURES``)."""
+        if self._queue_url is None:
+            found = self.sqs.get_queue_url(QueueName=self._queue_name, QueueOwnerAWSAccountId=self._account)
+            self._queue_url = str(found["QueueUrl"])
+        return self._queue_url
 
     # -- one round -------------------------------------------------------------------------------------
     def gather(self) -> list[dict[str, Any]]:
@@ -258,7 +267,7 @@ class LambdaDriver:
                     self.stats.sqs_errors += 1
                     delay = poll_retry_delay_s(failures)
                     logger.warning(
-                        "%s: ReceiveMessage failed (%s): retrying in %g s",
+                        "%s: polling failed (%s): retrying in %g s",
                         self.function.name,
                         describe(error),
                         delay,
