@@ -1,4 +1,5 @@
-"""``python -m jobstats profile INPUT... --out profiles.json [--plots DIR] [--since DATE] [--master local[*]]``
+"""``python -m jobstats profile INPUT... --out profiles.json [--plots DIR] [--since DATE] [--master local[*]]``,
+and ``python -m jobstats tenants INPUT...`` (:mod:`jobstats.tenants_cli`).
 
 Also runs unchanged with ``spark-submit jobstats/__main__.py profile ...`` on a cluster (see docs/jobstats.md).
 """
@@ -16,6 +17,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the package
 
 from jobstats.profiles import summary_line, write_document
 from jobstats.recommend import DEFAULT_MIN_SAMPLES
+from jobstats.tenants_cli import add_tenants_parser, tenants_main
 
 #: What the extra ``jobstats`` installs (``pip install 'cdk-jobqueues[jobstats]'``), which the README's local
 #: install (``[local]``) does not.
@@ -48,11 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
     p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES, help="refuse to recommend below this")
+    add_tenants_parser(sub)
     args = parser.parse_args(argv)
     if MISSING is not None:
         print(f"error: python -m jobstats needs {MISSING}, which the extra jobstats installs: {EXTRA}", file=sys.stderr)
         return 2
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "tenants":
+        return tenants_main(args)
 
     try:
         since_day = parse_since(args.since) if args.since else None

@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from jobstats.files import LogFile
 from jobstats.rules import BOUNDS, MALFORMED_REASONS, NO_JOB_TYPE, UNPARSEABLE, Bound
 from jobstats.schema import CORRUPT, EMF_SCHEMA
+from sqslease.emf_text import GROUP_FIELD
 
 __all__ = ["MALFORMED_REASONS", "malformed_lines", "read_json", "records"]
 
@@ -53,7 +54,8 @@ def read_json(spark: SparkSession, files: Iterable[LogFile], schema: StructType 
 
 
 def records(raw: DataFrame) -> DataFrame:
-    """:func:`read_json`'s rows -> ``file``, ``reason`` and :data:`RECORD_COLUMNS` (null when malformed)."""
+    """:func:`read_json`'s rows -> ``file``, ``reason`` and :data:`RECORD_COLUMNS` (null when malformed), and
+    ``group`` (the line's ``MessageGroupId``) when ``raw`` was read with it (:data:`jobstats.tenants.TENANT_SCHEMA`)."""
     values = {
         "timestamp_ms": F.col("_aws.Timestamp"),
         "stack": F.when(F.col("Stack") != "", F.col("Stack")),  # null without one: the job type alone names it
@@ -68,7 +70,9 @@ def records(raw: DataFrame) -> DataFrame:
     }
     # Nulls for a malformed line, so no later expression ever sees its values (floor(Infinity) fails).
     ok = F.col("reason").isNull()
-    return _checked(raw).select("file", "reason", *(F.when(ok, values[name]).alias(name) for name in RECORD_COLUMNS))
+    if GROUP_FIELD in raw.columns:
+        values["group"] = F.col(GROUP_FIELD)
+    return _checked(raw).select("file", "reason", *(F.when(ok, column).alias(name) for name, column in values.items()))
 
 
 def malformed_lines(raw: DataFrame) -> DataFrame:

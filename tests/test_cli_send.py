@@ -67,7 +67,28 @@ def test_the_same_body_to_two_groups_is_two_messages(ops_deployment: Deployment)
 
 
 @NEEDS_CDK
-def test_fifo_needs_a_group_and_standard_refuses_one(
+def test_a_group_on_a_standard_queue_names_the_tenant_of_each_message(
+    ops_deployment: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a standard queue (a fair queue is one: the message group names the tenant)
+    emails = job(ops_deployment, "Emails")
+    assert not emails.fifo
+    jobs = tmp_path / "flood.jsonl"
+    jobs.write_text("".join(json.dumps({"id": f"flood-{i}"}) + "\n" for i in range(12)))
+    # WHEN a file goes to one tenant and a body to another
+    assert jq(ops_deployment, "send", "Emails", "--file", str(jobs), "--group", "tenant-noisy", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["sent"] == 12
+    assert jq(ops_deployment, "send", "Emails", "--body", '{"id": "quiet-1"}', "--group", "tenant-quiet") == 0
+    assert capsys.readouterr().out == "sent 1 message to OpsShared/Emails\n"
+    # THEN each message carries its tenant, and none a deduplication id (a standard queue has none)
+    received = take_all(ops_deployment.server.client("sqs"), emails.queue_url or "")
+    tenants = {json.loads(m["Body"])["id"]: m["Attributes"]["MessageGroupId"] for m in received}
+    assert tenants == {**{f"flood-{i}": "tenant-noisy" for i in range(12)}, "quiet-1": "tenant-quiet"}
+    assert not any("MessageDeduplicationId" in m["Attributes"] for m in received)
+
+
+@NEEDS_CDK
+def test_fifo_needs_a_group_and_standard_refuses_a_dedup_id(
     ops_deployment: Deployment, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # bad input is status 2 (docs/cli.md's exit statuses), and nothing is sent
@@ -76,8 +97,10 @@ def test_fifo_needs_a_group_and_standard_refuses_one(
         capsys.readouterr().err
         == "error: this job type's queue is FIFO: pass --group GROUP (the message group to send to)\n"
     )
-    assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--group", "g") == 2
-    assert "--group and --dedup-id are for FIFO queues" in capsys.readouterr().err
+    assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--dedup-id", "d") == 2
+    assert capsys.readouterr().err == (
+        "error: --dedup-id is for FIFO queues; this job type's queue is a standard one (--group names a tenant there)\n"
+    )
     jobs = tmp_path / "one.jsonl"
     jobs.write_text('{"n": 1}\n')
     assert jq(ops_deployment, "send", "Invoices", "--file", str(jobs), "--group", "g", "--dedup-id", "d") == 2

@@ -24,14 +24,15 @@ from rich.console import Console
 
 from jobqueues.cli import main
 from jobqueues.cli.status import table, watch_view
-from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer, discover
+from jobqueues.marker_format import QUEUE_MARKER
+from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer, StackTemplate, discover, discover_templates
 from jobqueues.ops.status import JobTypeStatus, job_status, metric_queries, read_metrics, read_services
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
 ROW_KEYS = {
     "name", "job_type", "stack", "fifo", "visible", "in_flight", "delayed", "oldest_age_s", "dead_letter",
     "visibility_timeout_s", "max_receive_count", "consumer", "ecs_running", "ecs_desired", "lambda_errors",
-    "lambda_throttles", "note", "in_flight_share",
+    "lambda_throttles", "note", "in_flight_share", "fair", "noisy_groups",
 }  # fmt: skip
 
 
@@ -323,3 +324,61 @@ def test_the_table_s_lines_end_without_padding() -> None:
     # THEN the title is its own line, and no line is padded with trailing blanks to the table's width
     assert lines[0] == "jobqueues status"
     assert [line for line in lines if line != line.rstrip()] == []
+
+
+# --- fair queues: the noisy groups ----------------------------------------------------------------------------------
+
+
+def fair_job(i: int) -> JobType:
+    url = f"https://sqs.us-east-1.amazonaws.com/1/F{i}"
+    return JobType(f"F{i}", "S", f"S/F{i}", url, None, fair=True, consumer=LambdaConsumer(f"fn{i}", None))
+
+
+def test_a_fair_queue_is_read_from_its_marker() -> None:
+    resources = {
+        f"Q{i}": {"Type": "AWS::SQS::Queue", "Metadata": {QUEUE_MARKER: {"version": 1, "job_type": f"J{i}",
+                  "path": f"S/J{i}", **extra}}}
+        for i, extra in enumerate([{"fair": True}, {"fair": False}, {}])
+    }  # fmt: skip
+    found = discover_templates([StackTemplate("S", {"Resources": resources})]).job_types
+    assert [(job.job_type, job.fair) for job in found] == [("J0", True), ("J1", False), ("J2", False)]
+
+
+def test_a_fair_queue_asks_for_its_noisy_groups_and_gets_the_latest_count() -> None:
+    # GIVEN a fair job type beside a plain one
+    jobs = [lambda_job(0), fair_job(1)]
+    queries = {q["Id"]: q["MetricStat"] for q in metric_queries(jobs)}
+    # THEN only the fair one asks for ApproximateNumberOfNoisyGroups, its one-minute maximum
+    assert sorted(q for q in queries if q.startswith("noisy")) == ["noisy1"]
+    assert queries["noisy1"]["Metric"] == {
+        "Namespace": "AWS/SQS", "MetricName": "ApproximateNumberOfNoisyGroups",
+        "Dimensions": [{"Name": "QueueName", "Value": "F1"}],
+    }  # fmt: skip
+    assert (queries["noisy1"]["Stat"], queries["noisy1"]["Period"]) == ("Maximum", 60)
+    # and its value is the latest datapoint (TimestampDescending: the first), not a sum over the window
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    assert read_metrics(FakeCloudWatch({"noisy1": [3.0, 1.0]}), jobs, now) == {"noisy1": 3.0}
+    row = job_status(1, jobs[1], {}, None, {"noisy1": 3.0}, {})
+    assert (row.fair, row.noisy_groups) == (True, 3.0)
+    assert job_status(0, jobs[0], {}, None, {"noisy1": 3.0}, {}).noisy_groups is None
+
+
+def test_the_table_shows_a_fair_queue_s_noisy_groups_or_says_unknown() -> None:
+    # GIVEN a fair queue with a datapoint, one without (the emulator publishes none), and a plain queue
+    counted = JobTypeStatus("S/Counted", "Counted", "S", False, fair=True, noisy_groups=2.0)
+    unknown = JobTypeStatus("S/Unknown", "Unknown", "S", False, fair=True)
+    plain = JobTypeStatus("S/Plain", "Plain", "S", False)
+    lines = text_of(table([counted, unknown, plain])).splitlines()
+    header = next(line for line in lines if "job type" in line)
+    assert "noisy groups" in header
+    cells = {
+        row[0].split()[0]: row
+        for line in lines
+        if "S/" in line and (row := [cell.strip() for cell in line.split("│")[1:-1]])
+    }
+    # THEN the count, one word for no datapoint (never an invented 0), nothing for a queue that is not fair
+    column = [cell.strip() for cell in header.split("┃")[1:-1]].index("noisy groups")
+    assert cells["S/Counted"][0] == "S/Counted (fair)" and cells["S/Counted"][column] == "2"
+    assert cells["S/Unknown"][column] == "unknown"
+    assert cells["S/Plain"][0] == "S/Plain" and cells["S/Plain"][column] == ""
+    assert counted.as_dict()["noisy_groups"] == 2.0 and unknown.as_dict()["noisy_groups"] is None

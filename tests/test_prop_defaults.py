@@ -35,6 +35,7 @@ PLANNED: dict[tuple[str, str], Callable[[dict[str, Any]], object]] = {
     ("QueueOptions", "retention_period"): lambda p: p["queue"].retention_period,
     ("QueueOptions", "dlq_retention_period"): lambda p: p["queue"].dlq_retention_period,
     ("QueueOptions", "fifo"): lambda p: p["queue"].fifo,
+    ("QueueOptions", "fair"): lambda p: p["queue"].fair,
     ("QueueOptions", "content_based_deduplication"): lambda p: p["queue"].content_based_deduplication,
     ("QueueOptions", "delivery_delay"): lambda p: p["queue"].delivery_delay,
     ("QueueOptions", "max_message_size"): lambda p: p["queue"].max_message_size,

@@ -6,7 +6,6 @@ The thresholds come from the same declaration as the queue: :mod:`jobqueues.decl
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -17,6 +16,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from jobqueues import defaults
+from jobqueues.defaults import queue_time_threshold_ms
 from jobqueues.plan import AlarmPlan
 from jobqueues.registry import one_minute
 from sqslease.rules import format_duration
@@ -45,16 +45,22 @@ class JobQueueAlarmProps:
 
 #: Periods (of the consumer metrics' 5 minutes) the p99 queue time stays above ``max_queue_time`` before its alarm.
 QUEUE_TIME_EVALUATION_PERIODS = 3
+#: Minutes an oldest message's age (the queue's, a fair queue's quiet groups') stays above its threshold before its
+#: alarm.
+OLDEST_AGE_EVALUATION_PERIODS = 5
 
 
 @dataclass(frozen=True)
 class JobQueueAlarms:
-    """The queue alarms of one job type; ``queue_time`` only with a declared ``max_queue_time``."""
+    """The queue alarms of one job type; ``queue_time`` only with a declared ``max_queue_time``, ``quiet_group_age``
+    only on a fair queue."""
 
     in_flight: cloudwatch.Alarm
     dlq_not_empty: cloudwatch.Alarm
     oldest_message_age: cloudwatch.Alarm
     queue_time: cloudwatch.Alarm | None = None
+    #: A fair queue's (:func:`jobqueues.fair_queue_monitoring.quiet_group_age_alarm`).
+    quiet_group_age: cloudwatch.Alarm | None = None
 
 
 def alarm(
@@ -135,7 +141,7 @@ def create_queue_alarms(
         "OldestMessageAgeAlarm",
         queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute),
         threshold=plan.oldest_message_age_s,
-        evaluation_periods=5,
+        evaluation_periods=OLDEST_AGE_EVALUATION_PERIODS,
         description=(
             f"{job_type}: the oldest message has waited {format_duration(plan.oldest_message_age_s)} or more: "
             "consumers are not keeping up or are stuck."
@@ -170,8 +176,3 @@ def _queue_time_alarm(
             "by sqslease consumers only."
         ),
     )
-
-
-def queue_time_threshold_ms(max_queue_time_s: float) -> int:
-    """The queue-time alarm's threshold: ``max_queue_time`` in whole milliseconds (the metric's unit), rounded up."""
-    return math.ceil(max_queue_time_s * 1000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from jobqueues.alarms import queue_time_threshold_ms
-from jobqueues.defaults import IN_FLIGHT_QUOTA
+from jobqueues.defaults import IN_FLIGHT_QUOTA, queue_time_threshold_ms
+from jobqueues.fair_queue_monitoring import FairQueueMetrics, fair_queue_widgets
 from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
 
@@ -21,7 +21,8 @@ def job_dashboard(
     consumer_widgets: list[cloudwatch.IWidget],
 ) -> cloudwatch.Dashboard:
     """Backlog, in flight vs the quota, oldest message, p50/p99 vs the VT, DLQ depth, extensions, leases lost,
-    queue time p50/p99 (vs ``max_queue_time`` when declared), then the consumer's own graphs."""
+    queue time p50/p99 (vs ``max_queue_time`` when declared), a fair queue's noisy groups and quiet groups'
+    backlog and oldest message (:mod:`jobqueues.fair_queue_monitoring`), then the consumer's own graphs."""
     vt_s = job_queue.visibility_timeout_seconds
     vt_annotation = (
         [cloudwatch.HorizontalAnnotation(value=vt_s * 1000, label="visibility timeout")] if vt_s is not None else []
@@ -63,6 +64,11 @@ def job_dashboard(
             left=[metrics.queue_time_p50, metrics.queue_time_p99],
             left_annotations=slo_annotation,
             width=WIDTH,
+        ),
+        *(
+            fair_queue_widgets(FairQueueMetrics.of(job_queue.queue), job_queue.quiet_group_age_seconds, WIDTH)
+            if job_queue.fair
+            else []
         ),
         *consumer_widgets,
     ]

@@ -21,6 +21,7 @@ from jobqueues.queue_declaration import CheckResult, QueueDeclaration, RuleConte
 from jobqueues.queue_option_rules import (
     delay_within_retention,
     delivery_delay,
+    fair_queue,
     fifo_high_throughput,
     message_size,
     removal_policies,
@@ -66,6 +67,7 @@ RULES: tuple[Callable[[RuleContext], None], ...] = (
     fifo_and_names,
     fifo_lambda_retries,
     fifo_high_throughput,
+    fair_queue,
     message_size,
     payload_bucket,
     removal_policies,

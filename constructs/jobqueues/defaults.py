@@ -7,6 +7,8 @@ prop tables are rendered from these values.
 
 from __future__ import annotations
 
+import math
+
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     DEFAULT_SHUTDOWN_GRACE_S,
@@ -77,3 +79,18 @@ def oldest_message_age_s(
     """
     legitimate = delivery_delay_s + max_receive_count * visibility_timeout_s
     return int(min(max(legitimate, OLDEST_MESSAGE_AGE_MIN_S), retention_s // 2))
+
+
+def queue_time_threshold_ms(max_queue_time_s: float) -> int:
+    """The queue-time alarm's threshold: ``max_queue_time`` in whole milliseconds (the metric's unit), rounded up."""
+    return math.ceil(max_queue_time_s * 1000)
+
+
+def quiet_group_age_s(max_queue_time_s: float | None, oldest_message_age_s: float) -> float:
+    """Threshold of a fair queue's quiet-group alarm (``ApproximateAgeOfOldestMessageInQuietGroups``), in seconds:
+    the promise the job type already declares, never a second number. ``max_queue_time`` when declared (the
+    queue-time alarm's threshold, :func:`queue_time_threshold_ms`, in seconds), else the oldest-message-age alarm's
+    threshold ``oldest_message_age_s`` (``alarms.oldest_message_age``, or :func:`oldest_message_age_s`)."""
+    if max_queue_time_s is not None:
+        return queue_time_threshold_ms(max_queue_time_s) / 1000
+    return oldest_message_age_s

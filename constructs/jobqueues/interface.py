@@ -105,6 +105,16 @@ class IJobQueue(Protocol):
         ...
 
     @property
+    def fair(self) -> bool:
+        """A fair queue: its message groups are tenants, SQS keeps the quiet ones' wait low (docs/fair-queues.md)."""
+        ...
+
+    @property
+    def quiet_group_age_seconds(self) -> float | None:
+        """A fair queue's quiet-group alarm threshold, in seconds; ``None``: not fair, or no alarms."""
+        ...
+
+    @property
     def alarm_topic(self) -> sns.ITopic | None:
         """Where alarm notifications go; consumers send theirs there too."""
         ...

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Unpack
 
 import jsii
@@ -11,8 +12,9 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IValidation
 
-from jobqueues.alarms import JobQueueAlarms, create_queue_alarms
+from jobqueues.alarms import JobQueueAlarms, create_queue_alarms, notify
 from jobqueues.errors import JobQueueError
+from jobqueues.fair_queue_monitoring import quiet_group_age_alarm
 from jobqueues.fleet_dashboard import add_to_fleet
 from jobqueues.idempotency_table import table_of
 from jobqueues.imported_job_queue import ImportedJobQueue
@@ -20,7 +22,7 @@ from jobqueues.job_queue_base import JobQueueBase
 from jobqueues.marker import mark_job_queue, payload_bucket_reference
 from jobqueues.metrics import consumer_period
 from jobqueues.payload_bucket import bucket_of
-from jobqueues.plan import Given, QueuePlan
+from jobqueues.plan import AlarmPlan, Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
 from jobqueues.registry import StackRegistry, registry_of
@@ -88,20 +90,7 @@ class JobQueue(JobQueueBase):
         #: The queue alarms, or ``None`` when ``alarms.enabled`` is False.
         self.alarms: JobQueueAlarms | None = None
         if plan.alarms is not None:
-            self.max_queue_time_seconds = plan.alarms.max_queue_time_s
-            queue_time_p99 = None
-            if self.max_queue_time_seconds is not None:
-                # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
-                queue_time_p99 = self.metric_queue_time("p99", consumer_period(self))
-            self.alarms = create_queue_alarms(
-                self,
-                plan.job_type,
-                self.queue,
-                self.dead_letter_queue,
-                plan.alarms,
-                plan.alarm_topic,
-                queue_time_p99,
-            )
+            self.alarms = self._build_alarms(plan, plan.alarms)
         self.alarm_topic = plan.alarm_topic
         self._monitor(plan)
         #: The table of the consumer's idempotency records; ``None`` without ``idempotency``.
@@ -112,6 +101,23 @@ class JobQueue(JobQueueBase):
         self.delete_payloads = plan.delete_payloads
         self._mark(registry)
         registry.count_job_type()
+
+    def _build_alarms(self, plan: QueuePlan, alarms: AlarmPlan) -> JobQueueAlarms:
+        """The queue alarms, and a fair queue's quiet-group alarm, at the planned thresholds."""
+        self.max_queue_time_seconds = alarms.max_queue_time_s
+        queue_time_p99 = None
+        if self.max_queue_time_seconds is not None:
+            # Read from the EMF lines of the team's sqslease consumer, whether or not this stack declares one.
+            queue_time_p99 = self.metric_queue_time("p99", consumer_period(self))
+        built = create_queue_alarms(
+            self, plan.job_type, self.queue, self.dead_letter_queue, alarms, plan.alarm_topic, queue_time_p99
+        )
+        self.quiet_group_age_seconds = alarms.quiet_group_age_s
+        if alarms.quiet_group_age_s is None:
+            return built
+        quiet = quiet_group_age_alarm(self, plan.job_type, self.queue, alarms.quiet_group_age_s)
+        notify(plan.alarm_topic, [quiet])
+        return replace(built, quiet_group_age=quiet)
 
     def _monitor(self, plan: QueuePlan) -> None:
         """On the stack's fleet view; with ``max_time_to_drain``, a consumer is due (its alarm is the consumer's)."""
@@ -135,6 +141,7 @@ class JobQueue(JobQueueBase):
         self.lambda_timeout_seconds = plan.lambda_timeout
         self.max_batching_window_seconds = plan.max_batching_window
         self.fifo = plan.fifo
+        self.fair = plan.fair
         self.delivery_delay_seconds = 0 if isinstance(plan.delivery_delay, Given) else plan.delivery_delay
         #: Deliveries before a message moves to the DLQ (a token as given).
         self.max_receive_count = (

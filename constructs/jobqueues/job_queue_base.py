@@ -74,6 +74,10 @@ class JobQueueBase(RegisteredConstruct):
     delivery_delay_seconds: float = 0
     #: Whether both queues are FIFO.
     fifo: bool
+    #: A fair queue: its message groups are tenants (docs/fair-queues.md).
+    fair: bool = False
+    #: A fair queue's quiet-group alarm threshold, in seconds; ``None``: not fair, or no alarms.
+    quiet_group_age_seconds: float | None = None
     #: Receives before a message moves to the DLQ, when known at synth (``None``: a token, or an adopted queue).
     known_max_receive_count: int | None = None
     #: Where alarm notifications go; consumers send theirs there too.

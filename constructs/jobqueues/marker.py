@@ -87,6 +87,7 @@ def _queue_part(
             "queue": queue,
             "dead_letter_queue": dead_letter_queue,
             "fifo": job_queue.fifo,
+            "fair": job_queue.fair,
             "visibility_timeout_s": job_queue.visibility_timeout_seconds,
             "lease_extension": job_queue.lease_extension,
             "processing_p99_s": job_queue.processing_p99_seconds,

@@ -45,6 +45,8 @@ class AlarmPlan:
     :param max_queue_time_s: seconds the p99 queue time may reach (``max_queue_time``); ``None``: no alarm.
     :param max_time_to_drain_s: seconds the backlog may take to drain (``max_time_to_drain``, an alarm on the
         consumer); ``None``: no alarm.
+    :param quiet_group_age_s: seconds a fair queue's quiet groups' oldest message may wait
+        (:func:`jobqueues.defaults.quiet_group_age_s`); ``None``: not a fair queue, no alarm.
     """
 
     in_flight_threshold: int
@@ -55,6 +57,7 @@ class AlarmPlan:
     receives: str
     max_queue_time_s: float | None = None
     max_time_to_drain_s: float | None = None
+    quiet_group_age_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class QueuePlan:
     :param alarm_topic: the ``sns.ITopic`` alarms notify, as given; ``None``: none.
     :param idempotency: where the consumer keeps idempotency records: ``True`` (the stack's table), a table as
         given, or ``None`` (off).
+    :param fair: a fair queue: its message groups are tenants (docs/fair-queues.md).
     :param payload_bucket: where payloads larger than the queue takes are kept: ``True`` (a bucket of the job
         type's), a bucket as given, or ``None`` (none).
     :param delete_payloads: the consumer deletes a payload's object after its message.
@@ -120,6 +124,7 @@ class QueuePlan:
     encryption_key: Any = None
     alarm_topic: Any = None
     idempotency: Any = None
+    fair: bool = False
     payload_bucket: Any = None
     delete_payloads: bool = True
     payload_expiration_days: int = 0
@@ -185,6 +190,7 @@ def plan_job_queue(
         encryption_key=resources.get("encryption_key"),
         alarm_topic=resources.get("alarm_topic") if alarms_enabled else None,
         idempotency=(resources.get("idempotency") or True) if d.idempotency else None,
+        fair=d.fair,
         **_payloads(d, result, resources),
         errors=errors,
         warnings=result.warnings + consumer.warnings,
@@ -263,6 +269,7 @@ def _plan_alarms(d: QueueDeclaration, result: CheckResult, errors: list[str]) ->
         receives="max_receive_count" if "max_receive_count" in d.tokens else str(result.max_receive_count),
         max_queue_time_s=d.max_queue_time,
         max_time_to_drain_s=d.max_time_to_drain,
+        quiet_group_age_s=defaults.quiet_group_age_s(d.max_queue_time, age) if d.fair else None,
     )
 
 

@@ -124,6 +124,7 @@ def _queue_values(read: PropReader) -> dict[str, Any]:
         "dlq_retention_period": read.duration_s("dlq_retention_period"),
         "max_receive_count": read.integer("max_receive_count", 3),
         "fifo": read.boolean("fifo", False),
+        "fair": read.boolean("fair", False),
         "content_based_deduplication": read.boolean("content_based_deduplication", False),
         "queue_name": read.string("queue_name"),
         "delivery_delay": read.whole_seconds("delivery_delay", _DELAY_WHOLE_SECONDS),

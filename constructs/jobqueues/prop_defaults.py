@@ -86,6 +86,7 @@ QUEUE_OPTIONS: Mapping[str, Default] = {
     ),
     "max_queue_time": Default(note="none (no alarm)"),
     "max_time_to_drain": Default(note="none (no alarm)"),
+    "fair": Default(False),
     "idempotency": Default(False),
     "payload_bucket": Default(False, note="a body over the queue's limit is refused"),
     "delete_payloads": Default(True),

@@ -36,6 +36,8 @@ class QueueDeclaration:
         ``dlq_removal_policy`` are the names of the CDK enum members given (``"MESSAGE_GROUP"``, ``"RETAIN"``).
     :param idempotency: the consumer keeps idempotency records (the table is a construct, not declared here).
         Default: False.
+    :param fair: a fair queue: its message groups are tenants (docs/fair-queues.md); a standard queue only.
+        Default: False.
     :param payload_bucket: the job type keeps payloads larger than its queue takes in a bucket (the bucket is a
         construct, not declared here). Default: False.
     :param delete_payloads: ``delete_payloads`` as given (``None``: not given). Default: None.
@@ -70,6 +72,7 @@ class QueueDeclaration:
     max_queue_time: float | None = None
     max_time_to_drain: float | None = None
     idempotency: bool = False
+    fair: bool = False
     payload_bucket: bool = False
     delete_payloads: bool | None = None
     tokens: Mapping[str, object] = field(default_factory=dict)

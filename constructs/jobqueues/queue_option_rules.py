@@ -1,4 +1,5 @@
-"""The rules of the queue options: delivery delay, message size, FIFO high throughput, removal policies.
+"""The rules of the queue options: delivery delay, message size, FIFO high throughput, fair queues, removal
+policies.
 
 Ranges are CloudFormation's (``AWS::SQS::Queue``): ``DelaySeconds`` 0-900, ``MaximumMessageSize`` 1,024 -
 1,048,576 bytes. Each rule names the prop, the value and the fix.
@@ -72,6 +73,17 @@ def fifo_high_throughput(c: RuleContext) -> None:
             f"fifo_throughput_limit=sqs.FifoThroughputLimit.{PER_MESSAGE_GROUP_ID} needs deduplication_scope="
             f"sqs.DeduplicationScope.{MESSAGE_GROUP} (got {got}): SQS's high throughput takes both; pass both, or "
             "neither"
+        )
+
+
+def fair_queue(c: RuleContext) -> None:
+    """A fair queue is a standard one: SQS keeps a standard queue's tenants (message groups) fair; a FIFO queue
+    already serves its groups one message at a time, in order."""
+    if c.d.fair and c.d.fifo:
+        c.error(
+            "fair=True is for standard queues, but fifo=True: a FIFO queue already keeps its message groups apart "
+            "(one message of a group in flight at a time, in order); remove fair for order per group, or remove "
+            "fifo for a fair queue (no order, a tenant's messages run concurrently)"
         )
 
 

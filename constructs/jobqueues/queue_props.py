@@ -70,6 +70,11 @@ class QueueOptions(TypedDict, total=False):
         How long the backlog may take to drain: an alarm on the consumer fires when the backlog (visible + in flight)
         divided by the deletion rate stays above it for 15 min (docs/monitoring.md). At least 5 min (the deletion rate
         is measured over 5 min), at most ``retention_period``; needs the alarms on and a consumer.
+    fair:
+        A fair queue: the queue is shared by tenants, each message's ``MessageGroupId`` naming its tenant, and SQS keeps
+        the quiet tenants' wait low while one floods it (docs/fair-queues.md). Adds the dashboard's noisy-group and
+        quiet-group graphs and an alarm on the quiet groups' oldest message, at ``max_queue_time`` (else at the
+        oldest-message-age alarm's threshold). Standard queues only: not with ``fifo``.
     idempotency:
         Exactly-once completion (``sqslease``'s idempotency records, docs/sqslease.md): ``True`` gives the job type the
         stack's ``IdempotencyTable`` (one per stack and KMS key, shared by its job types: on-demand, TTL, point-in-time
@@ -109,6 +114,7 @@ class QueueOptions(TypedDict, total=False):
     dlq_removal_policy: RemovalPolicy
     max_queue_time: Duration
     max_time_to_drain: Duration
+    fair: bool
     idempotency: bool | IdempotencyTable | dynamodb.ITable
     payload_bucket: bool | s3.IBucket
     delete_payloads: bool

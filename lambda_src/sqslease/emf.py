@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from sqslease.emf_text import (
     ENCODER,
+    GROUP_FIELD,
     MAX_TEMPLATES,
     TEMPLATE_FIELDS,
     TEMPLATES,
@@ -90,8 +91,11 @@ class EmfLogger:
         error: BaseException | None = None,
         queue_ms: float | None = None,
         stack: str | None = None,
+        group: str | None = None,
     ) -> dict[str, Any]:
         """Log one processed message and return the line's object.
+
+        :param group: the message's ``MessageGroupId`` (a fair queue's tenant, a FIFO group): :data:`GROUP_FIELD`.
 
         :param stack: the consumer's stack (``LeaseSettings.stack``): the line gets ``Stack`` after ``JobType``.
             Default: none (no ``Stack``).
@@ -125,6 +129,8 @@ class EmfLogger:
         }
         if queue_ms is not None:
             line["QueueTime"] = millis(queue_ms)
+        if group is not None:
+            line[GROUP_FIELD] = group
         if error is not None:
             line["ErrorType"] = error_type(error)
             line["Error"] = error_text(error)
@@ -145,6 +151,7 @@ class EmfLogger:
         error: BaseException | None = None,
         queue_ms: float | None = None,
         stack: str | None = None,
+        group: str | None = None,
     ) -> None:
         """:meth:`record` without returning the line's object: what the runtime calls per message. The usual
         line (no error, finite times, whole counts) is formatted straight into its template, text for text what
@@ -156,6 +163,7 @@ class EmfLogger:
             and type(extensions) is int
             and plain_millis(processing_ms)
             and (queue_ms is None or plain_millis(queue_ms))
+            and (group is None or type(group) is str)
             and outcome in _OUTCOME_SET
         ):
             queued = queue_ms is not None
@@ -164,7 +172,7 @@ class EmfLogger:
             ) or self._template(job_type, stack, queue, outcome, queued)
             now_ms = int(time.time() * 1000)
             text = line_text(
-                now_ms, head, message_id, processing_ms, middle, receive_count, extensions, lease_lost, queue_ms
+                now_ms, head, message_id, processing_ms, middle, receive_count, extensions, lease_lost, queue_ms, group
             )
             self._write(text)
             return
@@ -180,6 +188,7 @@ class EmfLogger:
             error=error,
             queue_ms=queue_ms,
             stack=stack,
+            group=group,
         )
 
     def _write(self, text: str) -> None:

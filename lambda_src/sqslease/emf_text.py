@@ -22,6 +22,11 @@ TEMPLATE_FIELDS = (
 )
 
 
+#: The line's field naming the message's group (its ``MessageGroupId``: a tenant on a fair queue, a FIFO group): a
+#: property, never a dimension, so that the metrics stay one per job type however many tenants there are. Written
+#: last (after ``QueueTime``), outside the template: a template per tenant would be unbounded.
+GROUP_FIELD = "MessageGroupId"
+
 #: (namespace, job type, stack, queue, outcome, schema version, queued) -> :func:`line_template`, shared by every
 #: logger (the Lambda adapter makes one per invocation), at most this many.
 TEMPLATES: dict[tuple[Any, ...], tuple[str, str]] = {}
@@ -84,11 +89,13 @@ def line_text(
     extensions: int,
     lease_lost: bool,
     queue_ms: float | None,
+    group: str | None = None,
 ) -> str:
     """A usual line (no error, times :func:`plain_millis` accepts) in its template (``head``, ``middle``: a
-    :func:`line_template`), with its newline."""
+    :func:`line_template`), with its newline; ``group`` (a ``str``, or ``None``: no field) as :data:`GROUP_FIELD`."""
+    end = "}\n" if group is None else f',"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'
     return (
         f'{{"_aws":{{"Timestamp":{timestamp_ms}{head}{encode_basestring_ascii(message_id)},'
         f'"ProcessingTime":{millis_text(processing_ms)}{middle}{receive_count},"Extensions":{extensions},'
-        f'"LeaseLost":{int(lease_lost)}' + ("}\n" if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}}}\n')
+        f'"LeaseLost":{int(lease_lost)}' + (end if queue_ms is None else f',"QueueTime":{millis_text(queue_ms)}{end}')
     )

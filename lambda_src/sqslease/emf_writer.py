@@ -46,6 +46,7 @@ class LineWriter:
         lease_lost: bool,
         error: BaseException | None = None,
         queue_ms: float | None = None,
+        group: str | None = None,
     ) -> None:
         """Log one processed message (milliseconds; fields as :meth:`sqslease.emf.EmfLogger.record`'s)."""
         if (
@@ -55,6 +56,7 @@ class LineWriter:
             and type(extensions) is int
             and plain_millis(processing_ms)
             and (queue_ms is None or plain_millis(queue_ms))
+            and (group is None or type(group) is str)
         ):
             key = (outcome, queue_ms is not None)
             template = self._templates.get(key)
@@ -74,6 +76,7 @@ class LineWriter:
                         extensions,
                         lease_lost,
                         queue_ms,
+                        group,
                     )
                 )
                 return
@@ -89,4 +92,5 @@ class LineWriter:
             error=error,
             queue_ms=queue_ms,
             stack=self.stack,
+            group=group,
         )

@@ -151,7 +151,15 @@ class MessageProcessor:
             outcome, retry, held = self._failed(message, error)
         lease = message.lease  # the line: not through _emit, a call less a message
         self.lines.emit(
-            message.message_id, elapsed_ms, outcome, receive_count, lease.extensions, lease.lost, error, queue_ms
+            message.message_id,
+            elapsed_ms,
+            outcome,
+            receive_count,
+            lease.extensions,
+            lease.lost,
+            error,
+            queue_ms,
+            message.message_group_id,
         )
         self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return ProcessResult(outcome, elapsed_ms, retry, held)
@@ -311,7 +319,15 @@ class MessageProcessor:
         """The message's EMF line (:class:`sqslease.emf.EmfLogger`), in milliseconds."""
         lease = message.lease
         self.lines.emit(
-            message.message_id, processing_ms, outcome, receive_count, lease.extensions, lease.lost, error, queue_ms
+            message.message_id,
+            processing_ms,
+            outcome,
+            receive_count,
+            lease.extensions,
+            lease.lost,
+            error,
+            queue_ms,
+            message.message_group_id,
         )
 
     def apply_failure_policy(self, message: Message) -> None:

@@ -56,7 +56,12 @@ def _text_lines(file: str) -> list[str]:
     metavar="FILE",
     help="One message body per line, UTF-8 (blank lines skipped; '-' reads stdin). Read whole before sending.",
 )
-@click.option("--group", default=None, metavar="ID", help="FIFO: the message group (required on a FIFO queue).")
+@click.option(
+    "--group",
+    default=None,
+    metavar="ID",
+    help="The message group: required on FIFO; the tenant on a standard (fair) queue.",
+)
 @click.option("--dedup-id", default=None, metavar="ID", help="FIFO, --body only. Default: content-based, or SHA-256.")
 @click.option("--stack", default=None, metavar="STACK", help="The job type's stack, when two have it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys: docs/cli.md).")

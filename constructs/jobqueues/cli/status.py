@@ -48,16 +48,28 @@ def _consumer(row: JobTypeStatus) -> str:
     return "-"
 
 
+def _noisy_groups(row: JobTypeStatus) -> str:
+    """A fair queue's noisy groups; one word when CloudWatch has no datapoint (never an invented 0); blank for a
+    queue that is not fair."""
+    if not row.fair:
+        return ""
+    return "unknown" if row.noisy_groups is None else f"{row.noisy_groups:,.0f}"
+
+
 def table(rows: list[JobTypeStatus]) -> Table:
     """The status table: one row per job type."""
     view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
-    for column in ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer"):
+    columns = ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer")
+    for column in columns:
         left = column in ("job type", "consumer")
         view.add_column(column, justify="left" if left else "right", no_wrap=True)
+    fair = any(row.fair for row in rows)
+    if fair:  # only with a fair queue: the others have no noisy groups
+        view.add_column("noisy groups", justify="right", no_wrap=True)
     for row in rows:
         dlq = _count(row.dead_letter)
         view.add_row(
-            row.name + (" (FIFO)" if row.fifo else ""),
+            row.name + (" (FIFO)" if row.fifo else " (fair)" if row.fair else ""),
             _count(row.visible),
             _in_flight(row),
             _count(row.delayed),
@@ -66,6 +78,7 @@ def table(rows: list[JobTypeStatus]) -> Table:
             "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
             _count(row.max_receive_count),
             _consumer(row) + (f" ({row.note})" if row.note else ""),
+            *([_noisy_groups(row)] if fair else []),
         )
     return view
 

@@ -50,7 +50,8 @@ class JobType:
     """One job type: where its queues are and what it declared (seconds; ``None``: not declared or unknown).
 
     ``queue_url`` and ``dead_letter_queue_url`` are ``None`` when read from a synthesized template, or when the
-    queue is another stack's (see :mod:`jobqueues.marker`). ``max_receive_count`` is the template's.
+    queue is another stack's (see :mod:`jobqueues.marker`). ``max_receive_count`` is the template's. ``fair``: the
+    job type declared its queue fair (its message groups are tenants; docs/fair-queues.md).
     """
 
     job_type: str
@@ -67,6 +68,7 @@ class JobType:
     max_batching_window_s: float = 0
     lease_extension: bool = False
     consumer: LambdaConsumer | EcsConsumer | None = None
+    fair: bool = False
     payload_bucket: str | None = None  # for bodies larger than the queue takes (None: none, or not deployed)
 
     @property
@@ -176,6 +178,7 @@ def _job_type(stack: StackTemplate, marker: dict[str, Any]) -> JobType:
         lambda_timeout_s=marker.get("lambda_timeout_s"),
         max_batching_window_s=marker.get("max_batching_window_s") or 0,
         lease_extension=bool(marker.get("lease_extension")),
+        fair=bool(marker.get("fair")),
         payload_bucket=stack.named(marker.get("payload_bucket")),
     )
 

@@ -2,7 +2,8 @@
 256 KiB (a batch SQS takes in every region); each message at most the queue's own ``MaximumMessageSize``, read from
 the queue (a job queue's ``max_message_size``), a larger one alone in its batch.
 
-FIFO queues need a message group (``--group``); the deduplication id is ``--dedup-id`` for one message, else,
+FIFO queues need a message group (``--group``); on a standard queue a group is optional and names the message's
+tenant (a fair queue: docs/fair-queues.md). The deduplication id (FIFO only) is ``--dedup-id`` for one message, else,
 when the queue has no content-based deduplication, the SHA-256 of the group and the body (so a body sent twice
 to a group within SQS's 5-minute deduplication window is delivered once; the same body to another group is
 another message).
@@ -144,7 +145,8 @@ def send(
 ) -> SendResult:
     """Send ``bodies`` ((line, body) pairs) to ``url``; refused entries are reported, never retried blindly.
 
-    :param group: the FIFO message group (required on a FIFO queue, refused on a standard one).
+    :param group: the message group: required on a FIFO queue; on a standard one, the tenant of a fair queue.
+        Default: none.
     :param dedup_id: the FIFO deduplication id (one message only). Default: content-based, or the body's SHA-256.
     :param stop: set it to stop after the batch in hand (the result is then ``interrupted``). Default: never.
     :param payloads: the job type's payload bucket, for bodies larger than the queue takes. Default none: such a
@@ -154,8 +156,10 @@ def send(
     fifo, content_dedup, limit = kind.fifo, kind.content_based_deduplication, kind.max_message_size
     if fifo and not group:
         raise BadInput("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
-    if not fifo and (group or dedup_id):
-        raise BadInput("--group and --dedup-id are for FIFO queues; this job type's queue is a standard one")
+    if not fifo and dedup_id:
+        raise BadInput(
+            "--dedup-id is for FIFO queues; this job type's queue is a standard one (--group names a tenant there)"
+        )
     result = SendResult()
     pending = batches(bodies)
     for batch in pending:
@@ -173,8 +177,9 @@ def send(
                     continue
                 if fifo and content_dedup and dedup_id is None:  # the pointer is new each time: the payload's id
                     entry["MessageDeduplicationId"] = hashlib.sha256(body.encode()).hexdigest()
-            if fifo:
+            if group:  # on a standard queue, the tenant of a fair queue
                 entry["MessageGroupId"] = group
+            if fifo:
                 if dedup_id is not None or not content_dedup:
                     entry["MessageDeduplicationId"] = dedup_id or body_dedup_id(group or "", body)
             entries.append(entry)

@@ -1,10 +1,10 @@
 """``jobqueues status``: one row per job type: its queue's depth, the oldest message's age, the DLQ's depth, the
 lease numbers SQS holds, and its consumer's state.
 
-Queue attributes come from SQS (one ``GetQueueAttributes`` per queue, eight at a time); the oldest message's age
-and the Lambda errors and throttles from CloudWatch, in one ``GetMetricData`` call for every job type (SQS and
-Lambda publish them once a minute; the emulator publishes none, so they read ``None``); ECS tasks from
-``DescribeServices``, ten services a call, per cluster.
+Queue attributes come from SQS (one ``GetQueueAttributes`` per queue, eight at a time); the oldest message's age,
+a fair queue's noisy groups and the Lambda errors and throttles from CloudWatch, in one ``GetMetricData`` call for
+every job type (SQS and Lambda publish them once a minute; the emulator publishes none, so they read ``None``); ECS
+tasks from ``DescribeServices``, ten services a call, per cluster.
 
 Locally, ``jobqueues local up`` sets the emulator's ``desiredCount`` to the workers its scaler runs (``UpdateService``,
 on each change) and the emulator (moto) then reports ``runningCount`` equal to it: the ECS columns are the local
@@ -25,9 +25,11 @@ from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer
 from jobqueues.ops.queues import queue_attributes
 from sqslease.rules import SQS_IN_FLIGHT_QUOTA
 
-#: The window of the CloudWatch figures: the oldest message's age is its latest one-minute maximum in it, the
-#: Lambda errors and throttles are sums over it (seconds).
+#: The window of the CloudWatch figures: the oldest message's age and a fair queue's noisy groups are their latest
+#: one-minute maximum in it, the Lambda errors and throttles are sums over it (seconds).
 METRIC_WINDOW_S = 300
+#: Query ids (their prefixes) whose figure is the latest datapoint, not a sum over the window.
+LATEST_QUERIES = ("age", "noisy")
 
 _QUEUE_ATTRIBUTES = [
     "ApproximateNumberOfMessages",
@@ -43,7 +45,9 @@ class JobTypeStatus:
     """One job type's state now. A figure that could not be read is ``None`` (``note`` says why when known).
 
     Counts are SQS's approximate ones; ``oldest_age_s`` and ``visibility_timeout_s`` are seconds;
-    ``lambda_errors`` and ``lambda_throttles`` are sums over the last :data:`METRIC_WINDOW_S` seconds.
+    ``lambda_errors`` and ``lambda_throttles`` are sums over the last :data:`METRIC_WINDOW_S` seconds;
+    ``noisy_groups``, a fair queue's ``ApproximateNumberOfNoisyGroups`` (``None`` for a queue that is not fair, or
+    without a datapoint: the emulator publishes none).
     """
 
     name: str  # STACK/JOB_TYPE
@@ -63,6 +67,8 @@ class JobTypeStatus:
     lambda_errors: float | None = None
     lambda_throttles: float | None = None
     note: str | None = None
+    fair: bool = False
+    noisy_groups: float | None = None
 
     @property
     def in_flight_share(self) -> float | None:
@@ -92,8 +98,8 @@ def _max_receive_count(attributes: dict[str, str] | None) -> int | None:
 
 
 def metric_queries(job_types: Sequence[JobType]) -> list[dict[str, Any]]:
-    """The ``GetMetricData`` queries for ``job_types``: ``age<i>``, ``errors<i>``, ``throttles<i>`` (``i`` the
-    job type's index)."""
+    """The ``GetMetricData`` queries for ``job_types``: ``age<i>``, ``noisy<i>`` (a fair queue's), ``errors<i>``,
+    ``throttles<i>`` (``i`` the job type's index)."""
 
     def query(query_id: str, namespace: str, metric: str, dimension: str, value: str, stat: str, period: int) -> Any:
         return {
@@ -117,6 +123,10 @@ def metric_queries(job_types: Sequence[JobType]) -> list[dict[str, Any]]:
             queries.append(
                 query(f"age{i}", "AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", name, "Maximum", 60)
             )
+            if job.fair:
+                queries.append(
+                    query(f"noisy{i}", "AWS/SQS", "ApproximateNumberOfNoisyGroups", "QueueName", name, "Maximum", 60)
+                )
         if isinstance(job.consumer, LambdaConsumer) and job.consumer.function_name:
             function = job.consumer.function_name
             for kind, metric in (("errors", "Errors"), ("throttles", "Throttles")):
@@ -127,7 +137,7 @@ def metric_queries(job_types: Sequence[JobType]) -> list[dict[str, Any]]:
 
 
 def read_metrics(cloudwatch: Any, job_types: Sequence[JobType], now: datetime.datetime) -> dict[str, float]:
-    """Query id -> its latest value (``age<i>``) or its sum over the window; ids without data are absent.
+    """Query id -> its latest value (:data:`LATEST_QUERIES`) or its sum over the window; ids without data are absent.
     At most 500 queries a call (CloudWatch's limit)."""
     queries = metric_queries(job_types)
     values: dict[str, float] = {}
@@ -145,7 +155,8 @@ def read_metrics(cloudwatch: Any, job_types: Sequence[JobType], now: datetime.da
                 points = result.get("Values") or []
                 if not points or result["Id"] in values:
                     continue
-                values[result["Id"]] = float(points[0]) if result["Id"].startswith("age") else float(sum(points))
+                latest = result["Id"].startswith(LATEST_QUERIES)
+                values[result["Id"]] = float(points[0]) if latest else float(sum(points))
             if not response.get("NextToken"):
                 break
             request["NextToken"] = response["NextToken"]
@@ -229,6 +240,8 @@ def job_status(
         lambda_errors=errors,
         lambda_throttles=throttles,
         note="; ".join(notes) or None,
+        fair=job.fair,
+        noisy_groups=metrics.get(f"noisy{index}") if job.fair else None,
     )
 
 
