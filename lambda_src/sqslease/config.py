@@ -233,10 +233,13 @@ def variables(values: Mapping[str, str]) -> dict[str, str]:
 
 def options(values: Mapping[str, str]) -> list[str]:
     """Setting name -> text (:meth:`ConsumerConfig.values`) as the options that tell them: ``--name value``, or
-    ``--name=value`` for a value that begins with ``-`` (which a parser would take for an option)."""
+    ``--name=value`` for a value that begins with ``-`` (which a parser would take for an option). A value that
+    is exactly ``--`` cannot be told as an option (argparse reads it as the end of the options): ``ValueError``."""
     args: list[str] = []
     for name, text in values.items():
         option = SETTINGS[name].option
+        if text == "--":
+            raise ValueError(f"{name}='--' cannot be passed as the option {option} (it marks the end of options)")
         args += [f"{option}={text}"] if text.startswith("-") else [option, text]
     return args
 
