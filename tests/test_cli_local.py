@@ -134,7 +134,7 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
         env={"SHELL_ONLY": "from the shell"},
     )
     try:
-        run.wait_for_line("consumers running", timeout_s=180)
+        run.wait_for_line("consumers running", timeout_s=420)  # generous: a loaded machine took over 180 s
         emulator = Emulator(f"http://localhost:{port}")
         found = discover(emulator.client("cloudformation"))
         up = UpRun(run, emulator, found.find("Invoices"), found.find("Receipts"), logs_dir)
