@@ -331,7 +331,7 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, Em
     port = free_port()
     run = start("local", "up", "--port", str(port), "--logs", str(tmp_path_factory.mktemp("logs")))
     try:
-        run.wait_for_line("consumers running", timeout_s=180)
+        run.wait_for_line("consumers running", timeout_s=420)  # generous: a loaded machine took over 180 s
         emulator = Emulator(f"http://localhost:{port}")
         invoices = discover(emulator.client("cloudformation")).find("Invoices")
         error = f"card declined {uuid.uuid4().hex[:8]}"
