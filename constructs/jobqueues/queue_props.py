@@ -84,13 +84,13 @@ class QueueOptions(TypedDict, total=False):
         retention periods, or 14 days for a token) and may use PutItem, GetItem, UpdateItem and DeleteItem on its own
         job type's keys only (``dynamodb:LeadingKeys`` ``<job type>#*``). The job type may not contain ``#``.
     payload_bucket:
-        Payloads larger than the queue takes (1 MiB, or ``max_message_size``), kept in S3 with a pointer in the
-        message, in the AWS SQS Extended Client's wire format (docs/sqslease.md, "the claim check"): ``True`` gives the
-        job type a bucket of its own, encrypted as its queues are (their KMS key, else S3-managed keys), TLS only,
-        public access blocked, its objects expiring a day after the longest a pointer can live in the queues
-        (``retention_period`` plus ``dlq_retention_period``), kept when the stack is deleted; or pass an ``s3.IBucket``
-        of your own. The consumer reads a payload before the handler and may ``s3:GetObject`` (and ``s3:DeleteObject``)
-        on the bucket's objects; ``grant_send_messages`` adds ``s3:PutObject``. Not with
+        Payloads larger than the queue takes (its ``max_message_size``: 256 KiB by default, 1 MiB at most), kept in S3
+        with a pointer in the message, in the AWS SQS Extended Client's wire format (docs/sqslease.md, "the claim
+        check"): ``True`` gives the job type a bucket of its own, encrypted as its queues are (their KMS key, else
+        S3-managed keys), TLS only, public access blocked, its objects expiring a day after the longest a pointer can
+        live in the queues (``retention_period`` plus ``dlq_retention_period``), kept when the stack is deleted; or pass
+        an ``s3.IBucket`` of your own. The consumer reads a payload before the handler and may ``s3:GetObject`` (and
+        ``s3:DeleteObject``) on the bucket's objects; ``grant_send_messages`` adds ``s3:PutObject``. Not with
         ``content_based_deduplication``.
     delete_payloads:
         The consumer deletes a payload's object once its message's delete is confirmed (``SQSLEASE_DELETE_PAYLOADS``);
