@@ -174,8 +174,11 @@ def test_a_job_whose_delete_was_lost_is_delivered_again_and_not_run_again(
     duplicate = result.duplicate
     # GIVEN a Transcode job that completed on a worker whose every delete failed (it gave up at its SIGTERM)
     assert duplicate["completions"] == 1 and duplicate["deletes_failed"] > 0
-    # THEN SQS delivered it again, and the second delivery found the COMPLETED record and was deleted unrun
-    assert duplicate["receive_counts"] == [1, 2]
+    # THEN SQS delivered it again, and the second delivery found the COMPLETED record and was deleted unrun. Its
+    # receive count is 2, or more when a receive between left no line: the demo's kill -9 may take a worker down
+    # with the message in its prefetch, which SQS then delivers again (that is no run: runs and outcomes below)
+    first, again = duplicate["receive_counts"]
+    assert first == 1 and again >= 2
     assert duplicate["outcomes"] == ["success", "duplicate"]
     assert duplicate["runs"] == 1 and duplicate["record_status"] == "COMPLETED"
     assert any("delivered 2 times (its delete lost once), ran once" in line for line in lines)
