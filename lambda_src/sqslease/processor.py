@@ -10,44 +10,34 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt, HandlerTimeoutError
 from sqslease.emf import EmfLogger
 from sqslease.emf_writer import LineWriter
-from sqslease.failure_policy import apply_failure_policy, dead_letter, settle_failure
+from sqslease.failure_policy import dead_letter
 from sqslease.fifo_retry import FifoRetry
 from sqslease.hooks import HookChain, MessageHooks, configured_hooks
 from sqslease.idempotency_gate import IdempotencyGate
-from sqslease.idempotency_requests import FatalStoreError
 from sqslease.imports import resolve_exceptions
 from sqslease.message import Message
-from sqslease.payload_pointer import LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE, PayloadStore, is_pointer
+from sqslease.payload_pointer import LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE, PayloadStore
+from sqslease.process_result import TIMED_OUT, ProcessResult
 from sqslease.retry import FatalSqsError
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
+from sqslease.unrun import UnrunPaths
 
 logger = logging.getLogger("sqslease")
 
 Handler = Callable[[str, Message], Any]
 
-TIMED_OUT = "timed_out"
+#: Its callers import the result's type from here too.
+__all__ = ["TIMED_OUT", "Handler", "MessageProcessor", "ProcessResult"]
 
 
-class ProcessResult(NamedTuple):
-    """How one message ended. ``retry`` is True when the message should be delivered again. ``held``: a failed FIFO
-    message whose lease is kept for a retry in process (:mod:`sqslease.fifo_retry`): the caller runs it again or
-    settles it (:meth:`MessageProcessor.apply_failure_policy`). (A named tuple: a frozen dataclass's ``__init__`` cost
-    every message a microsecond.)"""
-
-    outcome: str  # one of sqslease.emf.OUTCOMES
-    processing_ms: float
-    retry: bool
-    held: bool = False
-
-
-class MessageProcessor:
+class MessageProcessor(UnrunPaths):
     """Calls ``handler(body, message)`` and settles the lease.
 
     A handler that returns a coroutine (``async def``) has it run on ``loop``. The handler failed if it raised
@@ -219,53 +209,6 @@ class MessageProcessor:
             return None
         return self.loop.result(self.handler, returned, attempt)
 
-    def _before_handler(self, message: Message, attempt: Attempt) -> ProcessResult | None:
-        """Read a pointer's payload (a failure to: the failure policy, unrun), then claim the idempotency record
-        (:meth:`_begin`): ``None`` to run the handler, else how the unrun message ended."""
-        if is_pointer(message.message_attributes) and message.pointer is None:  # a retry in process keeps its read
-            error = self.payloads.read_into(message)
-            if error is not None:
-                return self._unrun(message, attempt, "failure", error)
-        return None if self.idempotency is None else self._begin(message, attempt)
-
-    def _begin(self, message: Message, attempt: Attempt) -> ProcessResult | None:
-        """Claim the message's idempotency record (:meth:`IdempotencyGate.admit`): ``None`` to run the handler,
-        else how the unrun message ended."""
-        assert self.idempotency is not None
-        try:
-            unrun = self.idempotency.admit(message)
-        except FatalStoreError as error:
-            if self.on_fatal is None:
-                raise
-            self.on_fatal(error)
-            unrun = ("store_unavailable", None)
-        return None if unrun is None else self._unrun(message, attempt, *unrun)
-
-    def _unrun(
-        self, message: Message, attempt: Attempt, outcome: str, error: BaseException | None = None
-    ) -> ProcessResult:
-        """Settle a message whose handler was not run and log its EMF line (no hooks: nothing ran). ``duplicate``:
-        deleted (the worker; Lambda deletes what is not reported). ``in_progress_elsewhere``, ``store_unavailable``:
-        left to lapse. ``failure`` (its key function failed): the failure policy."""
-        attempt.ended = True
-        if not attempt.claim():  # timed out while its record was being claimed: its timeout settled it (or held it)
-            if attempt.take_held():
-                self.apply_failure_policy(message)
-            return ProcessResult(TIMED_OUT, 0, True)
-        retry, held = outcome != "duplicate", False
-        if outcome == "failure":
-            assert error is not None  # admit() gives the key function's error with a failure
-            outcome, retry, held = self._settle_failure(message, error)
-        elif outcome == "duplicate":
-            if message.pointer is not None and self.payloads.delete:
-                self.settler.delete(message.lease, self.payloads.deletion(message.pointer))
-            elif self.delete_on_success:
-                self.settler.delete(message.lease)
-        else:
-            self.settler.stop_tracking(message.lease)  # lapses: the holder (or a retry) runs it at its end
-        self._emit(message, 0, outcome, message.receive_count, error)
-        return ProcessResult(outcome, 0, retry, held)
-
     def time_out(self, attempt: Attempt, now: float, reason: str, *, hold: bool = False) -> bool:
         """Fail a handler still running (``reason``: past ``max_processing_time``, or the Lambda deadline): settle
         its message by the failure policy, cancel its task (``async def``), log its EMF line (``timed_out``) and
@@ -301,39 +244,3 @@ class MessageProcessor:
         self._emit(message, elapsed_s * 1000, TIMED_OUT, message.receive_count, error, queue_ms)
         self.hooks.after(message, TIMED_OUT, elapsed_s, error)
         return True
-
-    def record_released(self, message: Message) -> None:
-        """Log the EMF line of a message released without running (a drain, the Lambda deadline guard, a FIFO
-        group behind a failure): Outcome ``released``, ProcessingTime 0. It has spent a receive."""
-        self._emit(message, 0, "released", message.receive_count)
-
-    def _emit(
-        self,
-        message: Message,
-        processing_ms: float,
-        outcome: str,
-        receive_count: int,
-        error: BaseException | None = None,
-        queue_ms: float | None = None,
-    ) -> None:
-        """The message's EMF line (:class:`sqslease.emf.EmfLogger`), in milliseconds."""
-        lease = message.lease
-        self.lines.emit(
-            message.message_id,
-            processing_ms,
-            outcome,
-            receive_count,
-            lease.extensions,
-            lease.lost,
-            error,
-            queue_ms,
-            message.message_group_id,
-        )
-
-    def apply_failure_policy(self, message: Message) -> None:
-        apply_failure_policy(self.settler, self.settings, message)
-
-    def _settle_failure(self, message: Message, error: BaseException) -> tuple[str, bool, bool]:
-        return settle_failure(
-            self.sqs, self.settler, self.settings, message, error, self.fifo_retry, self.delete_on_success
-        )
