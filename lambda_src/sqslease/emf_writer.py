@@ -1,9 +1,10 @@
 """One consumer's EMF lines: :class:`sqslease.emf.EmfLogger`'s lines with the consumer's job type, stack and queue
 fixed, what the runtime writes per message.
 
-The constant text of a line (its template, :func:`sqslease.emf_text.line_template`) is looked up once per outcome
-and kept by the writer, and a line is asked for with positional arguments: a keyword call with eleven arguments and
-a seven-part template key per line were a fifth of the Lambda adapter's cost per record (``bench/runtime_bench.py``).
+The constant text of a line (its template, :func:`sqslease.emf_text.line_template`) is looked up once per consumer
+and outcome and kept for every writer of that consumer (a Lambda invocation makes one), and a line is asked for with
+positional arguments: a keyword call with eleven arguments and a seven-part template key per line were a fifth of the
+Lambda adapter's cost per record (``bench/runtime_bench.py``).
 The text is the same as :meth:`~sqslease.emf.EmfLogger.emit`'s; a line of another kind (an error, a time that is not
 a plain number) goes through :meth:`~sqslease.emf.EmfLogger.record`.
 """
@@ -13,9 +14,12 @@ from __future__ import annotations
 import time
 
 from sqslease.emf import OUTCOMES, SCHEMA_VERSION, EmfLogger
-from sqslease.emf_text import line_text, plain_millis
+from sqslease.emf_text import MAX_TEMPLATES, line_text
 
 _OUTCOME_SET = frozenset(OUTCOMES)
+
+#: (namespace, job type, queue, stack) -> the consumer's templates by outcome, without and with a ``QueueTime``.
+_CONSUMERS: dict[tuple[str, str, str, str | None], tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]] = {}
 
 
 class LineWriter:
@@ -27,14 +31,23 @@ class LineWriter:
     :param stack: the line's ``Stack``. Default none (no ``Stack``).
     """
 
-    __slots__ = ("_templates", "job_type", "logger", "queue", "stack")
+    __slots__ = ("_plain", "_queued", "_write", "job_type", "logger", "queue", "stack")
 
     def __init__(self, logger: EmfLogger, job_type: str, queue: str, stack: str | None = None) -> None:
         self.logger = logger
         self.job_type = job_type
         self.queue = queue
         self.stack = stack
-        self._templates: dict[tuple[str, bool], tuple[str, str]] = {}  # (outcome, queued) -> template
+        self._write = logger._write  # bound once: a line is one call to it
+        # outcome -> template, without and with a QueueTime: one dict lookup a line, no key tuple; shared by the
+        # writers of one consumer (the Lambda adapter makes one an invocation)
+        consumer = (logger.namespace, job_type, queue, stack)
+        templates = _CONSUMERS.get(consumer)
+        if templates is None:
+            if len(_CONSUMERS) >= MAX_TEMPLATES:
+                _CONSUMERS.clear()
+            templates = _CONSUMERS[consumer] = ({}, {})
+        self._plain, self._queued = templates
 
     def emit(
         self,
@@ -49,23 +62,21 @@ class LineWriter:
         group: str | None = None,
     ) -> None:
         """Log one processed message (milliseconds; fields as :meth:`sqslease.emf.EmfLogger.record`'s)."""
+        # The times' test is plain_millis's, inline (a call each was a tenth of a line's cost).
         if (
             error is None
             and type(message_id) is str
             and type(receive_count) is int
             and type(extensions) is int
-            and plain_millis(processing_ms)
-            and (queue_ms is None or plain_millis(queue_ms))
+            and ((type(processing_ms) is float and -1e12 < processing_ms < 1e12) or type(processing_ms) is int)
+            and (queue_ms is None or (type(queue_ms) is float and -1e12 < queue_ms < 1e12) or type(queue_ms) is int)
             and (group is None or type(group) is str)
         ):
-            key = (outcome, queue_ms is not None)
-            template = self._templates.get(key)
+            template = (self._plain if queue_ms is None else self._queued).get(outcome)
             if template is None and outcome in _OUTCOME_SET:
-                template = self._templates[key] = self.logger._template(
-                    self.job_type, self.stack, self.queue, outcome, key[1], SCHEMA_VERSION
-                )
+                template = self._template(outcome, queue_ms is not None)
             if template is not None:
-                self.logger._write(
+                self._write(
                     line_text(
                         int(time.time() * 1000),
                         template[0],
@@ -94,3 +105,9 @@ class LineWriter:
             stack=self.stack,
             group=group,
         )
+
+    def _template(self, outcome: str, queued: bool) -> tuple[str, str]:
+        """The template of ``outcome``'s lines (with a ``QueueTime`` or not), from the logger's, then kept here."""
+        template = self.logger._template(self.job_type, self.stack, self.queue, outcome, queued, SCHEMA_VERSION)
+        (self._queued if queued else self._plain)[outcome] = template
+        return template

@@ -3,6 +3,7 @@ the settler that releases them, and the invocation's deadline. See :mod:`sqsleas
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -46,7 +47,7 @@ class EventLeases:
         self.context = context
         self._remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
         self.fatal: FatalSqsError | None = None
-        started_with = remaining_seconds(context)
+        started_with = None if self._remaining_ms is None else self._remaining_ms() / 1000
         #: Seconds: no record starts with less left (see :func:`sqslease.rules.lambda_deadline_margin`).
         self.deadline_margin = (
             settings.deadline_margin
@@ -71,8 +72,12 @@ class EventLeases:
         )
         self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
         if self.heartbeat is not None:
-            renewed = self.heartbeat.tick(first_inline=True).wait()
-            logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
+            tick = self.heartbeat.tick(first_inline=True)
+            for renewal in tick.rounds:  # every round over (its leases renewed, or lost) before a record starts
+                renewal.result()
+            if logger.isEnabledFor(logging.DEBUG):  # the rounds' stats summed for the line only
+                renewed = tick.wait()
+                logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
             ends_at = None if started_with is None else now + started_with
             if heartbeat_needed(self.leases.values(), settings.extension_threshold, ends_at):
                 self.heartbeat.start()
@@ -93,13 +98,13 @@ class EventLeases:
 
     def remaining(self) -> float:
         """Seconds before the function's timeout, less the deadline margin (infinite when the context has none)."""
-        remaining_s = remaining_seconds(self.context)
-        return float("inf") if remaining_s is None else remaining_s - self.deadline_margin
+        getter = self._remaining_ms
+        return float("inf") if getter is None else getter() / 1000 - self.deadline_margin
 
     def time_left(self, at_most: float = 30) -> float:
         """Seconds the invocation may still spend waiting for SQS (at most ``at_most``)."""
-        remaining_s = remaining_seconds(self.context)
-        return at_most if remaining_s is None else max(0.0, min(at_most, remaining_s))
+        getter = self._remaining_ms
+        return at_most if getter is None else max(0.0, min(at_most, getter() / 1000))
 
     def close(self) -> None:
         if self.heartbeat is not None:
@@ -114,7 +119,11 @@ def heartbeat_needed(leases: Iterable[Lease], extension_threshold: float, ends_a
     function's timeout never does: a ``LambdaJob``'s (timeout + 10 s), so its invocations start no heartbeat."""
     if ends_at is None:
         return True
-    return any(not lease.lost and lease.deadline - extension_threshold < ends_at for lease in leases)
+    comes_due_by = ends_at + extension_threshold
+    for lease in leases:  # a loop, not any() over a generator: asked every invocation with lease extension
+        if lease.deadline < comes_due_by and not lease.lost:
+            return True
+    return False
 
 
 def event_queue_url(records: list[dict[str, Any]], queue_url: str | None = None) -> str:
@@ -141,6 +150,7 @@ def event_queue_url(records: list[dict[str, Any]], queue_url: str | None = None)
     return from_arn
 
 
+@functools.lru_cache(maxsize=64)  # pure, and asked every invocation with the same two strings
 def names_queue_of(queue_url: str, arn: str) -> bool:
     """Whether ``queue_url`` (``.../ACCOUNT/NAME``, any host) names the queue ``arn`` does: the same account and
     name, and the same region when the URL's host names one (AWS hosts do, an emulator's need not)."""

@@ -289,6 +289,8 @@ def default_client(settings: LeaseSettings, queue_url: str) -> Any:
     Lambda reuses the process across invocations: one client means one connection pool and one TLS handshake.
     """
     global _client
+    if _client is not None:  # every invocation but the first: no lock
+        return _client
     with _client_lock:
         if _client is None:
             import boto3

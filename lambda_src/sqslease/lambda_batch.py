@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqslease.async_loop import AsyncLoop
+from sqslease.attempt import Attempt
 from sqslease.deadline_watch import InlineWatch, watch_inline_records
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import FifoRetry
@@ -151,27 +153,33 @@ class RecordBatch:
 
     def _run_records(self) -> None:
         held, records, processor, timed_out, fifo = self.held, self.records, self.processor, self.timed_out, self.fifo
-        watch = self.watch
+        watch, leases, queue_url, out_of_time = self.watch, held.leases, held.queue_url, held.out_of_time
+        # Without a max_processing_time every record runs on this thread, watched (sqslease.record_runner): decided
+        # once an invocation, not asked of each record
+        inline = watch.run if watch is not None and processor.settings.max_processing_time is None else None
         for index, record in enumerate(records):
             if held.fatal is not None:
                 raise held.fatal
             if fifo and self._skips(record):
                 self.skipped.append(record)
                 continue
-            if held.out_of_time():
+            if out_of_time():
                 unstarted = records[index:]
                 logger.warning(
                     "less than %.2f s left: releasing %d unstarted records", held.deadline_margin, len(unstarted)
                 )
                 self.skipped += unstarted
                 break
-            lease = held.leases[record["messageId"]]
+            lease = leases[record["messageId"]]
             if lease.lost:  # its renewal found the receipt handle stale: the message may be running elsewhere
                 logger.warning("record %s not started: its lease could not be renewed", record["messageId"])
                 self._failed(record)
                 continue
-            message = Message.from_lambda_record(record, held.queue_url, lease)
-            result = run_record(processor, message, held.out_of_time, held.remaining, timed_out=timed_out, watch=watch)
+            message = Message.from_lambda_record(record, queue_url, lease)
+            if inline is not None:
+                result = inline(message, Attempt(message, time.monotonic()))
+            else:
+                result = run_record(processor, message, out_of_time, held.remaining, timed_out=timed_out, watch=watch)
             if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
                 run = functools.partial(
                     run_record, processor, message, held.out_of_time, held.remaining, timed_out=timed_out, watch=watch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,7 +10,7 @@ from sqslease.lease import Lease
 from sqslease.payload_pointer import PayloadPointer
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ a message: the Lambda adapter builds one a record
 class Message:
     """One received SQS message.
 
@@ -108,6 +109,7 @@ def _boto3_attributes(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=64)  # pure, and asked every Lambda invocation with its queue's ARN
 def queue_url_from_arn(arn: str) -> str:
     """``arn:aws:sqs:REGION:ACCOUNT:NAME`` -> ``https://sqs.REGION.amazonaws.com/ACCOUNT/NAME``."""
     _, partition, _, region, account, name = arn.split(":", 5)

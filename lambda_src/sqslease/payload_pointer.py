@@ -242,6 +242,8 @@ class PayloadStore:
 
     def flush(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the queued deletions; False if some are still pending (logged)."""
+        if not self._pending:  # none queued (every invocation without a pointer): no lock, no condition
+            return True
         with self._idle:
             done = self._idle.wait_for(lambda: self._pending == 0, timeout)
             if not done:

@@ -105,7 +105,9 @@ class MessageProcessor(UnrunPaths):
             self._warn_received_often(message, receive_count)
         queue_ms = message.queue_time_ms(time.time() * 1000)
         attributes = message.message_attributes  # an attribute marks a pointer: no call for an ordinary message
-        if self.idempotency is not None or SIZE_ATTRIBUTE in attributes or LEGACY_SIZE_ATTRIBUTE in attributes:
+        if self.idempotency is not None or (
+            attributes and (SIZE_ATTRIBUTE in attributes or LEGACY_SIZE_ATTRIBUTE in attributes)
+        ):
             unrun = self._before_handler(message, attempt)
             if unrun is not None:
                 return unrun
@@ -128,18 +130,19 @@ class MessageProcessor(UnrunPaths):
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
             self._end_record(message, error, returned)
         held = False  # the usual outcomes settled here, not in a method of their own: a call less a message
-        if message.lease.lost:
+        lease = message.lease
+        if lease.lost:
             outcome, retry = "lost", True
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
         elif error is None:
             outcome, retry = "success", False
             if message.pointer is not None and self.payloads.delete:  # its object too, once SQS confirmed
-                self.settler.delete(message.lease, self.payloads.deletion(message.pointer))
+                self.settler.delete(lease, self.payloads.deletion(message.pointer))
             elif self.delete_on_success:  # else Lambda deletes it once the invocation returns (extended until then)
-                self.settler.delete(message.lease)
+                self.settler.delete(lease)
         else:
             outcome, retry, held = self._failed(message, error)
-        lease = message.lease  # the line: not through _emit, a call less a message
+        # the line: not through _emit, a call less a message
         self.lines.emit(
             message.message_id,
             elapsed_ms,
