@@ -90,6 +90,8 @@ class Heartbeat(HeartbeatRounds):
     :param rng: random source of the retry jitter.
     :param idempotency: the records held with the leases: each tick moves those of its due leases to the leases'
         new ends, in one ``IdempotencyStore.extend`` (a round of its own). Default none.
+    :param requests: bounds its requests in flight (``settings.max_requests_in_flight`` slots). Default: its own; the
+        Lambda adapter shares one between the heartbeats of a process's invocations (one at a time).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class Heartbeat(HeartbeatRounds):
         on_fatal: Callable[[FatalSqsError], None] | None = None,
         rng: random.Random | None = None,
         idempotency: IdempotencyGate | None = None,
+        requests: threading.BoundedSemaphore | None = None,
     ) -> None:
         self.sqs = sqs
         self.idempotency = idempotency
@@ -115,7 +118,7 @@ class Heartbeat(HeartbeatRounds):
         self.on_fatal = on_fatal
         self.rng = rng or _RNG
         self.request_timeout = settings.lease_request_timeout
-        self._requests = threading.BoundedSemaphore(settings.max_requests_in_flight)
+        self._requests = threading.BoundedSemaphore(settings.max_requests_in_flight) if requests is None else requests
         # Created with the first round it runs: a Lambda invocation whose renewal fits one request needs none.
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()

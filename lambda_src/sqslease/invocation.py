@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterable
@@ -66,7 +67,15 @@ class EventLeases:
         self.leases: dict[str, Lease] = {r["messageId"]: lease for r, lease in zip(records, leases, strict=True)}
         #: None with the heartbeat off (``lease_extension=False``): nothing renews or extends the leases.
         self.heartbeat = (
-            Heartbeat(sqs, self.queue_url, self.scheduler, settings, on_fatal=self._on_fatal, idempotency=idempotency)
+            Heartbeat(
+                sqs,
+                self.queue_url,
+                self.scheduler,
+                settings,
+                on_fatal=self._on_fatal,
+                idempotency=idempotency,
+                requests=renewal_requests(settings.max_requests_in_flight),
+            )
             if settings.heartbeat
             else None
         )
@@ -111,6 +120,14 @@ class EventLeases:
             self.heartbeat.stop()
         # Unconfirmed releases are safe: those records are reported as failures and reappear after their lease.
         self.settler.close(timeout=self.time_left())
+
+
+@functools.cache
+def renewal_requests(max_requests_in_flight: int) -> threading.BoundedSemaphore:
+    """The slots of the requests in flight of this process's invocations' heartbeats, made once, not per invocation
+    (a semaphore costs about as much as the rest of a heartbeat's objects): a process runs one invocation at a time,
+    and an invocation's heartbeat is stopped, its rounds over, before it returns."""
+    return threading.BoundedSemaphore(max_requests_in_flight)
 
 
 def heartbeat_needed(leases: Iterable[Lease], extension_threshold: float, ends_at: float | None) -> bool:

@@ -1,0 +1,127 @@
+"""What the Lambda adapter does per record and per invocation, pinned as counts (the timings are in
+``bench/runtime_bench.py``): what one invocation built is not built again by the next (the line templates, the
+configured queue URL's check, the renewal's request slots), a record without a ``max_processing_time`` is run
+without a per-record choice of thread, the renewal's stats are summed only for their debug line, and a record's
+``Message`` has no ``__dict__``."""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import urllib.parse
+from typing import Any
+
+import pytest
+from support.emf import outcomes, read_emf
+from support.fakes import FakeContext, FakeSQS
+from support.lambda_events import fake_event
+
+from sqslease import lambda_adapter, lambda_batch
+from sqslease.emf import EmfLogger
+from sqslease.heartbeat_round import TickStats
+from sqslease.invocation import QUEUE_URL_ENV
+from sqslease.message import Message
+from sqslease.settings import LeaseSettings
+
+FUNCTION_TIMEOUT_S = 30
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/quick"  # the queue fake_event's ARN names
+
+
+def noop(body: str, message: Message) -> None:
+    return None
+
+
+def invoke(settings: LeaseSettings, stream: io.StringIO, records: int = 10, sqs: Any = None) -> dict[str, Any]:
+    return lambda_adapter.process_event(
+        fake_event([f"r{i}" for i in range(records)]),
+        FakeContext(FUNCTION_TIMEOUT_S),
+        noop,
+        settings,
+        sqs or FakeSQS(),
+        emf=EmfLogger(stream),
+    )
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Counts the calls of ``owner.name`` (a function or a class) while the test runs."""
+    calls: list[int] = []
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_second_invocation_builds_no_line_template_and_parses_no_configured_queue_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the construct's queue URL configured, and a first invocation of the consumer
+    monkeypatch.setenv(QUEUE_URL_ENV, QUEUE_URL)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="CountedTemplates")
+    stream = io.StringIO()
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    templates = counting(monkeypatch, EmfLogger, "_template")
+    parsed = counting(monkeypatch, urllib.parse, "urlsplit")
+    # WHEN a second invocation runs 10 records
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN its lines took the first one's templates, and the configured URL was not parsed again
+    assert templates == [] and parsed == []
+    assert [line["Outcome"] for line in read_emf(stream)] == ["success"] * 20
+
+
+def test_records_without_a_max_processing_time_run_inline_without_a_choice_per_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    chosen = counting(monkeypatch, lambda_batch, "run_record")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs without a max_processing_time
+    assert invoke(LeaseSettings(visibility_timeout=180, heartbeat=False), stream) == {"batchItemFailures": []}
+    # THEN each ran on the invocation's thread (its line written) and none asked where to run
+    assert chosen == [] and set(outcomes(stream).values()) == {"success"} and len(outcomes(stream)) == 10
+    # a max_processing_time shorter than the invocation still hands each record to a spare thread, asked per record
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, max_processing_time=5)
+    assert invoke(settings, io.StringIO(), records=3) == {"batchItemFailures": []}
+    assert chosen == [1, 1, 1]
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_the_renewal_sums_its_rounds_stats_only_for_its_debug_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, debug: bool
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    caplog.set_level(logging.DEBUG if debug else logging.INFO, logger="sqslease")
+    summed = counting(monkeypatch, TickStats, "add")
+    sqs = FakeSQS()
+    # WHEN an invocation with lease extension renews its 10 leases
+    assert invoke(LeaseSettings(visibility_timeout=40, heartbeat=True), io.StringIO(), sqs=sqs) == {
+        "batchItemFailures": []
+    }
+    # THEN they were renewed in one request; the stats were summed only where the debug line is written
+    assert len(sqs.of("ChangeMessageVisibilityBatch")) == 1
+    renewed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("renewed")]
+    assert renewed == (["renewed 10 of 10 leases (1 requests)"] if debug else [])
+    assert (summed != []) == debug
+
+
+def test_the_invocations_of_a_process_share_their_renewals_request_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=40, heartbeat=True)
+    invoke(settings, io.StringIO())  # the process's first invocation makes them
+    made = counting(monkeypatch, threading, "BoundedSemaphore")
+    # WHEN three more invocations renew their leases
+    for _ in range(3):
+        assert invoke(settings, io.StringIO()) == {"batchItemFailures": []}
+    # THEN none made a semaphore of its own
+    assert made == []
+
+
+def test_a_records_message_has_no_dict_of_its_own() -> None:
+    message = Message("m1", "rh-1", "body", QUEUE_URL, lease=None)  # type: ignore[arg-type]
+    assert not hasattr(message, "__dict__")
+    with pytest.raises(AttributeError):
+        message.extra = 1  # type: ignore[attr-defined]
