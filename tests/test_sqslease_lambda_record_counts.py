@@ -21,6 +21,7 @@ from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.heartbeat_round import TickStats
 from sqslease.invocation import QUEUE_URL_ENV
+from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.settings import LeaseSettings
 
@@ -125,3 +126,13 @@ def test_a_records_message_has_no_dict_of_its_own() -> None:
     assert not hasattr(message, "__dict__")
     with pytest.raises(AttributeError):
         message.extra = 1  # type: ignore[attr-defined]
+
+
+def test_the_leases_of_one_receive_go_into_their_slot_at_once_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    scheduler = LeaseScheduler(extension_threshold=5, pull_forward=10)
+    looked_up = counting(monkeypatch, scheduler, "_schedule")
+    # WHEN an invocation's 10 leases are added (one receive: one deadline)
+    leases = scheduler.add_all([f"rh-{i}" for i in range(10)], 100.0, 40)
+    # THEN their slot was looked up once, and they come due together, in order
+    assert looked_up == [1]
+    assert scheduler.take_due(140.0) == leases and [scheduler.get(f"rh-{i}") for i in range(10)] == leases

@@ -42,12 +42,15 @@ class LeaseScheduler:
         return lease
 
     def add_all(self, receipt_handles: list[str], received_at: float, visibility_timeout: float) -> list[Lease]:
-        """:meth:`add` for several leases of one receive (one lock acquisition: a Lambda invocation's records)."""
-        leases = [Lease(handle, received_at, received_at + visibility_timeout) for handle in receipt_handles]
+        """:meth:`add` for several leases of one receive (one lock acquisition: a Lambda invocation's records). They
+        share a deadline, so they go into its slot at once (a slot looked up per lease was most of this)."""
+        deadline = received_at + visibility_timeout
+        leases = [Lease(handle, received_at, deadline) for handle in receipt_handles]
+        if not leases:
+            return leases
         with self._lock:
-            for lease in leases:
-                self._leases[lease.receipt_handle] = lease
-                self._schedule(lease)
+            self._leases.update(zip(receipt_handles, leases, strict=True))
+            self._schedule_all(leases)
         return leases
 
     def get(self, receipt_handle: str) -> Lease | None:
@@ -60,7 +63,8 @@ class LeaseScheduler:
         with self._lock:
             return iter(list(self._leases.values()))
 
-    def _schedule(self, lease: Lease) -> None:
+    def _schedule(self, lease: Lease) -> int:
+        """Put ``lease`` into the slot of its deadline; that slot."""
         slot = int(lease.deadline // self.resolution)
         if self._cursor is None:
             self._cursor = slot
@@ -70,6 +74,13 @@ class LeaseScheduler:
             self._slots[slot] = [lease]
         else:
             bucket.append(lease)
+        return slot
+
+    def _schedule_all(self, leases: list[Lease]) -> None:
+        """:meth:`_schedule` for leases of one deadline: into its slot at once, in order."""
+        slot = self._schedule(leases[0])
+        if len(leases) > 1:
+            self._slots[slot] += leases[1:]
 
     # -- heartbeat side ---------------------------------------------------------------------------
     def take_due(self, now: float) -> list[Lease]:
