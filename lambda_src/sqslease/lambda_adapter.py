@@ -284,19 +284,17 @@ def env_settings() -> LeaseSettings:
 
 def default_client(settings: LeaseSettings, queue_url: str) -> Any:
     """The process's SQS lease client, created on first use (request timeouts from the first ``settings``), in
-    the region :func:`sqslease.clients.consumer_region` finds (Lambda sets ``AWS_REGION`` only).
-
-    Lambda reuses the process across invocations: one client means one connection pool and one TLS handshake.
+    the region :func:`sqslease.clients.consumer_region` finds (Lambda sets ``AWS_REGION`` only). Lambda reuses the
+    process across invocations: one client means one connection pool and one TLS handshake.
     """
     global _client
-    if _client is not None:  # every invocation but the first: no lock
-        return _client
-    with _client_lock:
-        if _client is None:
-            import boto3
+    if _client is None:  # the first invocation only: the others take no lock
+        with _client_lock:
+            if _client is None:
+                import boto3
 
-            from sqslease.clients import consumer_region, lease_client
+                from sqslease.clients import consumer_region, lease_client
 
-            session = boto3.session.Session()
-            _client = lease_client(settings, session, region_name=consumer_region(session, queue_url))
-        return _client
+                session = boto3.session.Session()
+                _client = lease_client(settings, session, region_name=consumer_region(session, queue_url))
+    return _client
