@@ -7,7 +7,9 @@ without a per-record choice of thread, the renewal's stats are summed only for t
 from __future__ import annotations
 
 import io
+import json
 import logging
+import random
 import threading
 import urllib.parse
 from typing import Any
@@ -19,6 +21,7 @@ from support.lambda_events import fake_event
 
 from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
+from sqslease.emf_text import line_template, line_text, millis
 from sqslease.heartbeat_round import TickStats
 from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.lease_table import LeaseScheduler
@@ -136,3 +139,18 @@ def test_the_leases_of_one_receive_go_into_their_slot_at_once_in_order(monkeypat
     # THEN their slot was looked up once, and they come due together, in order
     assert looked_up == [1]
     assert scheduler.take_due(140.0) == leases and [scheduler.get(f"rh-{i}") for i in range(10)] == leases
+
+
+def test_a_lines_times_formatted_inline_are_what_json_writes_of_their_rounded_value() -> None:
+    # GIVEN times as a handler's and a queue's are (floats not below 0), edge cases, and the ints and negatives
+    # that take millis_text's own path
+    rng = random.Random(28)
+    values: list[float] = [0.0, -0.0, 0.0005, 0.0015, 1e-9, 1.5, 2.0, 123456789.1234, 999_999_999_999.9, 0, 7, -1.5]
+    values += [rng.uniform(0, 1e4) for _ in range(10_000)] + [rng.expovariate(1) for _ in range(10_000)]
+    head, middle = line_template([], "Times", None, "q", "success", 1)
+    for value in values:
+        # WHEN a line is formatted with it as its processing time and its queue time
+        text = line_text(1, head, "m", value, middle, 1, 0, False, value)
+        # THEN both are the text json.dumps writes of the rounded value
+        expected = json.dumps(millis(value))
+        assert f'"ProcessingTime":{expected},"Outcome"' in text and text.endswith(f'"QueueTime":{expected}}}\n'), value

@@ -101,16 +101,16 @@ def line_text(
         processing = f"{thousandths // 1000}.{_FRACTIONS[thousandths % 1000]}"
     else:
         processing = millis_text(processing_ms)
-    text = (
-        f'{{"_aws":{{"Timestamp":{timestamp_ms}{head}{encode_basestring_ascii(message_id)},'
-        f'"ProcessingTime":{processing}{middle}{receive_count},"Extensions":{extensions},"LeaseLost":{int(lease_lost)}'
+    if queue_ms is None:
+        queued = ""
+    elif type(queue_ms) is float and queue_ms >= 0:
+        thousandths = round(queue_ms * 1000)
+        queued = f',"QueueTime":{thousandths // 1000}.{_FRACTIONS[thousandths % 1000]}'
+    else:
+        queued = f',"QueueTime":{millis_text(queue_ms)}'
+    end = "}\n" if group is None else f',"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'
+    # one f-string: each concatenation after it copied the whole line
+    return (
+        f'{{"_aws":{{"Timestamp":{timestamp_ms}{head}{encode_basestring_ascii(message_id)},"ProcessingTime":'
+        f'{processing}{middle}{receive_count},"Extensions":{extensions},"LeaseLost":{int(lease_lost)}{queued}{end}'
     )
-    if queue_ms is not None:
-        if type(queue_ms) is float and queue_ms >= 0:
-            thousandths = round(queue_ms * 1000)
-            text += f',"QueueTime":{thousandths // 1000}.{_FRACTIONS[thousandths % 1000]}'
-        else:
-            text += f',"QueueTime":{millis_text(queue_ms)}'
-    if group is None:
-        return text + "}\n"
-    return f'{text},"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'
