@@ -6,7 +6,9 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    (the real entry path: ``sqs_batch_handler``, settings from ``SQSLEASE_*`` as a ``LambdaJob`` sets them),
    against Powertools' ``BatchProcessor`` + ``process_partial_response`` on the same event, interleaved in one
    run. Both ``LambdaJob`` cases: lease extension off (VT 6 x timeout, no heartbeat) and on (VT timeout + 10 s:
-   renewed as the invocation starts). Exact counts: threads started and SQS calls per invocation.
+   renewed as the invocation starts). Exact counts: threads started and SQS calls per invocation. Then the same
+   without the EMF lines (a ``LineWriter`` that writes none), in the same run: what the lines cost, and what the
+   rest of the adapter costs against Powertools.
 2. Worker: per-message CPU of ``Worker`` with a no-op handler against ``FakeSQS`` (tests/support), against a
    hand-written receive / process / delete loop on the same fake, in one run. Exact counts: SQS calls per message.
    The hand loop, on one thread, receives 10 with the same attributes, calls the handler on each and deletes the
@@ -50,6 +52,7 @@ from support.lambda_events import fake_event  # noqa: E402
 from sqslease import lambda_adapter  # noqa: E402
 from sqslease.config import ConsumerConfig  # noqa: E402
 from sqslease.emf import EmfLogger  # noqa: E402
+from sqslease.emf_writer import LineWriter  # noqa: E402
 from sqslease.message import Message  # noqa: E402
 from sqslease.rules import visibility_timeout_for_lambda  # noqa: E402
 from sqslease.settings import LeaseSettings  # noqa: E402
@@ -128,6 +131,17 @@ def environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+@contextlib.contextmanager
+def lines_unwritten() -> Iterator[None]:
+    """The adapter's EMF lines neither formatted nor written (``LineWriter.emit`` does nothing) while installed."""
+    real = LineWriter.emit
+    LineWriter.emit = lambda *args: None  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        LineWriter.emit = real  # type: ignore[method-assign]
+
+
 def powertools_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
@@ -185,6 +199,12 @@ def bench_lambda(invocations: int, rounds: int, profile: bool) -> None:
                 our_us.append(mine)
                 their_us.append(theirs)
                 ratios.append(mine / theirs)
+            unwritten_us, unwritten = [], []  # the floor without the EMF lines, in the same run
+            with lines_unwritten():
+                for _ in range(rounds):
+                    theirs = cpu_per_record_us(powertools, event, invocations)
+                    unwritten_us.append(cpu_per_record_us(ours, event, invocations))
+                    unwritten.append(unwritten_us[-1] / theirs)
             if profile:
                 profiler = cProfile.Profile(time.thread_time)
                 with thread_profiles() as profiles:
@@ -197,6 +217,12 @@ def bench_lambda(invocations: int, rounds: int, profile: bool) -> None:
             f"sqslease {statistics.median(our_us):6.2f} us/record, Powertools {statistics.median(their_us):5.2f} "
             f"us/record -> {statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x); "
             f"per invocation: {started:g} threads started, {calls:g} SQS calls"
+        )
+        bare_us = statistics.median(unwritten_us)
+        print(
+            f"      without its EMF lines (a writer that writes none): {bare_us:6.2f} us/record "
+            f"-> {statistics.median(unwritten):.2f}x (rounds {min(unwritten):.2f}-{max(unwritten):.2f}x); the lines: "
+            f"{statistics.median(our_us) - bare_us:.2f} us/record"
         )
         if profile:
             print_profile(profiler, *profiles)
