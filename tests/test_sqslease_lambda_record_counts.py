@@ -2,7 +2,7 @@
 ``bench/runtime_bench.py``): what one invocation built is not built again by the next (the line templates, the
 configured queue URL's check, the renewal's request slots), a record without a ``max_processing_time`` is run
 without a per-record choice of thread, the renewal's stats are summed only for their debug line, and a record's
-``Message`` has no ``__dict__``."""
+``Message`` has no ``__dict__``. And the text the faster line is: ``record``'s, character for character."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import io
 import json
 import logging
 import random
+import re
 import threading
 import urllib.parse
 from typing import Any
@@ -22,6 +23,7 @@ from support.lambda_events import fake_event
 from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import line_template, line_text, millis
+from sqslease.emf_writer import LineWriter
 from sqslease.heartbeat_round import TickStats
 from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.lease_table import LeaseScheduler
@@ -154,3 +156,36 @@ def test_a_lines_times_formatted_inline_are_what_json_writes_of_their_rounded_va
         # THEN both are the text json.dumps writes of the rounded value
         expected = json.dumps(millis(value))
         assert f'"ProcessingTime":{expected},"Outcome"' in text and text.endswith(f'"QueueTime":{expected}}}\n'), value
+
+
+@pytest.mark.parametrize("stack", [None, "Dev-Counted"])
+def test_a_consumers_line_is_record_s_text_character_for_character(stack: str | None) -> None:
+    # GIVEN a consumer's writer, and lines with and without a queue time and a group (one to escape)
+    cases: list[tuple[str, float, str, bool, float | None, str | None]] = [
+        ("m-1", 12.3456, "success", False, 80.25, None),
+        ("m-2", 0.0, "success", False, None, "tenant-a"),
+        ("m-\u00e9", 7.0, "failure", True, 0.0005, 'ten"ant\u00e9'),
+        ("m-4", 0, "released", False, None, None),
+    ]
+    written, recorded = io.StringIO(), io.StringIO()
+    writer = LineWriter(EmfLogger(written), "Counted", "q", stack)
+    for message_id, processing_ms, outcome, lost, queue_ms, group in cases:
+        # WHEN the writer writes each, and record() the same line
+        writer.emit(message_id, processing_ms, outcome, 3, 1, lost, None, queue_ms, group)
+        EmfLogger(recorded).record(
+            job_type="Counted",
+            queue="q",
+            message_id=message_id,
+            processing_ms=processing_ms,
+            outcome=outcome,
+            receive_count=3,
+            extensions=1,
+            lease_lost=lost,
+            queue_ms=queue_ms,
+            stack=stack,
+            group=group,
+            timestamp_ms=1,
+        )
+    # THEN the texts are the same, but for the timestamp
+    ours = [re.sub(r'"Timestamp":\d+', '"Timestamp":1', line) for line in written.getvalue().splitlines()]
+    assert ours == recorded.getvalue().splitlines() and len(ours) == len(cases)
