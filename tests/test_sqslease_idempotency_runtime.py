@@ -46,9 +46,13 @@ def job_type() -> str:
     return f"Runtime{next(_job_types)}"
 
 
-def store(local_aws: LocalServer, table: str, job_type: str, vt: int = 2) -> IdempotencyStore:
+def store(
+    local_aws: LocalServer, table: str, job_type: str, vt: int = 2, extension_threshold: float = 1
+) -> IdempotencyStore:
     """A consumer's store, its client built as a worker builds it (timeouts, no botocore retries)."""
-    settings = LeaseSettings(visibility_timeout=vt, extension_threshold=1, heartbeat_interval=0.2, job_type=job_type)
+    settings = LeaseSettings(
+        visibility_timeout=vt, extension_threshold=extension_threshold, heartbeat_interval=0.2, job_type=job_type
+    )
     client = store_client(
         settings,
         endpoint_url=local_aws.endpoint,
@@ -149,10 +153,11 @@ def test_a_failure_deletes_the_record_and_the_retry_runs(local_aws: LocalServer,
 
 
 def test_the_heartbeat_moves_the_record_with_the_lease(local_aws: LocalServer, table: str, job_type: str) -> None:
-    # GIVEN a 2 s lease (extended 1 s before its end) and a handler that runs 3.5 s
-    queues = make_queue(local_aws, vt=2)
+    # GIVEN a 4 s lease extended 3 s before its end (a heartbeat held up to 3 s by a loaded machine still keeps it)
+    # and a handler that runs 3.5 s
+    queues = make_queue(local_aws, vt=4)
     (message_id,) = send(local_aws, queues.url, "a")
-    consumer = store(local_aws, table, job_type)
+    consumer = store(local_aws, table, job_type, vt=4, extension_threshold=3)
     expiries: list[float] = []
     pk = f"{job_type}#{message_id}"
 
@@ -164,7 +169,13 @@ def test_the_heartbeat_moves_the_record_with_the_lease(local_aws: LocalServer, t
             assert item["expires_at"]["N"] and float(item["expires_at"]["N"]) > time.time()  # type: ignore[index]
 
     with running_worker(
-        local_aws, queues.url, handler, worker_args={"idempotency": consumer}, job_type=job_type
+        local_aws,
+        queues.url,
+        handler,
+        worker_args={"idempotency": consumer},
+        job_type=job_type,
+        visibility_timeout=4,
+        extension_threshold=3,
     ) as worker:
         assert wait_for(lambda: worker_outcomes(worker), timeout_s=20)
     # THEN the record never lapsed while the handler ran, and every lease extension moved it: one
