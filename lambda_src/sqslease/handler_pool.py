@@ -258,6 +258,7 @@ class HandlerPool(HandlerGroups):
                 if not late:
                     self.processed += 1
                 if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
+                    self._room_at = -1  # one wake: the handlers ending messages before the receiver runs set none
                     self._room.set()
         if held:
             self._retry_later(message)
