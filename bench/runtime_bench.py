@@ -13,8 +13,10 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    10 in one request; it keeps no lease (no lease table, no heartbeat), writes no EMF line, calls no hook, times
    nothing out, keeps no FIFO order, retries no failed delete and has no drain. The worker receives at most its
    handlers plus one batch ahead (2 a request at concurrency 1, 5 to 8 at 4). Then each part of the worker's work
-   timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs; the
-   worker's cost over the sum of its parts, and the process's voluntary context switches per message, are printed.
+   timed alone on one thread (``runtime_breakdown``), its receive request and its leases and ``Message`` objects at
+   the messages a receive it had in the run (2 at concurrency 1: what its prefetch allows): what they leave of its
+   cost is its threads' hand-offs; the worker's cost over the sum of its parts (also with the receive counted at
+   the hand loop's 10 a request), and the process's voluntary context switches per message, are printed.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
@@ -296,7 +298,9 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
         )
         print(f"      SQS calls per message: worker {fmt(counts)}; hand-written {fmt(base_counts)}")
         print(f"      voluntary context switches per message (the process's): {statistics.median(switches):.2f}")
-        print_breakdown(statistics.median(ours), statistics.median(theirs))
+        print_breakdown(
+            statistics.median(ours), statistics.median(theirs), per_receive=round(1 / counts["ReceiveMessage"])
+        )
         if profile:
             with thread_profiles() as profiles:
                 cpu_worker(messages, concurrency, emf)
