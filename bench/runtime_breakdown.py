@@ -7,8 +7,11 @@ and their waits. Used by ``bench/runtime_bench.py``.
 
 from __future__ import annotations
 
+import collections
+import gc
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -152,7 +155,7 @@ def worker_parts(rounds: int = 5, batches: int = 300, per_receive: int = BATCH) 
     return parts
 
 
-def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5, per_receive: int = BATCH) -> None:
+def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5, per_receive: int = BATCH) -> dict[str, float]:
     """Print the parts beside the worker's and the hand loop's measured cost (same run). The receive request and the
     lease and ``Message`` objects are timed at ``per_receive`` messages a receive, the worker's own (its prefetch of
     its handlers plus one batch ahead: 2 at concurrency 1), and the ratio is also printed with them at the hand
@@ -179,3 +182,42 @@ def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5, per_recei
         ten.pop("delete sent: its request and the sender's bookkeeping")
         ten_work = sum(ten.values()) + parts["delete sent: the sender's bookkeeping"]
         print(f"      the same with the receive counted at 10 a request (the hand loop's): {worker_us / ten_work:.2f}x")
+    return parts
+
+
+def handoff_free_us(make_worker: Callable[[FakeSQS, int], Any], concurrency: int, messages: int) -> float:
+    """CPU per message (us) of the worker's handler path alone: ``messages`` received and leased beforehand (not
+    timed), then run by ``concurrency`` threads that each take the next straight from a shared list through the
+    handler pool's own path (process, EMF line, delete queued and sent): no receiver, no ready queue, no wait. What
+    its threads cost with no hand-off between them: the floor of the worker's cost on those parts."""
+    sqs = FakeSQS(poll_s=0)
+    sqs.add(*(f"b{i}" for i in range(messages)))
+    worker = make_worker(sqs, concurrency)
+    raw: list[dict[str, Any]] = []
+    while len(raw) < messages:
+        raw += sqs.receive_message(QueueUrl=URL, MaxNumberOfMessages=BATCH, WaitTimeSeconds=20, VisibilityTimeout=300)[
+            "Messages"
+        ]
+    leases = worker.scheduler.add_all([m["ReceiptHandle"] for m in raw], time.monotonic(), 300)
+    waiting = collections.deque(Message.from_sqs(m, URL, lease) for m, lease in zip(raw, leases, strict=True))
+
+    def run() -> None:
+        me = threading.current_thread()
+        while waiting:
+            try:
+                message = waiting.popleft()
+            except IndexError:
+                return
+            worker.handlers._handle(message, me)
+
+    threads = [threading.Thread(target=run) for _ in range(concurrency)]
+    gc.collect()
+    started = time.process_time()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    worker.settler.close(timeout=30)  # what is left of the deletes (under a batch) sent, as the worker would
+    spent = time.process_time() - started
+    assert len(sqs.entries("DeleteMessageBatch")) == messages, "not every message was deleted"
+    return spent / messages * 1e6
