@@ -10,7 +10,9 @@ import io
 import threading
 from typing import Any
 
+import pytest
 from support.fakes import FakeSQS
+from support.sqs_errors import client_error
 from support.waiting import wait_for
 from support.worker_threads import running_worker
 
@@ -22,6 +24,8 @@ from sqslease.message import Message
 from sqslease.processor import MessageProcessor
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
+from sqslease.settle_future import SettleFuture
+from sqslease.settle_queue import SettleQueue
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 
@@ -88,6 +92,43 @@ def test_what_sqs_refused_of_a_batch_sent_by_its_queueing_thread_is_retried_by_t
     assert sum(len(entries) for _, _, entries in sqs.of("DeleteMessageBatch")) == 20
     assert len(scheduler) == 0
     settler.close(timeout=5)
+
+
+def test_a_close_waits_for_a_batch_its_queueing_thread_sends_and_retries_what_sqs_refused_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a settler whose first delete request is held until the closing sender has seen it in flight, then
+    # throttled
+    gate, held = threading.Event(), threading.Event()
+    real_idle = SettleQueue.idle
+
+    def idle(self: SettleQueue) -> bool:
+        busy = not real_idle(self)
+        if busy and self._closing:
+            gate.set()  # the closing sender found the batch still being sent
+        return not busy
+
+    def held_then_throttled() -> None:
+        held.set()
+        assert gate.wait(10), "the closing sender did not wait for the batch in flight"
+        raise client_error("throttling", "DeleteMessageBatch")
+
+    monkeypatch.setattr(SettleQueue, "idle", idle)
+    sqs = ThreadedSQS().script("DeleteMessageBatch", held_then_throttled)
+    scheduler = LeaseScheduler()
+    settler = Settler(sqs, URL, scheduler, linger=0.02)
+    futures: list[SettleFuture] = []
+    leases = [scheduler.add(f"rh-{i}", 0.0, 600) for i in range(10)]
+    queueing = threading.Thread(target=lambda: futures.extend(settler.delete(lease) for lease in leases))
+    queueing.start()
+    assert held.wait(30)
+    # WHEN the settler closes while that thread's request is in flight
+    settler.close(timeout=30)
+    queueing.join(timeout=30)
+    # THEN the close waited for it, and its sender sent the refused 10 again: every delete confirmed
+    assert all(f.result(timeout=0) for f in futures)
+    assert sum(len(entries) for _, _, entries in sqs.of("DeleteMessageBatch")) == 20
+    assert len(scheduler) == 0
 
 
 def test_a_closed_settler_sends_no_batch_from_the_queueing_thread() -> None:

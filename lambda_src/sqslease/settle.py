@@ -128,11 +128,10 @@ class Settler(SettleSender):
         batch = q.put(item)
         if batch:  # it completed a full batch of deletes: sent here, what SQS refused retried by the sender
             try:
-                retry = self._send_ready(batch, operation)
+                for again in self._send_ready(batch, operation):
+                    q.put(again, take=False)
             finally:
-                q.done_sending()
-            for again in retry:
-                q.put(again, take=False)
+                q.done_sending()  # after the retries are queued: a closing sender waits for both
 
     def _sender(self, operation: str) -> SettleQueue:
         """The queue of ``operation``'s sender, its thread started unless it runs (or the settler is closed)."""

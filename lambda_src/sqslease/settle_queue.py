@@ -111,6 +111,7 @@ class SettleQueue:
             items, self._items = self._items, []
             return items
 
-    def empty(self) -> bool:
+    def idle(self) -> bool:
+        """Nothing queued, and no batch taken by :meth:`put` still being sent (its refused entries may come back)."""
         with self._lock:
-            return not self._items
+            return not self._items and not self._taken

@@ -50,13 +50,13 @@ class SettleSender:
                 items, closing = q.next(POLL_S if backlog else None)
             backlog += items
             backlog = self._send_ready(backlog, operation)
-            if closing and not backlog and q.empty():
+            if closing and not backlog and q.idle():  # a batch a handler sends meanwhile is waited for
                 return
             if closing and self._close_by is not None and self.clock() >= self._close_by:
                 self._give_up(backlog + q.take_rest(), operation)
                 return
-            if closing and backlog:
-                time.sleep(POLL_S)  # closed: nothing wakes it; a backoff or an extension in flight is waited out
+            if closing:  # nothing wakes it now: a backoff, an extension or a handler's batch in flight waited out
+                time.sleep(POLL_S)
 
     def _send_ready(self, items: list[SettleItem], operation: str) -> list[SettleItem]:
         """Send the ``items`` ready now, in batches of 10; returns those to look at again (a retry's backoff, an
