@@ -171,8 +171,8 @@ class HandlerPool(HandlerTimeouts):
         it). Nothing when the pool has handler threads."""
         if not self.inline:
             return
-        me = threading.current_thread()
-        while (message := self._ready.take(self.clock())) is not None:
+        me, now = threading.current_thread(), self.clock()  # for parked retries only, which a standard queue has not
+        while (message := self._ready.take(now)) is not None:
             self._handle(message, me)
 
     def _handle_loop(self) -> None:
