@@ -1,8 +1,9 @@
 """Where the worker's CPU per message goes: each part of its work timed alone, on one thread, per message.
 
 What the parts do not add up to of the worker's measured cost is the price of its threads: the hand-offs from the
-receiver to the handlers and from the handlers to the delete sender (thread wakes, GIL switches, lock contention)
-and their waits. Used by ``bench/runtime_bench.py``.
+receiver to the handlers and back (thread wakes, GIL switches, lock contention) and their waits, and the pool's own
+bookkeeping a message (its running table, for the watchdog and the drain). ``handoff_free_us`` measures the floor:
+the handler path with no hand-off at all. Used by ``bench/runtime_bench.py``.
 """
 
 from __future__ import annotations
