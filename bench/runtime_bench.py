@@ -15,8 +15,12 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    10 in one request; it keeps no lease (no lease table, no heartbeat), writes no EMF line, calls no hook, times
    nothing out, keeps no FIFO order, retries no failed delete and has no drain. The worker receives at most its
    handlers plus one batch ahead (2 a request at concurrency 1, 5 to 8 at 4). Then each part of the worker's work
-   timed alone on one thread (``runtime_breakdown``): what they leave of its cost is its threads' hand-offs; the
-   worker's cost over the sum of its parts, and the process's voluntary context switches per message, are printed.
+   timed alone on one thread (``runtime_breakdown``), its receive request and its leases and ``Message`` objects at
+   the messages a receive it had in the run (2 at concurrency 1: what its prefetch allows): what they leave of its
+   cost is its threads' hand-offs; the worker's cost over the sum of its parts (also with the receive counted at
+   the hand loop's 10 a request), and the process's voluntary context switches per message, are printed. Last, the
+   floor: the handler path alone on as many threads, taking pre-received messages straight from a list (no
+   receiver, no ready queue, no wait: ``handoff_free_us``), over the same parts less the receive and the leases.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
@@ -45,7 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
-from runtime_breakdown import print_breakdown  # noqa: E402
+from runtime_breakdown import handoff_free_us, print_breakdown  # noqa: E402
 from support.fakes import FakeSQS  # noqa: E402
 from support.lambda_events import fake_event  # noqa: E402
 
@@ -281,11 +285,20 @@ def cpu_hand_written(n: int) -> tuple[float, CountingFakeSQS]:
     return (time.process_time() - started) / n * 1e6, sqs
 
 
+def bench_worker_of(emf: EmfLogger) -> Callable[[FakeSQS, int], Worker]:
+    """A worker of the benchmark's settings on a given fake and concurrency, not started."""
+
+    def make(sqs: FakeSQS, concurrency: int) -> Worker:
+        return Worker(sqs, WORKER_QUEUE_URL, noop, LeaseSettings(job_type="Bench"), concurrency, emf)
+
+    return make
+
+
 def cpu_worker(n: int, concurrency: int, emf: EmfLogger) -> tuple[float, CountingFakeSQS, float]:
     """CPU per message (us), the fake, and the process's voluntary context switches per message (a thread that
     blocked: waiting for a hand-off, or for the GIL), as the kernel counts them."""
     sqs = loaded(n)
-    worker = Worker(sqs, WORKER_QUEUE_URL, noop, LeaseSettings(job_type="Bench"), concurrency, emf)
+    worker = bench_worker_of(emf)(sqs, concurrency)
     thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False})
     gc.collect()
     switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
@@ -322,7 +335,16 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
         )
         print(f"      SQS calls per message: worker {fmt(counts)}; hand-written {fmt(base_counts)}")
         print(f"      voluntary context switches per message (the process's): {statistics.median(switches):.2f}")
-        print_breakdown(statistics.median(ours), statistics.median(theirs))
+        parts = print_breakdown(
+            statistics.median(ours), statistics.median(theirs), per_receive=round(1 / counts["ReceiveMessage"])
+        )
+        handler_parts = sum(v for name, v in parts.items() if not name.startswith(("FakeSQS receive", "lease and")))
+        floor = statistics.median(handoff_free_us(bench_worker_of(emf), concurrency, messages) for _ in range(rounds))
+        print(
+            f"      floor: its handler path alone on {concurrency} thread(s) taking straight from a list (no receiver, "
+            f"no hand-off): {floor:.1f} us/message, {floor / handler_parts:.2f}x those parts (receive and leases "
+            "left out)"
+        )
         if profile:
             with thread_profiles() as profiles:
                 cpu_worker(messages, concurrency, emf)

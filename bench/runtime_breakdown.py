@@ -1,14 +1,18 @@
 """Where the worker's CPU per message goes: each part of its work timed alone, on one thread, per message.
 
 What the parts do not add up to of the worker's measured cost is the price of its threads: the hand-offs from the
-receiver to the handlers and from the handlers to the delete sender (thread wakes, GIL switches, lock contention)
-and their waits. Used by ``bench/runtime_bench.py``.
+receiver to the handlers and back (thread wakes, GIL switches, lock contention) and their waits, and the pool's own
+bookkeeping a message (its running table, for the watchdog and the drain). ``handoff_free_us`` measures the floor:
+the handler path with no hand-off at all. Used by ``bench/runtime_bench.py``.
 """
 
 from __future__ import annotations
 
+import collections
+import gc
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,8 +57,10 @@ def _us_per_message(run: Callable[[Any], int], rounds: int, batches: int, prepar
     return statistics.median(results)
 
 
-def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
-    """Microseconds per message of each part of the worker's work on a no-op handler, each on its own."""
+def worker_parts(rounds: int = 5, batches: int = 300, per_receive: int = BATCH) -> dict[str, float]:
+    """Microseconds per message of each part of the worker's work on a no-op handler, each on its own; the receive
+    request and the lease and ``Message`` objects of ``per_receive`` messages a receive (default 10: the hand
+    loop's), the rest of batches of 10 (the worker deletes 10 a request)."""
     sqs = FakeSQS(poll_s=0)
     settings = LeaseSettings(job_type="Bench")
     devnull = open(os.devnull, "w")
@@ -73,17 +79,17 @@ def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
     processor.lines = _NoLine()  # type: ignore[assignment]
     lines = LineWriter(EmfLogger(devnull), "Bench", "bench")
 
-    def loaded() -> None:
-        sqs.add(*(f"b{i}" for i in range(BATCH)))
+    def loaded(count: int = BATCH) -> None:
+        sqs.add(*(f"b{i}" for i in range(count)))
 
-    def received() -> list[dict[str, Any]]:
-        loaded()
-        return receive()
+    def received(count: int = BATCH) -> list[dict[str, Any]]:
+        loaded(count)
+        return receive(count)
 
-    def receive() -> list[dict[str, Any]]:
+    def receive(count: int = BATCH) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = sqs.receive_message(
             QueueUrl=URL,
-            MaxNumberOfMessages=BATCH,
+            MaxNumberOfMessages=count,
             WaitTimeSeconds=20,
             VisibilityTimeout=30,
             MessageSystemAttributeNames=["ApproximateReceiveCount"],
@@ -101,10 +107,15 @@ def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
         return len(raw)
 
     pool = [received() for _ in range(20)]
+    k = per_receive
     parts = {
-        "FakeSQS receive request, its share of 10": _us_per_message(lambda _: len(receive()), rounds, batches, loaded),
+        f"FakeSQS receive request, its share of {k}": _us_per_message(
+            lambda _: len(receive(k)), rounds, batches, lambda: loaded(k)
+        ),
         "FakeSQS delete request, its share of 10": _us_per_message(delete_request, rounds, batches, received),
-        "lease and Message objects": _us_per_message(lambda raw: len(messages_of(raw)), rounds, batches, received),
+        f"lease and Message objects, {k} a receive": _us_per_message(
+            lambda raw: len(messages_of(raw)), rounds, batches, lambda: received(k)
+        ),
     }
     ready = [messages_of(raw) for raw in pool]
 
@@ -145,14 +156,19 @@ def worker_parts(rounds: int = 5, batches: int = 300) -> dict[str, float]:
     return parts
 
 
-def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5) -> None:
-    """Print the parts beside the worker's and the hand loop's measured cost (same run)."""
-    parts = worker_parts(rounds)
+def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5, per_receive: int = BATCH) -> dict[str, float]:
+    """Print the parts beside the worker's and the hand loop's measured cost (same run). The receive request and the
+    lease and ``Message`` objects are timed at ``per_receive`` messages a receive, the worker's own (its prefetch of
+    its handlers plus one batch ahead: 2 at concurrency 1), and the ratio is also printed with them at the hand
+    loop's 10."""
+    parts = worker_parts(rounds, per_receive=per_receive)
     parts["delete sent: the sender's bookkeeping"] = (
         parts.pop("delete sent: its request and the sender's bookkeeping")
         - parts["FakeSQS delete request, its share of 10"]
     )
-    print("      the worker's parts, each alone on one thread (us per message):")
+    print(
+        f"      the worker's parts, each alone on one thread (us per message; {per_receive} a receive, as it received):"
+    )
     for name, value in parts.items():
         print(f"         {value:6.2f}  {name}")
     work = sum(parts.values())
@@ -162,3 +178,47 @@ def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5) -> None:
         f"(the hand loop: {hand_us:.1f})"
     )
     print(f"      the worker's cost over the sum of its parts: {worker_us / work:.2f}x")
+    if per_receive != BATCH:
+        ten = worker_parts(rounds, per_receive=BATCH)
+        ten.pop("delete sent: its request and the sender's bookkeeping")
+        ten_work = sum(ten.values()) + parts["delete sent: the sender's bookkeeping"]
+        print(f"      the same with the receive counted at 10 a request (the hand loop's): {worker_us / ten_work:.2f}x")
+    return parts
+
+
+def handoff_free_us(make_worker: Callable[[FakeSQS, int], Any], concurrency: int, messages: int) -> float:
+    """CPU per message (us) of the worker's handler path alone: ``messages`` received and leased beforehand (not
+    timed), then run by ``concurrency`` threads that each take the next straight from a shared list through the
+    handler pool's own path (process, EMF line, delete queued and sent): no receiver, no ready queue, no wait. What
+    its threads cost with no hand-off between them: the floor of the worker's cost on those parts."""
+    sqs = FakeSQS(poll_s=0)
+    sqs.add(*(f"b{i}" for i in range(messages)))
+    worker = make_worker(sqs, concurrency)
+    raw: list[dict[str, Any]] = []
+    while len(raw) < messages:
+        raw += sqs.receive_message(QueueUrl=URL, MaxNumberOfMessages=BATCH, WaitTimeSeconds=20, VisibilityTimeout=300)[
+            "Messages"
+        ]
+    leases = worker.scheduler.add_all([m["ReceiptHandle"] for m in raw], time.monotonic(), 300)
+    waiting = collections.deque(Message.from_sqs(m, URL, lease) for m, lease in zip(raw, leases, strict=True))
+
+    def run() -> None:
+        me = threading.current_thread()
+        while waiting:
+            try:
+                message = waiting.popleft()
+            except IndexError:
+                return
+            worker.handlers._handle(message, me)
+
+    threads = [threading.Thread(target=run) for _ in range(concurrency)]
+    gc.collect()
+    started = time.process_time()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    worker.settler.close(timeout=30)  # what is left of the deletes (under a batch) sent, as the worker would
+    spent = time.process_time() - started
+    assert len(sqs.entries("DeleteMessageBatch")) == messages, "not every message was deleted"
+    return spent / messages * 1e6

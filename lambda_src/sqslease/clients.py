@@ -18,8 +18,9 @@ from typing import Any
 
 from sqslease.settings import LeaseSettings
 
-#: Settler threads (one for deletes, one for visibility changes) that send lease requests too.
-SETTLER_THREADS = 2
+#: Settler threads (one for deletes, one for visibility changes) that send lease requests too, plus the one full
+#: batch of deletes at a time that the thread queuing its tenth sends itself (sqslease.settle_queue).
+SETTLER_THREADS = 3
 RECEIVE_READ_MARGIN_S = 5
 AWS_DOMAINS = ("amazonaws.com", "amazonaws.com.cn", "api.aws")
 REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")

@@ -95,6 +95,8 @@ class ReadyQueue:
             return self._take(now)
 
     def _take(self, now: float) -> Message | None:
+        if not self.fifo:  # no group, nothing parked: the oldest
+            return self._items.popleft() if self._items else None
         for group, (message, due) in self._parked.items():
             if due <= now:
                 del self._parked[group]  # its group stays busy: it runs now

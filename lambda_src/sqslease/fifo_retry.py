@@ -78,3 +78,19 @@ def redrive_policy(sqs: Any, queue_url: str) -> tuple[int, str] | None:
     policy = json.loads(raw)
     _, _, _, _, account, name = str(policy["deadLetterTargetArn"]).split(":", 5)
     return int(policy["maxReceiveCount"]), f"{queue_url.rstrip('/').rsplit('/', 2)[0]}/{account}/{name}"
+
+
+def worker_retries(settings: LeaseSettings, queue_url: str, holding: Callable[[], bool]) -> FifoRetry | None:
+    """The worker's retries in process of ``queue_url`` (:mod:`sqslease.fifo_retry`): none without the heartbeat,
+    which alone keeps the held leases. A FIFO queue not retried in process although given one of
+    ``max_receive_count`` and ``dead_letter_queue_url`` is logged: a failure then releases its group's later
+    messages, each spending a receive."""
+    retries = FifoRetry.of(settings, queue_url, holding) if settings.heartbeat else None
+    told = settings.max_receive_count is not None or settings.dead_letter_queue_url is not None
+    if retries is None and queue_url.endswith(".fifo") and told:
+        logger.warning(
+            "FIFO queue: a failed message is released with its group's later messages, each spending a receive; "
+            "to retry it in process, give both max_receive_count and dead_letter_queue_url (the queue's "
+            "RedrivePolicy) with the heartbeat on"
+        )
+    return retries

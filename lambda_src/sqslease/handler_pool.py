@@ -25,10 +25,9 @@ from collections.abc import Callable
 
 from sqslease.attempt import Attempt
 from sqslease.fifo import ReadyQueue
-from sqslease.handler_groups import HandlerGroups
+from sqslease.handler_timeouts import HandlerTimeouts
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
-from sqslease.rules import ASYNC_CANCEL_GRACE_S
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
@@ -36,7 +35,7 @@ logger = logging.getLogger("sqslease")
 JOIN_LOOK_S = 0.1  # how often a drain waiting for a handler looks whether it timed out
 
 
-class HandlerPool(HandlerGroups):
+class HandlerPool(HandlerTimeouts):
     """Received messages waiting for a handler, the handler threads, and the messages they run.
 
     :param processor: runs one message and settles it.
@@ -110,15 +109,6 @@ class HandlerPool(HandlerGroups):
             return True
         return self._ready.put(messages)
 
-    def release_timed_out(self) -> None:
-        """Settle by the failure policy the messages whose timed-out handler still runs: the process exits next,
-        and with it their threads (until now their leases were held, so they could not run elsewhere)."""
-        with self._running_lock:
-            attempts = list(self._timed_out.values())
-        for attempt in attempts:
-            if attempt.take_held():
-                self.processor.apply_failure_policy(attempt.message)
-
     def outstanding(self) -> int:
         """Messages running or waiting for a handler."""
         with self._running_lock:
@@ -172,40 +162,6 @@ class HandlerPool(HandlerGroups):
         with self._running_lock:
             return [attempt.message for attempt in self._running.values()]
 
-    def check_timeouts(self, now: float) -> None:
-        """Time out the handlers running for ``max_processing_time`` by ``now`` (clock); report the hung ones."""
-        limit = self.max_processing_time
-        if limit is None:
-            return
-        with self._running_lock:
-            overdue = [(t, a) for t, a in self._running.items() if now - a.started >= limit]
-        for thread, attempt in overdue:
-            # The lease stays held while the thread may run: released, the message could start again meanwhile.
-            # (Without the heartbeat nothing could hold it past its visibility timeout: settled at once.)
-            reason = f"max_processing_time is {limit:g} s"
-            if not self.processor.time_out(attempt, now, reason, hold=self.processor.settings.heartbeat):
-                continue  # it ended meanwhile, and settled itself
-            with self._running_lock:
-                if self._running.get(thread) is attempt:
-                    del self._running[thread]
-                if not attempt.ended:  # else its thread is back already (and saw it timed out)
-                    self._timed_out[thread] = attempt
-                self.processed += 1
-            self._finished(attempt.message, failed=True)
-        with self._running_lock:
-            hung = [a for a in self._timed_out.values() if _hung(a, now) and id(a) not in self._reported]
-            self._reported.update(id(a) for a in hung)
-        for attempt in hung:
-            if self.on_hung is not None:
-                self.on_hung(attempt)
-
-    def _watch(self, interval: float) -> None:
-        while not self._watchdog_stop.wait(interval):
-            try:
-                self.check_timeouts(self.clock())
-            except Exception:  # a bug must not silently end every timeout: log it and keep watching
-                logger.exception("handler watchdog failed")
-
     def runs_on(self, thread: threading.Thread) -> None:
         """The thread of an inline pool (the receiver's), which :meth:`join` waits for as for a handler thread."""
         self._threads = [thread]
@@ -215,8 +171,8 @@ class HandlerPool(HandlerGroups):
         it). Nothing when the pool has handler threads."""
         if not self.inline:
             return
-        me = threading.current_thread()
-        while (message := self._ready.take(self.clock())) is not None:
+        me, now = threading.current_thread(), self.clock()  # for parked retries only, which a standard queue has not
+        while (message := self._ready.take(now)) is not None:
             self._handle(message, me)
 
     def _handle_loop(self) -> None:
@@ -229,7 +185,8 @@ class HandlerPool(HandlerGroups):
 
     def _handle(self, message: Message, me: threading.Thread) -> None:
         """Run one message taken from the ready queue on this thread (``me``), and count and settle its end."""
-        if message.lease.lost or message.lease.deadline <= self.clock():
+        now = self.clock()
+        if message.lease.lost or message.lease.deadline <= now:
             # Its lease ran out while it waited (prefetched, or parked for a retry): SQS may have handed it to
             # another consumer, and its group's later messages must not overtake it. Released, they come back
             # after it.
@@ -237,9 +194,9 @@ class HandlerPool(HandlerGroups):
             self.settler.scheduler.lapsed(message.lease)
             self._finished(message, failed=True)
             return
-        if self._lease_too_short(message):
+        if self.max_processing_time is not None and self._lease_too_short(message):
             return
-        attempt = Attempt(message, self.clock())
+        attempt = Attempt(message, now)
         with self._running_lock:
             self._running[me] = attempt
         failed, held = True, False
@@ -249,26 +206,33 @@ class HandlerPool(HandlerGroups):
         except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
             logger.exception("processing message %s failed unexpectedly", message.message_id)
         finally:
-            with self._running_lock:
-                late = attempt.timed_out_at is not None  # its timeout settled it and counted it
-                if self._timed_out.get(me) is attempt:
-                    del self._timed_out[me]
-                if self._running.get(me) is attempt:
-                    del self._running[me]
-                if not late:
-                    self.processed += 1
-                if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
-                    self._room.set()
+            late = self._ended(attempt, me)
         if held:
             self._retry_later(message)
         elif not late:  # a timed-out message's group was finished by its timeout
             self._finished(message, failed)
 
+    def _ended(self, attempt: Attempt, me: threading.Thread) -> bool:
+        """``attempt``'s handler on ``me`` returned: it no longer runs; counted unless its timeout counted it (then
+        True: late). Wakes the receiver waiting for room, once."""
+        with self._running_lock:
+            late = attempt.timed_out_at is not None  # its timeout settled it and counted it
+            if self._timed_out and self._timed_out.get(me) is attempt:
+                del self._timed_out[me]
+            if self._running.get(me) is attempt:
+                del self._running[me]
+            if not late:
+                self.processed += 1
+            if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
+                self._room_at = -1  # one wake: the handlers ending messages before the receiver runs set none
+                self._room.set()
+        return late
+
     def _lease_too_short(self, message: Message) -> bool:
         """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;
         its wait here counts) cannot cover ``max_processing_time`` and a visibility timeout to settle it."""
         settings = self.processor.settings
-        if self.max_processing_time is None or not settings.heartbeat:
+        if self.max_processing_time is None or not settings.heartbeat:  # no cap to outlive
             return False
         left = settings.max_total_lease - (self.clock() - message.lease.received_at)
         if left >= self.max_processing_time + settings.visibility_timeout:
@@ -291,10 +255,3 @@ def runs_inline(concurrency: int, fifo: bool) -> bool:
     its own buys no concurrency and its hand-offs cost more CPU than its work (``bench/runtime_bench.py``). A FIFO
     queue keeps it: a parked retry comes due while the receiver may be in a long poll."""
     return concurrency == 1 and not fifo
-
-
-def _hung(attempt: Attempt, now: float) -> bool:
-    """Timed out and still running: at once for a thread, after a grace for a cancelled task."""
-    if attempt.timed_out_at is None or attempt.ended:
-        return False
-    return now >= attempt.timed_out_at + (ASYNC_CANCEL_GRACE_S if attempt.cancellable else 0)

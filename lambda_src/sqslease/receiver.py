@@ -106,7 +106,7 @@ class Receiver:
         failures = 0
         next_governor_check = 0.0
         paused_by_governor = False
-        first_lease = self.settings.first_lease
+        first_lease, poll_wait = self.settings.first_lease, self.settings.poll_wait  # derived: once, not a poll
         while not self._stopping.is_set():
             capacity = self._capacity()
             if capacity < self._batch:  # wait for room for a batch (or ROOM_WAIT_S), then take what there is
@@ -131,7 +131,7 @@ class Receiver:
                     response = self.receive_sqs.receive_message(
                         QueueUrl=self.queue_url,
                         MaxNumberOfMessages=min(10, capacity),
-                        WaitTimeSeconds=self.settings.poll_wait,
+                        WaitTimeSeconds=poll_wait,
                         VisibilityTimeout=int(first_lease),
                         MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
                         MessageAttributeNames=["All"],
@@ -208,10 +208,10 @@ class Receiver:
 
     def _capacity(self) -> int:
         """How many more messages to receive: enough to keep every handler busy, one batch ahead at most."""
-        if len(self.scheduler) >= self.settings.max_in_flight:
+        room = self.settings.max_in_flight - len(self.scheduler)
+        if room <= 0:
             return 0
-        outstanding = self.handlers.outstanding()
-        return min(2 * self.concurrency - outstanding, self.settings.max_in_flight - len(self.scheduler))
+        return min(2 * self.concurrency - self.handlers.outstanding(), room)
 
     def _queue_over_limit(self) -> bool:
         """In-flight governor: long-polling consumers never see OverLimit, so look before receiving."""

@@ -20,7 +20,6 @@ Nothing here waits without a bound: requests have timeouts (the lease client), a
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -29,15 +28,17 @@ from typing import Any
 from sqslease.lease import Lease, LeaseState
 from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import FatalSqsError
-from sqslease.rules import SQS_MAX_BATCH_ENTRIES
 from sqslease.settle_future import SettleFuture
-from sqslease.settle_sender import CLOSE, SettleItem, SettleSender
+from sqslease.settle_queue import SettleItem, SettleQueue
+from sqslease.settle_sender import SettleSender
 
 logger = logging.getLogger("sqslease")
 
 
 class Settler(SettleSender):
-    """Batches settles per operation: up to 10 entries a request, waiting at most ``linger`` seconds to fill.
+    """Batches settles per operation: up to 10 entries a request, waiting at most ``linger`` seconds to fill. A
+    full batch of deletes is sent by the thread that queued its tenth (a handler), without a wake of the sender
+    thread (:mod:`sqslease.settle_queue`).
 
     :param sqs: a boto3 SQS client (the lease client: short timeouts, no botocore retries).
     :param queue_url: the source queue.
@@ -65,9 +66,7 @@ class Settler(SettleSender):
         self._close_by: float | None = None
         # Each sender's queue and thread start with its first settle: a Lambda invocation whose records all
         # succeed settles nothing (Lambda deletes them) and so starts none.
-        self._queues: dict[str, queue.SimpleQueue[SettleItem]] = {}
-        #: Set once a sender's queue holds a full batch: its sender then sends without waiting out ``linger``.
-        self._full: dict[str, threading.Event] = {}
+        self._queues: dict[str, SettleQueue] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._threads_lock = threading.Lock()
         self._closed = False
@@ -121,17 +120,20 @@ class Settler(SettleSender):
             self._closed = True  # from now on a settle queued starts no sender: it is never sent
             started = dict(self._threads)
         for operation, thread in started.items():
-            self._queues[operation].put(CLOSE)
-            self._full[operation].set()  # a sender lingering for a batch sends it now
+            self._queues[operation].close()  # a sender lingering for a batch sends it now
             thread.join()
 
     def _put(self, operation: str, item: SettleItem) -> None:
         q = self._sender(operation)
-        q.put(item)
-        if q.qsize() >= SQS_MAX_BATCH_ENTRIES:
-            self._full[operation].set()
+        batch = q.put(item)
+        if batch:  # it completed a full batch of deletes: sent here, what SQS refused retried by the sender
+            try:
+                for again in self._send_ready(batch, operation):
+                    q.put(again, take=False)
+            finally:
+                q.done_sending()  # after the retries are queued: a closing sender waits for both
 
-    def _sender(self, operation: str) -> queue.SimpleQueue[SettleItem]:
+    def _sender(self, operation: str) -> SettleQueue:
         """The queue of ``operation``'s sender, its thread started unless it runs (or the settler is closed)."""
         q = self._queues.get(operation)
         if q is not None:
@@ -139,9 +141,10 @@ class Settler(SettleSender):
         with self._threads_lock:
             q = self._queues.get(operation)
             if q is None:
-                self._full[operation] = threading.Event()
-                q = self._queues[operation] = queue.SimpleQueue()
-                if not self._closed:  # after close nothing queued is sent (see close)
+                # After close nothing queued is sent (see close): no thread, and no batch sent by a caller either.
+                takes_full = operation == "DeleteMessageBatch" and not self._closed
+                q = self._queues[operation] = SettleQueue(self.linger, takes_full)
+                if not self._closed:
                     name = "sqslease-delete" if operation == "DeleteMessageBatch" else "sqslease-release"
                     thread = threading.Thread(target=self._loop, args=(q, operation), name=name, daemon=True)
                     thread.start()

@@ -1,45 +1,28 @@
 """The settler's sender threads: one per operation (deletes, visibility changes), each sending its queued settles
-in batches of up to 10, retrying what SQS refused and never repeating a visibility change that may have landed (see
-:mod:`sqslease.settle`).
+in batches of up to 10 (:mod:`sqslease.settle_queue`: when it wakes), retrying what SQS refused and never repeating a
+visibility change that may have landed (see :mod:`sqslease.settle`).
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import random
-import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from sqslease.lease import Lease, LeaseState
 from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, may_have_landed
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
-from sqslease.settle_future import SettleFuture
+from sqslease.settle_queue import SettleItem, SettleQueue
+
+__all__ = ["SettleItem", "SettleSender"]
 
 logger = logging.getLogger("sqslease")
 
 RETRY_BASE_S = 0.05
 RETRY_MAX_S = 1.0
 POLL_S = 0.01  # how often a change waiting for an extension in flight looks again
-
-
-@dataclass(slots=True, eq=False)
-class SettleItem:
-    """One queued settle of a lease: a delete, or a visibility change to ``visibility_timeout`` seconds."""
-
-    lease: Lease
-    visibility_timeout: int | None  # None: delete
-    final_state: LeaseState
-    future: SettleFuture
-    attempts: int = 0
-    not_before: float = 0.0
-
-
-#: Queued by :meth:`sqslease.settle.Settler.close`: the sender sends what is left, then ends.
-CLOSE: Any = object()
 
 
 class SettleSender:
@@ -53,68 +36,42 @@ class SettleSender:
     on_fatal: Callable[[FatalSqsError], None] | None
     clock: Callable[[], float]
     _close_by: float | None
-    _full: dict[str, threading.Event]
 
     # -- the sender loop --------------------------------------------------------------------------
-    def _loop(self, q: queue.SimpleQueue[SettleItem], operation: str) -> None:
+    def _loop(self, q: SettleQueue, operation: str) -> None:
         backlog: list[SettleItem] = []  # waiting for an extension in flight, or for a retry backoff
         closing = False
         while True:
-            # Block for new work when idle; with a backlog, look again every POLL_S (backoffs, extensions in flight).
-            wait = POLL_S if backlog else (0 if closing else None)
-            closing = self._collect(q, self._full[operation], backlog, wait) or closing
-            now = self.clock()
-            sendable: list[SettleItem] = []
-            waiting: list[SettleItem] = []
-            for item in backlog:
-                ready = self._ready(item, operation)
-                if ready is False:
-                    continue
-                (sendable if ready and item.not_before <= now else waiting).append(item)
-            backlog = waiting
-            for start in range(0, len(sendable), SQS_MAX_BATCH_ENTRIES):
-                backlog += self._send(sendable[start : start + SQS_MAX_BATCH_ENTRIES], operation)
-            if closing and not backlog and q.empty():
+            # Sleep until a settle comes when idle; with a backlog, look again every POLL_S (backoffs, extensions
+            # in flight); once closing, only take what is left.
+            if closing:
+                items = q.take_rest()
+            else:
+                items, closing = q.next(POLL_S if backlog else None)
+            backlog += items
+            backlog = self._send_ready(backlog, operation)
+            if closing and not backlog and q.idle():  # a batch a handler sends meanwhile is waited for
                 return
             if closing and self._close_by is not None and self.clock() >= self._close_by:
-                self._give_up(backlog + self._take_rest(q), operation)
+                self._give_up(backlog + q.take_rest(), operation)
                 return
+            if closing:  # nothing wakes it now: a backoff, an extension or a handler's batch in flight waited out
+                time.sleep(POLL_S)
 
-    def _collect(
-        self, q: queue.SimpleQueue[SettleItem], full: threading.Event, backlog: list[SettleItem], wait: float | None
-    ) -> bool:
-        """Move queued items into ``backlog``: block up to ``wait`` for the first, then up to ``linger`` for a full
-        batch, woken once (by ``full``) rather than by every item: a wake per message was a thread switch per
-        message. Returns True when the close marker was seen."""
-        try:
-            first = q.get(timeout=wait) if wait != 0 else q.get_nowait()
-        except queue.Empty:
-            return False
-        if first is CLOSE:
-            return True
-        backlog.append(first)
-        if q.qsize() < SQS_MAX_BATCH_ENTRIES - 1:
-            full.wait(self.linger)
-        full.clear()  # a batch filled after this is sent early, at worst
-        for _ in range(SQS_MAX_BATCH_ENTRIES - 1):
-            try:
-                item = q.get_nowait()
-            except queue.Empty:
-                return False
-            if item is CLOSE:
-                return True
-            backlog.append(item)
-        return False
-
-    def _take_rest(self, q: queue.SimpleQueue[SettleItem]) -> list[SettleItem]:
-        rest: list[SettleItem] = []
-        while True:
-            try:
-                item = q.get_nowait()
-            except queue.Empty:
-                return rest
-            if item is not CLOSE:
-                rest.append(item)
+    def _send_ready(self, items: list[SettleItem], operation: str) -> list[SettleItem]:
+        """Send the ``items`` ready now, in batches of 10; returns those to look at again (a retry's backoff, an
+        extension in flight)."""
+        now = self.clock()
+        sendable: list[SettleItem] = []
+        waiting: list[SettleItem] = []
+        for item in items:
+            ready = self._ready(item, operation)
+            if ready is False:
+                continue
+            (sendable if ready and item.not_before <= now else waiting).append(item)
+        for start in range(0, len(sendable), SQS_MAX_BATCH_ENTRIES):
+            waiting += self._send(sendable[start : start + SQS_MAX_BATCH_ENTRIES], operation)
+        return waiting
 
     def _ready(self, item: SettleItem, operation: str) -> bool | None:
         """True: send now (or after its backoff); None: an extension is still in flight; False: dropped."""

@@ -58,7 +58,7 @@ from sqslease.attempt import Attempt
 from sqslease.config import SETTINGS
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
-from sqslease.fifo_retry import FifoRetry
+from sqslease.fifo_retry import worker_retries
 from sqslease.handler_pool import HandlerPool, runs_inline
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
@@ -181,7 +181,7 @@ class Worker:
             loop=AsyncLoop(),
             idempotency=gate,
             on_fatal=self._on_fatal,
-            fifo_retry=fifo_retry(self.settings, self.queue_url, holding=lambda: not self._stopping.is_set()),
+            fifo_retry=worker_retries(self.settings, self.queue_url, holding=lambda: not self._stopping.is_set()),
             payloads=payloads,
         )
 
@@ -296,19 +296,3 @@ def idempotency_gate(
         logger.warning("the idempotency key is ignored: idempotency is off (set %s)", table)
     key = chosen_key(key, settings)
     return IdempotencyGate(store, key, clock) if store is not None else None
-
-
-def fifo_retry(settings: LeaseSettings, queue_url: str, holding: Callable[[], bool]) -> FifoRetry | None:
-    """The worker's retries in process of ``queue_url`` (:mod:`sqslease.fifo_retry`): none without the heartbeat,
-    which alone keeps the held leases. A FIFO queue not retried in process although given one of
-    ``max_receive_count`` and ``dead_letter_queue_url`` is logged: a failure then releases its group's later
-    messages, each spending a receive."""
-    retries = FifoRetry.of(settings, queue_url, holding) if settings.heartbeat else None
-    told = settings.max_receive_count is not None or settings.dead_letter_queue_url is not None
-    if retries is None and queue_url.endswith(".fifo") and told:
-        logger.warning(
-            "FIFO queue: a failed message is released with its group's later messages, each spending a receive; "
-            "to retry it in process, give both max_receive_count and dead_letter_queue_url (the queue's "
-            "RedrivePolicy) with the heartbeat on"
-        )
-    return retries
