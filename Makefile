@@ -8,6 +8,10 @@ VENV := .venv
 UV_VERSION := 0.13.9
 PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Byte code is written, whatever the shell says: with PYTHONDONTWRITEBYTECODE set, every process (each pytest
+# worker, each `jobqueues`, worker, moto_server and CDK app process) compiles what it imports from source again,
+# and pytest rewrites every test module again in each worker.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup local test lint bench docs clean
 
