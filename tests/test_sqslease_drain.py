@@ -281,3 +281,38 @@ def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_poi
         ("m-A1", "released"),
         ("m-A2", "released"),
     ]
+
+
+def test_a_drain_that_looks_while_a_failed_head_hands_its_group_back_still_holds_the_group(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a FIFO group whose head A0 is running when the worker is told to stop, and a drain that looks whether
+    # messages wait (to close the ready queue) at the moment A0's failure takes A1 and A2 out of it
+    caplog.set_level(logging.INFO, "sqslease")
+    clock = FakeClock()
+    sqs = FakeSQS(clock)
+    sqs.add("A0", "A1", "A2", group="A")
+    gate, runs = threading.Event(), []
+    settings = {"failure_policy": FailurePolicy.LAPSE, "shutdown_grace": 600, **UNIT}
+    with running_worker(sqs, URL + ".fifo", blocking(gate, runs, fail=True), 2, clock=clock, **settings) as w:
+        assert wait_for(lambda: runs == ["A0"] and w.handlers.outstanding() == 3, timeout_s=10)
+        pool = w.handlers
+        done = pool._ready.done
+
+        def done_then_let_the_drain_look(message: Message, failed: bool) -> list[Message]:
+            later = done(message, failed)
+            if later:  # the drain's look lands here (it closes the queue at once when it sees nothing waiting)
+                wait_for(lambda: pool._released, timeout_s=5)
+            return later
+
+        pool._ready.done = done_then_let_the_drain_look  # type: ignore[method-assign]
+        # WHEN the worker is told to stop and A0 then fails
+        w.shutdown()
+        gate.set()
+        assert wait_for(lambda: emf_records(w), timeout_s=10)
+        # THEN the drain still sees A1 and A2 waiting, and releases them with the unstarted ones at its release point
+        assert advance_until(clock, lambda: len(releases(sqs)) == 2)
+    assert sorted(h for _, h in releases(sqs)) == sorted(sqs.handle_of("A1") + sqs.handle_of("A2"))
+    assert all(at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S for at, _ in releases(sqs)) and runs == ["A0"]
+    assert "releasing 2 messages not yet started" in caplog.text  # by the drain, with the unstarted ones
+    assert [r["Outcome"] for r in emf_records(w)] == ["failure", "released", "released"]

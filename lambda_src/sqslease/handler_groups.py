@@ -58,9 +58,15 @@ class HandlerGroups:
 
     def _finished(self, message: Message, failed: bool) -> None:
         """``message`` no longer runs: its group goes on, or (it failed) the group's later messages are released."""
-        later = self._ready.done(message, failed)
+        with self._running_lock:
+            # One step with the hold: a drain looking whether messages wait (``waiting``) must not find the group's
+            # later messages neither in the ready queue nor held back, or it closes before they are held.
+            later = self._ready.done(message, failed)
+            hold = bool(later) and self._stopping.is_set() and not self._released
+            if hold:
+                self._held_back += later
         if later:
-            self._release_later(message, later)
+            self._release_later(message, later, held=hold)
 
     def _retry_later(self, message: Message) -> None:
         """Park ``message``, a failed FIFO message held for a retry in process, for the failure policy's delay; if
@@ -83,20 +89,16 @@ class HandlerGroups:
             delay,
         )
 
-    def _release_later(self, message: Message, later: list[Message]) -> None:
-        # FIFO: the group's later messages must not run before this one succeeds.
+    def _release_later(self, message: Message, later: list[Message], held: bool) -> None:
+        # FIFO: the group's later messages must not run before this one succeeds. Draining (``held``): released
+        # with the unstarted ones, once no poll drained with this one is open.
         logger.info(
             "message group %s: message %s failed; releasing %d later messages of the group",
             message.message_group_id,
             message.message_id,
             len(later),
         )
-        with self._running_lock:
-            # Draining: released with the unstarted ones, once no poll drained with this one is open.
-            hold = self._stopping.is_set() and not self._released
-            if hold:
-                self._held_back += later
-        if not hold:
+        if not held:
             if self._stopping.is_set():  # ready is closed: this thread has nothing else to do
                 time.sleep(max(0.0, self.release_at - self.clock()))
             for other in later:

@@ -128,7 +128,8 @@ class HandlerPool(HandlerTimeouts):
 
     def waiting(self) -> bool:
         """Whether received messages still wait for a handler (or, FIFO, for the drain's release)."""
-        return bool(len(self._ready) or self._held_back)
+        with self._running_lock:  # not between a failed FIFO head's group leaving the ready queue and its hold
+            return bool(len(self._ready) or self._held_back)
 
     def take_unstarted(self) -> list[Message]:
         """Close: handlers take nothing new (they end after their message). Returns every message not started;
