@@ -3,7 +3,9 @@ the app's own directory (its cdk.json applies).
 
 One ``up`` run: it starts with no worker; 12 Invoices jobs (FIFO, 4 message groups) start workers, scaled within
 max_tasks=3; every job is processed; the workers' lines reach the deployed log group in the emulator's CloudWatch
-Logs; the workers stop when idle; a Receipts job runs on the Lambda driver; ``--until-idle`` ends the run.
+Logs; the workers stop when idle; a Receipts job runs on the Lambda driver; a poison Invoices job fails on the real
+sqslease worker until it is dead-lettered, and ``dlq list`` shows it with the error its handler raised, found in the
+consumer's log group; ``--until-idle`` ends the run.
 Timeouts are generous (a deploy takes ~15 s); no assertion depends on timing.
 """
 
@@ -96,6 +98,10 @@ class UpRun:
     invoice_ids: set[str] = field(default_factory=set)
     receipt_id: str = ""
     exit_status: int | None = None
+    poison_id: str = ""  # an Invoices job that fails every time (its own group): dead-lettered by the worker
+    poison_error: str = ""
+    dlq_rows: list[dict] = field(default_factory=list)  # `dlq list Invoices --json` once it came with its error
+    dlq_table: subprocess.CompletedProcess[str] | None = None  # `dlq list Invoices`, the table
 
 
 def depth(emulator: Emulator, url: str) -> int:
@@ -162,6 +168,13 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
         up.receipt_id = sqs.send_message(
             QueueUrl=up.receipts.queue_url, MessageBody=json.dumps({"id": "receipt", "work_s": 0.2, "echo_env": ECHOED})
         )["MessageId"]
+        up.poison_error = f"card declined {uuid.uuid4().hex[:8]}"
+        up.poison_id = sqs.send_message(
+            QueueUrl=up.invoices.queue_url,
+            MessageBody=json.dumps({"id": "poison", "fail": up.poison_error}),
+            MessageGroupId="poison",
+            MessageDeduplicationId=f"poison-{uuid.uuid4().hex[:6]}",
+        )["MessageId"]
 
         def drained() -> bool:
             up.max_desired = max(up.max_desired, desired(emulator, consumer))
@@ -169,6 +182,7 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
 
         until(drained, 120, "both queues empty")
         up.max_desired = max(up.max_desired, desired(emulator, consumer))
+        up.dlq_rows, up.dlq_table = dead_lettered_poison(emulator)
         yield up
     finally:
         if run.process.poll() is None:
@@ -177,6 +191,46 @@ def up_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpRun]:
             except subprocess.TimeoutExpired:
                 run.process.kill()
                 run.process.wait()
+
+
+def dead_lettered_poison(emulator: Emulator) -> tuple[list[dict], subprocess.CompletedProcess[str]]:
+    """``dlq list Invoices`` (the JSON once a row has its error from the logs, then the table) while the run is up."""
+    rows: list[dict] = []
+
+    def listed() -> bool:
+        nonlocal rows
+        done = subprocess.run(
+            [str(JOBQUEUES), "--endpoint-url", emulator.endpoint, "dlq", "list", "Invoices", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done
+        rows = json.loads(done.stdout)
+        return any(row["error"] for row in rows)
+
+    until(listed, 120, "the poison message in the DLQ with its error")
+    table = subprocess.run(
+        [str(JOBQUEUES), "--endpoint-url", emulator.endpoint, "dlq", "list", "Invoices"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return rows, table
+
+
+@NEEDS_CDK
+def test_dlq_list_shows_the_last_error_of_a_poison_message(up_run: UpRun) -> None:
+    # GIVEN a real poison message, dead-lettered by the real worker under `jobqueues local up`
+    [row] = up_run.dlq_rows
+    assert row["source_message_id"] == up_run.poison_id and row["group"] == "poison"
+    assert (row["error_type"], row["error"], row["error_source"]) == ("RuntimeError", up_run.poison_error, "log")
+    assert json.loads(row["body"])["id"] == "poison"
+    # the table, through the console script
+    done = up_run.dlq_table
+    assert done is not None and done.returncode == 0 and f"RuntimeError: {up_run.poison_error}" in done.stdout, done
+    # ... shows the id the message was sent with (the one the logs use), not its dead-letter copy's
+    assert up_run.poison_id in done.stdout and row["message_id"] not in done.stdout, done
 
 
 @NEEDS_CDK
@@ -219,7 +273,9 @@ def test_local_up_scales_processes_logs_and_stops_when_idle(up_run: UpRun) -> No
     assert run.wait(30) == 0, run.text()
     text = run.text()
     assert re.search(r"\d+ -> 0 workers", text)
-    assert "summary Prod-Billing/Invoices: 12 success" in text
+    invoices = re.search(r"^summary Prod-Billing/Invoices: (.*?)(;|$)", text, re.MULTILINE)
+    assert invoices and "12 success" in invoices[1].split(", "), text  # and the poison's runs
+    assert "1 dead_lettered" in invoices[1].split(", "), text
     assert "summary Prod-Billing/Receipts: 1 success" in text
     # ... and a local copy of each worker's output, under its stack and job type
     worker_logs = up_run.logs_dir / "Prod-Billing" / "Invoices"

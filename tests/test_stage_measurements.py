@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -55,6 +56,7 @@ class StagesRun:
     logs: Path
     profiles: dict[str, Any]
     drift: dict[str, dict[str, Any]]
+    port: int  # the emulator's
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +98,7 @@ def stages_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             logs,
             json.loads(path.read_text()),
             {row["name"]: row for row in json.loads(drift.stdout)},
+            port,
         )
     finally:
         if run.process.poll() is None:
@@ -145,7 +148,11 @@ def test_drift_compares_each_deployment_with_its_own_profile(stages_run: StagesR
 @NEEDS_CDK
 def test_the_summary_and_the_chaos_report_count_each_deployment_s_own_jobs(stages_run: StagesRun) -> None:
     text = stages_run.text
+    # SIGTERM (a `kill`, a CI timeout) stopped the run as Ctrl-C does: workers drained, the emulator stopped
     assert stages_run.exit_status == EXIT_INTERRUPTED, text
+    assert "interrupted: draining the workers" in text, text
+    with pytest.raises(OSError):
+        socket.create_connection(("localhost", stages_run.port), timeout=2).close()
     assert "summary Prod-TeamC/Refunds: no message processed" in text, text
     for (stack, job_type), (count, _) in SENT.items():
         ran = re.search(rf"^summary {stack}/{job_type}: (\d+) success", text, re.MULTILINE)
