@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Unpack
 
-import jsii
-from aws_cdk import Annotations, CfnResource, Duration, IAnyProducer, IResolveContext, Lazy, Stack
+from aws_cdk import Annotations, CfnResource, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -21,7 +20,7 @@ from jobqueues.lease_layer import LAMBDA_RUNTIME
 from jobqueues.plan import Given
 from jobqueues.planning import claim_names
 from jobqueues.props import LambdaJobProps
-from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of
+from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of, stack_of
 
 #: The function's Lambda handler: runs the batch through sqslease and calls ``SQSLEASE_HANDLER`` per record.
 ENTRY_POINT = "sqslease.lambda_entry.handler"
@@ -122,30 +121,33 @@ def _duration(seconds: float | Given | None, registry: StackRegistry) -> Duratio
     return None if seconds is None else registry.seconds(seconds)
 
 
-def _without_redundant_role_dependency(function: lambda_.Function, role: iam.Role) -> None:
+def _without_redundant_role_dependency(
+    function: lambda_.Function, role: iam.Role, resource: CfnResource | None = None
+) -> None:
     """Drop the function's ``DependsOn`` on its role, which its ``Role: Fn::GetAtt`` already orders (cfn-lint
-    W3005), and keep the rest: the role's policies, which the event source needs before it is created."""
-    resource: CfnResource = function.node.default_child  # type: ignore[assignment]
-    role_resource: CfnResource = role.node.default_child  # type: ignore[assignment]
-    resource.add_override("DependsOn", Lazy.uncached_any(_DependenciesBut(resource, role_resource)))
+    W3005), and keep the rest: the role's policies, which the event source needs before it is created.
+
+    ``lambda.Function`` makes its resource depend on the role construct, which the CDK turns into a dependency on
+    each of the role's resources at synth: dropped then (:meth:`StackRegistry.before_render`), two round trips to the
+    kernel a function instead of one per dependency each time the template is resolved.
+
+    :param resource: the function's resource, when the caller has it already. Default: looked up.
+    """
+    function_resource: CfnResource = resource or function.node.default_child  # type: ignore[assignment]
+    registry_of(function).before_render(lambda: _drop_role_dependency(function_resource, role))
 
 
-@jsii.implements(IAnyProducer)
-class _DependenciesBut:
-    """Produces the logical ids ``resource`` depends on once the app has resolved them, all but ``redundant``."""
-
-    def __init__(self, resource: CfnResource, redundant: CfnResource) -> None:
-        self.resource, self.redundant = resource, redundant
-        self._stack: Stack | None = None
-        self._redundant_id = ""
-
-    def produce(self, context: IResolveContext) -> list[str] | None:
-        # The template is resolved more than once (synth, validation plugins): each jsii call is a round-trip, so
-        # what cannot change between resolutions is looked up once. The dependencies themselves can: not cached.
-        if self._stack is None:
-            self._stack = Stack.of(self.resource)
-            self._redundant_id = self._stack.get_logical_id(self.redundant)
-        stack = self._stack
-        ids = {stack.get_logical_id(d) for d in self.resource.obtain_dependencies() if isinstance(d, CfnResource)}
-        ids.discard(self._redundant_id)
-        return sorted(ids) or None
+def _drop_role_dependency(resource: CfnResource, role: iam.Role) -> None:
+    dependencies = [d for d in resource.obtain_dependencies() if isinstance(d, CfnResource)]
+    roles = [d for d in dependencies if isinstance(d, iam.CfnRole)]
+    if len(roles) == 1:
+        # The function depends on every resource of its role, so a lone role resource is its role's.
+        resource.remove_resource_dependency(roles[0])
+        rest = [d for d in dependencies if d is not roles[0]]
+    else:
+        resource.remove_resource_dependency(role.node.default_child)  # type: ignore[arg-type]
+        rest = [d for d in resource.obtain_dependencies() if isinstance(d, CfnResource)]
+    if len(rest) > 1:
+        # The CDK orders DependsOn by construct path; jobqueues' functions have always had theirs by logical id.
+        stack = stack_of(resource)
+        resource.add_override("DependsOn", sorted(stack.get_logical_id(d) for d in rest))
