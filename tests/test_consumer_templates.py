@@ -93,9 +93,7 @@ def _fifo_kms_jobs(stack: cdk.Stack) -> None:
         fifo=True,
         encryption_key=key,
     )
-    EcsJob(
-        stack, "Settle", handler="settle:handle", processing_p99=Duration.seconds(20), fifo=True, encryption_key=key
-    )
+    EcsJob(stack, "Settle", handler="settle:handle", processing_p99=Duration.seconds(20), fifo=True, encryption_key=key)
 
 
 def _brought_consumers(stack: cdk.Stack) -> None:
@@ -131,7 +129,10 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         build(stacks[name])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     assembly = app.synth()  # raises on any unacknowledged cdk-nag finding
-    return {"dir": Path(assembly.directory), "templates": {n: Template.from_stack(s).to_json() for n, s in stacks.items()}}
+    return {
+        "dir": Path(assembly.directory),
+        "templates": {n: Template.from_stack(s).to_json() for n, s in stacks.items()},
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)

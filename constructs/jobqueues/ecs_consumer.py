@@ -14,7 +14,7 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, DeclaredConsumer, bind_consumer, claim_consumer
 from jobqueues.consumer_options import brought_runtime_options
 from jobqueues.defaults import ECS_MAX_TASKS, ECS_MIN_TASKS
 from jobqueues.errors import JobQueueError
@@ -39,6 +39,7 @@ def bind_ecs_consumer(
     add_settings: bool = True,
     hooks: Sequence[str] | None = None,
     idempotency_key: str | None = None,
+    declared: DeclaredConsumer | None = None,
 ) -> ConsumerAlarms:
     """Make ``service`` the consumer of ``job_queue``: grants (consume, task protection), scaling on backlog per
     task, alarms and a dashboard. Its container must run the job queue's ``consumer_contract().worker_command(...)``.
@@ -53,6 +54,8 @@ def bind_ecs_consumer(
     :param hooks: ``sqslease`` hooks, import paths, the worker's ``--hooks``. Default: none.
     :param idempotency_key: the idempotency key function's import path, with idempotency on, the worker's
         ``--idempotency-key``. Default: none (the ``MessageId``).
+    :param declared: what an ``EcsJob`` knows of its service (its resource, the logical ids of its resources).
+        Default: looked up.
     """
     if not isinstance(service, ecs.BaseService):
         raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
@@ -67,27 +70,30 @@ def bind_ecs_consumer(
     _grant_task_protection(stack, task_role, cluster_name)
     scaling = {"min_tasks": min_tasks, "max_tasks": max_tasks, "target_backlog_per_task": target_backlog_per_task}
     scale_on_backlog(scope, service, cluster_name, job_queue.queue, **scaling)
-    _mark(job_queue, service, stack, cluster_name, scaling)
+    _mark(job_queue, service, stack, cluster_name, scaling, declared)
     return _running_tasks_alarm(scope, job_queue, service, cluster_name, binding)
 
 
 def _mark(
-    job_queue: IJobQueue, service: ecs.BaseService, stack: Stack, cluster_name: str, scaling: dict[str, int]
+    job_queue: IJobQueue,
+    service: ecs.BaseService,
+    stack: Stack,
+    cluster_name: str,
+    scaling: dict[str, int],
+    declared: DeclaredConsumer | None,
 ) -> None:
     """The consumer marker: the service, its cluster and task definition, and its scaling bounds."""
-    mark_consumer(
-        job_queue,
-        service,
-        {
-            "kind": "ecs",
-            "service": reference(service, service.service_arn, "arn", stack),
-            "cluster": reference(service.cluster, cluster_name, "name", stack),
-            "task_definition": reference(
-                service.task_definition, service.task_definition.task_definition_arn, "arn", stack
-            ),
-            **scaling,
-        },
-    )
+    known = declared.references if declared is not None else {}
+    looked_up = {
+        "service": lambda: reference(service, service.service_arn, "arn", stack),
+        "cluster": lambda: reference(service.cluster, cluster_name, "name", stack),
+        "task_definition": lambda: reference(
+            service.task_definition, service.task_definition.task_definition_arn, "arn", stack
+        ),
+    }
+    references = {key: known[key] if key in known else look_up() for key, look_up in looked_up.items()}
+    resource = declared.resource if declared is not None else None
+    mark_consumer(job_queue, service, {"kind": "ecs", **references, **scaling}, resource)
 
 
 def _running_tasks_alarm(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Unpack
 
 from aws_cdk import Annotations, CfnResource, Duration
@@ -10,6 +11,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from jobqueues.consumer_binding import DeclaredConsumer
 from jobqueues.consumer_options import RuntimeOptions
 from jobqueues.errors import JobQueueError
 from jobqueues.job_queue import JobQueue
@@ -21,6 +23,7 @@ from jobqueues.plan import Given
 from jobqueues.planning import claim_names
 from jobqueues.props import LambdaJobProps
 from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of, stack_of
+from sqslease.rules import LAMBDA_DEFAULT_TIMEOUT_S
 
 #: The function's Lambda handler: runs the batch through sqslease and calls ``SQSLEASE_HANDLER`` per record.
 ENTRY_POINT = "sqslease.lambda_entry.handler"
@@ -79,7 +82,10 @@ class LambdaJob(RegisteredConstruct):
             Annotations.of(self.function).add_warning_v2(warning.id, warning.message)
         log_group.grant_write(role)
         acknowledge_wildcards(role, plan)
-        _without_redundant_role_dependency(self.function, role)
+        resource: CfnResource = self.function.node.default_child  # type: ignore[assignment]
+        _without_redundant_role_dependency(self.function, role, resource)
+        function_id = registry.logical_id(self.path_below_stack("Function", "Resource"), lambda: resource)
+        declared = DeclaredConsumer(resource, {"function": {"logical_id": function_id}}, _timeout_s(plan))
         #: The consumer alarms.
         self.alarms = bind_lambda_consumer(
             self,
@@ -91,6 +97,7 @@ class LambdaJob(RegisteredConstruct):
             checked=True,
             add_environment=False,
             event_source_options=plan.event_source_options,
+            declared=declared,
         )
 
     def _function(
@@ -119,6 +126,13 @@ def _duration(seconds: float | Given | None, registry: StackRegistry) -> Duratio
     if isinstance(seconds, Given):
         return seconds.value  # type: ignore[no-any-return]
     return None if seconds is None else registry.seconds(seconds)
+
+
+def _timeout_s(plan: LambdaJobPlan) -> float | None:
+    """The function's timeout in seconds as it is deployed (whole seconds, :func:`_duration`); ``None``: a token."""
+    if isinstance(plan.timeout, Given):
+        return None
+    return LAMBDA_DEFAULT_TIMEOUT_S if plan.timeout is None else math.ceil(plan.timeout)
 
 
 def _without_redundant_role_dependency(
