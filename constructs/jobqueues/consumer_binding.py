@@ -38,11 +38,13 @@ class DeclaredConsumer:
         ``service``, ``cluster``, ``task_definition``), in :func:`jobqueues.marker.reference`'s form; a key left out
         is looked up.
     :param timeout_s: a function's timeout in seconds, as deployed; ``None``: a token.
+    :param path: the consumer's construct path (``None``: looked up).
     """
 
     resource: CfnResource
     references: Mapping[str, dict[str, str] | None]
     timeout_s: float | None = None
+    path: str | None = None
 
 
 @dataclass(frozen=True)

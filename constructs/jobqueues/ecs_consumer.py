@@ -23,7 +23,7 @@ from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
 from jobqueues.nag import nag_text
 from jobqueues.registry import stack_of
-from jobqueues.scaling import running_tasks, scale_on_backlog
+from jobqueues.scaling import ServiceNames, running_tasks, scale_on_backlog
 from sqslease import config
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
 
@@ -69,9 +69,13 @@ def bind_ecs_consumer(
     cluster_name = service.cluster.cluster_name
     _grant_task_protection(stack, task_role, cluster_name)
     scaling = {"min_tasks": min_tasks, "max_tasks": max_tasks, "target_backlog_per_task": target_backlog_per_task}
-    scale_on_backlog(scope, service, cluster_name, job_queue.queue, **scaling)
+    # Read once (each read is a round trip): the scaling policies' dimensions and the running-tasks alarm's.
+    names = ServiceNames(
+        cluster_name, service.service_name, declared.path if declared and declared.path else service.node.path
+    )
+    scale_on_backlog(scope, service, names, job_queue.queue, **scaling)
     _mark(job_queue, service, stack, cluster_name, scaling, declared)
-    return _running_tasks_alarm(scope, job_queue, service, cluster_name, binding)
+    return _running_tasks_alarm(scope, job_queue, names, binding)
 
 
 def _mark(
@@ -97,11 +101,11 @@ def _mark(
 
 
 def _running_tasks_alarm(
-    scope: Construct, job_queue: IJobQueue, service: ecs.BaseService, cluster_name: str, binding: Binding
+    scope: Construct, job_queue: IJobQueue, names: ServiceNames, binding: Binding
 ) -> ConsumerAlarms:
     """The service's own alarm (a backlog with no task running) and graph, beside the shared binding's."""
     period = consumer_period(scope)
-    tasks = running_tasks(cluster_name, service.service_name, period)
+    tasks = running_tasks(names.cluster_name, names.service_name, period)
     no_task = alarm(
         scope,
         "NoRunningTaskAlarm",
@@ -141,8 +145,10 @@ def _brought_worker_settings(
             f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
         )
     told = options.apply(job_queue.consumer_contract()).brought_worker_settings() if add_settings else {}
+    if not told:
+        return None, told  # nothing to tell the worker: its container is not looked up (a round trip each)
     worker = service.task_definition.default_container
-    if told and worker is None:
+    if worker is None:
         raise JobQueueError(
             f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
             f"({', '.join(told)}), which go to the task definition's default container, and "

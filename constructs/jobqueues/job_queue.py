@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 import jsii
 from aws_cdk import Annotations, CfnElement, CfnResource, Duration, RemovalPolicy, SizeRoundingBehavior
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IValidation
@@ -207,6 +208,9 @@ class JobQueue(JobQueueBase):
         dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
         bucket = payload_bucket_reference(self, registry.stack)
         mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
+
+    def _queue_key(self) -> kms.IKey | None:
+        return cast(kms.IKey | None, self.plan.encryption_key)
 
     @staticmethod
     def from_queue_attributes(

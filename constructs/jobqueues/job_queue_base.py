@@ -13,6 +13,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
@@ -102,7 +103,7 @@ class JobQueueBase(RegisteredConstruct):
         grant = self.queue.grant(grantee, *_SEND_ACTIONS)
         self._grant_key(grantee, "kms:GenerateDataKey", "kms:Decrypt")
         if self.payload_bucket is not None:
-            grant_producer(self.payload_bucket, grantee, queue_key=self.queue.encryption_master_key)
+            grant_producer(self.payload_bucket, grantee, queue_key=self._queue_key())
         return grant
 
     def grant_consume_messages(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -130,15 +131,18 @@ class JobQueueBase(RegisteredConstruct):
         (``s3:DeleteObject``) unless :attr:`delete_payloads` is off. ``None`` (nothing granted) without a bucket."""
         if self.payload_bucket is None:
             return None
-        key = self.queue.encryption_master_key
-        return grant_consumer(self.payload_bucket, grantee, delete=self.delete_payloads, queue_key=key)
+        return grant_consumer(self.payload_bucket, grantee, delete=self.delete_payloads, queue_key=self._queue_key())
 
     def _grant_key(self, grantee: iam.IGrantable, *actions: str) -> None:
         # Not the key's grant_encrypt_decrypt (what sqs.Queue's grants use): it adds kms:ReEncrypt* and
         # kms:GenerateDataKey*, wildcards SQS never uses.
-        key = self.queue.encryption_master_key
+        key = self._queue_key()
         if key is not None:
             key.grant(grantee, *actions)
+
+    def _queue_key(self) -> kms.IKey | None:
+        """The source queue's KMS key (``None``: SQS-managed); a declared job queue knows it without a round trip."""
+        return self.queue.encryption_master_key
 
     # --- the consumer's settings, from the same declaration -----------------------------------------------------
     def consumer_contract(self) -> ConsumerContract:

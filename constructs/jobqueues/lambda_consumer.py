@@ -121,10 +121,13 @@ def _mark(
 def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: lambda_.Function) -> ConsumerAlarms:
     """The function's errors and throttles alarms and graphs, then the binding's shared alarms and dashboard."""
     minute = one_minute(scope)
+    # One metric object each for the alarm and the graph (each is a round trip; Sum is their default statistic).
+    errors_metric = function.metric_errors(statistic="Sum", period=minute)
+    throttles_metric = function.metric_throttles(statistic="Sum", period=minute)
     errors = alarm(
         scope,
         "ErrorsAlarm",
-        function.metric_errors(statistic="Sum", period=minute),
+        errors_metric,
         threshold=1,
         evaluation_periods=3,
         description=(
@@ -135,7 +138,7 @@ def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: 
     throttles = alarm(
         scope,
         "ThrottlesAlarm",
-        function.metric_throttles(statistic="Sum", period=minute),
+        throttles_metric,
         threshold=1,
         evaluation_periods=3,
         description=(
@@ -146,8 +149,8 @@ def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: 
     widgets: list[cloudwatch.IWidget] = [
         cloudwatch.GraphWidget(
             title="Function errors / throttles",
-            left=[function.metric_errors(period=minute)],
-            right=[function.metric_throttles(period=minute)],
+            left=[errors_metric],
+            right=[throttles_metric],
             width=8,
         ),
         cloudwatch.GraphWidget(

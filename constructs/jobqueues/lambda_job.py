@@ -18,7 +18,7 @@ from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
 from jobqueues.lambda_job_plan import LambdaJobPlan, plan_lambda_job
 from jobqueues.lambda_options import acknowledge_wildcards, grant_vpc_access, lambda_job_declaration
-from jobqueues.lease_layer import LAMBDA_RUNTIME
+from jobqueues.lease_layer import LAMBDA_RUNTIME, sqslease_layer
 from jobqueues.plan import Given
 from jobqueues.planning import claim_names
 from jobqueues.props import LambdaJobProps
@@ -96,6 +96,7 @@ class LambdaJob(RegisteredConstruct):
             max_concurrency=plan.max_concurrency,
             checked=True,
             add_environment=False,
+            add_layer=False,
             event_source_options=plan.event_source_options,
             declared=declared,
         )
@@ -117,7 +118,8 @@ class LambdaJob(RegisteredConstruct):
             log_group=log_group,
             environment={**plan.environment, **contract.environment(handler or "")},
             description=f"{plan.queue.job_type} consumer (sqslease)",
-            **plan.function_options,
+            # The sqslease layer after the user's, given at creation (an add_layers call is a round trip).
+            **{**plan.function_options, "layers": [*(plan.function_options.get("layers") or []), sqslease_layer(self)]},
         )
 
 
