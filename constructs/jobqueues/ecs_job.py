@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Unpack, cast
 
-from aws_cdk import Acknowledgment, CfnElement, CfnResource, Duration, Validations
+from aws_cdk import Acknowledgment, CfnElement, CfnResource, Validations
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
@@ -128,15 +128,17 @@ class EcsJob(RegisteredConstruct):
             .apply(contract)
             .worker_command(handler or "", plan.concurrency, plan.shutdown_grace),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=plan.queue.job_type, log_group=log_group),
-            stop_timeout=Duration.seconds(plan.stop_timeout),
+            stop_timeout=registry_of(self).seconds(plan.stop_timeout),  # whole seconds: shared in the stack
             environment=environment or None,
             secrets=dict(plan.service.secrets) or None,
         )
         if environment:
             acknowledge_environment(self.task_definition, environment)
+        if isinstance(image, ecs.RepositoryImage):
+            return container  # pulled without ECR: nothing to acknowledge (and no round trips to find the policy)
         execution_role = self.task_definition.execution_role
         policy = execution_role.node.try_find_child("DefaultPolicy") if execution_role is not None else None
-        if policy is not None and not isinstance(image, ecs.RepositoryImage):
+        if policy is not None:
             # An ECR image (an asset, or a repository): the execution role pulls with a registry token.
             Validations.of(policy).acknowledge(
                 Acknowledgment(
