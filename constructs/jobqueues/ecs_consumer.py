@@ -4,7 +4,7 @@ graph beside the shared binding. Its container runs ``IJobQueue.consumer_contrac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -88,7 +88,7 @@ def _mark(
 ) -> None:
     """The consumer marker: the service, its cluster and task definition, and its scaling bounds."""
     known = declared.references if declared is not None else {}
-    looked_up = {
+    looked_up: dict[str, Callable[[], dict[str, str] | None]] = {  # each a few round trips: only when not known
         "service": lambda: reference(service, service.service_arn, "arn", stack),
         "cluster": lambda: reference(service.cluster, cluster_name, "name", stack),
         "task_definition": lambda: reference(
