@@ -1,8 +1,8 @@
 """What every job queue offers, declared (:class:`jobqueues.JobQueue`) or imported
-(:meth:`jobqueues.JobQueue.from_queue_attributes`): grants, metrics, the consumer contract and consumers.
+(:meth:`jobqueues.JobQueue.from_queue_attributes`): grants, metrics (:mod:`jobqueues.job_queue_metrics`), the
+consumer contract and consumers.
 
-As aws-cdk-lib's ``QueueBase``: the subclasses set the queues and the lease facts; everything here is derived. Its
-metrics are :class:`jobqueues.job_queue_metrics.JobQueueMetrics`'.
+As aws-cdk-lib's ``QueueBase``: the subclasses set the queues and the lease facts; everything here is derived.
 """
 
 from __future__ import annotations
