@@ -8,8 +8,9 @@ SQS event source, five consumer alarms and a dashboard; per ECS job: the queues 
 definition running the worker, its roles and policies, a log group, the service, a scalable target with the
 backlog-per-task and scale-from-zero policies, four consumer alarms and a dashboard; one VPC and cluster per
 stack. 10 jobs per stack. Also prints the sqslease layer's size. Prints the median construct + synth time of
-each variant and the median of the paired runs' ratios (goal <= 1.2x); the resource types of both must match
-exactly.
+each variant and the median of the paired runs' ratios (goal <= 1.2x), then the same for the CPU seconds of this
+process and the Node kernel (load moves them much less than the wall time); the resource types of both must match
+exactly. The kernel round trips per job are counted, not timed, by ``tests/test_synth_cost.py``.
 """
 
 from __future__ import annotations
