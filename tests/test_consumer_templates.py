@@ -1,11 +1,12 @@
 """GIVEN a Lambda job, an ECS job, FIFO jobs on a KMS key and consumers brought to declared and imported job queues
-WHEN synthesized THEN each stack's template is, to the byte of its JSON, the one pinned in
+WHEN synthesized THEN each stack's template equals, as JSON (``Template.to_json()``), the one pinned in
 ``tests/consumer_templates/``.
 
 The consumers' synth is made cheaper by computing in Python what the CDK's Node kernel was asked (logical ids,
 tokens, metric objects): a change of that kind must leave every template as it was, and this says so. Asset hashes
 are masked (the layer's hash follows ``lambda_src/``, not the constructs). A template changed on purpose is pinned
-again with ``JOBQUEUES_PIN_TEMPLATES=1 .venv/bin/python -m pytest tests/test_consumer_templates.py``; review the diff.
+again with :data:`PIN` set to 1 (``JOBQUEUES_PIN_TEMPLATES=1 .venv/bin/python -m pytest
+tests/test_consumer_templates.py``); review the diff.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from test_idempotency_constructs import HANDLERS, REGISTRY_IMAGE, JobsStack, inl
 from jobqueues import EcsJob, JobQueue, JobQueueAlarmProps, LambdaJob
 
 PINNED = Path(__file__).resolve().parent / "consumer_templates"
+#: The variable that, set to 1, writes the templates as pinned instead of comparing them.
+PIN = "JOBQUEUES_PIN_TEMPLATES"
 STACKS = ("LambdaJobs", "EcsJobs", "FifoKmsJobs", "BroughtConsumers")
 #: An asset's content hash (64 hex digits), wherever it appears: an S3 key, an image tag, a metadata path.
 _ASSET_HASH = re.compile(r"[0-9a-f]{64}")
@@ -139,10 +142,11 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_the_template_is_the_pinned_one(synthesized: dict[str, Any], stack: str) -> None:
     text = masked(synthesized["templates"][stack])
     pinned = PINNED / f"{stack}.json"
-    if os.environ.get("JOBQUEUES_PIN_TEMPLATES") == "1":
+    if os.environ.get(PIN) == "1":
         pinned.parent.mkdir(exist_ok=True)
         pinned.write_text(text)
-    assert json.loads(text) == json.loads(pinned.read_text()), f"{stack}'s template differs from {pinned}"
+    differs = f"{stack}'s template differs from {pinned} ({PIN}=1 pins it again)"
+    assert json.loads(text) == json.loads(pinned.read_text()), differs
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -57,6 +57,7 @@ def sqslease_layer(scope: Construct) -> lambda_.LayerVersion:
 
 
 def _find_or_create(stack: Stack) -> lambda_.LayerVersion:
+    """The layer of ``stack``'s tree (one made before the registry kept it), or a new one."""
     existing = stack.node.try_find_child(LAYER_ID)
     if existing is not None:
         return existing  # type: ignore[return-value]

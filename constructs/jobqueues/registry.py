@@ -73,7 +73,8 @@ class StackRegistry(Construct):
         self._durations: dict[tuple[str, int], Duration] = {}
         self._context: dict[str, Any] = {}
         self._before_render: list[Callable[[], None]] = []
-        #: What a module of jobqueues finds or makes once per stack, under a key of its own (the shared cluster).
+        #: What a module of jobqueues finds or makes once per stack, under a key of its own (the ``sqslease`` layer,
+        #: the shared cluster): a tree lookup is two round trips to the kernel.
         self.cache: dict[Any, Any] = {}
 
     @property
