@@ -83,7 +83,7 @@ class LambdaJob(RegisteredConstruct):
         log_group.grant_write(role)
         acknowledge_wildcards(role, plan)
         resource: CfnResource = self.function.node.default_child  # type: ignore[assignment]
-        _without_redundant_role_dependency(self.function, role, resource)
+        _without_redundant_role_dependency(self.function, role, resource, registry)
         function_id = registry.logical_id(self.path_below_stack("Function", "Resource"), lambda: resource)
         declared = DeclaredConsumer(resource, {"function": {"logical_id": function_id}}, _timeout_s(plan))
         #: The consumer alarms.
@@ -138,7 +138,10 @@ def _timeout_s(plan: LambdaJobPlan) -> float | None:
 
 
 def _without_redundant_role_dependency(
-    function: lambda_.Function, role: iam.Role, resource: CfnResource | None = None
+    function: lambda_.Function,
+    role: iam.Role,
+    resource: CfnResource | None = None,
+    registry: StackRegistry | None = None,
 ) -> None:
     """Drop the function's ``DependsOn`` on its role, which its ``Role: Fn::GetAtt`` already orders (cfn-lint
     W3005), and keep the rest: the role's policies, which the event source needs before it is created.
@@ -148,9 +151,10 @@ def _without_redundant_role_dependency(
     kernel a function instead of one per dependency each time the template is resolved.
 
     :param resource: the function's resource, when the caller has it already. Default: looked up.
+    :param registry: the function's stack's registry, when the caller has it. Default: looked up.
     """
     function_resource: CfnResource = resource or function.node.default_child  # type: ignore[assignment]
-    registry_of(function).before_render(lambda: _drop_role_dependency(function_resource, role))
+    (registry or registry_of(function)).before_render(lambda: _drop_role_dependency(function_resource, role))
 
 
 def _drop_role_dependency(resource: CfnResource, role: iam.Role) -> None:
