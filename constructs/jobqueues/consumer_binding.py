@@ -39,12 +39,16 @@ class DeclaredConsumer:
         is looked up.
     :param timeout_s: a function's timeout in seconds, as deployed; ``None``: a token.
     :param path: the consumer's construct path (``None``: looked up).
+    :param task_role: a service's task role (``None``: looked up).
+    :param cluster_name: a service's cluster's name (``None``: looked up).
     """
 
     resource: CfnResource
     references: Mapping[str, dict[str, str] | None]
     timeout_s: float | None = None
     path: str | None = None
+    task_role: iam.IRole | None = None
+    cluster_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -64,9 +64,10 @@ def bind_ecs_consumer(
     if told and worker is not None:
         complete_worker_command(job_queue, service.task_definition, worker, told)
     stack = stack_of(scope)
-    task_role = service.task_definition.task_role
+    # What the declaring EcsJob holds is not asked of the kernel again (each read is a round trip).
+    task_role = declared.task_role if declared and declared.task_role else service.task_definition.task_role
     binding = bind_consumer(scope, job_queue, task_role)
-    cluster_name = service.cluster.cluster_name
+    cluster_name = declared.cluster_name if declared and declared.cluster_name else service.cluster.cluster_name
     _grant_task_protection(stack, task_role, cluster_name)
     scaling = {"min_tasks": min_tasks, "max_tasks": max_tasks, "target_backlog_per_task": target_backlog_per_task}
     # Read once (each read is a round trip): the scaling policies' dimensions and the running-tasks alarm's.

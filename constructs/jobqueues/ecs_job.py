@@ -112,7 +112,13 @@ class EcsJob(RegisteredConstruct):
         if plan.cluster is None and plan.service.vpc is None:
             cluster_id = registry.logical_id([CLUSTER_ID, "Resource"], _default_child(self.cluster))
             references["cluster"] = {"logical_id": cluster_id}
-        return DeclaredConsumer(service, references, path=f"{self.construct_path}/Service")
+        return DeclaredConsumer(
+            service,
+            references,
+            path=f"{self.construct_path}/Service",
+            task_role=self.task_definition.task_role,
+            cluster_name=self.cluster.cluster_name,
+        )
 
     def _worker(self, plan: EcsJobPlan, log_group: logs.LogGroup) -> ecs.ContainerDefinition:
         """The worker container, its image pull acknowledged for cdk-nag."""
