@@ -8,8 +8,9 @@ SQS event source, five consumer alarms and a dashboard; per ECS job: the queues 
 definition running the worker, its roles and policies, a log group, the service, a scalable target with the
 backlog-per-task and scale-from-zero policies, four consumer alarms and a dashboard; one VPC and cluster per
 stack. 10 jobs per stack. Also prints the sqslease layer's size. Prints the median construct + synth time of
-each variant and the median of the paired runs' ratios (goal <= 1.2x); the resource types of both must match
-exactly.
+each variant and the median of the paired runs' ratios (goal <= 1.2x), then the same for the CPU seconds of this
+process and the Node kernel (load moves them much less than the wall time); the resource types of both must match
+exactly. The kernel round trips per job are counted, not timed, by ``tests/test_synth_cost.py``.
 """
 
 from __future__ import annotations
@@ -368,16 +369,35 @@ def hand_written(n: int, outdir: str) -> cdk.App:
     return app
 
 
-def timed_synth(build, n: int) -> tuple[float, Counter]:
+def kernel_cpu_s() -> float:
+    """CPU seconds the jsii kernel has used so far: the Node process jsii starts and its children (the kernel that
+    runs aws-cdk-lib is a child of that wrapper), read from Linux's /proc."""
+    from jsii import _runtime
+
+    pids, total_ticks = [_runtime.kernel.provider._process._process.pid], 0
+    while pids:
+        pid = pids.pop()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total_ticks += int(fields[11]) + int(fields[12])  # utime + stime
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids += [int(child) for child in (task / "children").read_text().split()]
+    return total_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def timed_synth(build, n: int) -> tuple[float, Counter, float]:
+    """Wall seconds of construct + synth, the resource types, and the CPU seconds of this process and the kernel:
+    on a loaded machine the CPU time moves much less than the wall time."""
     with tempfile.TemporaryDirectory() as outdir:
+        cpu = time.process_time() + kernel_cpu_s()
         started = time.perf_counter()
         app = build(n, outdir)
         assembly = app.synth()
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() + kernel_cpu_s() - cpu
         types: Counter = Counter()
         for stack in assembly.stacks:
             types.update(r["Type"] for r in stack.template["Resources"].values())
-    return elapsed, types
+    return elapsed, types, cpu
 
 
 def layer_size() -> tuple[int, int]:
@@ -407,12 +427,14 @@ def main() -> None:
     print(f"sqslease layer: {zipped / 1024:.1f} KiB zipped, {unzipped / 1024:.1f} KiB unzipped")
     timed_synth(with_jobqueues, 2)  # warm up the jsii kernel and imports for both variants
     timed_synth(hand_written, 2)
-    ours, theirs = [], []
+    ours, theirs, our_cpu, their_cpu = [], [], [], []
     for _ in range(args.repeat):  # interleaved so drift hits both alike
-        t, our_types = timed_synth(with_jobqueues, args.jobs)
+        t, our_types, cpu = timed_synth(with_jobqueues, args.jobs)
         ours.append(t)
-        t, their_types = timed_synth(hand_written, args.jobs)
+        our_cpu.append(cpu)
+        t, their_types, cpu = timed_synth(hand_written, args.jobs)
         theirs.append(t)
+        their_cpu.append(cpu)
     assert our_types == their_types, sorted((our_types - their_types).items()) + sorted(
         (their_types - our_types).items()
     )
@@ -422,6 +444,12 @@ def main() -> None:
         f"{args.jobs} Lambda jobs + {args.jobs} ECS jobs, {sum(our_types.values())} resources: jobqueues "
         f"{statistics.median(ours):.2f} s, hand-written {statistics.median(theirs):.2f} s, ratio "
         f"{statistics.median(ratios):.2f}x (pairs {ratios[0]:.2f}-{ratios[-1]:.2f}x; goal <= 1.2x)"
+    )
+    cpu_ratios = sorted(o / t for o, t in zip(our_cpu, their_cpu, strict=True))
+    print(
+        f"CPU (Python + the Node kernel): jobqueues {statistics.median(our_cpu):.2f} s, hand-written "
+        f"{statistics.median(their_cpu):.2f} s, ratio {statistics.median(cpu_ratios):.2f}x "
+        f"(pairs {cpu_ratios[0]:.2f}-{cpu_ratios[-1]:.2f}x)"
     )
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import Fn, Names
+from aws_cdk import Fn, Names, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from jobqueues.registry import stack_of
+from jobqueues.registry import registry_of
 
 CLUSTER_ID = "JobQueuesCluster"
 
@@ -32,7 +32,16 @@ def shared_cluster(scope: Construct, vpc: ec2.IVpc | None = None) -> ecs.Cluster
     ``availability_zones`` (whatever zones it is given), a context lookup when the stack's account is concrete:
     such a stack returns :func:`deploy_time_availability_zones` from that property to synthesize without one.
     """
-    stack = stack_of(scope)
+    # Kept on the stack's registry per VPC: the tree lookup (and the VPC's unique id) are round trips to the kernel.
+    registry = registry_of(scope)
+    key = (CLUSTER_ID, vpc)
+    cluster: ecs.Cluster | None = registry.cache.get(key)
+    if cluster is None:
+        cluster = registry.cache[key] = _find_or_create(registry.stack, vpc)
+    return cluster
+
+
+def _find_or_create(stack: Stack, vpc: ec2.IVpc | None) -> ecs.Cluster:
     cluster_id = CLUSTER_ID if vpc is None else f"{CLUSTER_ID}{Names.unique_id(vpc)}"
     existing = stack.node.try_find_child(cluster_id)
     if existing is not None:

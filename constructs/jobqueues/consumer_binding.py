@@ -7,10 +7,11 @@ The kind-specific parts (an event source, scaling, the kind's own alarms and gra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from aws_cdk import Stack
+from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -25,6 +26,29 @@ from jobqueues.interface import IJobQueue
 from jobqueues.metrics import ConsumerMetrics
 from jobqueues.progress_alarms import create_progress_alarms, time_to_drain_widget
 from jobqueues.registry import RegisteredConstruct, registry_of, stack_of
+
+
+@dataclass(frozen=True)
+class DeclaredConsumer:
+    """What a construct that declares its consumer (``LambdaJob``, ``EcsJob``) knows of it without asking the CDK's
+    Node kernel, given to the binder; a brought consumer's binder asks.
+
+    :param resource: the resource that carries the consumer marker (the function's, the service's).
+    :param references: the marker's references to the consumer's resources, by the marker's key (``function``;
+        ``service``, ``cluster``, ``task_definition``), in :func:`jobqueues.marker.reference`'s form; a key left out
+        is looked up.
+    :param timeout_s: a function's timeout in seconds, as deployed; ``None``: a token.
+    :param path: the consumer's construct path (``None``: looked up).
+    :param task_role: a service's task role (``None``: looked up).
+    :param cluster_name: a service's cluster's name (``None``: looked up).
+    """
+
+    resource: CfnResource
+    references: Mapping[str, dict[str, str] | None]
+    timeout_s: float | None = None
+    path: str | None = None
+    task_role: iam.IRole | None = None
+    cluster_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,7 @@ def job_dashboard(
             left_annotations=[cloudwatch.HorizontalAnnotation(value=IN_FLIGHT_QUOTA, label="SQS in-flight quota")],
             width=WIDTH,
         ),
-        cloudwatch.GraphWidget(
-            title="Age of the oldest message (s)", left=[job_queue.metric_oldest_message_age()], width=WIDTH
-        ),
+        cloudwatch.GraphWidget(title="Age of the oldest message (s)", left=[metrics.oldest_age], width=WIDTH),
         cloudwatch.GraphWidget(
             title="Processing time p50 / p99 (ms) vs the VT",
             left=[metrics.processing_p50, metrics.processing_p99],

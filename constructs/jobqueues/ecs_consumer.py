@@ -4,7 +4,7 @@ graph beside the shared binding. Its container runs ``IJobQueue.consumer_contrac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -14,7 +14,7 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, DeclaredConsumer, bind_consumer, claim_consumer
 from jobqueues.consumer_options import brought_runtime_options
 from jobqueues.defaults import ECS_MAX_TASKS, ECS_MIN_TASKS
 from jobqueues.errors import JobQueueError
@@ -23,7 +23,7 @@ from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
 from jobqueues.nag import nag_text
 from jobqueues.registry import stack_of
-from jobqueues.scaling import running_tasks, scale_on_backlog
+from jobqueues.scaling import ServiceNames, running_tasks, scale_on_backlog
 from sqslease import config
 from sqslease.rules import DEFAULT_WORKER_CONCURRENCY
 
@@ -39,6 +39,7 @@ def bind_ecs_consumer(
     add_settings: bool = True,
     hooks: Sequence[str] | None = None,
     idempotency_key: str | None = None,
+    declared: DeclaredConsumer | None = None,
 ) -> ConsumerAlarms:
     """Make ``service`` the consumer of ``job_queue``: grants (consume, task protection), scaling on backlog per
     task, alarms and a dashboard. Its container must run the job queue's ``consumer_contract().worker_command(...)``.
@@ -53,6 +54,8 @@ def bind_ecs_consumer(
     :param hooks: ``sqslease`` hooks, import paths, the worker's ``--hooks``. Default: none.
     :param idempotency_key: the idempotency key function's import path, with idempotency on, the worker's
         ``--idempotency-key``. Default: none (the ``MessageId``).
+    :param declared: what an ``EcsJob`` knows of its service (its resource, the logical ids of its resources).
+        Default: looked up.
     """
     if not isinstance(service, ecs.BaseService):
         raise JobQueueError(f"add_ecs_consumer: service={service!r} is not an ecs.BaseService (FargateService)")
@@ -61,41 +64,49 @@ def bind_ecs_consumer(
     if told and worker is not None:
         complete_worker_command(job_queue, service.task_definition, worker, told)
     stack = stack_of(scope)
-    task_role = service.task_definition.task_role
+    # What the declaring EcsJob holds is not asked of the kernel again (each read is a round trip).
+    task_role = declared.task_role if declared and declared.task_role else service.task_definition.task_role
     binding = bind_consumer(scope, job_queue, task_role)
-    cluster_name = service.cluster.cluster_name
+    cluster_name = declared.cluster_name if declared and declared.cluster_name else service.cluster.cluster_name
     _grant_task_protection(stack, task_role, cluster_name)
     scaling = {"min_tasks": min_tasks, "max_tasks": max_tasks, "target_backlog_per_task": target_backlog_per_task}
-    scale_on_backlog(scope, service, cluster_name, job_queue.queue, **scaling)
-    _mark(job_queue, service, stack, cluster_name, scaling)
-    return _running_tasks_alarm(scope, job_queue, service, cluster_name, binding)
+    # Read once (each read is a round trip): the scaling policies' dimensions and the running-tasks alarm's.
+    names = ServiceNames(
+        cluster_name, service.service_name, declared.path if declared and declared.path else service.node.path
+    )
+    scale_on_backlog(scope, service, names, job_queue.queue, **scaling)
+    _mark(job_queue, service, stack, cluster_name, scaling, declared)
+    return _running_tasks_alarm(scope, job_queue, names, binding)
 
 
 def _mark(
-    job_queue: IJobQueue, service: ecs.BaseService, stack: Stack, cluster_name: str, scaling: dict[str, int]
+    job_queue: IJobQueue,
+    service: ecs.BaseService,
+    stack: Stack,
+    cluster_name: str,
+    scaling: dict[str, int],
+    declared: DeclaredConsumer | None,
 ) -> None:
     """The consumer marker: the service, its cluster and task definition, and its scaling bounds."""
-    mark_consumer(
-        job_queue,
-        service,
-        {
-            "kind": "ecs",
-            "service": reference(service, service.service_arn, "arn", stack),
-            "cluster": reference(service.cluster, cluster_name, "name", stack),
-            "task_definition": reference(
-                service.task_definition, service.task_definition.task_definition_arn, "arn", stack
-            ),
-            **scaling,
-        },
-    )
+    known = declared.references if declared is not None else {}
+    looked_up: dict[str, Callable[[], dict[str, str] | None]] = {  # each a few round trips: only when not known
+        "service": lambda: reference(service, service.service_arn, "arn", stack),
+        "cluster": lambda: reference(service.cluster, cluster_name, "name", stack),
+        "task_definition": lambda: reference(
+            service.task_definition, service.task_definition.task_definition_arn, "arn", stack
+        ),
+    }
+    references = {key: known[key] if key in known else look_up() for key, look_up in looked_up.items()}
+    resource = declared.resource if declared is not None else None
+    mark_consumer(job_queue, service, {"kind": "ecs", **references, **scaling}, resource)
 
 
 def _running_tasks_alarm(
-    scope: Construct, job_queue: IJobQueue, service: ecs.BaseService, cluster_name: str, binding: Binding
+    scope: Construct, job_queue: IJobQueue, names: ServiceNames, binding: Binding
 ) -> ConsumerAlarms:
     """The service's own alarm (a backlog with no task running) and graph, beside the shared binding's."""
     period = consumer_period(scope)
-    tasks = running_tasks(cluster_name, service.service_name, period)
+    tasks = running_tasks(names.cluster_name, names.service_name, period)
     no_task = alarm(
         scope,
         "NoRunningTaskAlarm",
@@ -135,8 +146,10 @@ def _brought_worker_settings(
             f"add_ecs_consumer on {job_queue.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors)
         )
     told = options.apply(job_queue.consumer_contract()).brought_worker_settings() if add_settings else {}
+    if not told:
+        return None, told  # nothing to tell the worker: its container is not looked up (a round trip each)
     worker = service.task_definition.default_container
-    if told and worker is None:
+    if worker is None:
         raise JobQueueError(
             f"add_ecs_consumer on {job_queue.node.path}: job type {job_queue.job_type!r} has settings for its worker "
             f"({', '.join(told)}), which go to the task definition's default container, and "

@@ -4,15 +4,17 @@ worker image it is built from."""
 from __future__ import annotations
 
 import os
-from typing import Any, Unpack
+from collections.abc import Callable
+from typing import Unpack, cast
 
-from aws_cdk import Acknowledgment, Duration, Validations
+from aws_cdk import Acknowledgment, CfnElement, CfnResource, Validations
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
-from jobqueues.cluster import shared_cluster
+from jobqueues.cluster import CLUSTER_ID, shared_cluster
+from jobqueues.consumer_binding import DeclaredConsumer
 from jobqueues.consumer_options import RuntimeOptions
 from jobqueues.ecs_consumer import acknowledge_environment, bind_ecs_consumer
 from jobqueues.ecs_job_plan import EcsJobPlan, plan_ecs_job
@@ -29,7 +31,7 @@ from jobqueues.marker_format import IMAGE_DIRECTORY_MARKER
 from jobqueues.plan import Given
 from jobqueues.planning import claim_names
 from jobqueues.props import EcsJobProps
-from jobqueues.registry import RegisteredConstruct, registry_of
+from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of
 
 KIND = "EcsJob"
 
@@ -81,6 +83,7 @@ class EcsJob(RegisteredConstruct):
         self.container = self._worker(plan, log_group)
         #: The Fargate service; its task count is scaled on backlog per task.
         self.service = self._service(plan, log_group)
+        service_resource: CfnResource = self.service.node.default_child  # type: ignore[assignment]
         #: The consumer alarms.
         self.alarms = bind_ecs_consumer(
             self,
@@ -90,12 +93,32 @@ class EcsJob(RegisteredConstruct):
             max_tasks=plan.max_tasks,
             target_backlog_per_task=plan.target_backlog_per_task,
             add_settings=False,
+            declared=self._declared(plan, service_resource, registry),
         )
         if plan.image is None:
             # Where `jobqueues local up` finds the handlers to run the worker as a local process (relative to
             # the app's directory, as given: an absolute path would differ between machines).
-            service_resource: Any = self.service.node.default_child
             service_resource.add_metadata(IMAGE_DIRECTORY_MARKER, plan.image_directory)
+
+    def _declared(self, plan: EcsJobPlan, service: CfnResource, registry: StackRegistry) -> DeclaredConsumer:
+        """The service's resource and the logical ids of the marker's resources, computed in Python (the shared
+        cluster's too; a cluster of the user's is looked up)."""
+        service_id = registry.logical_id(self.path_below_stack("Service", "Service"), lambda: service)
+        task_id = registry.logical_id(self.path_below_stack("Task", "Resource"), _default_child(self.task_definition))
+        references: dict[str, dict[str, str] | None] = {
+            "service": {"logical_id": service_id},
+            "task_definition": {"logical_id": task_id},
+        }
+        if plan.cluster is None and plan.service.vpc is None:
+            cluster_id = registry.logical_id([CLUSTER_ID, "Resource"], _default_child(self.cluster))
+            references["cluster"] = {"logical_id": cluster_id}
+        return DeclaredConsumer(
+            service,
+            references,
+            path=f"{self.construct_path}/Service",
+            task_role=self.task_definition.task_role,
+            cluster_name=self.cluster.cluster_name,
+        )
 
     def _worker(self, plan: EcsJobPlan, log_group: logs.LogGroup) -> ecs.ContainerDefinition:
         """The worker container, its image pull acknowledged for cdk-nag."""
@@ -111,15 +134,17 @@ class EcsJob(RegisteredConstruct):
             .apply(contract)
             .worker_command(handler or "", plan.concurrency, plan.shutdown_grace),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=plan.queue.job_type, log_group=log_group),
-            stop_timeout=Duration.seconds(plan.stop_timeout),
+            stop_timeout=registry_of(self).seconds(plan.stop_timeout),  # whole seconds: shared in the stack
             environment=environment or None,
             secrets=dict(plan.service.secrets) or None,
         )
         if environment:
             acknowledge_environment(self.task_definition, environment)
+        if isinstance(image, ecs.RepositoryImage):
+            return container  # pulled without ECR: nothing to acknowledge (and no round trips to find the policy)
         execution_role = self.task_definition.execution_role
         policy = execution_role.node.try_find_child("DefaultPolicy") if execution_role is not None else None
-        if policy is not None and not isinstance(image, ecs.RepositoryImage):
+        if policy is not None:
             # An ECR image (an asset, or a repository): the execution role pulls with a registry token.
             Validations.of(policy).acknowledge(
                 Acknowledgment(
@@ -161,6 +186,10 @@ class EcsJob(RegisteredConstruct):
         elif service_plan.enable_execute_command:
             enable_execute_command(service, log_group)
         return service
+
+
+def _default_child(construct: IConstruct) -> Callable[[], CfnElement]:
+    return lambda: cast(CfnElement, construct.node.default_child)
 
 
 def _default_image(plan: EcsJobPlan) -> ecs.ContainerImage:

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Unpack
+from typing import Unpack, cast
 
 import jsii
-from aws_cdk import Annotations, CfnElement, CfnResource, Duration, RemovalPolicy, SizeRoundingBehavior
+from aws_cdk import Annotations, CfnElement, CfnResource, Duration
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IValidation
@@ -25,6 +26,7 @@ from jobqueues.payload_bucket import bucket_of
 from jobqueues.plan import AlarmPlan, Given, QueuePlan
 from jobqueues.planning import claim_names, plan_from_props
 from jobqueues.props import JobQueueProps
+from jobqueues.queue_pair import build_queue_pair, planned_duration
 from jobqueues.registry import StackRegistry, registry_of
 from sqslease.rules import SQS_MAX_RETENTION_S, format_duration
 
@@ -131,7 +133,7 @@ class JobQueue(JobQueueBase):
         #: The plan the queues were built from: every final value, the rule and the findings.
         self.plan = plan
         self.job_type = plan.job_type
-        self.visibility_timeout = _duration(plan.visibility_timeout, registry)
+        self.visibility_timeout = planned_duration(plan.visibility_timeout, registry)
         #: How the visibility timeout was chosen, for docs and diagnostics.
         self.visibility_timeout_rule: str = plan.visibility_timeout_rule
         self.visibility_timeout_seconds = plan.visibility_timeout_s
@@ -150,50 +152,13 @@ class JobQueue(JobQueueBase):
         self.known_max_receive_count = None if isinstance(plan.max_receive_count, Given) else plan.max_receive_count
 
     def _build_queues(self, plan: QueuePlan, registry: StackRegistry) -> None:
-        key = plan.encryption_key
-        encryption = sqs.QueueEncryption.KMS if key else sqs.QueueEncryption.SQS_MANAGED
-        fifo = plan.fifo or None
-        throughput = _throughput(plan)
+        vt, receives = self.visibility_timeout, self.max_receive_count
+        queue, dead_letter_queue = build_queue_pair(self, plan, registry, vt, receives)
         #: The dead-letter queue. Its redrive-allow policy admits only the source queue. SQS's own maximum message
         #: size (the region's largest): a message sqslease dead-letters carries up to four more attributes.
-        self.dead_letter_queue: sqs.Queue = sqs.Queue(
-            self,
-            "DeadLetterQueue",
-            queue_name=plan.dead_letter_queue_name,
-            fifo=fifo,
-            retention_period=_duration(plan.dlq_retention_period, registry),
-            encryption=encryption,
-            encryption_master_key=key,
-            enforce_ssl=True,
-            removal_policy=RemovalPolicy[plan.dlq_removal_policy],
-            **throughput,
-        )
+        self.dead_letter_queue: sqs.Queue = dead_letter_queue
         #: The source queue consumers receive from.
-        self.queue: sqs.Queue = sqs.Queue(
-            self,
-            "Queue",
-            queue_name=plan.queue_name,
-            fifo=fifo,
-            content_based_deduplication=plan.content_based_deduplication or None,
-            visibility_timeout=self.visibility_timeout,
-            retention_period=_duration(plan.retention_period, registry),
-            delivery_delay=_duration(plan.delivery_delay, registry) if plan.delivery_delay else None,
-            max_message_size_bytes=_bytes(plan.max_message_size),
-            encryption=encryption,
-            encryption_master_key=key,
-            enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(
-                max_receive_count=self.max_receive_count, queue=self.dead_letter_queue
-            ),
-            removal_policy=RemovalPolicy[plan.removal_policy],
-            **throughput,
-        )
-        if plan.queue_name is not None:
-            # By ARN built from the fixed name: a reference to the source queue would be circular (the source's
-            # redrive policy already references the DLQ).
-            source_arn = registry.stack.format_arn(service="sqs", resource=plan.queue_name)
-            cfn_dlq: sqs.CfnQueue = self.dead_letter_queue.node.default_child  # type: ignore[assignment]
-            cfn_dlq.redrive_allow_policy = {"redrivePermission": "byQueue", "sourceQueueArns": [source_arn]}
+        self.queue: sqs.Queue = queue
 
     def _mark(self, registry: StackRegistry) -> None:
         """The queue marker on the source queue, its queues named by logical ids computed in Python
@@ -207,6 +172,9 @@ class JobQueue(JobQueueBase):
         dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
         bucket = payload_bucket_reference(self, registry.stack)
         mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
+
+    def _queue_key(self) -> kms.IKey | None:
+        return cast(kms.IKey | None, self.plan.encryption_key)
 
     @staticmethod
     def from_queue_attributes(
@@ -287,26 +255,3 @@ def _record_retention(plan: QueuePlan) -> float:
     if isinstance(retention, Given) or isinstance(dlq_retention, Given):
         return SQS_MAX_RETENTION_S
     return max(retention, dlq_retention)
-
-
-def _throughput(plan: QueuePlan) -> dict[str, Any]:
-    """A FIFO queue's deduplication scope and throughput limit, as declared (both queues get them)."""
-    throughput: dict[str, Any] = {}
-    if plan.deduplication_scope is not None:
-        throughput["deduplication_scope"] = sqs.DeduplicationScope[plan.deduplication_scope]
-    if plan.fifo_throughput_limit is not None:
-        throughput["fifo_throughput_limit"] = sqs.FifoThroughputLimit[plan.fifo_throughput_limit]
-    return throughput
-
-
-def _bytes(value: int | Given) -> Any:
-    """The bytes a queue gets: a ``Size`` token's, or the number."""
-    return value.value.to_bytes(rounding=SizeRoundingBehavior.NONE) if isinstance(value, Given) else value
-
-
-def _duration(value: float | Given | None, registry: StackRegistry) -> Duration:
-    """The ``Duration`` a queue gets: the token as given, or whole seconds (shared per value in the stack)."""
-    if isinstance(value, Given):
-        return value.value  # type: ignore[no-any-return]
-    assert value is not None  # a plan without a VT has errors and is never built
-    return registry.seconds(value)

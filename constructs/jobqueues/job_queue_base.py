@@ -1,5 +1,6 @@
 """What every job queue offers, declared (:class:`jobqueues.JobQueue`) or imported
-(:meth:`jobqueues.JobQueue.from_queue_attributes`): grants, metrics, the consumer contract and consumers.
+(:meth:`jobqueues.JobQueue.from_queue_attributes`): grants, metrics (:mod:`jobqueues.job_queue_metrics`), the
+consumer contract and consumers.
 
 As aws-cdk-lib's ``QueueBase``: the subclasses set the queues and the lease facts; everything here is derived.
 """
@@ -9,17 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from jobqueues import metrics
 from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import consumer_scope
 from jobqueues.consumer_contract import ConsumerContract
@@ -27,9 +26,10 @@ from jobqueues.defaults import ECS_MAX_TASKS, ECS_MIN_TASKS
 from jobqueues.ecs_consumer import bind_ecs_consumer
 from jobqueues.idempotency_table import grant_job_type
 from jobqueues.inputs import is_token
+from jobqueues.job_queue_metrics import JobQueueMetrics
 from jobqueues.lambda_consumer import bind_lambda_consumer
 from jobqueues.payload_bucket import grant_consumer, grant_producer
-from jobqueues.registry import RegisteredConstruct, one_minute, registry_of
+from jobqueues.registry import RegisteredConstruct, registry_of
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
     DEFAULT_SHUTDOWN_GRACE_S,
@@ -41,17 +41,13 @@ from sqslease.rules import (
 _SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 
 
-class JobQueueBase(RegisteredConstruct):
+class JobQueueBase(JobQueueMetrics, RegisteredConstruct):
     """A job queue's derived behaviour (an :class:`jobqueues.interface.IJobQueue`). Subclasses set the attributes
-    below before anything reads them."""
+    below, and :class:`jobqueues.job_queue_metrics.JobQueueMetrics`' (the job type and the queues), before anything
+    reads them."""
 
-    job_type: str
     #: True when the queues are this construct's own resources (a declared ``JobQueue``), False when adopted.
     owns_queues: bool = False
-    #: The source queue consumers receive from.
-    queue: sqs.IQueue
-    #: The dead-letter queue.
-    dead_letter_queue: sqs.IQueue
     #: The source queue's visibility timeout.
     visibility_timeout: Duration
     #: The visibility timeout in seconds; ``None`` when it is an unresolved token.
@@ -102,7 +98,7 @@ class JobQueueBase(RegisteredConstruct):
         grant = self.queue.grant(grantee, *_SEND_ACTIONS)
         self._grant_key(grantee, "kms:GenerateDataKey", "kms:Decrypt")
         if self.payload_bucket is not None:
-            grant_producer(self.payload_bucket, grantee, queue_key=self.queue.encryption_master_key)
+            grant_producer(self.payload_bucket, grantee, queue_key=self._queue_key())
         return grant
 
     def grant_consume_messages(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -130,15 +126,18 @@ class JobQueueBase(RegisteredConstruct):
         (``s3:DeleteObject``) unless :attr:`delete_payloads` is off. ``None`` (nothing granted) without a bucket."""
         if self.payload_bucket is None:
             return None
-        key = self.queue.encryption_master_key
-        return grant_consumer(self.payload_bucket, grantee, delete=self.delete_payloads, queue_key=key)
+        return grant_consumer(self.payload_bucket, grantee, delete=self.delete_payloads, queue_key=self._queue_key())
 
     def _grant_key(self, grantee: iam.IGrantable, *actions: str) -> None:
         # Not the key's grant_encrypt_decrypt (what sqs.Queue's grants use): it adds kms:ReEncrypt* and
         # kms:GenerateDataKey*, wildcards SQS never uses.
-        key = self.queue.encryption_master_key
+        key = self._queue_key()
         if key is not None:
             key.grant(grantee, *actions)
+
+    def _queue_key(self) -> kms.IKey | None:
+        """The source queue's KMS key (``None``: SQS-managed); a declared job queue knows it without a round trip."""
+        return self.queue.encryption_master_key
 
     # --- the consumer's settings, from the same declaration -----------------------------------------------------
     def consumer_contract(self) -> ConsumerContract:
@@ -268,51 +267,6 @@ class JobQueueBase(RegisteredConstruct):
             hooks=hooks,
             idempotency_key=idempotency_key,
         )
-
-    # --- metrics -----------------------------------------------------------------------------------------------
-    def metric_visible(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages waiting to be received (Maximum). Default period: 5 minutes (the CDK's)."""
-        return self.queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
-
-    def metric_in_flight(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages received and not yet deleted (Maximum), against the 120,000 quota. Default period: 5 minutes
-        (the CDK's)."""
-        return self.queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=period)
-
-    def metric_backlog(self, period: Duration | None = None) -> cloudwatch.MathExpression:
-        """Outstanding work: visible + in flight. Default period: 1 minute."""
-        return metrics.backlog(self.queue, period or one_minute(self))
-
-    def metric_oldest_message_age(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Age of the oldest message on the source queue, in seconds (Maximum). Default period: 5 minutes (the
-        CDK's)."""
-        return self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=period)
-
-    def metric_deleted(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages deleted, that is finished (Sum). Default period: 5 minutes (the CDK's)."""
-        return self.queue.metric_number_of_messages_deleted(statistic="Sum", period=period)
-
-    def metric_dead_letter_queue_depth(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Messages in the DLQ (Maximum). Default period: 5 minutes (the CDK's)."""
-        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period)
-
-    def metric_processing_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
-        """Handler time of one message in milliseconds, from ``sqslease``'s EMF lines. Default: p99, 1 minute."""
-        return metrics.emf_metric(self.job_type, "ProcessingTime", statistic, period or one_minute(self))
-
-    def metric_queue_time(self, statistic: str = "p99", period: Duration | None = None) -> cloudwatch.Metric:
-        """How long a message waited before a run started, in milliseconds: from its ``SentTimestamp`` (delay and
-        earlier attempts included), from ``sqslease``'s EMF lines. Written only where sqslease consumers run.
-        Default: p99, 1 minute."""
-        return metrics.emf_metric(self.job_type, "QueueTime", statistic, period or one_minute(self))
-
-    def metric_extensions(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Lease extensions (Sum), from ``sqslease``'s EMF lines. Default period: 1 minute."""
-        return metrics.emf_metric(self.job_type, "Extensions", "Sum", period or one_minute(self))
-
-    def metric_leases_lost(self, period: Duration | None = None) -> cloudwatch.Metric:
-        """Leases lost while the handler ran (Sum): the message may run twice. Default period: 1 minute."""
-        return metrics.emf_metric(self.job_type, "LeaseLost", "Sum", period or one_minute(self))
 
 
 def seconds_or_none(duration: Duration) -> float | None:

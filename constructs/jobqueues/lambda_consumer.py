@@ -15,7 +15,7 @@ from constructs import Construct
 
 from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
-from jobqueues.consumer_binding import Binding, bind_consumer, claim_consumer
+from jobqueues.consumer_binding import Binding, DeclaredConsumer, bind_consumer, claim_consumer
 from jobqueues.consumer_options import RUNTIME_OPTIONS, RuntimeOptions, read_runtime_options
 from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
 from jobqueues.errors import JobQueueError
@@ -48,6 +48,7 @@ def bind_lambda_consumer(
     event_source_options: Mapping[str, Any] | None = None,
     hooks: Sequence[str] | None = None,
     idempotency_key: str | None = None,
+    declared: DeclaredConsumer | None = None,
 ) -> ConsumerAlarms:
     """Make ``function`` the consumer of ``job_queue``: event source (partial batch failures), grants, the
     consumer environment, the ``sqslease`` layer, alarms and a dashboard.
@@ -65,9 +66,11 @@ def bind_lambda_consumer(
         ``add_environment``). Default: none.
     :param idempotency_key: the idempotency key function's import path, with idempotency on; the function gets it
         as ``SQSLEASE_IDEMPOTENCY_KEY`` (with ``add_environment``). Default: none (the ``MessageId``).
+    :param declared: what a ``LambdaJob`` knows of its function (its resource, timeout and logical id). Default:
+        looked up.
     """
     claim_consumer(job_queue, scope, "add_lambda_consumer")
-    timeout_s = function_timeout_s(function)
+    timeout_s = declared.timeout_s if declared is not None else function_timeout_s(function)
     options = RuntimeOptions()
     if not checked:
         given = {"hooks": hooks, "idempotency_key": idempotency_key}
@@ -87,34 +90,44 @@ def bind_lambda_consumer(
     if add_layer:
         function.add_layers(sqslease_layer(scope))
     binding = bind_consumer(scope, job_queue, function, function_timeout_s=timeout_s)
-    _mark(job_queue, function, timeout_s, event_source)
+    _mark(job_queue, function, timeout_s, event_source, declared)
     return _finish(scope, job_queue, binding, function)
 
 
 def _mark(
-    job_queue: IJobQueue, function: lambda_.Function, timeout_s: float | None, event_source: Mapping[str, Any]
+    job_queue: IJobQueue,
+    function: lambda_.Function,
+    timeout_s: float | None,
+    event_source: Mapping[str, Any],
+    declared: DeclaredConsumer | None,
 ) -> None:
     """The consumer marker: the function and its event source's numbers."""
-    stack = Stack.of(function)
+    if declared is not None and "function" in declared.references:
+        function_reference = declared.references["function"]
+    else:
+        function_reference = reference(function, function.function_name, "name", Stack.of(function))
     window = event_source["max_batching_window"]
     part = {
         "kind": "lambda",
-        "function": reference(function, function.function_name, "name", stack),
+        "function": function_reference,
         "timeout_s": timeout_s,
         "batch_size": event_source["batch_size"],
         "max_batching_window_s": window.to_seconds() if window else 0,
         "max_concurrency": event_source["max_concurrency"],
     }
-    mark_consumer(job_queue, function, part)
+    mark_consumer(job_queue, function, part, declared.resource if declared is not None else None)
 
 
 def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: lambda_.Function) -> ConsumerAlarms:
     """The function's errors and throttles alarms and graphs, then the binding's shared alarms and dashboard."""
     minute = one_minute(scope)
+    # One metric object each for the alarm and the graph (each is a round trip; Sum is their default statistic).
+    errors_metric = function.metric_errors(statistic="Sum", period=minute)
+    throttles_metric = function.metric_throttles(statistic="Sum", period=minute)
     errors = alarm(
         scope,
         "ErrorsAlarm",
-        function.metric_errors(statistic="Sum", period=minute),
+        errors_metric,
         threshold=1,
         evaluation_periods=3,
         description=(
@@ -125,7 +138,7 @@ def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: 
     throttles = alarm(
         scope,
         "ThrottlesAlarm",
-        function.metric_throttles(statistic="Sum", period=minute),
+        throttles_metric,
         threshold=1,
         evaluation_periods=3,
         description=(
@@ -136,8 +149,8 @@ def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: 
     widgets: list[cloudwatch.IWidget] = [
         cloudwatch.GraphWidget(
             title="Function errors / throttles",
-            left=[function.metric_errors(period=minute)],
-            right=[function.metric_throttles(period=minute)],
+            left=[errors_metric],
+            right=[throttles_metric],
             width=8,
         ),
         cloudwatch.GraphWidget(

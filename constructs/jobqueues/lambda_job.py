@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import math
 from typing import Unpack
 
-import jsii
-from aws_cdk import Annotations, CfnResource, Duration, IAnyProducer, IResolveContext, Lazy, Stack
+from aws_cdk import Annotations, CfnResource, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from jobqueues.consumer_binding import DeclaredConsumer
 from jobqueues.consumer_options import RuntimeOptions
 from jobqueues.errors import JobQueueError
 from jobqueues.job_queue import JobQueue
 from jobqueues.lambda_consumer import bind_lambda_consumer
 from jobqueues.lambda_job_plan import LambdaJobPlan, plan_lambda_job
 from jobqueues.lambda_options import acknowledge_wildcards, grant_vpc_access, lambda_job_declaration
-from jobqueues.lease_layer import LAMBDA_RUNTIME
+from jobqueues.lease_layer import LAMBDA_RUNTIME, sqslease_layer
 from jobqueues.plan import Given
 from jobqueues.planning import claim_names
 from jobqueues.props import LambdaJobProps
-from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of
+from jobqueues.registry import RegisteredConstruct, StackRegistry, registry_of, stack_of
+from sqslease.rules import LAMBDA_DEFAULT_TIMEOUT_S
 
 #: The function's Lambda handler: runs the batch through sqslease and calls ``SQSLEASE_HANDLER`` per record.
 ENTRY_POINT = "sqslease.lambda_entry.handler"
@@ -80,7 +82,10 @@ class LambdaJob(RegisteredConstruct):
             Annotations.of(self.function).add_warning_v2(warning.id, warning.message)
         log_group.grant_write(role)
         acknowledge_wildcards(role, plan)
-        _without_redundant_role_dependency(self.function, role)
+        resource: CfnResource = self.function.node.default_child  # type: ignore[assignment]
+        _without_redundant_role_dependency(self.function, role, resource, registry)
+        function_id = registry.logical_id(self.path_below_stack("Function", "Resource"), lambda: resource)
+        declared = DeclaredConsumer(resource, {"function": {"logical_id": function_id}}, _timeout_s(plan))
         #: The consumer alarms.
         self.alarms = bind_lambda_consumer(
             self,
@@ -91,7 +96,9 @@ class LambdaJob(RegisteredConstruct):
             max_concurrency=plan.max_concurrency,
             checked=True,
             add_environment=False,
+            add_layer=False,
             event_source_options=plan.event_source_options,
+            declared=declared,
         )
 
     def _function(
@@ -111,7 +118,8 @@ class LambdaJob(RegisteredConstruct):
             log_group=log_group,
             environment={**plan.environment, **contract.environment(handler or "")},
             description=f"{plan.queue.job_type} consumer (sqslease)",
-            **plan.function_options,
+            # The sqslease layer after the user's, given at creation (an add_layers call is a round trip).
+            **{**plan.function_options, "layers": [*(plan.function_options.get("layers") or []), sqslease_layer(self)]},
         )
 
 
@@ -122,30 +130,44 @@ def _duration(seconds: float | Given | None, registry: StackRegistry) -> Duratio
     return None if seconds is None else registry.seconds(seconds)
 
 
-def _without_redundant_role_dependency(function: lambda_.Function, role: iam.Role) -> None:
+def _timeout_s(plan: LambdaJobPlan) -> float | None:
+    """The function's timeout in seconds as it is deployed (whole seconds, :func:`_duration`); ``None``: a token."""
+    if isinstance(plan.timeout, Given):
+        return None
+    return LAMBDA_DEFAULT_TIMEOUT_S if plan.timeout is None else math.ceil(plan.timeout)
+
+
+def _without_redundant_role_dependency(
+    function: lambda_.Function,
+    role: iam.Role,
+    resource: CfnResource | None = None,
+    registry: StackRegistry | None = None,
+) -> None:
     """Drop the function's ``DependsOn`` on its role, which its ``Role: Fn::GetAtt`` already orders (cfn-lint
-    W3005), and keep the rest: the role's policies, which the event source needs before it is created."""
-    resource: CfnResource = function.node.default_child  # type: ignore[assignment]
-    role_resource: CfnResource = role.node.default_child  # type: ignore[assignment]
-    resource.add_override("DependsOn", Lazy.uncached_any(_DependenciesBut(resource, role_resource)))
+    W3005), and keep the rest: the role's policies, which the event source needs before it is created.
+
+    ``lambda.Function`` makes its resource depend on the role construct, which the CDK turns into a dependency on
+    each of the role's resources at synth: dropped then (:meth:`StackRegistry.before_render`), two round trips to the
+    kernel a function instead of one per dependency each time the template is resolved.
+
+    :param resource: the function's resource, when the caller has it already. Default: looked up.
+    :param registry: the function's stack's registry, when the caller has it. Default: looked up.
+    """
+    function_resource: CfnResource = resource or function.node.default_child  # type: ignore[assignment]
+    (registry or registry_of(function)).before_render(lambda: _drop_role_dependency(function_resource, role))
 
 
-@jsii.implements(IAnyProducer)
-class _DependenciesBut:
-    """Produces the logical ids ``resource`` depends on once the app has resolved them, all but ``redundant``."""
-
-    def __init__(self, resource: CfnResource, redundant: CfnResource) -> None:
-        self.resource, self.redundant = resource, redundant
-        self._stack: Stack | None = None
-        self._redundant_id = ""
-
-    def produce(self, context: IResolveContext) -> list[str] | None:
-        # The template is resolved more than once (synth, validation plugins): each jsii call is a round-trip, so
-        # what cannot change between resolutions is looked up once. The dependencies themselves can: not cached.
-        if self._stack is None:
-            self._stack = Stack.of(self.resource)
-            self._redundant_id = self._stack.get_logical_id(self.redundant)
-        stack = self._stack
-        ids = {stack.get_logical_id(d) for d in self.resource.obtain_dependencies() if isinstance(d, CfnResource)}
-        ids.discard(self._redundant_id)
-        return sorted(ids) or None
+def _drop_role_dependency(resource: CfnResource, role: iam.Role) -> None:
+    dependencies = [d for d in resource.obtain_dependencies() if isinstance(d, CfnResource)]
+    roles = [d for d in dependencies if isinstance(d, iam.CfnRole)]
+    if len(roles) == 1:
+        # The function depends on every resource of its role, so a lone role resource is its role's.
+        resource.remove_resource_dependency(roles[0])
+        rest = [d for d in dependencies if d is not roles[0]]
+    else:
+        resource.remove_resource_dependency(role.node.default_child)  # type: ignore[arg-type]
+        rest = [d for d in resource.obtain_dependencies() if isinstance(d, CfnResource)]
+    if len(rest) > 1:
+        # The CDK orders DependsOn by construct path; jobqueues' functions have always had theirs by logical id.
+        stack = stack_of(resource)
+        resource.add_override("DependsOn", sorted(stack.get_logical_id(d) for d in rest))

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import jsii
-from aws_cdk import BundlingOptions, DockerImage, ILocalBundling, RemovalPolicy
+from aws_cdk import BundlingOptions, DockerImage, ILocalBundling, RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 import sqslease
-from jobqueues.registry import stack_of
+from jobqueues.registry import registry_of
 
 #: The Python runtime of Lambda jobs: the latest that aws-cdk-lib and cdk-nag's AwsSolutions-L1 both accept.
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -47,8 +47,17 @@ class _CopyPackage:
 
 
 def sqslease_layer(scope: Construct) -> lambda_.LayerVersion:
-    """The stack's ``sqslease`` layer, created on first use."""
-    stack = stack_of(scope)
+    """The stack's ``sqslease`` layer, created on first use (and kept on the stack's registry: a tree lookup is
+    two round trips to the kernel)."""
+    registry = registry_of(scope)
+    layer: lambda_.LayerVersion | None = registry.cache.get(LAYER_ID)
+    if layer is None:
+        layer = registry.cache[LAYER_ID] = _find_or_create(registry.stack)
+    return layer
+
+
+def _find_or_create(stack: Stack) -> lambda_.LayerVersion:
+    """The layer of ``stack``'s tree (one made before the registry kept it), or a new one."""
     existing = stack.node.try_find_child(LAYER_ID)
     if existing is not None:
         return existing  # type: ignore[return-value]

@@ -39,13 +39,19 @@ def mark_job_queue(
     resource.add_metadata(QUEUE_MARKER, _queue_part(job_queue, path, queue, dead_letter_queue, payload_bucket))
 
 
-def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, Any]) -> None:
+def mark_consumer(
+    job_queue: IJobQueue, consumer: IConstruct, part: dict[str, Any], resource: CfnResource | None = None
+) -> None:
     """Put the consumer marker on ``consumer``'s template resource: ``part`` (the kind and its facts), the job
-    queue's path, and the queue part when the job queue has no resource of its own (an imported one)."""
-    resource = consumer.node.default_child
-    if not isinstance(resource, CfnResource):
-        return
-    stack = Stack.of(resource)
+    queue's path, and the queue part when the job queue has no resource of its own (an imported one).
+
+    :param resource: ``consumer``'s template resource, when the caller has it. Default: looked up.
+    """
+    if resource is None:
+        found = consumer.node.default_child
+        if not isinstance(found, CfnResource):
+            return
+        resource = found
     # A jobqueues construct knows its path and whether it owns its queues without asking the kernel.
     path = getattr(job_queue, "construct_path", None) or job_queue.node.path
     marker: dict[str, Any] = {"version": MARKER_VERSION, "path": path, **part}
@@ -53,7 +59,7 @@ def mark_consumer(job_queue: IJobQueue, consumer: IConstruct, part: dict[str, An
     if owns_queues is False or (
         owns_queues is None and not isinstance(job_queue.queue.node.default_child, CfnResource)
     ):
-        marker["queue"] = queue_part(job_queue, stack)
+        marker["queue"] = queue_part(job_queue, Stack.of(resource))
     resource.add_metadata(CONSUMER_MARKER, _local(marker))
 
 

@@ -16,8 +16,9 @@ import math
 from collections.abc import Callable
 from typing import Any, cast
 
+import jsii
 from aws_cdk import CfnElement, Duration, Stack, Stage
-from constructs import Construct, IConstruct
+from constructs import Construct, IConstruct, IValidation
 
 from jobqueues.logical_ids import logical_id
 from jobqueues.names import NameRegistry, StackFacts
@@ -71,6 +72,10 @@ class StackRegistry(Construct):
         self.fleet: Construct | None = None
         self._durations: dict[tuple[str, int], Duration] = {}
         self._context: dict[str, Any] = {}
+        self._before_render: list[Callable[[], None]] = []
+        #: What a module of jobqueues finds or makes once per stack, under a key of its own (the ``sqslease`` layer,
+        #: the shared cluster): a tree lookup is two round trips to the kernel.
+        self.cache: dict[Any, Any] = {}
 
     @property
     def budget(self) -> ResourceBudget:
@@ -110,11 +115,32 @@ class StackRegistry(Construct):
                 return computed
         return self.stack.get_logical_id(resource())
 
+    def before_render(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` at synth once the app's dependencies are on its resources (after the aspects and the
+        CDK's ``prepareApp``) and before the templates are rendered: one validation for the whole stack, a callback
+        from the kernel per synth instead of a token resolved in each resource."""
+        if not self._before_render:
+            self.node.add_validation(_BeforeRender(self._before_render))
+        self._before_render.append(callback)
+
     def context(self, key: str) -> Any:
         """The stack's context value ``key``, read once (each read is a round-trip to jsii)."""
         if key not in self._context:
             self._context[key] = self.stack.node.try_get_context(key)
         return self._context[key]
+
+
+@jsii.implements(IValidation)
+class _BeforeRender:
+    """The stack's :meth:`StackRegistry.before_render` callbacks, as the one validation that runs them."""
+
+    def __init__(self, callbacks: list[Callable[[], None]]) -> None:
+        self._callbacks = callbacks
+
+    def validate(self) -> list[str]:
+        for callback in self._callbacks:
+            callback()
+        return []
 
 
 class RegisteredConstruct(Construct):

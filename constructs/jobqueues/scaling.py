@@ -11,6 +11,8 @@ Visible messages drop to zero while every message is being worked on, so a polic
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -18,10 +20,24 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from jobqueues.registry import one_minute
+from jobqueues.registry import one_minute, registry_of
 
 SCALE_IN_COOLDOWN_S = 300
 SCALE_OUT_COOLDOWN_S = 60
+
+
+@dataclass(frozen=True)
+class ServiceNames:
+    """What the scaling of a service names it by, read once.
+
+    :param cluster_name: its cluster's name (a token).
+    :param service_name: its name (a token).
+    :param path: its construct path (the target-tracking policy's name).
+    """
+
+    cluster_name: str
+    service_name: str
+    path: str
 
 
 def running_tasks(cluster_name: str, service_name: str, period: Duration) -> cloudwatch.Metric:
@@ -58,7 +74,7 @@ def _stat(
 def scale_on_backlog(
     scope: Construct,
     service: ecs.BaseService,
-    cluster_name: str,
+    names: ServiceNames,
     queue: sqs.IQueue,
     *,
     min_tasks: int,
@@ -68,11 +84,11 @@ def scale_on_backlog(
     """Scalable target and backlog-per-task target tracking; plus the step policy that scales out from 0."""
     task_count = service.auto_scale_task_count(min_capacity=min_tasks, max_capacity=max_tasks)
     queue_dims = {"QueueName": queue.queue_name}
-    service_dims = {"ClusterName": cluster_name, "ServiceName": service.service_name}
+    service_dims = {"ClusterName": names.cluster_name, "ServiceName": names.service_name}
     target_tracking = appscaling.CfnScalingPolicy(
         scope,
         "BacklogPerTaskScaling",
-        policy_name=f"{service.node.path.replace('/', '-')}-backlog-per-task"[-256:],
+        policy_name=f"{names.path.replace('/', '-')}-backlog-per-task"[-256:],
         policy_type="TargetTrackingScaling",
         scaling_target_id=task_count.node.find_child("Target").scalable_target_id,  # type: ignore[attr-defined]
         target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
@@ -94,12 +110,12 @@ def scale_on_backlog(
             ),
         ),
     )
-    _scale_out_from_zero(scope, task_count, cluster_name, service.service_name, queue)
+    _scale_out_from_zero(scope, task_count, names, queue)
     return task_count, target_tracking
 
 
 def _scale_out_from_zero(
-    scope: Construct, task_count: ecs.ScalableTaskCount, cluster_name: str, service_name: str, queue: sqs.IQueue
+    scope: Construct, task_count: ecs.ScalableTaskCount, names: ServiceNames, queue: sqs.IQueue
 ) -> None:
     """The step policy that starts the first task when a message waits and none runs."""
     minute = one_minute(scope)
@@ -109,7 +125,7 @@ def _scale_out_from_zero(
             expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
             using_metrics={
                 "visible": queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute),
-                "tasks": running_tasks(cluster_name, service_name, minute),
+                "tasks": running_tasks(names.cluster_name, names.service_name, minute),
             },
             label="messages waiting, no task running",
             period=minute,
@@ -119,6 +135,6 @@ def _scale_out_from_zero(
             appscaling.ScalingInterval(lower=1, change=1),
         ],
         adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-        cooldown=Duration.seconds(SCALE_OUT_COOLDOWN_S),
+        cooldown=registry_of(scope).seconds(SCALE_OUT_COOLDOWN_S),
         evaluation_periods=1,
     )

@@ -134,6 +134,34 @@ def body_dedup_id(group: str, body: str) -> str:
     return hashlib.sha256(f"{group}\n{body}".encode()).hexdigest()
 
 
+def _entries(
+    batch: list[tuple[int, str]],
+    kind: QueueKind,
+    group: str | None,
+    dedup_id: str | None,
+    payloads: PayloadBucket | None,
+    result: SendResult,
+) -> list[dict[str, Any]]:
+    """The ``SendMessageBatch`` entries of ``batch`` ((line, body) pairs); a body too large for the queue goes to the
+    payload bucket, or is refused in ``result`` (and has no entry)."""
+    fifo, content_dedup, limit = kind.fifo, kind.content_based_deduplication, kind.max_message_size
+    entries = []
+    for i, (number, body) in enumerate(batch):
+        entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
+        if message_size(body) > limit:
+            if not _offloaded(entry, number, limit, payloads, result):
+                continue
+            if fifo and content_dedup and dedup_id is None:  # the pointer is new each time: the payload's id
+                entry["MessageDeduplicationId"] = hashlib.sha256(body.encode()).hexdigest()
+        if group:  # on a standard queue, the tenant of a fair queue
+            entry["MessageGroupId"] = group
+        if fifo:
+            if dedup_id is not None or not content_dedup:
+                entry["MessageDeduplicationId"] = dedup_id or body_dedup_id(group or "", body)
+        entries.append(entry)
+    return entries
+
+
 def send(
     sqs: Any,
     url: str,
@@ -153,7 +181,7 @@ def send(
         body is refused.
     """
     kind = queue_kind(sqs, url)
-    fifo, content_dedup, limit = kind.fifo, kind.content_based_deduplication, kind.max_message_size
+    fifo = kind.fifo
     if fifo and not group:
         raise BadInput("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
     if not fifo and dedup_id:
@@ -169,20 +197,7 @@ def send(
         if dedup_id is not None and len(batch) > 1:
             raise BadInput("--dedup-id names one message: send a file without it (each body is its own id)")
         refused = len(result.failed)
-        entries = []
-        for i, (number, body) in enumerate(batch):
-            entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
-            if message_size(body) > limit:
-                if not _offloaded(entry, number, limit, payloads, result):
-                    continue
-                if fifo and content_dedup and dedup_id is None:  # the pointer is new each time: the payload's id
-                    entry["MessageDeduplicationId"] = hashlib.sha256(body.encode()).hexdigest()
-            if group:  # on a standard queue, the tenant of a fair queue
-                entry["MessageGroupId"] = group
-            if fifo:
-                if dedup_id is not None or not content_dedup:
-                    entry["MessageDeduplicationId"] = dedup_id or body_dedup_id(group or "", body)
-            entries.append(entry)
+        entries = _entries(batch, kind, group, dedup_id, payloads, result)
         try:
             request_refused = bool(entries) and not _send_batch(sqs, url, batch, entries, result)
         except KeyboardInterrupt:  # a second Ctrl-C: SQS may or may not have taken this batch
