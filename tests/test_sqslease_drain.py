@@ -29,6 +29,7 @@ from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
 from sqslease.drain import DRAIN_POLL_MARGIN_S
+from sqslease.handler_pool import HandlerPool
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy
 
@@ -250,11 +251,27 @@ def test_when_the_grace_ends_a_drain_releases_the_messages_still_running(caplog:
         gate.set()
 
 
+def hold_the_failed_group_until_the_drain_looks(pool: HandlerPool) -> None:
+    """Make ``pool``'s ready queue, when a failed FIFO head hands its group's later messages back, wait (up to 5 s)
+    for a drain to look whether messages wait and close: the moment a drain once closed before the group was held."""
+    done = pool._ready.done
+
+    def done_then_let_the_drain_look(message: Message, failed: bool) -> list[Message]:
+        later = done(message, failed)
+        if later:
+            wait_for(lambda: pool._released, timeout_s=5)
+        return later
+
+    pool._ready.done = done_then_let_the_drain_look  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("drain_looks_meanwhile", [False, True])
 def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_point(
-    caplog: pytest.LogCaptureFixture,
+    drain_looks_meanwhile: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Released at once, they could meet the long poll of another worker drained at the same moment, which might
-    # have no handler for them: a second receive for messages that never ran.
+    # have no handler for them: a second receive for messages that never ran. Also when the drain looks whether
+    # messages wait at the moment A0's failure takes A1 and A2 out of the ready queue.
     caplog.set_level(logging.INFO, "sqslease")
     clock = FakeClock()
     sqs = FakeSQS(clock)
@@ -263,6 +280,8 @@ def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_poi
     settings = {"failure_policy": FailurePolicy.LAPSE, "shutdown_grace": 600, **UNIT}
     with running_worker(sqs, URL + ".fifo", blocking(gate, runs, fail=True), 2, clock=clock, **settings) as w:
         assert wait_for(lambda: runs == ["A0"] and w.handlers.outstanding() == 3, timeout_s=10)
+        if drain_looks_meanwhile:
+            hold_the_failed_group_until_the_drain_looks(w.handlers)
         # WHEN the worker is told to stop and A0 then fails, before the release point
         w.shutdown()
         gate.set()
@@ -281,38 +300,3 @@ def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_poi
         ("m-A1", "released"),
         ("m-A2", "released"),
     ]
-
-
-def test_a_drain_that_looks_while_a_failed_head_hands_its_group_back_still_holds_the_group(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    # GIVEN a FIFO group whose head A0 is running when the worker is told to stop, and a drain that looks whether
-    # messages wait (to close the ready queue) at the moment A0's failure takes A1 and A2 out of it
-    caplog.set_level(logging.INFO, "sqslease")
-    clock = FakeClock()
-    sqs = FakeSQS(clock)
-    sqs.add("A0", "A1", "A2", group="A")
-    gate, runs = threading.Event(), []
-    settings = {"failure_policy": FailurePolicy.LAPSE, "shutdown_grace": 600, **UNIT}
-    with running_worker(sqs, URL + ".fifo", blocking(gate, runs, fail=True), 2, clock=clock, **settings) as w:
-        assert wait_for(lambda: runs == ["A0"] and w.handlers.outstanding() == 3, timeout_s=10)
-        pool = w.handlers
-        done = pool._ready.done
-
-        def done_then_let_the_drain_look(message: Message, failed: bool) -> list[Message]:
-            later = done(message, failed)
-            if later:  # the drain's look lands here (it closes the queue at once when it sees nothing waiting)
-                wait_for(lambda: pool._released, timeout_s=5)
-            return later
-
-        pool._ready.done = done_then_let_the_drain_look  # type: ignore[method-assign]
-        # WHEN the worker is told to stop and A0 then fails
-        w.shutdown()
-        gate.set()
-        assert wait_for(lambda: emf_records(w), timeout_s=10)
-        # THEN the drain still sees A1 and A2 waiting, and releases them with the unstarted ones at its release point
-        assert advance_until(clock, lambda: len(releases(sqs)) == 2)
-    assert sorted(h for _, h in releases(sqs)) == sorted(sqs.handle_of("A1") + sqs.handle_of("A2"))
-    assert all(at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S for at, _ in releases(sqs)) and runs == ["A0"]
-    assert "releasing 2 messages not yet started" in caplog.text  # by the drain, with the unstarted ones
-    assert [r["Outcome"] for r in emf_records(w)] == ["failure", "released", "released"]
