@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,20 @@ def consumer_region(session: Any, queue_url: str) -> str | None:
     """The region a consumer's clients use: the configured one (``AWS_DEFAULT_REGION``, a profile's), else
     ``AWS_REGION`` (which Lambda and ECS set and botocore does not read), else the queue URL's; None if none."""
     return session.region_name or os.environ.get("AWS_REGION") or queue_region(queue_url)
+
+
+def queue_endpoint(queue_url: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """``{"endpoint_url": ...}`` for a consumer's SQS clients when its queue URL's host is not SQS's regional one
+    (an emulator's, a proxy's, a VPC endpoint's ``vpce`` name): the URL's scheme and host, so that requests go where
+    the URL points and never to AWS instead. Empty for an AWS regional URL (botocore's endpoint for the region), and
+    when an endpoint is configured (``AWS_ENDPOINT_URL_SQS``, ``AWS_ENDPOINT_URL``): the configuration wins."""
+    if environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL"):
+        return {}
+    parts = urllib.parse.urlsplit(queue_url)
+    host = parts.hostname or ""
+    if not parts.scheme or not host or (host.endswith(AWS_DOMAINS) and ".vpce." not in host):
+        return {}
+    return {"endpoint_url": f"{parts.scheme}://{parts.netloc}"}
 
 
 def lease_pool_size(settings: LeaseSettings) -> int:

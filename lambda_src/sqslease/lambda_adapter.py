@@ -283,18 +283,18 @@ def env_settings() -> LeaseSettings:
 
 
 def default_client(settings: LeaseSettings, queue_url: str) -> Any:
-    """The process's SQS lease client, created on first use (request timeouts from the first ``settings``), in
-    the region :func:`sqslease.clients.consumer_region` finds (Lambda sets ``AWS_REGION`` only). Lambda reuses the
-    process across invocations: one client means one connection pool and one TLS handshake.
-    """
+    """The process's SQS lease client, made on first use (request timeouts from the first ``settings``), in the
+    region :func:`sqslease.clients.consumer_region` finds (Lambda sets ``AWS_REGION`` only), sending to the host of
+    an emulator's queue URL (:func:`sqslease.clients.queue_endpoint`). Lambda reuses the process: one pool."""
     global _client
     if _client is None:  # the first invocation only: the others take no lock
         with _client_lock:
             if _client is None:
                 import boto3
 
-                from sqslease.clients import consumer_region, lease_client
+                from sqslease.clients import consumer_region, lease_client, queue_endpoint
 
                 session = boto3.session.Session()
-                _client = lease_client(settings, session, region_name=consumer_region(session, queue_url))
+                region = consumer_region(session, queue_url)
+                _client = lease_client(settings, session, region_name=region, **queue_endpoint(queue_url))
     return _client

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from sqslease.clients import SqsClients, consumer_region, make_clients
+from sqslease.clients import SqsClients, consumer_region, make_clients, queue_endpoint
 from sqslease.config import SETTINGS, ConsumerConfig, named
 from sqslease.fifo_retry import redrive_policy
 from sqslease.hooks import configured_hooks
@@ -106,7 +106,8 @@ def sqs_clients(config: ConsumerConfig) -> SqsClients:
                 f"no AWS region: the queue URL {queue_url!r} names none; set AWS_REGION (or AWS_DEFAULT_REGION, "
                 "or a profile's region), or pass the queue's AWS URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
             )
-        return make_clients(config.lease, config.concurrency, session=session, region_name=region)
+        endpoint = queue_endpoint(queue_url)  # an emulator's URL: its host, not AWS's
+        return make_clients(config.lease, config.concurrency, session=session, region_name=region, **endpoint)
     except BotoCoreError as error:  # e.g. AWS_PROFILE naming no profile
         usage_error(f"AWS configuration (AWS_PROFILE, AWS_CONFIG_FILE, AWS_* variables): {error}")
 
