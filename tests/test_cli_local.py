@@ -390,6 +390,8 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     assert status == 0, run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
     assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
+    # ... and, the emulator gone with the command, what to run next
+    assert run.lines[-1].startswith("emulator stopped. Next: `jobqueues local up` in your app's directory"), run.text()
 
 
 #: The smallest app to deploy: one stack of one queue.

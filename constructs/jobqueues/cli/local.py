@@ -153,6 +153,11 @@ def deploy(app: str | None, port: int | None, keep_running: bool, demo: bool, lo
     if stopped:
         click.echo("interrupted: the emulator is stopped")
         return EXIT_INTERRUPTED
+    if not keep_running:  # the endpoint printed above is gone with the emulator
+        click.echo(
+            "emulator stopped. Next: `jobqueues local up` in your app's directory runs its consumers here "
+            "(README: Run your own app locally); `--keep-running` keeps the emulator up to inspect it"
+        )
     return 0
 
 
