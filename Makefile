@@ -42,9 +42,9 @@ lint: setup
 	$(PY) -m mypy
 
 # Four processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute (-n 4 took 10 min
-# 33 s where -n 2 took 12 min 33 s; alone on the machine -n 6 took 7 min 46 s where -n 4 took 8 min 49 s, at a load
-# near 10, where a lease test with 1 s of slack has failed before: docs/testing.md). The work units are a test module, or all
-# the tests sharing a deployed app or the SparkSession, heavy ones first (tests/conftest.py).
+# 33 s where -n 2 took 12 min 33 s; alone on the machine -n 6 took 7 min 46 s where -n 4 took 8 min 49 s, at a
+# load near 10, where a lease test with 1 s of slack has failed before: docs/testing.md). The work units are a
+# test module, or all the tests sharing a deployed app or the SparkSession, heavy ones first (tests/conftest.py).
 test: setup lint
 	$(PY) -m pytest -n 4 --dist loadgroup --no-loadscope-reorder
 
