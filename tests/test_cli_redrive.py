@@ -37,6 +37,7 @@ from support.waiting import until
 
 from jobqueues.cli import main
 from jobqueues.cli.context import Aws
+from jobqueues.ops import redrive as redrive_module
 from jobqueues.ops.discovery import JobType, discover
 from jobqueues.ops.redrive import redrive
 
@@ -105,15 +106,25 @@ def test_the_console_script_redrives_a_standard_dlq_by_move_task(ops_deployment:
 
 @NEEDS_CDK
 def test_ctrl_c_cancels_the_move_task_and_a_rerun_finishes(
-    ops_deployment: Deployment, receipts: JobType, capsys: pytest.CaptureFixture[str]
+    ops_deployment: Deployment, receipts: JobType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sqs = ops_deployment.server.client("sqs")
     dlq, source = receipts.dead_letter_queue_url or "", receipts.queue_url or ""
     bodies = fill(sqs, dlq, 40)
     url = ops_deployment.server.endpoint
+    # Ctrl-C once the command follows its move task (not merely once SQS moved some: under load the command can
+    # still be between SQS's answer to the start and following the task, whose Ctrl-C says something else)
+    following = threading.Event()
+    follow = redrive_module._follow
+
+    def followed(*args: Any, **kwargs: Any) -> None:
+        following.set()
+        follow(*args, **kwargs)
+
+    monkeypatch.setattr(redrive_module, "_follow", followed)
 
     def press_ctrl_c_once_some_moved() -> None:
-        until(lambda: depth(sqs, source) >= 5)
+        until(lambda: following.is_set() and depth(sqs, source) >= 5)
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=press_ctrl_c_once_some_moved, daemon=True).start()
