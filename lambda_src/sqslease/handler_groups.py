@@ -58,6 +58,8 @@ class HandlerGroups:
 
     def _finished(self, message: Message, failed: bool) -> None:
         """``message`` no longer runs: its group goes on, or (it failed) the group's later messages are released."""
+        if not self._ready.fifo:  # no group to open or to hand back: no lock taken
+            return
         with self._running_lock:
             # One step with the hold: a drain looking whether messages wait (``waiting``) must not find the group's
             # later messages neither in the ready queue nor held back, or it closes before they are held.
