@@ -6,6 +6,7 @@ without a per-record choice of thread, the renewal's stats are summed only for t
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -17,18 +18,19 @@ from typing import Any
 
 import pytest
 from support.emf import outcomes, read_emf
-from support.fakes import FakeContext, FakeSQS
+from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 
-from sqslease import lambda_adapter, lambda_batch
+from sqslease import invocation, lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import line_template, line_text, millis
 from sqslease.emf_writer import LineWriter
 from sqslease.heartbeat_round import TickStats
+from sqslease.hung_records import RecordsHungError
 from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
-from sqslease.settings import LeaseSettings
+from sqslease.settings import FailurePolicy, LeaseSettings
 
 FUNCTION_TIMEOUT_S = 30
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/quick"  # the queue fake_event's ARN names
@@ -124,6 +126,128 @@ def test_the_invocations_of_a_process_share_their_renewals_request_slots(monkeyp
         assert invoke(settings, io.StringIO()) == {"batchItemFailures": []}
     # THEN none made a semaphore of its own
     assert made == []
+
+
+def test_an_invocation_without_lease_extension_files_its_leases_in_no_lease_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False)
+    invoke(settings, io.StringIO())  # the process's first invocation
+    tables = counting(monkeypatch, invocation, "LeaseScheduler")
+    filed = counting(monkeypatch, LeaseScheduler, "add_all")
+    stream = io.StringIO()
+    # WHEN three more invocations of 10 records run without lease extension
+    for _ in range(3):
+        assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN none built a lease table or filed a lease in one (nothing renews them), and every record ran
+    assert tables == [] and filed == []
+    assert [line["Outcome"] for line in read_emf(stream)] == ["success"] * 30
+    # with lease extension each invocation still has its table, its leases filed for the renewal
+    heartbeat = LeaseSettings(visibility_timeout=40, heartbeat=True)
+    assert invoke(heartbeat, io.StringIO()) == {"batchItemFailures": []}
+    assert tables == [1] and filed == [1]
+
+
+def test_an_invocation_without_lease_extension_still_releases_a_failed_record() -> None:
+    # GIVEN a consumer without lease extension whose handler fails one record of three (failure policy: visible now)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, failure_policy=FailurePolicy.VISIBLE_NOW)
+    sqs = FakeSQS()
+
+    def fails_r1(body: str, message: Message) -> None:
+        if body == "r1":
+            raise ValueError("bad record")
+
+    # WHEN it runs twice (the second time without a lease table of its own either)
+    for _ in range(2):
+        response = lambda_adapter.process_event(
+            fake_event(["r0", "r1", "r2"]), FakeContext(FUNCTION_TIMEOUT_S), fails_r1, settings, sqs, emf=EmfLogger(io.StringIO())
+        )
+        # THEN the failed record is reported and released at once, its lease settled through the settle protocol
+        assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert [e["ReceiptHandle"] for e in sqs.entries("ChangeMessageVisibilityBatch")] == ["rh-1", "rh-1"]
+    assert all(e["VisibilityTimeout"] == 0 for e in sqs.entries("ChangeMessageVisibilityBatch"))
+
+
+def test_a_second_invocation_of_a_consumer_builds_no_processor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, failure_policy=FailurePolicy.VISIBLE_NOW)
+    sqs, stream = FakeSQS(), io.StringIO()
+    emf = EmfLogger(stream)
+    bodies: list[str] = []
+
+    def handler(body: str, message: Message) -> None:
+        bodies.append(body)
+        if body == "fail":
+            raise ValueError("bad record")
+
+    def run(records: list[str]) -> dict[str, Any]:
+        return lambda_adapter.process_event(
+            fake_event(records), FakeContext(FUNCTION_TIMEOUT_S), handler, settings, sqs, emf=emf
+        )
+
+    assert run(["a", "b"]) == {"batchItemFailures": []}  # the process's first invocation builds it
+    built = counting(monkeypatch, lambda_batch, "MessageProcessor")
+    # WHEN three more invocations of the same consumer run, the last with a failing record
+    assert run(["c", "d"]) == {"batchItemFailures": []}
+    assert run(["e"]) == {"batchItemFailures": []}
+    assert run(["g", "fail"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    # THEN none built a processor: each took the one the invocation before handed back, with its own settler (the
+    # failed record released by the third's: a closed settler sends nothing)
+    assert built == []
+    assert bodies == ["a", "b", "c", "d", "e", "g", "fail"]
+    assert [line["Outcome"] for line in read_emf(stream)] == ["success"] * 6 + ["failure"]
+    assert [e["ReceiptHandle"] for e in sqs.entries("ChangeMessageVisibilityBatch")] == ["rh-1"]
+    # another consumer's invocation (another handler) builds its own
+    lambda_adapter.process_event(fake_event(["x"]), FakeContext(FUNCTION_TIMEOUT_S), noop, settings, sqs, emf=emf)
+    assert built == [1]
+
+
+def test_a_processor_taken_again_writes_its_lines_to_the_stdout_of_its_invocation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    entry = lambda_adapter.sqs_batch_handler(noop, settings=LeaseSettings(visibility_timeout=180), sqs=FakeSQS())
+    first, second = io.StringIO(), io.StringIO()
+    # WHEN the entry point (no EmfLogger of its own: stdout) runs twice, stdout swapped between the two
+    for stdout, body in ((first, "a"), (second, "b")):
+        with contextlib.redirect_stdout(stdout):
+            assert entry(fake_event([body]), FakeContext(FUNCTION_TIMEOUT_S)) == {"batchItemFailures": []}
+    # THEN each invocation's line went to the stdout it ran with
+    assert [len(read_emf(stream)) for stream in (first, second)] == [1, 1]
+
+
+def test_the_processor_of_an_invocation_whose_handler_hung_is_not_taken_by_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a consumer whose records run on a spare thread (max_processing_time 50 s of 60 s invocations, on a fake
+    # clock), its invocations sharing their arguments so that the next may take the last one's processor
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=120, max_processing_time=50)
+    clock, unblock = FakeClock(), threading.Event()
+    sqs, emf = FakeSQS(clock), EmfLogger(io.StringIO())
+    ran: list[str] = []
+
+    def handler(body: str, message: Message) -> None:
+        ran.append(body)
+        if body == "hang":
+            clock.sleep(56)  # 4 s left, below the 5 s deadline margin: timed out, and still running at the end
+            unblock.wait(30)
+
+    def run(body: str) -> dict[str, Any]:
+        return lambda_adapter.process_event(fake_event([body]), FakeContext(60, clock), handler, settings, sqs, emf=emf)
+
+    try:
+        assert run("ok") == {"batchItemFailures": []}
+        built = counting(monkeypatch, lambda_batch, "MessageProcessor")
+        # WHEN an invocation's handler hangs (its thread may still settle through its processor), then another runs
+        with pytest.raises(RecordsHungError):
+            run("hang")
+        assert run("after") == {"batchItemFailures": []}
+    finally:
+        unblock.set()
+    # THEN the hung one took the first one's processor, and the next built its own
+    assert built == [1] and ran == ["ok", "hang", "after"]
 
 
 def test_a_records_message_has_no_dict_of_its_own() -> None:

@@ -95,7 +95,7 @@ from sqslease.idempotency import KeyFunction, message_id_key
 from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.invocation import EventLeases, event_queue_url
-from sqslease.lambda_batch import invocation_processor, record_batch
+from sqslease.lambda_batch import invocation_processor, record_batch, spare_processor
 from sqslease.payload_pointer import PayloadStore
 from sqslease.processor import Handler
 from sqslease.settings import LeaseSettings
@@ -166,6 +166,7 @@ def process_event(
         records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep, on_hung=on_hung
     )
     failures = batch.run()
+    spare_processor(processor)  # it returned: no handler of it still runs, the next invocation may take it
     if raise_on_entire_batch_failure and len(failures) == len(records):
         raise BatchFailedError(failures)
     return {"batchItemFailures": failures}

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,6 +42,13 @@ from sqslease.settings import LeaseSettings
 logger = logging.getLogger("sqslease")
 
 
+#: The processor the process's last invocation handed back (:func:`spare_processor`), and what it was built for: the
+#: next invocation of the same consumer takes it (:func:`invocation_processor`).
+_spare: list[tuple[tuple[Any, ...], MessageProcessor]] = []
+#: What each processor in use was built for (the arguments, compared by identity).
+_built_for: weakref.WeakKeyDictionary[MessageProcessor, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
 def invocation_processor(
     handler: Handler,
     held: EventLeases,
@@ -51,8 +60,21 @@ def invocation_processor(
     payloads: PayloadStore | None = None,
 ) -> MessageProcessor:
     """The processor of one invocation's records: it deletes none but those whose payload it deletes (Lambda deletes
-    what is not reported). ``payloads``: the process's store (one S3 client for every invocation)."""
-    return MessageProcessor(
+    what is not reported). ``payloads``: the process's store (one S3 client for every invocation).
+
+    Built once per consumer, not per invocation (an execution environment runs one invocation at a time): the one
+    the last invocation handed back (:func:`spare_processor`) is taken when it was built for the same arguments (the
+    same objects) and given this invocation's settler; a new one otherwise (with idempotency on: the gate is the
+    invocation's)."""
+    # without a logger of its own the processor's writes to the stdout of its making (which a test may swap)
+    built_for = (handler, settings, sqs, sys.stdout if emf is None else emf, hooks, gate, payloads, held.queue_url)
+    if _spare:
+        spare_for, processor = _spare.pop()
+        if all(a is b for a, b in zip(spare_for, built_for, strict=True)):
+            processor.settler, processor.on_fatal = held.settler, held._on_fatal
+            _built_for[processor] = built_for
+            return processor
+    processor = MessageProcessor(
         handler,
         held.settler,
         settings,
@@ -61,12 +83,22 @@ def invocation_processor(
         queue_name=held.queue_url.rsplit("/", 1)[-1],
         delete_on_success=False,
         hooks=hooks,
-        loop=AsyncLoop(),  # this invocation's: started by the first coroutine, stopped before it returns
+        loop=AsyncLoop(),  # the consumer's: started by an invocation's first coroutine, stopped before it returns
         idempotency=gate,
         on_fatal=held._on_fatal,
         fifo_retry=FifoRetry.of(settings, held.queue_url),
         payloads=payloads,
     )
+    _built_for[processor] = built_for
+    return processor
+
+
+def spare_processor(processor: MessageProcessor) -> None:
+    """Hand ``processor`` back once its invocation returned: none of its handlers still runs (a hung one's thread
+    may still settle through its processor, which is never reused) and its loop is stopped."""
+    built_for = _built_for.pop(processor, None)
+    if built_for is not None:
+        _spare[:] = [(built_for, processor)]
 
 
 def record_batch(
