@@ -21,10 +21,11 @@ from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 
-from sqslease import invocation, lambda_adapter, lambda_batch
+from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import line_template, line_text, millis
 from sqslease.emf_writer import LineWriter
+from sqslease.heartbeat import Heartbeat
 from sqslease.heartbeat_round import TickStats
 from sqslease.hung_records import RecordsHungError
 from sqslease.invocation import QUEUE_URL_ENV
@@ -134,7 +135,7 @@ def test_an_invocation_without_lease_extension_files_its_leases_in_no_lease_tabl
     monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
     settings = LeaseSettings(visibility_timeout=180, heartbeat=False)
     invoke(settings, io.StringIO())  # the process's first invocation
-    tables = counting(monkeypatch, invocation, "LeaseScheduler")
+    tables = counting(monkeypatch, LeaseScheduler, "__init__")
     filed = counting(monkeypatch, LeaseScheduler, "add_all")
     stream = io.StringIO()
     # WHEN three more invocations of 10 records run without lease extension
@@ -143,10 +144,29 @@ def test_an_invocation_without_lease_extension_files_its_leases_in_no_lease_tabl
     # THEN none built a lease table or filed a lease in one (nothing renews them), and every record ran
     assert tables == [] and filed == []
     assert [line["Outcome"] for line in read_emf(stream)] == ["success"] * 30
-    # with lease extension each invocation still has its table, its leases filed for the renewal
-    heartbeat = LeaseSettings(visibility_timeout=40, heartbeat=True)
-    assert invoke(heartbeat, io.StringIO()) == {"batchItemFailures": []}
-    assert tables == [1] and filed == [1]
+
+
+def test_a_renewal_sqs_grants_in_one_request_builds_no_lease_table_heartbeat_or_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a consumer with lease extension whose leases outlast the invocation (40 s, 30 s invocations)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=40, heartbeat=True)
+    invoke(settings, io.StringIO())  # the process's first invocation
+    tables = counting(monkeypatch, LeaseScheduler, "__init__")
+    heartbeats = counting(monkeypatch, Heartbeat, "__init__")
+    rounds = counting(monkeypatch, Heartbeat, "_round")
+    sqs, stream = FakeSQS(), io.StringIO()
+    # WHEN three invocations of 10 records run, SQS renewing every lease
+    for _ in range(3):
+        assert invoke(settings, stream, sqs=sqs) == {"batchItemFailures": []}
+    # THEN each renewed its 10 leases in one request to 40 s before its records ran, without a lease table, a
+    # heartbeat or a round
+    assert tables == [] and heartbeats == [] and rounds == []
+    renewals = sqs.of("ChangeMessageVisibilityBatch")
+    assert [len(entries) for _, _, entries in renewals] == [10] * 3
+    assert {e["VisibilityTimeout"] for _, _, entries in renewals for e in entries} == {40}
+    assert [(line["Outcome"], line["Extensions"]) for line in read_emf(stream)] == [("success", 1)] * 30
 
 
 def test_an_invocation_without_lease_extension_still_releases_a_failed_record() -> None:
@@ -161,7 +181,12 @@ def test_an_invocation_without_lease_extension_still_releases_a_failed_record() 
     # WHEN it runs twice (the second time without a lease table of its own either)
     for _ in range(2):
         response = lambda_adapter.process_event(
-            fake_event(["r0", "r1", "r2"]), FakeContext(FUNCTION_TIMEOUT_S), fails_r1, settings, sqs, emf=EmfLogger(io.StringIO())
+            fake_event(["r0", "r1", "r2"]),
+            FakeContext(FUNCTION_TIMEOUT_S),
+            fails_r1,
+            settings,
+            sqs,
+            emf=EmfLogger(io.StringIO()),
         )
         # THEN the failed record is reported and released at once, its lease settled through the settle protocol
         assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}

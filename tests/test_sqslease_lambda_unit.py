@@ -116,6 +116,68 @@ def test_lease_extension_renews_every_lease_before_the_first_record_starts() -> 
     assert [r["Extensions"] for r in read_emf(emf)] == [1] * 12
 
 
+class RefusesAtRenewal(FakeSQS):
+    """Refuses the renewal's (the first request's) entries of ``stale`` receipt handles as SQS does a stale one."""
+
+    def __init__(self, *stale: str) -> None:
+        super().__init__()
+        self.stale = stale
+
+    def change_message_visibility_batch(self, QueueUrl: str, Entries: list[dict]) -> dict:
+        response = super().change_message_visibility_batch(QueueUrl, Entries)
+        if len(self.of("ChangeMessageVisibilityBatch")) > 1:
+            return response
+        refused = {e["Id"] for e in Entries if e["ReceiptHandle"] in self.stale}
+        return {
+            "Successful": [s for s in response["Successful"] if s["Id"] not in refused],
+            "Failed": [
+                {"Id": i, "Code": "ReceiptHandleIsInvalid", "Message": "stale", "SenderFault": True} for i in refused
+            ],
+        }
+
+
+RENEWED = LeaseSettings(visibility_timeout=40, heartbeat_interval=0.2, heartbeat=True)
+
+
+@pytest.mark.parametrize("first_answer", ["throttle", "error500", "timeout"])
+def test_a_renewal_refused_as_a_whole_is_retried_before_any_record_starts(first_answer: str) -> None:
+    # GIVEN lease extension on, and SQS failing the renewal's first request (throttled, an error, a timeout)
+    sqs, emf = FakeSQS().script("ChangeMessageVisibilityBatch", first_answer), io.StringIO()
+    requests_at_start: list[int] = []
+
+    def handler(body: str, message: Message) -> None:
+        requests_at_start.append(len(sqs.of("ChangeMessageVisibilityBatch")))
+
+    # WHEN an invocation of 3 records runs
+    response = process_event(fake_event(["a", "b", "c"]), FakeContext(30), handler, RENEWED, sqs, emf=EmfLogger(emf))
+    # THEN the renewal was sent again for the 3, and every record ran after it, renewed once
+    assert response == {"batchItemFailures": []}
+    renewals = sqs.of("ChangeMessageVisibilityBatch")
+    assert [[e["ReceiptHandle"] for e in entries] for _, _, entries in renewals] == [["rh-0", "rh-1", "rh-2"]] * 2
+    assert requests_at_start == [2, 2, 2]
+    assert [r["Extensions"] for r in read_emf(emf)] == [1, 1, 1]
+
+
+def test_a_record_whose_lease_the_renewal_finds_stale_is_not_started_and_the_others_run() -> None:
+    # GIVEN lease extension on, and SQS refusing the renewal of rh-1 (its receipt handle stale)
+    sqs, emf, ran = RefusesAtRenewal("rh-1"), io.StringIO(), []
+    # WHEN an invocation of 3 records runs
+    response = process_event(
+        fake_event(["a", "b", "c"]), FakeContext(30), lambda b, m: ran.append(b), RENEWED, sqs, emf=EmfLogger(emf)
+    )
+    # THEN that record is reported unstarted, its lease lost (not sent again), and the other two ran renewed
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert ran == ["a", "c"] and len(sqs.of("ChangeMessageVisibilityBatch")) == 1
+    assert [(r["MessageId"], r["Extensions"]) for r in read_emf(emf)] == [("m0", 1), ("m2", 1)]
+
+
+def test_a_fatal_answer_to_the_renewal_is_raised_before_any_record_runs() -> None:
+    sqs, ran = FakeSQS().script("ChangeMessageVisibilityBatch", "access_denied"), []
+    with pytest.raises(FatalSqsError, match="AccessDenied"):
+        process_event(fake_event(["a", "b"]), FakeContext(30), lambda b, m: ran.append(b), RENEWED, sqs)
+    assert ran == [] and len(sqs.of("ChangeMessageVisibilityBatch")) == 1
+
+
 def test_without_lease_extension_nothing_is_renewed() -> None:
     sqs = FakeSQS()
     settings = LeaseSettings(visibility_timeout=18, heartbeat=False)

@@ -20,9 +20,10 @@ from support.waiting import wait_for
 from sqslease import lambda_adapter
 from sqslease.config import ConsumerConfig
 from sqslease.emf import EmfLogger
-from sqslease.invocation import QUEUE_URL_ENV, heartbeat_needed
+from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
+from sqslease.renewal import heartbeat_needed
 from sqslease.rules import visibility_timeout_for_lambda
 from sqslease.settings import FailurePolicy, LeaseSettings
 

@@ -53,6 +53,23 @@ class TickStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+@dataclass
+class Answer:
+    """What SQS answered a ChangeMessageVisibilityBatch its caller sent at ``sent_at`` (monotonic seconds), asking
+    ``vts`` seconds of each entry: its ``response``, or what the call raised."""
+
+    sent_at: float
+    vts: list[int]
+    response: dict[str, Any] | Exception
+
+
+def allowed_visibility(settings: LeaseSettings, received_at: float, now: float) -> int:
+    """The visibility timeout, in seconds, an extension sent at ``now`` asks for a lease received at ``received_at``
+    (monotonic seconds): ``settings.visibility_timeout``, at most what is left of ``max_total_lease`` (SQS: 12 h from
+    receipt), never below 0."""
+    return max(int(min(settings.visibility_timeout, settings.max_total_lease - (now - received_at))), 0)
+
+
 class HeartbeatRounds:
     """What a heartbeat round does: the base class of :class:`sqslease.heartbeat.Heartbeat`, which sets every
     attribute declared here."""
@@ -73,35 +90,43 @@ class HeartbeatRounds:
 
     def _allowed(self, lease: Lease, now: float) -> int:
         """The visibility timeout an extension sent at ``now`` asks for: at most the 12 h from receipt."""
-        return max(
-            int(min(self.settings.visibility_timeout, self.settings.max_total_lease - (now - lease.received_at))), 0
-        )
+        return allowed_visibility(self.settings, lease.received_at, now)
 
     # -- one round: a batch of up to 10, retried within its slack ----------------------------------
-    def _round(self, batch: list[Lease]) -> TickStats:
+    def _round(self, batch: list[Lease], answer: Answer | None = None) -> TickStats:
         stats = TickStats()
         try:
-            self._run_round(batch, stats)
+            self._run_round(batch, stats, answer)
         except Exception:  # a bug must not leave leases stuck in EXTENDING: hand them back, log it
             logger.exception("heartbeat round failed")
             for lease in batch:
                 self.scheduler.end_round(lease)
         return stats
 
-    def _run_round(self, pending: list[Lease], stats: TickStats) -> None:
+    def answered_round(self, batch: list[Lease], answer: Answer) -> TickStats:
+        """The round of ``batch`` (its leases EXTENDING) whose first request its caller sent: from that request's
+        ``answer`` on, as if the round had sent it (retried, lost, reported fatal alike). The Lambda adapter's renewal
+        at the start (:mod:`sqslease.renewal`)."""
+        return self._round(batch, answer)
+
+    def _run_round(self, pending: list[Lease], stats: TickStats, answer: Answer | None = None) -> None:
         attempt = 0
         at_risk_logged = False
         while True:
-            # A lease a visibility change now waits for, or one that ended, needs no more extension.
-            for lease in pending:
-                if not self.scheduler.wants_extension(lease):
-                    self.scheduler.end_round(lease)
-            pending = [lease for lease in pending if self.scheduler.wants_extension(lease)]
-            if not pending or self._stop.is_set() or self._fatal is not None:
+            if answer is not None:  # its first request was sent by the caller
+                pending, throttled, timed_out = self._first_answer(pending, answer, stats)
+                answer = None
+            else:
+                # A lease a visibility change now waits for, or one that ended, needs no more extension.
                 for lease in pending:
-                    self.scheduler.end_round(lease)
-                return
-            pending, throttled, timed_out = self._attempt(pending, stats)
+                    if not self.scheduler.wants_extension(lease):
+                        self.scheduler.end_round(lease)
+                pending = [lease for lease in pending if self.scheduler.wants_extension(lease)]
+                if not pending or self._stop.is_set() or self._fatal is not None:
+                    for lease in pending:
+                        self.scheduler.end_round(lease)
+                    return
+                pending, throttled, timed_out = self._attempt(pending, stats)
             if not pending:
                 return
             attempt += 1
@@ -159,6 +184,14 @@ class HeartbeatRounds:
             except Exception as error:  # the whole request failed: classify once for every entry
                 return self._request_failed(error, batch, stats)
         retry, throttled = self._answered(response, batch, vts, sent_at, stats)
+        return retry, throttled, False
+
+    def _first_answer(self, batch: list[Lease], answer: Answer, stats: TickStats) -> tuple[list[Lease], bool, bool]:
+        """:meth:`_attempt`'s result for a request its caller sent (:meth:`answered_round`)."""
+        stats.requests += 1
+        if isinstance(answer.response, Exception):
+            return self._request_failed(answer.response, batch, stats)
+        retry, throttled = self._answered(answer.response, batch, answer.vts, answer.sent_at, stats)
         return retry, throttled, False
 
     def _request_failed(self, error: Exception, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool, bool]:

@@ -6,10 +6,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
 import time
 import urllib.parse
-from collections.abc import Iterable
 from typing import Any
 
 from sqslease.clients import queue_region
@@ -17,8 +15,8 @@ from sqslease.config import SETTINGS
 from sqslease.heartbeat import Heartbeat
 from sqslease.idempotency_gate import IdempotencyGate
 from sqslease.lease import Lease
-from sqslease.lease_table import LeaseScheduler
 from sqslease.message import queue_url_from_arn
+from sqslease.renewal import renew_at_start, untracked_leases
 from sqslease.retry import FatalSqsError
 from sqslease.rules import MIN_LAMBDA_DEADLINE_MARGIN_S, lambda_deadline_margin
 from sqslease.settings import LeaseSettings
@@ -63,38 +61,18 @@ class EventLeases:
         renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
         first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
         handles = [r["receiptHandle"] for r in records]
-        if settings.heartbeat:
-            self.scheduler = LeaseScheduler(settings.extension_threshold, settings.pull_forward)
-            leases = self.scheduler.add_all(handles, received_at, first_lease)
+        #: None with the heartbeat off (``lease_extension=False``), or when nothing heartbeats the renewed leases.
+        self.heartbeat: Heartbeat | None = None
+        if settings.heartbeat:  # every lease renewed (or lost) before a record starts (sqslease.renewal)
+            ends_at = None if started_with is None else now + started_with
+            self.scheduler, leases, self.heartbeat = renew_at_start(
+                handles, received_at, first_lease, ends_at, settings, sqs, queue_url, self._on_fatal, idempotency
+            )
         else:  # nothing renews them: no table to file them in, only the settles' lock (untracked_leases)
             self.scheduler = untracked_leases()
             leases = [Lease(handle, received_at, received_at + first_lease) for handle in handles]
         self.leases: dict[str, Lease] = {r["messageId"]: lease for r, lease in zip(records, leases, strict=True)}
-        #: None with the heartbeat off (``lease_extension=False``): nothing renews or extends the leases.
-        self.heartbeat = (
-            Heartbeat(
-                sqs,
-                self.queue_url,
-                self.scheduler,
-                settings,
-                on_fatal=self._on_fatal,
-                idempotency=idempotency,
-                requests=renewal_requests(settings.max_requests_in_flight),
-            )
-            if settings.heartbeat
-            else None
-        )
         self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
-        if self.heartbeat is not None:
-            tick = self.heartbeat.tick(first_inline=True)
-            for renewal in tick.rounds:  # every round over (its leases renewed, or lost) before a record starts
-                renewal.result()
-            if logger.isEnabledFor(logging.DEBUG):  # the rounds' stats summed for the line only
-                renewed = tick.wait()
-                logger.debug("renewed %d of %d leases (%d requests)", renewed.extended, len(records), renewed.requests)
-            ends_at = None if started_with is None else now + started_with
-            if heartbeat_needed(self.leases.values(), settings.extension_threshold, ends_at):
-                self.heartbeat.start()
 
     def _on_fatal(self, error: FatalSqsError) -> None:
         if self.fatal is None:
@@ -125,36 +103,6 @@ class EventLeases:
             self.heartbeat.stop()
         # Unconfirmed releases are safe: those records are reported as failures and reappear after their lease.
         self.settler.close(timeout=self.time_left())
-
-
-@functools.cache
-def untracked_leases() -> LeaseScheduler:
-    """The lease table the settles of this process's invocations without a heartbeat take their lock from, made
-    once: their leases are never filed in it (nothing takes them due), so it stays empty, and a settle finds its
-    lease in no table (:meth:`~sqslease.lease_table.LeaseScheduler.finish_all` pops none). A table, its lock and its
-    condition an invocation were a tenth of what an invocation cost besides its records."""
-    return LeaseScheduler()
-
-
-@functools.cache
-def renewal_requests(max_requests_in_flight: int) -> threading.BoundedSemaphore:
-    """The slots of the requests in flight of this process's invocations' heartbeats, made once, not per invocation
-    (a semaphore costs about as much as the rest of a heartbeat's objects): a process runs one invocation at a time,
-    and an invocation's heartbeat is stopped, its rounds over, before it returns."""
-    return threading.BoundedSemaphore(max_requests_in_flight)
-
-
-def heartbeat_needed(leases: Iterable[Lease], extension_threshold: float, ends_at: float | None) -> bool:
-    """Whether a lease would come due (within ``extension_threshold`` seconds of its deadline) before the invocation
-    ends at ``ends_at`` (monotonic seconds; None: unknown). After the renewal at the start, a lease longer than the
-    function's timeout never does: a ``LambdaJob``'s (timeout + 10 s), so its invocations start no heartbeat."""
-    if ends_at is None:
-        return True
-    comes_due_by = ends_at + extension_threshold
-    for lease in leases:  # a loop, not any() over a generator: asked every invocation with lease extension
-        if lease.deadline < comes_due_by and not lease.lost:
-            return True
-    return False
 
 
 def event_queue_url(records: list[dict[str, Any]], queue_url: str | None = None) -> str:
