@@ -33,8 +33,7 @@ the margin before the end (one that ends before, even inside the margin, is not)
 Lambda would and ends the environment through ``on_hung`` (the decorated entry point's), since the invocation's
 thread is the one that hangs.
 
-An event that is not SQS's is refused before any record runs: :class:`sqslease.sqs_event.NotAnSqsEventError`, a
-``ValueError`` naming the expected format.
+An event not SQS's is refused before any record runs: ``NotAnSqsEventError``, a ``ValueError`` naming the format.
 
 ``async def`` handlers: their coroutines run one record at a time, like plain handlers, on an event loop the
 invocation starts on the first one and stops (cancelling what is left) before it returns. Hooks
@@ -63,11 +62,11 @@ the life of its execution environment (a configuration change starts new ones). 
 read on every invocation (one lookup). Code that changes the variables within one process (a test, a script)
 passes ``settings=ConsumerConfig.from_env().lease`` instead.
 
-What an invocation costs besides the handlers (``bench/runtime_bench.py``): with every record successful and no
-lease needing an extension, no thread. The renewal at the start (lease extension on) runs its first request of
-10 on the invocation's thread (further ones on a pool); the heartbeat thread starts only if a renewed lease would
-come due before the invocation's end, which a lease longer than the function's timeout never does (a
-``LambdaJob``'s is timeout + 10 s); a sender thread starts with the first release.
+What an invocation costs besides the handlers (``bench/runtime_bench.py``): all records successful, no thread (a
+sender starts with the first release), and the last invocation's processor. The renewal at the start (lease extension
+on, :mod:`sqslease.renewal`) sends its first request of 10 from the invocation's thread (the others from a pool); a
+heartbeat starts only if a renewed lease would come due before the invocation ends, which a lease longer than the
+function's timeout (a ``LambdaJob``'s: timeout + 10 s) never does.
 
 Idempotency (exactly-once completion, docs/sqslease.md): with ``SQSLEASE_IDEMPOTENCY_TABLE`` set (the store is
 built once per process) or a store passed, each record claims its DynamoDB record before its handler runs; a
@@ -166,7 +165,7 @@ def process_event(
         records, held, processor, context, skip_group_on_error=skip_group_on_error, sleep=sleep, on_hung=on_hung
     )
     failures = batch.run()
-    spare_processor(processor)  # it returned: no handler of it still runs, the next invocation may take it
+    spare_processor(processor)  # only once it returned: a hung handler's thread may still settle through it
     if raise_on_entire_batch_failure and len(failures) == len(records):
         raise BatchFailedError(failures)
     return {"batchItemFailures": failures}
