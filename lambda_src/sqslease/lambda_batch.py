@@ -68,8 +68,11 @@ def invocation_processor(
     invocation's)."""
     # without a logger of its own the processor's writes to the stdout of its making (which a test may swap)
     built_for = (handler, settings, sqs, sys.stdout if emf is None else emf, hooks, gate, payloads, held.queue_url)
-    if _spare:
-        spare_for, processor = _spare.pop()
+    try:
+        spare_for, processor = _spare.pop()  # one taker, even among invocations run at once on threads (a test's)
+    except IndexError:
+        pass
+    else:
         if all(a is b for a, b in zip(spare_for, built_for, strict=True)):
             processor.settler, processor.on_fatal = held.settler, held._on_fatal
             _built_for[processor] = built_for
