@@ -382,3 +382,46 @@ def test_the_table_shows_a_fair_queue_s_noisy_groups_or_says_unknown() -> None:
     assert cells["S/Unknown"][column] == "unknown"
     assert cells["S/Plain"][0] == "S/Plain" and cells["S/Plain"][column] == ""
     assert counted.as_dict()["noisy_groups"] == 2.0 and unknown.as_dict()["noisy_groups"] is None
+
+
+def test_ctrl_c_during_a_read_drops_the_reads_not_started_and_returns_at_once() -> None:
+    import threading
+
+    from jobqueues.ops.status import read_status
+
+    # GIVEN 40 queues whose reads block until released, and Ctrl-C (a KeyboardInterrupt) arriving in the first read
+    release, started = threading.Event(), []
+    lock = threading.Lock()
+
+    class SlowSqs:
+        def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict[str, Any]:
+            with lock:
+                started.append(QueueUrl)
+                first = len(started) == 1
+            if first:
+                raise KeyboardInterrupt
+            release.wait()
+            return {"Attributes": {}}
+
+    job_types = [
+        JobType(f"J{i}", "S", f"S/J{i}", f"https://sqs.us-east-1.amazonaws.com/1/q{i}", None) for i in range(40)
+    ]
+    interrupted = threading.Event()
+
+    def read() -> None:
+        try:
+            read_status(job_types, SlowSqs(), None, None)
+        except KeyboardInterrupt:
+            interrupted.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    # WHEN the interrupt reaches the caller THEN it returns while the 7 reads under way still wait (a bound
+    # on failure only: the old pool waited for all 40 reads, which wait for the release)
+    returned_first = interrupted.wait(timeout=30)
+    release.set()
+    reader.join(timeout=30)
+    assert returned_first, "read_status waited for every read before the Ctrl-C reached its caller"
+    # ... and the reads not started when it came were dropped: the 8 threads' first, and the one the interrupted
+    # thread took next
+    assert len(started) <= 9, len(started)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +24,7 @@ from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
 from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
 from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
+from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
 from sqslease.emf import deployment_name
@@ -215,7 +215,7 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
 
 
 def _load_all(cloudformation: Any, stacks: dict[str, str]) -> list[StackTemplate]:
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with read_pool() as pool:
         return list(pool.map(lambda item: _load(cloudformation, *item), sorted(stacks.items())))
 
 

@@ -17,11 +17,11 @@ import datetime
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer
+from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.queues import queue_attributes
 from sqslease.rules import SQS_IN_FLIGHT_QUOTA
 
@@ -251,7 +251,7 @@ def read_status(
     """Every job type's row, in ``job_types``' order (boto3 clients in; ``now`` defaults to the UTC time)."""
     now = now or datetime.datetime.now(datetime.UTC)
     urls = sorted({u for j in job_types for u in (j.queue_url, j.dead_letter_queue_url) if u is not None})
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with read_pool() as pool:
         attributes = dict(
             zip(urls, pool.map(lambda url: queue_attributes(sqs, url, _QUEUE_ATTRIBUTES), urls), strict=True)
         )
