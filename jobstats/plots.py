@@ -11,14 +11,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt
-from matplotlib import font_manager
-from matplotlib.ticker import NullFormatter
-
 logger = logging.getLogger("jobstats")
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot, on its file-only backend: imported when a plot is drawn, not with this module (about a
+    second, which a run without ``--plots`` and every importer of :func:`plot_file_name` would pay)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 #: Fonts tried, in order, for characters DejaVu Sans lacks (job type names in any script), where installed.
 FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans", "Droid Sans Fallback", "Arial Unicode MS")
@@ -33,6 +38,7 @@ def plot_job_type(
     show as boxes, and one warning names the job type (instead of matplotlib's warning per glyph).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    plt = _pyplot()
     with plt.rc_context({"font.family": font_families()}), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         path = _draw(job_type, entry, histogram, bins_per_decade, out_dir)
@@ -59,6 +65,8 @@ def plot_job_type(
 @cache
 def font_families() -> list[str]:
     """DejaVu Sans (matplotlib's own), then the installed :data:`FALLBACK_FONTS`."""
+    from matplotlib import font_manager
+
     installed = {font.name for font in font_manager.fontManager.ttflist}
     return ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)]
 
@@ -66,6 +74,9 @@ def font_families() -> list[str]:
 def _draw(
     job_type: str, entry: dict[str, Any], histogram: list[tuple[int, int]], bins_per_decade: int, out_dir: Path
 ) -> Path:
+    from matplotlib.ticker import NullFormatter
+
+    plt = _pyplot()
     fig, (dist, curve) = plt.subplots(1, 2, figsize=(13, 4.8))
     window = entry["window"]
     fig.suptitle(f"{job_type}: {entry['count']:,} messages, {_short(window['from'])} to {_short(window['to'])}")

@@ -16,24 +16,51 @@ from jobqueues.emulator.server import LocalServer, running_server
 pytest_plugins = ["emulator_fixtures"]
 
 #: Session fixtures that take long to build. A session fixture is per pytest-xdist worker, so every test that uses
-#: one goes to one worker and it is built once a run: the apps deployed (``emulator_fixtures``) and the JVM.
-SHARED_FIXTURES = (*SHARED_DEPLOYMENTS, "spark")
+#: one goes to one worker and it is built once a run: the apps deployed (``emulator_fixtures``) and the JVM. Listed
+#: longest first: the units start in this order.
+SHARED_FIXTURES = ("spark", *SHARED_DEPLOYMENTS)
+#: Fixture scopes that a module's tests share: a module using one is one unit, so its fixture is built once.
+_SHARED_SCOPES = frozenset({"module", "class", "package"})
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Work units for ``pytest -n N --dist loadgroup --no-loadscope-reorder`` (``make test``): a test module, or
-    every test that uses one of :data:`SHARED_FIXTURES`. Those units, and the modules marked ``heavy`` (a
-    minute-long end-to-end run), go first, so the run does not end on one of them while the other worker idles."""
-    groups = {}
-    for item in items:
-        shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
-        groups[item] = shared[0] if shared else item.nodeid.split("::", 1)[0]
-    heavy = {*SHARED_FIXTURES, *(groups[item] for item in items if item.get_closest_marker("heavy"))}
-    items.sort(key=lambda item: groups[item] not in heavy)  # stable: collection order within each
+    """Work units for ``pytest -n N --dist loadgroup --no-loadscope-reorder`` (``make test``), and their order.
+
+    - Every test that uses one of :data:`SHARED_FIXTURES` is one unit; the Spark tests of the modules marked
+      ``heavy`` (a minute-long end-to-end run each) are a second Spark unit, with a JVM of its own, beside it.
+    - A module one of whose tests uses a module-scoped fixture (an app synthesized or deployed once) is one unit.
+    - Any other test is a unit of its own, so that a module's independent end-to-end runs go to several workers.
+
+    Those shared units go first (longest first), then the ``heavy`` modules' tests, so that the run does not end on
+    one of them while the other workers idle."""
+    sharing = {_module(item) for item in items if _shares_a_fixture(item)}
+    units = {item: _unit(item, sharing) for item in items}
+    order = {unit: rank for rank, unit in enumerate(SHARED_FIXTURES)}
+    order["spark-heavy"] = 0.5
+    items.sort(key=lambda item: order.get(units[item], len(order) + (not item.get_closest_marker("heavy"))))
     if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under --dist loadgroup
         for item in items:
-            _join_group(item, groups[item])
+            _join_group(item, units[item])
+
+
+def _unit(item: pytest.Item, sharing: set[str]) -> str:
+    """The work unit of ``item`` (:func:`pytest_collection_modifyitems`); ``sharing``: the modules one of whose
+    tests uses a module-scoped fixture."""
+    names = getattr(item, "fixturenames", ())
+    shared = [name for name in SHARED_FIXTURES if name in names]
+    if shared:
+        return "spark-heavy" if shared[0] == "spark" and item.get_closest_marker("heavy") else shared[0]
+    return _module(item) if _module(item) in sharing else item.nodeid
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(defs and defs[-1].scope in _SHARED_SCOPES for defs in definitions.values())
 
 
 def _join_group(item: pytest.Item, group: str) -> None:

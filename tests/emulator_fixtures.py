@@ -92,7 +92,7 @@ def options_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dep
 
 
 #: Session fixtures that deploy an app: the tests using one run in one worker (``tests/conftest.py``).
-SHARED_DEPLOYMENTS = ("ops_deployment", "options_deployment", "example_deployment")
+SHARED_DEPLOYMENTS = ("ops_deployment", "example_deployment", "options_deployment")  # longest first
 
 
 @pytest.fixture(scope="session")

@@ -104,7 +104,7 @@ PROFILE_LINES: dict[str, dict[str, list[float]]] = {
 PROFILES_DIR = Path(__file__).resolve().parent / "drift_profiles"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def profiles() -> dict[str, Path]:
     """Two real jobstats documents: one that disagrees with the ops app, one that agrees."""
     return {name: PROFILES_DIR / f"{name}.json" for name in PROFILE_LINES}

@@ -11,15 +11,10 @@ Timeouts are generous (a deploy takes ~15 s); no assertion depends on timing.
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,64 +22,13 @@ from pathlib import Path
 
 import pytest
 from emulator_fixtures import NEEDS_CDK, OPS_APP_DIR
-from support import waiting
+from support.cli_runs import JOBQUEUES, Run, depth, start, until
 
 from jobqueues.cli import main
 from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import EcsConsumer, JobType, discover
 
 pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
-
-JOBQUEUES = Path(sys.executable).parent / "jobqueues"
-
-
-@dataclass
-class Run:
-    """A ``jobqueues`` process and the lines of its stdout so far."""
-
-    process: subprocess.Popen[str]
-    lines: list[str] = field(default_factory=list)
-    reader: threading.Thread | None = None  # reads the process's output into ``lines``
-
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-    def wait(self, timeout_s: float) -> int:
-        """The exit status, once the process ended and its output was read to its end (its last lines too)."""
-        status = self.process.wait(timeout=timeout_s)
-        assert self.reader is not None
-        self.reader.join(timeout_s)
-        assert not self.reader.is_alive(), "the process's output was not read to its end"
-        return status
-
-    def wait_for_line(self, needle: str, timeout_s: float) -> None:
-        until(lambda: needle in self.text() or self.process.poll() is not None, timeout_s, f"line {needle!r}")
-        assert needle in self.text(), self.text()
-
-
-def start(*args: str, cwd: Path = OPS_APP_DIR, env: dict[str, str] | None = None) -> Run:
-    process = subprocess.Popen(
-        [str(JOBQUEUES), *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    run = Run(process)
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            run.lines.append(line.rstrip("\n"))
-
-    run.reader = threading.Thread(target=read, daemon=True)
-    run.reader.start()
-    return run
-
-
-#: Polls a running `local up` every 0.2 s (its predicates read the emulator).
-until = functools.partial(waiting.until, interval_s=0.2)
 
 
 @dataclass
@@ -102,12 +46,6 @@ class UpRun:
     poison_error: str = ""
     dlq_rows: list[dict] = field(default_factory=list)  # `dlq list Invoices --json` once it came with its error
     dlq_table: subprocess.CompletedProcess[str] | None = None  # `dlq list Invoices`, the table
-
-
-def depth(emulator: Emulator, url: str) -> int:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    attributes = emulator.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return sum(int(v) for v in attributes.values())
 
 
 def desired(emulator: Emulator, consumer: EcsConsumer) -> int:
@@ -362,76 +300,6 @@ def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
         "--env Prod-Job/Orders:...: no job type Prod-Job/Orders in 2 stacks searched; job types: Dev-Jobs/Orders, "
         "Prod-Jobs/Orders"
     )
-
-
-@NEEDS_CDK
-def test_env_of_an_unknown_job_type_is_refused_before_the_deploy() -> None:
-    # GIVEN an app of two Stages (tests/team_stages_app) and --env naming a job type it does not have
-    app_dir = Path(__file__).resolve().parent / "team_stages_app"
-    # WHEN local up starts
-    run = start("local", "up", "--env", "Export:DEBUG=1", "--env", "Exports:DEBUG=1", cwd=app_dir)
-    status = run.wait(240)
-    # THEN it stops after the synth, before anything is deployed, with the job types it has, status 2
-    assert status == 2, run.text()
-    assert (
-        "error: --env Export:...: no job type Export in 2 stacks searched; job types: Dev-TeamC/Exports" in run.text()
-    )
-    assert "resources created" not in run.text() and "Traceback" not in run.text()
-
-
-@NEEDS_CDK
-def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
-    # GIVEN an app of a top-level stack and two Stages (small: the ops app's own deploy is up_run's)
-    app = Path(__file__).resolve().parent / "emulator_apps" / "stages_app.py"
-    # WHEN `jobqueues local deploy` deploys it from a directory without a cdk.json
-    run = start("local", "deploy", "--app", f"{sys.executable} {app}", cwd=tmp_path)
-    status = run.wait(240)
-    # THEN every stack is deployed and verified, and the endpoint printed for the other commands
-    assert status == 0, run.text()
-    assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
-    assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
-    # ... and, the emulator gone with the command, what to run next
-    assert run.lines[-1].startswith("emulator stopped. Next: `jobqueues local up` in your app's directory"), run.text()
-
-
-#: The smallest app to deploy: one stack of one queue.
-TINY_APP = """
-import aws_cdk as cdk
-from aws_cdk import aws_sqs as sqs
-
-app = cdk.App()
-sqs.Queue(cdk.Stack(app, "KeepRunning"), "Queue", enforce_ssl=True)
-app.synth()
-"""
-
-
-@NEEDS_CDK
-def test_keep_running_ends_on_ctrl_c_with_130_as_the_exit_statuses_say(tmp_path: Path) -> None:
-    # GIVEN `local deploy --keep-running`, its emulator up once the deploy is done
-    (tmp_path / "app.py").write_text(TINY_APP)
-    run = start("local", "deploy", "--keep-running", "--app", f"{sys.executable} app.py", cwd=tmp_path)
-    run.wait_for_line("emulator running (Ctrl-C to stop)", timeout_s=240)
-    port = int(re.findall(r"^export AWS_ENDPOINT_URL=http://localhost:(\d+)$", run.text(), re.MULTILINE)[0])
-    # WHEN Ctrl-C stops it THEN the status is 130, as for `local up` (docs/cli.md), and the emulator is gone
-    run.process.send_signal(signal.SIGINT)
-    assert run.wait(60) == 130, run.text()
-    assert run.lines[-1] == "interrupted: the emulator is stopped" and "Traceback" not in run.text()
-    with pytest.raises(OSError):
-        socket.create_connection(("localhost", port), timeout=2).close()
-
-
-@NEEDS_CDK
-def test_an_app_that_fails_to_synth_is_one_error() -> None:
-    completed = subprocess.run(
-        [str(JOBQUEUES), "local", "deploy", "--app", "python no_such_app.py"],
-        cwd=OPS_APP_DIR,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert completed.returncode == 1
-    assert completed.stderr.startswith("error: the app `python no_such_app.py` failed"), completed.stderr
-    assert "no_such_app.py" in completed.stderr and "Traceback" not in completed.stderr
 
 
 def test_no_cdk_json_and_no_app(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from emulator_fixtures import NEEDS_CDK
-from test_cli_local import start, until
+from support.cli_runs import start, until
 
 from jobqueues.emulator.server import Emulator, free_port
 from jobqueues.ops.discovery import discover

@@ -1,6 +1,7 @@
-"""``make test``'s work units (tests/conftest.py): each module's tests run in one pytest-xdist worker, and so do
-all the tests that share a deployed app or the SparkSession. pytest-xdist's own ``xdist_group`` marks group
-nothing under pytest 9 (this file found it: every test was a unit, the session fixtures were built twice)."""
+"""``make test``'s work units (tests/conftest.py): a module whose tests share a module-scoped fixture runs in one
+pytest-xdist worker, as do all the tests that share a deployed app or the SparkSession; any other test is a unit of
+its own. pytest-xdist's own ``xdist_group`` marks group nothing under pytest 9 (this file found it: every test was a
+unit, the session fixtures were built twice)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: A module of tests sharing a module-scoped fixture (the plans made once), and one of independent tests.
+SHARING, INDEPENDENT = "tests/test_prop_defaults.py", "tests/test_rules.py"
 
 
-def test_each_module_runs_in_one_worker_under_the_make_test_options() -> None:
-    # GIVEN two small modules; WHEN they run as `make test` runs the suite
+def test_each_unit_runs_in_one_worker_under_the_make_test_options() -> None:
+    # GIVEN a module whose tests share a module-scoped fixture, and one whose tests share nothing
+    # WHEN they run as `make test` runs the suite
     done = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "-v"),
-            *("-p", "no:cacheprovider", "tests/test_layout.py", "tests/test_rules.py"),
+            *("-p", "no:cacheprovider", SHARING, INDEPENDENT),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -26,11 +30,17 @@ def test_each_module_runs_in_one_worker_under_the_make_test_options() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout[-3000:]
-    # THEN every test of a module ran on the same worker, and its node id names its unit
+    # THEN every test of the sharing module ran on one worker, and its node id names the module as its unit
     workers: dict[str, set[str]] = defaultdict(set)
+    units: dict[str, set[str]] = defaultdict(set)
     for worker, nodeid in re.findall(r"^\[(gw\d)\] \[\s*\d+%\] PASSED (.+?) *$", done.stdout, re.M):
-        module, _, unit = nodeid.partition("@")
-        assert unit == module.split("::", 1)[0], nodeid
+        test, _, unit = nodeid.partition("@")
+        module = test.split("::", 1)[0]
+        units[module].add(unit)
         workers[unit].add(worker)
-    assert set(workers) == {"tests/test_layout.py", "tests/test_rules.py"}
-    assert all(len(ran_on) == 1 for ran_on in workers.values()), dict(workers)
+    assert units[SHARING] == {SHARING}
+    assert len(workers[SHARING]) == 1, dict(workers)
+    # ... and each test of the other module is a unit of its own (which worker runs it is xdist's choice)
+    independent = units[INDEPENDENT]
+    ran = len(re.findall(rf"PASSED {INDEPENDENT}::", done.stdout))
+    assert len(independent) == ran > 8 and all(unit.startswith(f"{INDEPENDENT}::") for unit in independent), independent

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from emulator_fixtures import NEEDS_CDK
-from test_cli_local import depth, start, until
+from support.cli_runs import depth, start, until
 from test_local_chaos_example import report_rows, send
 
 from jobqueues.emulator.server import Emulator, free_port
