@@ -135,13 +135,12 @@ class MessageProcessor(UnrunPaths):
             return self._too_late(message, attempt, elapsed_ms, error)
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
             self._end_record(message, error, returned)
-        held = False  # the usual outcomes settled here, not in a method of their own: a call less a message
-        lease = message.lease
+        lease = message.lease  # the usual outcomes settled here, not in a method of their own: a call less a message
         if lease.lost:
-            outcome, retry = "lost", True
+            outcome, retry, held = "lost", True, False
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
         elif error is None:
-            outcome, retry = "success", False
+            outcome, retry, held = "success", False, False
             if message.pointer is not None and self.payloads.delete:  # its object too, once SQS confirmed
                 self.settler.delete(lease, self.payloads.deletion(message.pointer))
             elif self.delete_on_success:  # else Lambda deletes it once the invocation returns (extended until then)
