@@ -17,20 +17,25 @@ import urllib.parse
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 
+from sqslease import hooks as hooks_module
 from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import line_template, line_text, millis
 from sqslease.emf_writer import LineWriter
 from sqslease.heartbeat import Heartbeat
 from sqslease.heartbeat_round import TickStats
+from sqslease.hooks import HookChain
 from sqslease.hung_records import RecordsHungError
 from sqslease.invocation import QUEUE_URL_ENV
 from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
+from sqslease.otel import OtelHooks
+from sqslease.process_result import ProcessResult
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 FUNCTION_TIMEOUT_S = 30
@@ -338,3 +343,70 @@ def test_a_consumers_line_is_record_s_text_character_for_character(stack: str | 
     # THEN the texts are the same, but for the timestamp
     ours = [re.sub(r'"Timestamp":\d+', '"Timestamp":1', line) for line in written.getvalue().splitlines()]
     assert ours == recorded.getvalue().splitlines() and len(ours) == len(cases)
+
+
+def test_a_record_without_a_tracer_provider_asks_the_opentelemetry_hook_nothing_but_one_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN no global tracer provider and none named by the environment (the built-in hook idle)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    monkeypatch.delenv("OTEL_PYTHON_TRACER_PROVIDER", raising=False)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    asked = counting(monkeypatch, OtelHooks, "recording")
+    hook = OtelHooks("Idle")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs with it
+    assert lambda_adapter.process_event(
+        fake_event([f"r{i}" for i in range(10)]),
+        FakeContext(FUNCTION_TIMEOUT_S),
+        noop,
+        LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="IdleOtel"),
+        FakeSQS(),
+        emf=EmfLogger(stream),
+        hooks=[hook],
+    ) == {"batchItemFailures": []}
+    # THEN no record called recording() (its first test is made inline), and no span was started
+    assert asked == [] and hook._spans == {} and len(read_emf(stream)) == 10
+
+
+def test_a_consumer_without_hooks_calls_no_hook_chain_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a consumer with no hook at all (no built-in one: opentelemetry taken as not installed)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    monkeypatch.setattr(hooks_module, "builtin_hooks", lambda job_type: [])
+    before, after = counting(monkeypatch, HookChain, "before"), counting(monkeypatch, HookChain, "after")
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="Unhooked")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN whether to call hooks was decided once for the consumer: no record called the empty chain
+    assert before == [] and after == [] and len(read_emf(stream)) == 10
+
+
+def test_a_record_reads_its_receive_count_once_and_builds_its_result_without_a_python_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="CountedRecords")
+    invoke(settings, io.StringIO())  # the process's first invocation
+    read_sqs_count = counting_property(monkeypatch, Message, "sqs_receive_count")
+    results = counting(monkeypatch, ProcessResult, "__new__")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN no record read ApproximateReceiveCount through a second property, nor built its ProcessResult through
+    # the named tuple's __new__ (a Python call each); every line still counts its receive
+    assert read_sqs_count == [] and results == []
+    assert [line["ReceiveCount"] for line in read_emf(stream)] == [1] * 10
+
+
+def counting_property(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """Counts the reads of the property ``owner.name`` while the test runs."""
+    reads: list[int] = []
+    real = getattr(owner, name)
+
+    def read(instance: Any) -> Any:
+        reads.append(1)
+        return real.fget(instance)
+
+    monkeypatch.setattr(owner, name, property(read))
+    return reads

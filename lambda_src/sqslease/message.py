@@ -40,12 +40,13 @@ class Message:
     def receive_count(self) -> int:
         """The attempt this run is: ``ApproximateReceiveCount`` (1 on the first delivery) plus
         :attr:`retries_in_process`, i.e. what SQS's count would be had each retry been a redelivery."""
-        return self.sqs_receive_count + self.retries_in_process
+        # read here, not through sqs_receive_count: the runtime asks this of every run (a call less a record)
+        return int(self.attributes.get("ApproximateReceiveCount", "1")) + self.retries_in_process
 
     @property
     def sqs_receive_count(self) -> int:
         """``ApproximateReceiveCount`` as SQS counts it: the deliveries, without the retries in process."""
-        return int(self.attributes.get("ApproximateReceiveCount", "1"))
+        return self.receive_count - self.retries_in_process
 
     def queue_time_ms(self, now_ms: float) -> float | None:
         """Milliseconds from ``SentTimestamp`` (when SQS accepted the message, its delay and earlier attempts
@@ -57,7 +58,8 @@ class Message:
         sent = self.attributes.get("SentTimestamp")
         if not isinstance(sent, str) or not sent.isdigit():
             return None  # SQS always sends one when asked; a hand-made Message may have none
-        return max(0.0, now_ms - int(sent))
+        queued = now_ms - int(sent)
+        return queued if queued > 0 else 0.0  # max(0.0, queued) without its call (asked of every run)
 
     @property
     def sqs_body(self) -> str:

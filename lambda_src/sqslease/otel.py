@@ -25,8 +25,6 @@ from typing import Any
 
 from sqslease.message import Message
 
-_UNKNOWN: Any = object()
-
 #: Outcomes that set the span's status to ERROR.
 ERROR_OUTCOMES = frozenset({"failure", "dead_lettered", "timed_out"})
 
@@ -49,6 +47,10 @@ class OtelHooks:
         # The API loads a provider this variable names on the first get_tracer_provider() of the process (ours
         # or the application's); it is looked up here once, not per message (an os.environ lookup each time).
         self._provider_from_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+        #: Idle while the API's global provider is None (neither set nor loaded): decided once, tested per message.
+        self._idle_while_unset = (
+            not self._explicit and not self._provider_from_env and hasattr(trace, "_TRACER_PROVIDER")
+        )
         self._no_op_providers = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
         self._tracer = trace.get_tracer("sqslease", __version__, tracer_provider=tracer_provider)
         self._spans: dict[int, Any] = {}
@@ -65,11 +67,13 @@ class OtelHooks:
         on every call."""
         if self._explicit:
             return True
-        if getattr(self._trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not self._provider_from_env:
+        if self._idle_while_unset and self._trace._TRACER_PROVIDER is None:
             return False
         return not isinstance(self._trace.get_tracer_provider(), self._no_op_providers)
 
     def before(self, message: Message) -> None:
+        if self._idle_while_unset and self._trace._TRACER_PROVIDER is None:  # recording()'s test: a call less
+            return
         if not self.recording():
             return
         queue = message.queue_url.rstrip("/").rsplit("/", 1)[-1]

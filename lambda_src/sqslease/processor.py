@@ -36,6 +36,9 @@ Handler = Callable[[str, Message], Any]
 #: Its callers import the result's type from here too.
 __all__ = ["TIMED_OUT", "Handler", "MessageProcessor", "ProcessResult"]
 
+#: A message's :class:`ProcessResult` built without the named tuple's ``__new__`` (a Python call a message).
+_result = tuple.__new__
+
 
 class MessageProcessor(UnrunPaths):
     """Calls ``handler(body, message)`` and settles the lease.
@@ -90,6 +93,9 @@ class MessageProcessor(UnrunPaths):
         self.delete_on_success = delete_on_success
         self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
         self.hooks = HookChain([*configured_hooks(settings.job_type, settings.hooks), *hooks])
+        #: Decided once per consumer, not per message: whether a message calls the hooks at all.
+        self._hooked = bool(self.hooks.hooks)
+        self._warn_above = settings.receive_count_warning
         self.loop = loop or AsyncLoop()
         self.idempotency = idempotency
         self.on_fatal = on_fatal
@@ -101,7 +107,7 @@ class MessageProcessor(UnrunPaths):
         result is logged and ignored, and the outcome is ``timed_out``)."""
         attempt = attempt or Attempt(message, time.monotonic())
         receive_count = message.receive_count
-        if receive_count > self.settings.receive_count_warning:
+        if receive_count > self._warn_above:
             self._warn_received_often(message, receive_count)
         queue_ms = message.queue_time_ms(time.time() * 1000)
         attributes = message.message_attributes  # an attribute marks a pointer: no call for an ordinary message
@@ -129,13 +135,12 @@ class MessageProcessor(UnrunPaths):
             return self._too_late(message, attempt, elapsed_ms, error)
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
             self._end_record(message, error, returned)
-        held = False  # the usual outcomes settled here, not in a method of their own: a call less a message
-        lease = message.lease
+        lease = message.lease  # the usual outcomes settled here, not in a method of their own: a call less a message
         if lease.lost:
-            outcome, retry = "lost", True
+            outcome, retry, held = "lost", True, False
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
         elif error is None:
-            outcome, retry = "success", False
+            outcome, retry, held = "success", False, False
             if message.pointer is not None and self.payloads.delete:  # its object too, once SQS confirmed
                 self.settler.delete(lease, self.payloads.deletion(message.pointer))
             elif self.delete_on_success:  # else Lambda deletes it once the invocation returns (extended until then)
@@ -154,8 +159,9 @@ class MessageProcessor(UnrunPaths):
             queue_ms,
             message.message_group_id,
         )
-        self.hooks.after(message, outcome, elapsed_ms / 1000, error)
-        return ProcessResult(outcome, elapsed_ms, retry, held)
+        if self._hooked:
+            self.hooks.after(message, outcome, elapsed_ms / 1000, error)
+        return _result(ProcessResult, (outcome, elapsed_ms, retry, held))
 
     def _too_late(
         self, message: Message, attempt: Attempt, elapsed_ms: float, error: BaseException | None
@@ -206,7 +212,8 @@ class MessageProcessor(UnrunPaths):
         return self._settle_failure(message, error)
 
     def _run(self, message: Message, attempt: Attempt) -> Any:
-        self.hooks.before(message)
+        if self._hooked:
+            self.hooks.before(message)
         returned = self.handler(message.body, message)
         if returned is None:  # the usual plain handler: no awaitable to look for
             return None
