@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from rich.console import Console
 
 from jobqueues.cli import main
 from jobqueues.cli.status import table, watch_view
+from jobqueues.emulator.server import LocalServer
 from jobqueues.marker_format import QUEUE_MARKER
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer, StackTemplate, discover, discover_templates
 from jobqueues.ops.status import JobTypeStatus, job_status, metric_queries, read_metrics, read_services
@@ -103,7 +105,10 @@ def test_the_table_and_watch_through_the_console_script(ops_deployment: Deployme
     assert once.returncode == 0, once
     assert "Prod-Billing/Invoices (FIFO)" in once.stdout and "ECS 0/0 tasks" in once.stdout
     # --watch refreshes until Ctrl-C, which ends it with 0
-    watch = subprocess.Popen([*command, "--watch", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    environment = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # a SIGABRT prints where it waits (below)
+    watch = subprocess.Popen(
+        [*command, "--watch", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
+    )
     assert watch.stdout is not None
     # off a terminal (here a pipe) each refresh prints the table again: a CI log shows every one
     seen, deadline = "", time.monotonic() + 120
@@ -111,7 +116,12 @@ def test_the_table_and_watch_through_the_console_script(ops_deployment: Deployme
         seen += watch.stdout.readline()
     assert seen.count("jobqueues status") == 2 and "OpsShared/Emails" in seen
     watch.send_signal(signal.SIGINT)
-    _, err = watch.communicate(timeout=30)
+    try:
+        _, err = watch.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        watch.send_signal(signal.SIGABRT)
+        _, err = watch.communicate(timeout=30)
+        raise AssertionError(f"Ctrl-C did not end the watch; where it was:\n{err}") from None
     assert watch.returncode == 0, err
     assert "Traceback" not in err
 
@@ -425,3 +435,29 @@ def test_ctrl_c_during_a_read_drops_the_reads_not_started_and_returns_at_once() 
     # ... and the reads not started when it came were dropped: the 8 threads' first, and the one the interrupted
     # thread took next
     assert len(started) <= 9, len(started)
+
+
+def test_ctrl_c_ends_a_watch_started_in_the_background(local_aws: LocalServer) -> None:
+    # GIVEN a watch started as a script starts a command in the background: with SIGINT ignored
+    def ignore_ctrl_c() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    watch = subprocess.Popen(
+        [str(JOBQUEUES), "--endpoint-url", local_aws.endpoint, "status", "--watch", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_ctrl_c,
+    )
+    assert watch.stdout is not None
+    seen, deadline = "", time.monotonic() + 120
+    while seen.count("jobqueues status") < 2 and time.monotonic() < deadline:
+        seen += watch.stdout.readline()
+    # WHEN Ctrl-C is pressed THEN it ends the watch, status 0, as in the foreground
+    watch.send_signal(signal.SIGINT)
+    try:
+        _, err = watch.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        watch.kill()
+        raise AssertionError("Ctrl-C did not end a watch whose SIGINT came ignored") from None
+    assert watch.returncode == 0, err

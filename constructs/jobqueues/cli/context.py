@@ -169,6 +169,12 @@ def run_command(group: click.Command, argv: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
+def ctrl_c_interrupts() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt``, even when a script started the command in the background, where SIGINT
+    comes ignored: for the commands that Ctrl-C ends (``status --watch``, ``local``). Main thread only."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @contextmanager
 def ctrl_c_sets(stop: threading.Event, saying: Callable[[], str]) -> Iterator[None]:
     """While inside, a first Ctrl-C sets ``stop`` and prints ``saying()`` (what stopping does) on stderr; a second

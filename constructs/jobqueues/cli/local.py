@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from jobqueues.cli.context import ctrl_c_interrupts
 from jobqueues.cli.local_view import chaos_report, summary, watch
 from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S  # a pure module: no moto
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
@@ -71,7 +72,7 @@ def _stop_on_signals() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    ctrl_c_interrupts()
 
 
 @contextlib.contextmanager

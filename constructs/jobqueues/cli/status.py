@@ -11,7 +11,7 @@ from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from jobqueues.cli.context import Aws, pass_aws
+from jobqueues.cli.context import Aws, ctrl_c_interrupts, pass_aws
 from jobqueues.ops.errors import aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
 
@@ -125,6 +125,7 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.live import Live
 
+    ctrl_c_interrupts()  # how a watch ends, in the background too
     rows = read()  # the first read fails as a plain run does: one error line and its exit status
     # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
     live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
