@@ -171,8 +171,9 @@ def run_command(group: click.Command, argv: list[str]) -> int:
 
 def ctrl_c_interrupts() -> None:
     """Ctrl-C raises ``KeyboardInterrupt``, even when a script started the command in the background, where SIGINT
-    comes ignored: for the commands that Ctrl-C ends (``status --watch``, ``local``). Main thread only."""
+    comes ignored (or blocked): for the commands that Ctrl-C ends (``status --watch``, ``local``). Main thread only."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextmanager
