@@ -78,12 +78,15 @@ class HandlerPool(HandlerTimeouts):
         self._room_at = -1
         self._threads: list[threading.Thread] = []
         self.inline = False  # no handler thread: the receiver's runs each batch (runs_inline)
+        self.receive: Callable[[], bool] | None = None  # a handler with nothing to run receives (handlers_receive)
         self.processed = 0
 
-    def start(self, concurrency: int, *, inline: bool = False) -> None:
+    def start(self, concurrency: int, *, inline: bool = False, receive: Callable[[], bool] | None = None) -> None:
         """Start ``concurrency`` handler threads, or none with ``inline`` (the worker's choice, :func:`runs_inline`):
-        the receiver's thread then runs the messages (:meth:`run_inline`). Default False."""
-        self.inline = inline
+        the receiver's thread then runs the messages (:meth:`run_inline`). Default False. ``receive``: called by a
+        handler that finds nothing to run (:func:`handlers_receive`), True to look at the ready queue again, False
+        to wait for a hand-over. Default none: handlers wait for the receiver."""
+        self.inline, self.receive = inline, receive
         self._threads = (
             []
             if self.inline
@@ -98,16 +101,17 @@ class HandlerPool(HandlerTimeouts):
             interval = min(1.0, self.max_processing_time / 10)
             threading.Thread(target=self._watch, args=(interval,), name="sqslease-watchdog", daemon=True).start()
 
-    def put(self, messages: list[Message]) -> bool:
-        """Queue received messages for the handlers. Once a drain began, none is started: they are held back for
-        the drain's release (see :mod:`sqslease.drain`). False (nothing taken) once :meth:`take_unstarted` ran."""
+    def put(self, messages: list[Message], relay: bool = False) -> bool:
+        """Queue received messages for the handlers (``relay``: wake one waiting handler more, to poll next). Once a
+        drain began, none is started: they are held back for the drain's release (see :mod:`sqslease.drain`). False
+        (nothing taken) once :meth:`take_unstarted` ran."""
         if self._stopping.is_set():
             with self._running_lock:
                 if self._released:
                     return False
                 self._held_back += messages
             return True
-        return self._ready.put(messages)
+        return self._ready.put(messages, relay)
 
     def outstanding(self) -> int:
         """Messages running or waiting for a handler."""
@@ -177,11 +181,17 @@ class HandlerPool(HandlerTimeouts):
             self._handle(message, me)
 
     def _handle_loop(self) -> None:
-        me = threading.current_thread()
+        me, receive = threading.current_thread(), self.receive
         while True:
-            message = self._ready.get()
+            message = None
+            if receive is not None:  # nothing to run: receive on this thread (no wake of the receiver), run the first
+                message = self._ready.take(0.0)  # a standard queue's: no parked retry to be due
+                while message is None and receive():
+                    message = self._ready.take(0.0)
             if message is None:
-                return
+                message = self._ready.get()
+                if message is None:
+                    return
             self._handle(message, me)
 
     def _handle(self, message: Message, me: threading.Thread) -> None:
@@ -256,3 +266,12 @@ def runs_inline(concurrency: int, fifo: bool) -> bool:
     its own buys no concurrency and its hand-offs cost more CPU than its work (``bench/runtime_bench.py``). A FIFO
     queue keeps it: a parked retry comes due while the receiver may be in a long poll."""
     return concurrency == 1 and not fifo
+
+
+def handlers_receive(concurrency: int, fifo: bool) -> bool:
+    """Whether a handler that finds nothing to run receives on its own thread, the receiver's thread polling only
+    when no handler can (an idle queue, no room, the governor, a failed receive): several handlers on a standard
+    queue. No wake of the receiver a receive, and the first message of each receive runs without a hand-off
+    (``bench/runtime_bench.py``). A FIFO queue keeps its receiver: a parked retry comes due while a handler could be
+    in a long poll."""
+    return concurrency > 1 and not fifo
