@@ -2,6 +2,8 @@
 
 A worker of one handler on a standard queue has no handler thread: its receiver's thread runs each batch it received
 (:func:`runs_inline`, :meth:`HandlerPool.run_inline`), and counts as the pool's thread for the watchdog and the drain.
+A worker of several on a standard queue receives on its handler threads, each that finds nothing to run polling
+(:func:`handlers_receive`).
 
 A FIFO message that fails is parked for its retry in process, or its group's later messages released
 (:mod:`sqslease.handler_groups`).
@@ -269,9 +271,9 @@ def runs_inline(concurrency: int, fifo: bool) -> bool:
 
 
 def handlers_receive(concurrency: int, fifo: bool) -> bool:
-    """Whether a handler that finds nothing to run receives on its own thread, the receiver's thread polling only
-    when no handler can (an idle queue, no room, the governor, a failed receive): several handlers on a standard
-    queue. No wake of the receiver a receive, and the first message of each receive runs without a hand-off
-    (``bench/runtime_bench.py``). A FIFO queue keeps its receiver: a parked retry comes due while a handler could be
-    in a long poll."""
+    """Whether a handler that finds nothing to run receives on its own thread (:meth:`sqslease.receiver.Receiver.
+    receive_for_handler`), the receiver's thread polling only when no handler can (no room, the governor, a failed
+    receive's backoff): several handlers on a standard queue. No wake of the receiver a receive, and the first
+    message of each receive runs without a hand-off (``bench/runtime_bench.py``). A FIFO queue keeps its receiver:
+    a parked retry comes due while a handler could be in a long poll."""
     return concurrency > 1 and not fifo

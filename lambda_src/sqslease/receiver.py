@@ -1,5 +1,9 @@
 """The worker's receive loop: long polls sized to the free handlers, the in-flight governor, late answers.
 
+One poll is in flight at a time (the lock a drain waits for): the receive loop's, or, when the handlers receive
+(:func:`sqslease.handler_pool.handlers_receive`), that of a handler with nothing to run; the loop then polls only
+when they cannot, and hands the polling back with the first messages it receives.
+
 A lease is timed from when ReceiveMessage was sent (see :attr:`sqslease.settings.LeaseSettings.poll_wait`): an
 answer that comes after the lease it asked for ran out is not run, since another consumer may hold its messages.
 Messages a poll brings after shutdown began are never started: held for the drain's release point, or released
@@ -98,10 +102,6 @@ class Receiver:
             self.handlers.runs_on(thread)
         thread.start()
         return thread
-
-    def wake(self) -> None:
-        """Wake the receive loop waiting to be wanted (the worker stops: it ends)."""
-        self._wanted.set()
 
     def wait_for_poll(self, timeout: float) -> bool:
         """Wait at most ``timeout`` seconds for the long poll in flight, if any (the receiver's or a handler's), to
@@ -209,9 +209,7 @@ class Receiver:
         self._backoff = delay
         return True
 
-    def _hand_over(
-        self, received: list[dict[str, Any]], sent_at: float, first_lease: float, relay: bool
-    ) -> int | None:
+    def _hand_over(self, received: list[dict[str, Any]], sent_at: float, first_lease: float, relay: bool) -> int | None:
         """Hand a poll's messages to the handlers (or not, if its answer came after the lease it asked for ran out);
         returns how many. None when the poll came after shutdown began: its messages were released, and the receive
         loop ends."""
