@@ -72,7 +72,7 @@ def test_only_several_handlers_on_a_standard_queue_receive() -> None:
     assert not handlers_receive(1, fifo=False)  # one handler runs on the receiver's thread (runs_inline)
 
 
-def test_every_receive_is_a_handlers_and_the_receivers_thread_is_never_woken_while_messages_come(
+def test_handlers_receive_and_the_receivers_thread_is_never_woken_by_a_handler_ending_a_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN 100 messages, and a pool that counts the receiver's waits for room (each ended by a handler's wake)
@@ -89,12 +89,12 @@ def test_every_receive_is_a_handlers_and_the_receivers_thread_is_never_woken_whi
     # WHEN a worker of 4 handlers runs them
     with running_worker(sqs, URL, lambda body, m: None, concurrency=4, **UNIT) as worker:
         assert wait_for(lambda: len(sqs.entries("DeleteMessageBatch")) == 100, timeout_s=30)
-    # THEN every receive was sent by a handler with nothing to run: none by the receiver's thread, which never
-    # waited for room (no wake a receive: before, it sent them all, woken once a receive)
+    # THEN the first receive was sent by a handler with nothing to run, and the receiver's thread never waited for
+    # room (no wake by a handler ending a message: before, it sent every receive, woken once a receive); it
+    # receives only the batch ahead once every handler runs
     answered = [(thread, bodies) for thread, bodies in sqs.answered_by() if bodies]
     assert sum(len(bodies) for _, bodies in answered) == 100
-    assert all(thread.startswith("sqslease-handler-") for thread, _ in answered), answered
-    assert RECEIVER_THREAD not in sqs.receive_threads
+    assert sqs.receive_threads[0].startswith("sqslease-handler-")
     assert waits_for_room == []
     # AND the prefetch bound holds: never more than the handlers plus one ahead
     assert max(entry["MaxNumberOfMessages"] for entry in sqs.entries("ReceiveMessage")) <= 8
@@ -127,13 +127,39 @@ def test_the_handler_that_receives_runs_the_first_message_itself_and_wakes_no_ot
     finally:
         gate.set()
         raised = run.stop()
-    # THEN "b" ran on the handler thread that received it (not handed over: no handler woken for it), and the
-    # receiver's thread sent no receive
+    # THEN "b" ran on the handler thread that received it (not handed over: no handler woken for it); both receives
+    # were the handlers' (the receiver's thread polls only once both run: the batch ahead)
     assert raised is None
     polled_b = [thread for thread, bodies in sqs.answered_by() if bodies == ["b"]]
     assert polled_b == [ran_on["b"]] and ran_on["b"] != ran_on["a"]
-    assert ran_on["b"].startswith("sqslease-handler-") and RECEIVER_THREAD not in sqs.receive_threads
+    assert all(thread.startswith("sqslease-handler-") for thread in sqs.receive_threads[:2])
     assert notified == []
+
+
+def test_once_every_handler_runs_and_nothing_waits_the_receivers_thread_receives_the_batch_ahead() -> None:
+    # GIVEN a worker of 2 handlers whose handlers wait for a gate, "a" and "b" queued
+    sqs = ThreadedSQS()
+    sqs.add("a", "b")
+    gate, runs = threading.Event(), []
+
+    def handler(body: str, message: Message) -> None:
+        runs.append(body)
+        gate.wait(30)
+
+    with running_worker(sqs, URL, handler, concurrency=2, **UNIT) as worker:
+        try:
+            # WHEN a handler received both, and both run (no handler left to poll); then 3 more come
+            assert wait_for(lambda: sorted(runs) == ["a", "b"], timeout_s=30)
+            sqs.add("c", "d", "e")
+            # THEN the receiver's thread received the batch ahead: 2 (the handlers plus one ahead: 4 at most)
+            assert wait_for(lambda: worker.handlers.outstanding() == 4, timeout_s=30)
+            answered = [(thread, bodies) for thread, bodies in sqs.answered_by() if bodies]
+            assert answered[0][0].startswith("sqslease-handler-") and sorted(answered[0][1]) == ["a", "b"]
+            assert answered[1:] == [(RECEIVER_THREAD, ["c", "d"])]
+        finally:
+            gate.set()
+        # AND once they end, the rest is received and run
+        assert wait_for(lambda: len(sqs.entries("DeleteMessageBatch")) == 5, timeout_s=30)
 
 
 def test_a_failed_receive_is_retried_by_the_receiver_after_its_backoff_which_hands_the_polling_back(

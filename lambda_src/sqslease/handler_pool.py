@@ -81,6 +81,7 @@ class HandlerPool(HandlerTimeouts):
         self._threads: list[threading.Thread] = []
         self.inline = False  # no handler thread: the receiver's runs each batch (runs_inline)
         self.receive: Callable[[], bool] | None = None  # a handler with nothing to run receives (handlers_receive)
+        self._when_busy: threading.Event | None = None  # set once every handler runs, nothing waiting (wake_when_busy)
         self.processed = 0
 
     def start(self, concurrency: int, *, inline: bool = False, receive: Callable[[], bool] | None = None) -> None:
@@ -131,6 +132,15 @@ class HandlerPool(HandlerTimeouts):
             self._room_at = at_most
         self._room.wait(timeout)
         self._room_at = -1
+
+    def wake_when_busy(self, event: threading.Event) -> None:
+        """Set ``event`` once, when every handler runs a message and none waits (handlers that receive: none is
+        left to poll, so the receiver receives the batch ahead)."""
+        with self._running_lock:
+            if len(self._running) >= len(self._threads) and not len(self._ready):
+                event.set()  # busy already
+            else:
+                self._when_busy = event
 
     def waiting(self) -> bool:
         """Whether received messages still wait for a handler (or, FIFO, for the drain's release)."""
@@ -212,6 +222,9 @@ class HandlerPool(HandlerTimeouts):
         attempt = Attempt(message, now)
         with self._running_lock:
             self._running[me] = attempt
+            if self._when_busy is not None and len(self._running) >= len(self._threads) and not len(self._ready):
+                self._when_busy.set()  # no handler left to poll: the receiver receives one batch ahead
+                self._when_busy = None
         failed, held = True, False
         try:
             result = self.processor.process(message, attempt)

@@ -116,21 +116,23 @@ class Receiver:
     def run(self) -> None:
         """Receive until the worker stops (or a fatal error), handing each poll's messages to the handlers. When the
         handlers receive (:meth:`receive_for_handler`), this loop polls only once they cannot (no room, the
-        governor, a failed receive), and until a poll brings messages."""
+        governor, a failed receive) or none is left to (every one running, nothing waiting: the batch ahead), and
+        until a poll brings messages."""
         first_lease, poll_wait = self.settings.first_lease, self.settings.poll_wait  # derived: once, not a poll
         relay = self.handlers.receive is not None  # handlers receive: this loop polls when they want it to
         wanted = not relay
         while not self._stopping.is_set():
             if not wanted:
+                self.handlers.wake_when_busy(self._wanted)
                 wanted = self._wanted.wait(IDLE_LOOK_S)
                 continue
             if self._backoff:
                 self._stopping.wait(self._backoff)
                 self._backoff = 0.0
                 continue
-            capacity = self._capacity()
-            if capacity < self._batch:  # wait for room for a batch (or ROOM_WAIT_S), then take what there is
-                self.handlers.wait_for_room(2 * self.concurrency - self._batch, ROOM_WAIT_S)
+            capacity, batch = self._capacity(), 1 if relay else self._batch  # relay: what there is room for now
+            if capacity < batch:  # wait for room for a batch (or ROOM_WAIT_S), then take what there is
+                self.handlers.wait_for_room(2 * self.concurrency - batch, ROOM_WAIT_S)
                 capacity = self._capacity()
             if capacity <= 0:
                 if len(self.scheduler) >= self.settings.max_in_flight:
