@@ -81,7 +81,7 @@ class HandlerPool(HandlerTimeouts):
         self._threads: list[threading.Thread] = []
         self.inline = False  # no handler thread: the receiver's runs each batch (runs_inline)
         self.receive: Callable[[], bool] | None = None  # a handler with nothing to run receives (handlers_receive)
-        self._when_busy: threading.Event | None = None  # set once every handler runs, nothing waiting (wake_when_busy)
+        self._when_busy: threading.Event | None = None  # set once every handler runs, room ahead (wake_when_busy)
         self.processed = 0
 
     def start(self, concurrency: int, *, inline: bool = False, receive: Callable[[], bool] | None = None) -> None:
@@ -134,13 +134,18 @@ class HandlerPool(HandlerTimeouts):
         self._room_at = -1
 
     def wake_when_busy(self, event: threading.Event) -> None:
-        """Set ``event`` once, when every handler runs a message and none waits (handlers that receive: none is
-        left to poll, so the receiver receives the batch ahead)."""
+        """Set ``event`` once, when every handler runs a message with room for more ahead (handlers that receive:
+        none is left to poll, so the receiver receives the batch ahead)."""
         with self._running_lock:
-            if len(self._running) >= len(self._threads) and not len(self._ready):
+            if self._all_busy():
                 event.set()  # busy already
             else:
                 self._when_busy = event
+
+    def _all_busy(self) -> bool:
+        """Every handler runs a message, and there is room for more ahead (``_running_lock`` held)."""
+        running = len(self._running)
+        return running >= len(self._threads) and running + len(self._ready) < 2 * len(self._threads)
 
     def waiting(self) -> bool:
         """Whether received messages still wait for a handler (or, FIFO, for the drain's release)."""
@@ -222,8 +227,8 @@ class HandlerPool(HandlerTimeouts):
         attempt = Attempt(message, now)
         with self._running_lock:
             self._running[me] = attempt
-            if self._when_busy is not None and len(self._running) >= len(self._threads) and not len(self._ready):
-                self._when_busy.set()  # no handler left to poll: the receiver receives one batch ahead
+            if self._when_busy is not None and self._all_busy():
+                self._when_busy.set()  # no handler left to poll: the receiver receives the batch ahead
                 self._when_busy = None
         failed, held = True, False
         try:
