@@ -136,10 +136,10 @@ def test_the_handler_that_receives_runs_the_first_message_itself_and_wakes_no_ot
     assert notified == []
 
 
-def test_once_every_handler_runs_and_nothing_waits_the_receivers_thread_receives_the_batch_ahead() -> None:
-    # GIVEN a worker of 2 handlers whose handlers wait for a gate, "a" and "b" queued
+def test_once_every_handler_runs_the_receivers_thread_fills_the_batch_ahead() -> None:
+    # GIVEN a worker of 2 handlers whose handlers wait for a gate, "a", "b" and "c" queued
     sqs = ThreadedSQS()
-    sqs.add("a", "b")
+    sqs.add("a", "b", "c")
     gate, runs = threading.Event(), []
 
     def handler(body: str, message: Message) -> None:
@@ -148,14 +148,14 @@ def test_once_every_handler_runs_and_nothing_waits_the_receivers_thread_receives
 
     with running_worker(sqs, URL, handler, concurrency=2, **UNIT) as worker:
         try:
-            # WHEN a handler received both, and both run (no handler left to poll); then 3 more come
+            # WHEN a handler received the 3, both run ("c" waits: no handler left to poll); then 2 more come
             assert wait_for(lambda: sorted(runs) == ["a", "b"], timeout_s=30)
-            sqs.add("c", "d", "e")
-            # THEN the receiver's thread received the batch ahead: 2 (the handlers plus one ahead: 4 at most)
+            sqs.add("d", "e")
+            # THEN the receiver's thread filled the batch ahead: 1 (the handlers plus one ahead: 4 at most)
             assert wait_for(lambda: worker.handlers.outstanding() == 4, timeout_s=30)
             answered = [(thread, bodies) for thread, bodies in sqs.answered_by() if bodies]
-            assert answered[0][0].startswith("sqslease-handler-") and sorted(answered[0][1]) == ["a", "b"]
-            assert answered[1:] == [(RECEIVER_THREAD, ["c", "d"])]
+            assert answered[0][0].startswith("sqslease-handler-") and answered[0][1] == ["a", "b", "c"]
+            assert answered[1:] == [(RECEIVER_THREAD, ["d"])]
         finally:
             gate.set()
         # AND once they end, the rest is received and run
