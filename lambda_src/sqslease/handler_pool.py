@@ -291,7 +291,7 @@ def runs_inline(concurrency: int, fifo: bool) -> bool:
 def handlers_receive(concurrency: int, fifo: bool) -> bool:
     """Whether a handler that finds nothing to run receives on its own thread (:meth:`sqslease.receiver.Receiver.
     receive_for_handler`), the receiver's thread polling only when no handler can (no room, the governor, a failed
-    receive's backoff, every handler running): several handlers on a standard queue. No wake of the receiver a receive, and the first
-    message of each receive runs without a hand-off (``bench/runtime_bench.py``). A FIFO queue keeps its receiver:
-    a parked retry comes due while a handler could be in a long poll."""
+    receive's backoff, every handler running): several handlers on a standard queue. No wake of the receiver a
+    receive, and the first message of each receive runs without a hand-off (``bench/runtime_bench.py``). A FIFO
+    queue keeps its receiver: a parked retry comes due while a handler could be in a long poll."""
     return concurrency > 1 and not fifo
