@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from support.counting import CountingCondition
 from support.fakes import FakeContext, FakeSQS
 from support.lambda_events import fake_event
 from support.waiting import wait_for
@@ -146,20 +147,6 @@ def test_an_all_success_invocation_encodes_no_json_and_looks_no_provider_up(monk
     assert run() == {"batchItemFailures": []}
     assert encoded == [] and looked_up == []
     assert len(stream.getvalue().splitlines()) == 20
-
-
-class CountingCondition(threading.Condition):
-    def __init__(self, lock: Any = None) -> None:
-        super().__init__(lock)
-        self.notified: list[int | str] = []
-
-    def notify(self, n: int = 1) -> None:
-        self.notified.append(n)
-        super().notify(n)
-
-    def notify_all(self) -> None:
-        self.notified.append("all")
-        super().notify_all()
 
 
 def test_a_batch_for_the_handlers_wakes_one_waiting_handler_per_message_and_none_when_none_waits() -> None:

@@ -68,9 +68,9 @@ def test_one_handler_runs_each_batch_on_the_receivers_thread_one_put_a_batch_and
     calls: dict[str, int] = {"put": 0, "get": 0}
     real_put, real_get = ReadyQueue.put, ReadyQueue.get
 
-    def put(self: ReadyQueue, messages: list[Message]) -> bool:
+    def put(self: ReadyQueue, messages: list[Message], relay: bool = False) -> bool:
         calls["put"] += 1
-        return real_put(self, messages)
+        return real_put(self, messages, relay)
 
     def get(self: ReadyQueue) -> Message | None:
         calls["get"] += 1

@@ -58,8 +58,9 @@ class ReadyQueue:
         with self._lock:
             return {message.message_id: due for message, due in self._parked.values()}
 
-    def put(self, messages: list[Message]) -> bool:
-        """Append messages in the order SQS returned them. False (nothing added) once closed."""
+    def put(self, messages: list[Message], relay: bool = False) -> bool:
+        """Append messages in the order SQS returned them. ``relay``: wake one waiting handler more, to poll next
+        (handlers that receive, :func:`sqslease.handler_pool.handlers_receive`). False (nothing added) once closed."""
         with self._lock:
             if self._closed:
                 return False
@@ -68,7 +69,7 @@ class ReadyQueue:
             # switch in for nothing. (FIFO: a message may wait for its group, and a handler woken for it waits
             # again; done() wakes them all.)
             if self._idle:
-                self._cond.notify(min(len(messages), self._idle))
+                self._cond.notify(min(len(messages) + relay, self._idle))
             return True
 
     def get(self) -> Message | None:

@@ -2,6 +2,8 @@
 
 A worker of one handler on a standard queue has no handler thread: its receiver's thread runs each batch it received
 (:func:`runs_inline`, :meth:`HandlerPool.run_inline`), and counts as the pool's thread for the watchdog and the drain.
+A worker of several on a standard queue receives on its handler threads, each that finds nothing to run polling
+(:func:`handlers_receive`).
 
 A FIFO message that fails is parked for its retry in process, or its group's later messages released
 (:mod:`sqslease.handler_groups`).
@@ -78,12 +80,16 @@ class HandlerPool(HandlerTimeouts):
         self._room_at = -1
         self._threads: list[threading.Thread] = []
         self.inline = False  # no handler thread: the receiver's runs each batch (runs_inline)
+        self.receive: Callable[[], bool] | None = None  # a handler with nothing to run receives (handlers_receive)
+        self._when_busy: threading.Event | None = None  # set once every handler runs, room ahead (wake_when_busy)
         self.processed = 0
 
-    def start(self, concurrency: int, *, inline: bool = False) -> None:
+    def start(self, concurrency: int, *, inline: bool = False, receive: Callable[[], bool] | None = None) -> None:
         """Start ``concurrency`` handler threads, or none with ``inline`` (the worker's choice, :func:`runs_inline`):
-        the receiver's thread then runs the messages (:meth:`run_inline`). Default False."""
-        self.inline = inline
+        the receiver's thread then runs the messages (:meth:`run_inline`). Default False. ``receive``: called by a
+        handler that finds nothing to run (:func:`handlers_receive`), True to look at the ready queue again, False
+        to wait for a hand-over. Default none: handlers wait for the receiver."""
+        self.inline, self.receive = inline, receive
         self._threads = (
             []
             if self.inline
@@ -98,16 +104,17 @@ class HandlerPool(HandlerTimeouts):
             interval = min(1.0, self.max_processing_time / 10)
             threading.Thread(target=self._watch, args=(interval,), name="sqslease-watchdog", daemon=True).start()
 
-    def put(self, messages: list[Message]) -> bool:
-        """Queue received messages for the handlers. Once a drain began, none is started: they are held back for
-        the drain's release (see :mod:`sqslease.drain`). False (nothing taken) once :meth:`take_unstarted` ran."""
+    def put(self, messages: list[Message], relay: bool = False) -> bool:
+        """Queue received messages for the handlers (``relay``: wake one waiting handler more, to poll next). Once a
+        drain began, none is started: they are held back for the drain's release (see :mod:`sqslease.drain`). False
+        (nothing taken) once :meth:`take_unstarted` ran."""
         if self._stopping.is_set():
             with self._running_lock:
                 if self._released:
                     return False
                 self._held_back += messages
             return True
-        return self._ready.put(messages)
+        return self._ready.put(messages, relay)
 
     def outstanding(self) -> int:
         """Messages running or waiting for a handler."""
@@ -125,6 +132,20 @@ class HandlerPool(HandlerTimeouts):
             self._room_at = at_most
         self._room.wait(timeout)
         self._room_at = -1
+
+    def wake_when_busy(self, event: threading.Event) -> None:
+        """Set ``event`` once, when every handler runs a message with room for more ahead (handlers that receive:
+        none is left to poll, so the receiver receives the batch ahead)."""
+        with self._running_lock:
+            if self._all_busy():
+                event.set()  # busy already
+            else:
+                self._when_busy = event
+
+    def _all_busy(self) -> bool:
+        """Every handler runs a message, and there is room for more ahead (``_running_lock`` held)."""
+        running = len(self._running)
+        return running >= len(self._threads) and running + len(self._ready) < 2 * len(self._threads)
 
     def waiting(self) -> bool:
         """Whether received messages still wait for a handler (or, FIFO, for the drain's release)."""
@@ -177,11 +198,17 @@ class HandlerPool(HandlerTimeouts):
             self._handle(message, me)
 
     def _handle_loop(self) -> None:
-        me = threading.current_thread()
+        me, receive = threading.current_thread(), self.receive
         while True:
-            message = self._ready.get()
+            message = None
+            if receive is not None:  # nothing to run: receive on this thread (no wake of the receiver), run the first
+                message = self._ready.take(0.0)  # a standard queue's: no parked retry to be due
+                while message is None and receive():
+                    message = self._ready.take(0.0)
             if message is None:
-                return
+                message = self._ready.get()
+                if message is None:
+                    return
             self._handle(message, me)
 
     def _handle(self, message: Message, me: threading.Thread) -> None:
@@ -200,6 +227,9 @@ class HandlerPool(HandlerTimeouts):
         attempt = Attempt(message, now)
         with self._running_lock:
             self._running[me] = attempt
+            if self._when_busy is not None and self._all_busy():
+                self._when_busy.set()  # no handler left to poll: the receiver receives the batch ahead
+                self._when_busy = None
         failed, held = True, False
         try:
             result = self.processor.process(message, attempt)
@@ -256,3 +286,12 @@ def runs_inline(concurrency: int, fifo: bool) -> bool:
     its own buys no concurrency and its hand-offs cost more CPU than its work (``bench/runtime_bench.py``). A FIFO
     queue keeps it: a parked retry comes due while the receiver may be in a long poll."""
     return concurrency == 1 and not fifo
+
+
+def handlers_receive(concurrency: int, fifo: bool) -> bool:
+    """Whether a handler that finds nothing to run receives on its own thread (:meth:`sqslease.receiver.Receiver.
+    receive_for_handler`), the receiver's thread polling only when no handler can (no room, the governor, a failed
+    receive's backoff, every handler running): several handlers on a standard queue. No wake of the receiver a
+    receive, and the first message of each receive runs without a hand-off (``bench/runtime_bench.py``). A FIFO
+    queue keeps its receiver: a parked retry comes due while a handler could be in a long poll."""
+    return concurrency > 1 and not fifo

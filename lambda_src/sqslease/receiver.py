@@ -1,5 +1,9 @@
 """The worker's receive loop: long polls sized to the free handlers, the in-flight governor, late answers.
 
+One poll is in flight at a time (the lock a drain waits for): the receive loop's, or, when the handlers receive
+(:func:`sqslease.handler_pool.handlers_receive`), that of a handler with nothing to run; the loop then polls only
+when they cannot, and hands the polling back with the first messages it receives.
+
 A lease is timed from when ReceiveMessage was sent (see :attr:`sqslease.settings.LeaseSettings.poll_wait`): an
 answer that comes after the lease it asked for ran out is not run, since another consumer may hold its messages.
 Messages a poll brings after shutdown began are never started: held for the drain's release point, or released
@@ -36,6 +40,8 @@ RECEIVE_ATTRIBUTES = [
 ROOM_WAIT_S = 0.02
 #: Seconds (clock) between two looks at the queue's in-flight count.
 GOVERNOR_CHECK_INTERVAL_S = 10
+#: Seconds the receive loop of handlers that receive sleeps at most between two looks at the stop flag.
+IDLE_LOOK_S = 1.0
 
 
 class Receiver:
@@ -82,6 +88,11 @@ class Receiver:
         #: Held while a poll is in flight (sent, not yet handed over): what a drain waits for. A lock, not an
         #: event: taken and let go once a poll, it costs no condition.
         self._polling = threading.Lock()
+        self._wanted = threading.Event()  # the handlers that receive cannot: this loop polls (handlers_receive)
+        self._failures = 0  # failed receives in a row
+        self._backoff = 0.0  # seconds the receive loop waits before it polls again, after a failed receive
+        self._next_governor_check = 0.0
+        self._paused_by_governor = False
 
     def start(self) -> threading.Thread:
         """Run the receive loop in a daemon thread (which runs the messages too when the handlers run inline:
@@ -93,65 +104,103 @@ class Receiver:
         return thread
 
     def wait_for_poll(self, timeout: float) -> bool:
-        """Wait at most ``timeout`` seconds for the long poll in flight, if any, to be answered and its messages
-        handed over; False if it still is not. A drain waits for it rather than abandon it (SQS would go on with
-        it and hide what it finds); the thread may go on running messages (inline handlers) meanwhile."""
+        """Wait at most ``timeout`` seconds for the long poll in flight, if any (the receiver's or a handler's), to
+        be answered and its messages handed over; False if it still is not. A drain waits for it rather than abandon
+        it (SQS would go on with it and hide what it finds); the thread may go on running messages (inline handlers)
+        meanwhile."""
         if not self._polling.acquire(timeout=timeout):
             return False
         self._polling.release()
         return True
 
     def run(self) -> None:
-        """Receive until the worker stops (or a fatal error), handing each poll's messages to the handlers."""
-        failures = 0
-        next_governor_check = 0.0
-        paused_by_governor = False
+        """Receive until the worker stops (or a fatal error), handing each poll's messages to the handlers. When the
+        handlers receive (:meth:`receive_for_handler`), this loop polls only once they cannot (no room, the
+        governor, a failed receive) or none is left to (every one running, nothing waiting: the batch ahead), and
+        until a poll brings messages."""
         first_lease, poll_wait = self.settings.first_lease, self.settings.poll_wait  # derived: once, not a poll
+        relay = self.handlers.receive is not None  # handlers receive: this loop polls when they want it to
+        wanted = not relay
         while not self._stopping.is_set():
-            capacity = self._capacity()
-            if capacity < self._batch:  # wait for room for a batch (or ROOM_WAIT_S), then take what there is
-                self.handlers.wait_for_room(2 * self.concurrency - self._batch, ROOM_WAIT_S)
+            if not wanted:
+                self.handlers.wake_when_busy(self._wanted)
+                wanted = self._wanted.wait(IDLE_LOOK_S)
+                continue
+            if self._backoff:
+                self._stopping.wait(self._backoff)
+                self._backoff = 0.0
+                continue
+            capacity, batch = self._capacity(), 1 if relay else self._batch  # relay: what there is room for now
+            if capacity < batch:  # wait for room for a batch (or ROOM_WAIT_S), then take what there is
+                self.handlers.wait_for_room(2 * self.concurrency - batch, ROOM_WAIT_S)
                 capacity = self._capacity()
             if capacity <= 0:
                 if len(self.scheduler) >= self.settings.max_in_flight:
                     self._stopping.wait(ROOM_WAIT_S)  # the leases held, not the handlers, leave no room: no wake
                 continue
-            now = self.clock()
-            if now >= next_governor_check:
-                paused_by_governor = self._queue_over_limit()
-                next_governor_check = now + GOVERNOR_CHECK_INTERVAL_S
-            if paused_by_governor:
+            if self._governor_paused():
                 self._stopping.wait(1)
                 continue
             with self._polling:  # taken before the look at stopping: a drain that finds it taken waits for the poll
-                if self._stopping.is_set():
-                    break  # a poll sent during a drain could bring more messages than handlers
-                sent_at = self.clock()
-                try:
-                    response = self.receive_sqs.receive_message(
-                        QueueUrl=self.queue_url,
-                        MaxNumberOfMessages=min(10, capacity),
-                        WaitTimeSeconds=poll_wait,
-                        VisibilityTimeout=int(first_lease),
-                        MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
-                        MessageAttributeNames=["All"],
-                    )
-                    failed: Exception | None = None
-                except Exception as error:
-                    failed = error
-                if failed is None and not self._hand_over(response.get("Messages", []), sent_at, first_lease):
-                    return
-            if failed is not None:
-                failures += 1
-                if not self._receive_failed(failed, failures):
-                    return
-                continue
-            failures = 0
+                received = self._poll(capacity, first_lease, poll_wait, relay)
+                if received and relay:  # a handler it woke polls next (handed the turn under the turn)
+                    self._wanted.clear()
+                    wanted = False
+            if received is None:
+                return
             self.handlers.run_inline()
 
+    def receive_for_handler(self) -> bool:
+        """A handler found nothing to run: once the poll in flight, if any, is over, receive on its thread unless
+        messages came meanwhile, the worker stops, or this loop must poll instead (no room, the governor, a failed
+        receive: it is woken). True if the handler should look at the ready queue again (messages came, or its
+        poll was answered empty: it polls again); False if it should wait for a hand-over."""
+        with self._polling:
+            if self._stopping.is_set() or self._wanted.is_set():
+                return False
+            if self.handlers.waiting():
+                return True
+            capacity = self._capacity()
+            if capacity <= 0 or self._backoff or self._governor_paused():
+                self._wanted.set()
+                return False
+            return self._poll(capacity, self.settings.first_lease, self.settings.poll_wait) is not None
+
+    def _poll(self, capacity: int, first_lease: float, poll_wait: int, relay: bool = False) -> int | None:
+        """One poll, ``self._polling`` held: its messages handed over (``relay``: a waiting handler more is woken,
+        to poll next). Returns how many; None when the worker stops receiving (stopping, a fatal error, or messages
+        received after shutdown began: released)."""
+        if self._stopping.is_set():
+            return None  # a poll sent during a drain could bring more messages than handlers
+        sent_at = self.clock()
+        try:
+            response = self.receive_sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=min(10, capacity),
+                WaitTimeSeconds=poll_wait,
+                VisibilityTimeout=int(first_lease),
+                MessageSystemAttributeNames=RECEIVE_ATTRIBUTES,
+                MessageAttributeNames=["All"],
+            )
+        except Exception as error:
+            self._failures += 1
+            if not self._receive_failed(error, self._failures):
+                return None
+            return 0
+        self._failures = 0
+        return self._hand_over(response.get("Messages", []), sent_at, first_lease, relay)
+
+    def _governor_paused(self) -> bool:
+        """Whether the in-flight governor pauses receives (its look every GOVERNOR_CHECK_INTERVAL_S)."""
+        now = self.clock()
+        if now >= self._next_governor_check:
+            self._paused_by_governor = self._queue_over_limit()
+            self._next_governor_check = now + GOVERNOR_CHECK_INTERVAL_S
+        return self._paused_by_governor
+
     def _receive_failed(self, error: Exception, failures: int) -> bool:
-        """A ReceiveMessage failed (the ``failures``-th in a row): False on a fatal error (reported), else True once
-        its backoff has passed (or the worker stops)."""
+        """A ReceiveMessage failed (the ``failures``-th in a row): False on a fatal error (reported), else True, its
+        backoff set: the receive loop waits it out (or until the worker stops) before it polls again."""
         outcome, code, message = classify_exception(error)
         if outcome is EntryOutcome.FATAL:
             self._on_fatal(FatalSqsError("ReceiveMessage", code, message))
@@ -159,12 +208,13 @@ class Receiver:
         delay = min(20.0, 0.2 * 2**failures) * random.uniform(1.0, 1.25)
         level = logging.WARNING if is_throttling(code) else logging.ERROR
         logger.log(level, "ReceiveMessage failed (%s: %s); retrying in %.1f s", code, message, delay)
-        self._stopping.wait(delay)
+        self._backoff = delay
         return True
 
-    def _hand_over(self, received: list[dict[str, Any]], sent_at: float, first_lease: float) -> bool:
-        """Hand a poll's messages to the handlers (or not, if its answer came after the lease it asked for ran out).
-        False when the poll came after shutdown began: its messages were released, and the receive loop ends."""
+    def _hand_over(self, received: list[dict[str, Any]], sent_at: float, first_lease: float, relay: bool) -> int | None:
+        """Hand a poll's messages to the handlers (or not, if its answer came after the lease it asked for ran out);
+        returns how many. None when the poll came after shutdown began: its messages were released, and the receive
+        loop ends."""
         # One lock for the batch's leases, not one per message.
         leases = self.scheduler.add_all([raw["ReceiptHandle"] for raw in received], sent_at, first_lease)
         messages = [Message.from_sqs(r, self.queue_url, lease) for r, lease in zip(received, leases, strict=True)]
@@ -183,12 +233,12 @@ class Receiver:
             )
             for late in messages:
                 self.scheduler.lapsed(late.lease)
-            return True
-        if messages and not self.handlers.put(messages):
+            return 0
+        if messages and not self.handlers.put(messages, relay):
             # Received after shutdown began: hand them straight back.
             self._release_late(messages)
-            return False
-        return True
+            return None
+        return len(messages)
 
     def _release_late(self, messages: list[Message]) -> None:
         """Release messages directly (the settler may be closed already)."""

@@ -59,7 +59,7 @@ from sqslease.config import SETTINGS
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import worker_retries
-from sqslease.handler_pool import HandlerPool, runs_inline
+from sqslease.handler_pool import HandlerPool, handlers_receive, runs_inline
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
 from sqslease.idempotency import KeyFunction, message_id_key
@@ -217,7 +217,9 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda signum, frame: self.shutdown())
         self.heartbeat.start()
-        self.handlers.start(self.concurrency, inline=runs_inline(self.concurrency, self.handlers.fifo))
+        fifo = self.handlers.fifo
+        receive = self.receiver.receive_for_handler if handlers_receive(self.concurrency, fifo) else None
+        self.handlers.start(self.concurrency, inline=runs_inline(self.concurrency, fifo), receive=receive)
         self.receiver.start()
         if self.protection is not None:
             self.protection.start()
