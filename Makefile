@@ -41,12 +41,13 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Four processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute (-n 4 took 10 min
-# 33 s where -n 2 took 12 min 33 s; alone on the machine -n 6 took 7 min 46 s where -n 4 took 8 min 49 s, at a
-# load near 10, where a lease test with 1 s of slack has failed before: docs/testing.md). The work units are a
-# test module, or all the tests sharing a deployed app or the SparkSession, heavy ones first (tests/conftest.py).
+# Eight processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute, so more processes
+# than cores keep both busy (docs/testing.md: how long it takes with 4, 6 and 8). The work units are a test, a
+# module whose tests share a module-scoped fixture, or all the tests sharing a deployed app or the SparkSession,
+# the shared ones first (tests/conftest.py).
+PYTEST_PROCESSES ?= 8
 test: setup lint
-	$(PY) -m pytest -n 4 --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest -n $(PYTEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 
 # The docs' prop, settings and module tables, rewritten from the docstrings (docs/generate.py --check only reports)
 docs: setup
