@@ -41,11 +41,11 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Eight processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute, so more processes
+# Six processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute, so more processes
 # than cores keep both busy (docs/testing.md: how long it takes with 4, 6 and 8). The work units are a test, a
 # module whose tests share a module-scoped fixture, or all the tests sharing a deployed app or the SparkSession,
 # the shared ones first (tests/conftest.py).
-PYTEST_PROCESSES ?= 8
+PYTEST_PROCESSES ?= 6
 test: setup lint
 	$(PY) -m pytest -n $(PYTEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 

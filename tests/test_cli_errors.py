@@ -20,7 +20,8 @@ import pytest
 from botocore.exceptions import ClientError
 from support.not_aws import not_aws
 
-from jobqueues.cli import cli, main
+from jobqueues.cli import main
+from jobqueues.cli.app import cli
 from jobqueues.cli.context import Aws, pass_aws, run_command
 from jobqueues.emulator.server import LocalServer
 from jobqueues.ops import timeouts
@@ -371,3 +372,22 @@ def test_a_file_that_cannot_be_read_is_one_line(tmp_path: Path, capsys: pytest.C
     assert _one_error_line(capsys.readouterr().err) == (
         f"error: --file {tmp_path / 'missing.jsonl'}: No such file or directory"
     )
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.abc
+
+    # GIVEN Ctrl-C while the command's modules are imported (its first half second)
+    class CtrlCOnImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+            if name == "jobqueues.cli.app":
+                raise KeyboardInterrupt
+
+    for name in [m for m in sys.modules if m.startswith("jobqueues.cli.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [CtrlCOnImport(), *sys.meta_path])
+    # WHEN the console script runs THEN one line and the interrupted status, as later, never a traceback
+    assert main(["status"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"

@@ -307,10 +307,11 @@ def test_watch_survives_a_failed_refresh(
             raise EndpointConnectionError(endpoint_url="http://sqs.down")
         return [JobTypeStatus(job.name, job.job_type, job.stack, job.fifo) for job in job_types]
 
-    def sleep(seconds: float) -> None:
+    def wait(stop: Any, seconds: float) -> bool:
         assert seconds == 2
         if isinstance(interrupt := next(sleeps), BaseException):
             raise interrupt
+        return False
 
     shown: list[str | None] = []
 
@@ -320,7 +321,7 @@ def test_watch_survives_a_failed_refresh(
 
     monkeypatch.setattr(cli_status, "read_status", read_status)
     monkeypatch.setattr(cli_status, "watch_view", view)
-    monkeypatch.setattr(cli_status, "time", SimpleNamespace(sleep=sleep))
+    monkeypatch.setattr(cli_status, "_wait", wait)
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--watch", "2"]) == 0
     # the failed refresh kept the table and said why; the next one cleared it
     assert shown == [None, "cannot reach http://sqs.down: is it running?", None]
@@ -461,3 +462,36 @@ def test_ctrl_c_ends_a_watch_started_in_the_background(local_aws: LocalServer) -
         watch.kill()
         raise AssertionError("Ctrl-C did not end a watch whose SIGINT came ignored") from None
     assert watch.returncode == 0, err
+
+
+def test_a_ctrl_c_that_lands_in_a_destructor_still_ends_the_watch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    import jobqueues.cli.status as status_command
+
+    # GIVEN a watch whose third refresh drops an object whose destructor is running when Ctrl-C comes (Python
+    # ignores an exception raised in a destructor: a KeyboardInterrupt raised there is lost)
+    class Dropped:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs here, between bytecodes of the destructor
+                pass
+
+    refreshes: list[int] = []
+
+    def read_status(*args: Any) -> list[JobTypeStatus]:
+        refreshes.append(len(refreshes))
+        if len(refreshes) == 3:
+            Dropped()
+        if len(refreshes) > 20:
+            raise AssertionError("the watch went on after Ctrl-C")
+        return []
+
+    monkeypatch.setattr(status_command, "read_status", read_status)
+    monkeypatch.setattr(status_command.Aws, "discover", lambda self, stacks: SimpleNamespace(job_types=[]))
+    # WHEN it runs THEN the Ctrl-C ends it, status 0, at the next look
+    assert main(["--endpoint-url", "http://localhost:1", "status", "--watch", "1"]) == 0
+    assert len(refreshes) <= 4, refreshes
+    assert "Traceback" not in capsys.readouterr().err

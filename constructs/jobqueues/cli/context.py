@@ -171,23 +171,26 @@ def run_command(group: click.Command, argv: list[str]) -> int:
 
 def ctrl_c_interrupts() -> None:
     """Ctrl-C raises ``KeyboardInterrupt``, even when a script started the command in the background, where SIGINT
-    comes ignored (or blocked): for the commands that Ctrl-C ends (``status --watch``, ``local``). Main thread only."""
+    comes ignored (or blocked): for ``local``, which Ctrl-C ends. Main thread only."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextmanager
-def ctrl_c_sets(stop: threading.Event, saying: Callable[[], str]) -> Iterator[None]:
-    """While inside, a first Ctrl-C sets ``stop`` and prints ``saying()`` (what stopping does) on stderr; a second
-    one raises ``KeyboardInterrupt`` at once. Main thread only (where signal handlers run)."""
+def ctrl_c_sets(stop: threading.Event, saying: Callable[[], str] | None) -> Iterator[None]:
+    """While inside, a first Ctrl-C sets ``stop`` and prints ``saying()`` (what stopping does; nothing for
+    ``None``) on stderr; a second one raises ``KeyboardInterrupt`` at once. Ctrl-C is taken even where it came
+    ignored or blocked (a command a script started in the background). Main thread only (where handlers run)."""
 
     def handler(signum: int, frame: Any) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        click.echo(saying(), err=True)
+        if saying is not None:
+            click.echo(saying(), err=True)
 
     previous = signal.signal(signal.SIGINT, handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         yield
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import threading
 from typing import Any
 
 import click
@@ -11,7 +11,7 @@ from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from jobqueues.cli.context import Aws, ctrl_c_interrupts, pass_aws
+from jobqueues.cli.context import Aws, ctrl_c_sets, pass_aws
 from jobqueues.ops.errors import aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
 
@@ -108,43 +108,64 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
     """One row per job type: visible, in flight, delayed, oldest message, DLQ, VT, max receives, consumer."""
     if as_json and watch is not None:
         raise click.UsageError("--json prints once: drop --watch (or run it in a loop)")
+    if watch is not None:
+        return _watch(aws, stacks, watch)
     job_types = aws.discover(stacks).job_types
-
-    def read() -> list[JobTypeStatus]:
-        return read_status(job_types, aws.client("sqs"), aws.client("cloudwatch"), aws.client("ecs"))
-
+    rows = _read(aws, job_types)
     if as_json:
-        click.echo(json.dumps([row.as_dict() for row in read()], indent=2))
-        return 0
+        click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
+    else:
+        _console().print(table(rows) if job_types else "no job types in the stacks searched")
+    return 0
+
+
+def _read(aws: Aws, job_types: list[Any]) -> list[JobTypeStatus]:
+    return read_status(job_types, aws.client("sqs"), aws.client("cloudwatch"), aws.client("ecs"))
+
+
+def _console() -> Console:
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)  # a pipe or a CI log: one line per row, whatever the names' lengths
-    if watch is None:
-        console.print(table(read()) if job_types else "no job types in the stacks searched")
-        return 0
+    # a pipe or a CI log: one line per row, whatever the names' lengths
+    return console if console.is_terminal else Console(width=200)
+
+
+def _wait(stop: threading.Event, seconds: float) -> bool:
+    """Wait ``seconds`` for the next refresh; True once Ctrl-C asked the watch to end."""
+    return stop.wait(seconds)
+
+
+def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
+    """``--watch``: the table every ``every_s`` seconds until Ctrl-C, which ends it with 0 from the command's start
+    (a second one at once). Ctrl-C only sets a flag the loop reads: a ``KeyboardInterrupt`` raised where Python
+    ignores exceptions (a destructor, as a refresh's dropped clients and threads run them) was lost, and the watch
+    went on. Installing the handler also takes Ctrl-C back where a script started us with SIGINT ignored."""
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.live import Live
 
-    ctrl_c_interrupts()  # how a watch ends, in the background too
-    rows = read()  # the first read fails as a plain run does: one error line and its exit status
-    # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
-    live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
-    show = live.update if live is not None else console.print
-    if live is not None:
-        live.start()
+    stop = threading.Event()
     try:
-        show(watch_view(rows, None, watch))
-        while True:
-            time.sleep(watch)
-            failure = None
+        with ctrl_c_sets(stop, None):
+            job_types = aws.discover(stacks).job_types
+            rows = _read(aws, job_types)  # the first read fails as a plain run does: one error line, its status
+            console = _console()
+            # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
+            live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
+            show = live.update if live is not None else console.print
+            if live is not None:
+                live.start()
             try:
-                rows = read()
-            except (BotoCoreError, ClientError) as error:
-                # A throttled or dropped request should not end an operator's watch: show it, try again.
-                failure = str(aws_error(error, aws.endpoint_url) or error)
-            show(watch_view(rows, failure, watch))
-    except KeyboardInterrupt:
-        return 0  # Ctrl-C is how a watch ends
-    finally:
-        if live is not None:
-            live.stop()
+                show(watch_view(rows, None, every_s))
+                while not _wait(stop, every_s):
+                    failure = None
+                    try:
+                        rows = _read(aws, job_types)
+                    except (BotoCoreError, ClientError) as error:
+                        # A throttled or dropped request should not end an operator's watch: show it, try again.
+                        failure = str(aws_error(error, aws.endpoint_url) or error)
+                    show(watch_view(rows, failure, every_s))
+            finally:
+                if live is not None:
+                    live.stop()
+    except KeyboardInterrupt:  # the second Ctrl-C, during a refresh
+        pass
+    return 0  # Ctrl-C is how a watch ends
