@@ -23,7 +23,7 @@ from support.moto_queues import counts, make_queue, receive_all, receive_when_vi
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 from support.worker_runs import RUN_THREAD, WorkerRun
-from support.worker_threads import FAST
+from support.worker_threads import FAST, UNIT
 
 from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.emulator.server import LocalServer
@@ -39,14 +39,6 @@ from sqslease.worker.cli import HUNG_EXIT_CODE, USAGE_EXIT_CODE
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 WATCHDOG = "sqslease-watchdog"  # the thread that times handlers out: it reads the clock once a look
-#: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
-UNIT = {
-    "visibility_timeout": 300,
-    "receive_visibility_timeout": 300,
-    "extension_threshold": 5,
-    "heartbeat_interval": 0.2,
-    "wait_time": 1,
-}
 
 
 def changes(sqs: FakeSQS) -> list[tuple[str, int]]:

@@ -14,7 +14,7 @@ from support.emf import outcomes
 from support.fakes import FakeClock, FakeSQS
 from support.waiting import wait_for
 from support.worker_runs import WorkerRun
-from support.worker_threads import running_worker
+from support.worker_threads import UNIT, running_worker
 
 from sqslease.drain import DRAIN_POLL_MARGIN_S
 from sqslease.emf import EmfLogger
@@ -26,14 +26,6 @@ from sqslease.worker import HandlerHungError, Worker
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 RECEIVER_THREAD = "sqslease-receiver"
-#: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
-UNIT = {
-    "visibility_timeout": 300,
-    "receive_visibility_timeout": 300,
-    "extension_threshold": 5,
-    "heartbeat_interval": 0.2,
-    "wait_time": 1,
-}
 
 
 def releases(sqs: FakeSQS) -> list[tuple[float, str]]:

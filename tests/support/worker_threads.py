@@ -15,6 +15,14 @@ from sqslease.settings import LeaseSettings
 from sqslease.worker import Worker
 from support.emf import read_emf
 
+#: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
+UNIT = {
+    "visibility_timeout": 300,
+    "receive_visibility_timeout": 300,
+    "extension_threshold": 5,
+    "heartbeat_interval": 0.2,
+    "wait_time": 1,
+}
 #: Short leases for tests: 2 s visibility timeout, extended 1 s before it ends, 1 s long polls.
 FAST = {"visibility_timeout": 2, "extension_threshold": 1, "heartbeat_interval": 0.2, "wait_time": 1}
 
