@@ -25,6 +25,7 @@ from support.fault_proxy import Fault, FaultProxy
 from support.moto_queues import Queues, counts, make_queue, receive_all, send
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
@@ -136,9 +137,8 @@ def test_a_drain_of_two_workers_at_once_costs_an_unrun_message_at_most_one_recei
 
 # -- unit: the drain on a scripted client and a clock that moves only when told ------------------------------
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
-#: First lease 10 s, extended 5 s before it ends, 1 s polls: the release point is poll_wait + 1 s = 2 s after the
-#: signal on the fake clock, and no lease falls due before 5 s.
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
+# UNIT's first lease is 10 s, extended 5 s before it ends, with 1 s polls: the release point is poll_wait + 1 s = 2 s
+# after the signal on the fake clock, and no lease falls due before 5 s.
 
 
 def releases(sqs: FakeSQS) -> list[tuple[float, str]]:

@@ -8,13 +8,12 @@ import threading
 
 from support.fakes import FakeClock, FakeSQS
 from support.waiting import wait_for
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import running_worker
 
 from sqslease.message import Message
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
-#: 30 s leases, the first 10 s, extended 5 s before they end; 1 s polls.
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 
 
 def test_a_message_whose_lease_ran_out_while_it_waited_for_a_handler_is_not_run() -> None:

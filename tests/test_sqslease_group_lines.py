@@ -15,6 +15,7 @@ from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 from support.moto_queues import make_queue
 from support.waiting import wait_for
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
@@ -26,7 +27,6 @@ from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/tenants"
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 COMMON: dict[str, Any] = {"job_type": "Reports", "queue": "q", "receive_count": 1, "extensions": 0}
 
 

@@ -16,6 +16,7 @@ from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue, send
 from support.waiting import wait_for
 from support.worker_processes import ROOT
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import running_worker
 
 from jobqueues.emulator.server import LocalServer
@@ -28,7 +29,6 @@ from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 WORKER = [sys.executable, "-m", "sqslease.worker"]
 SETTINGS = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW)
 

@@ -21,6 +21,7 @@ from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue
 from support.waiting import wait_for
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import running_worker
 
 from jobqueues.emulator.server import LocalServer
@@ -32,7 +33,6 @@ from sqslease.settings import FailurePolicy, LeaseSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 PRODUCER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{PRODUCER_TRACE}-00f067aa0ba902b7-01"
 XRAY_HEADER = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"

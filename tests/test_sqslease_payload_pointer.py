@@ -16,6 +16,7 @@ from support.fake_s3 import FakeS3
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 from support.waiting import wait_for
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import emf_records, running_worker
 
 from sqslease import lambda_adapter
@@ -40,7 +41,6 @@ from sqslease.settings import LeaseSettings
 from sqslease.worker import Worker
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 BUCKET = "payloads"
 PAYLOAD = "é" * 300_000  # 600,000 bytes: over 256 KiB, two bytes a character
 

@@ -12,6 +12,7 @@ from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event, lambda_event
 from support.moto_queues import counts, make_queue, send
 from support.waiting import wait_for
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
@@ -23,7 +24,6 @@ from sqslease.receiver import RECEIVE_ATTRIBUTES
 from sqslease.settings import FailurePolicy, LeaseSettings
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 SETTINGS = LeaseSettings(visibility_timeout=30, heartbeat_interval=0.2, failure_policy=FailurePolicy.VISIBLE_NOW)
 
 

@@ -23,7 +23,8 @@ from support.moto_queues import counts, make_queue, receive_all, receive_when_vi
 from support.waiting import wait_for
 from support.worker_processes import events_of, start_worker_process
 from support.worker_runs import RUN_THREAD, WorkerRun
-from support.worker_threads import FAST, UNIT
+from support.worker_threads import FAST
+from support.worker_threads import LEASES_300S as UNIT
 
 from jobqueues.consumer_contract import ConsumerContract
 from jobqueues.emulator.server import LocalServer

@@ -14,7 +14,8 @@ from support.emf import outcomes
 from support.fakes import FakeClock, FakeSQS
 from support.waiting import wait_for
 from support.worker_runs import WorkerRun
-from support.worker_threads import UNIT, running_worker
+from support.worker_threads import LEASES_300S as UNIT
+from support.worker_threads import running_worker
 
 from sqslease.drain import DRAIN_POLL_MARGIN_S
 from sqslease.emf import EmfLogger

@@ -11,6 +11,7 @@ import pytest
 from support.emf import read_emf
 from support.fakes import FakeClock, FakeSQS
 from support.waiting import wait_for
+from support.worker_threads import LEASES_30S as UNIT
 from support.worker_threads import emf_records, running_worker
 
 from sqslease.message import Message
@@ -23,7 +24,6 @@ URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 RECEIVER_THREAD = "sqslease-receiver"
 #: A 10 s first lease (extended 5 s before it ends) and 1 s polls: with the clock standing still, no lease falls
 #: due, so the only ChangeMessageVisibilityBatch calls are the settles under test.
-UNIT = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 
 
 class PermanentError(Exception):

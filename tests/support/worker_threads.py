@@ -15,8 +15,10 @@ from sqslease.settings import LeaseSettings
 from sqslease.worker import Worker
 from support.emf import read_emf
 
+#: Leases of 30 s on the fake clock, the first 10 s, extended 5 s before they end; 1 s polls.
+LEASES_30S = {"visibility_timeout": 30, "extension_threshold": 5, "heartbeat_interval": 0.2, "wait_time": 1}
 #: Leases of 300 s from the receive on: the clock moves by a minute at once, and no lease falls due meanwhile.
-UNIT = {
+LEASES_300S = {
     "visibility_timeout": 300,
     "receive_visibility_timeout": 300,
     "extension_threshold": 5,
