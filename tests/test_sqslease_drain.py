@@ -141,16 +141,6 @@ URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 # after the signal on the fake clock, and no lease falls due before 5 s.
 
 
-def releases(sqs: FakeSQS) -> list[tuple[float, str]]:
-    """(fake time, receipt handle) of every visibility change to 0."""
-    return [
-        (at, e["ReceiptHandle"])
-        for at, _, entries in sqs.of("ChangeMessageVisibilityBatch")
-        for e in entries
-        if e["VisibilityTimeout"] == 0
-    ]
-
-
 def blocking(gate: threading.Event, runs: list[str], fail: bool = False) -> Callable[[str, Message], None]:
     """A handler that records each body and holds the first until ``gate`` opens (then fails if ``fail``)."""
 
@@ -182,7 +172,7 @@ def test_a_drain_runs_received_messages_on_handlers_that_come_free_before_its_re
         gate.set()
         assert wait_for(lambda: len(sqs.entries("DeleteMessageBatch")) == 2, timeout_s=10)
     # THEN "b" ran on the freed handler: its receive was not wasted; "c" was never received; nothing was released
-    assert runs == ["a", "b"] and releases(sqs) == [] and sqs.handle_of("c") == []
+    assert runs == ["a", "b"] and sqs.releases() == [] and sqs.handle_of("c") == []
     assert [r["Outcome"] for r in emf_records(worker)] == ["success", "success"]
 
 
@@ -197,11 +187,11 @@ def test_a_drain_releases_what_is_unstarted_at_its_release_point_and_logs_it_rel
             assert wait_for(lambda: runs == ["a"] and w.handlers.outstanding() == 2, timeout_s=10)
             # WHEN it is told to stop and the clock passes the release point with "a" still running
             w.shutdown()
-            assert advance_until(clock, lambda: bool(releases(sqs)))
+            assert advance_until(clock, lambda: bool(sqs.releases()))
         finally:
             gate.set()
     # THEN "b" is released unrun, not before poll_wait + 1 s after the signal, and "a" finished and was deleted
-    ((released_at, handle),) = releases(sqs)
+    ((released_at, handle),) = sqs.releases()
     assert handle == sqs.handle_of("b")[0] and released_at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S
     assert runs == ["a"] and [e["ReceiptHandle"] for e in sqs.entries("DeleteMessageBatch")] == sqs.handle_of("a")
     outcomes = {r["MessageId"]: r for r in emf_records(w)}
@@ -227,8 +217,8 @@ def test_a_drain_never_starts_what_its_poll_in_flight_brings_and_releases_it_at_
         sqs.add("late")
         answer.set()
         # THEN the message is not started (the drain may cut it short): released unstarted at the release point
-        assert advance_until(clock, lambda: bool(releases(sqs)))
-    ((released_at, handle),) = releases(sqs)
+        assert advance_until(clock, lambda: bool(sqs.releases()))
+    ((released_at, handle),) = sqs.releases()
     assert runs == [] and handle == sqs.handle_of("late")[0]
     assert released_at >= worker.settings.poll_wait + DRAIN_POLL_MARGIN_S
     assert [r["Outcome"] for r in emf_records(worker)] == ["released"]
@@ -243,9 +233,9 @@ def test_when_the_grace_ends_a_drain_releases_the_messages_still_running(caplog:
         with running_worker(sqs, URL, blocking(gate, runs), concurrency=1, clock=clock, shutdown_grace=1, **UNIT) as w:
             assert wait_for(lambda: runs == ["forever"], timeout_s=10)
             w.shutdown()
-            assert advance_until(clock, lambda: bool(releases(sqs)))
-        assert [h for _, h in releases(sqs)] == sqs.handle_of("forever")
-        assert all(at >= 1 for at, _ in releases(sqs))  # at the end of the 1 s grace, not before
+            assert advance_until(clock, lambda: bool(sqs.releases()))
+        assert [h for _, h in sqs.releases()] == sqs.handle_of("forever")
+        assert all(at >= 1 for at, _ in sqs.releases())  # at the end of the 1 s grace, not before
         assert "grace period over: releasing 1 messages still being handled" in caplog.text
     finally:
         gate.set()
@@ -289,12 +279,12 @@ def test_a_drain_holds_a_failed_fifo_groups_later_messages_until_its_release_poi
         # THEN A1 and A2 are held back, neither run nor released (released at once, nothing would wait for them)
         held = "message group A: message m-A0 failed; releasing 2 later messages of the group"
         assert wait_for(lambda: held in caplog.text and w.handlers.waiting(), timeout_s=10)
-        assert releases(sqs) == [] and runs == ["A0"]
+        assert sqs.releases() == [] and runs == ["A0"]
         # and released once the clock passes the release point
-        assert advance_until(clock, lambda: len(releases(sqs)) == 2)
-    assert sorted(h for _, h in releases(sqs)) == sorted(sqs.handle_of("A1") + sqs.handle_of("A2"))
+        assert advance_until(clock, lambda: len(sqs.releases()) == 2)
+    assert sorted(h for _, h in sqs.releases()) == sorted(sqs.handle_of("A1") + sqs.handle_of("A2"))
     assert "releasing 2 messages not yet started" in caplog.text  # by the drain, with the unstarted ones
-    assert all(at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S for at, _ in releases(sqs))
+    assert all(at >= w.settings.poll_wait + DRAIN_POLL_MARGIN_S for at, _ in sqs.releases())
     assert sorted((r["MessageId"], r["Outcome"]) for r in emf_records(w)) == [
         ("m-A0", "failure"),
         ("m-A1", "released"),

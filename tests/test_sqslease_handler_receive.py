@@ -223,7 +223,7 @@ def test_a_drain_waits_for_a_handlers_poll_in_flight_and_starts_nothing_it_bring
         sqs.add("late")
         poll_held.set()
         assert wait_for(lambda: worker.handlers.waiting(), timeout_s=30)  # "late" held back for the drain
-        assert wait_for(lambda: bool(releases(sqs)) or bool(clock.sleep(0.25)), timeout_s=20)
+        assert wait_for(lambda: bool(sqs.releases()) or bool(clock.sleep(0.25)), timeout_s=20)
     finally:
         gate.set()
     assert run.join() is None
@@ -231,17 +231,7 @@ def test_a_drain_waits_for_a_handlers_poll_in_flight_and_starts_nothing_it_bring
     # waited for the poll rather than abandon it); "a" ran to its end and was deleted
     assert sqs.answered_by()[1] == (sqs.receive_threads[1], ["late"])
     assert sqs.receive_threads[1].startswith("sqslease-handler-")
-    assert runs == ["a"] and [h for _, h in releases(sqs)] == sqs.handle_of("late")
-    assert releases(sqs)[0][0] >= settings.poll_wait + DRAIN_POLL_MARGIN_S
+    assert runs == ["a"] and [h for _, h in sqs.releases()] == sqs.handle_of("late")
+    assert sqs.releases()[0][0] >= settings.poll_wait + DRAIN_POLL_MARGIN_S
     assert outcomes(emf) == {"m-a": "success", "m-late": "released"}
     assert "abandoning a long poll" not in caplog.text
-
-
-def releases(sqs: FakeSQS) -> list[tuple[float, str]]:
-    """(clock, receipt handle) of every release (visibility 0)."""
-    return [
-        (at, entry["ReceiptHandle"])
-        for at, _, entries in sqs.of("ChangeMessageVisibilityBatch")
-        for entry in entries
-        if entry["VisibilityTimeout"] == 0
-    ]

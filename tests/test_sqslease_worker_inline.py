@@ -29,16 +29,6 @@ URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 RECEIVER_THREAD = "sqslease-receiver"
 
 
-def releases(sqs: FakeSQS) -> list[tuple[float, str]]:
-    """(clock, receipt handle) of every release (visibility 0)."""
-    return [
-        (at, entry["ReceiptHandle"])
-        for at, _, entries in sqs.of("ChangeMessageVisibilityBatch")
-        for entry in entries
-        if entry["VisibilityTimeout"] == 0
-    ]
-
-
 def advance_until(clock: FakeClock, done: Callable[[], bool], step_s: float = 0.25) -> bool:
     """Move the fake clock ``step_s`` at a time until ``done()``."""
     return wait_for(lambda: done() or bool(clock.sleep(step_s)), timeout_s=20, interval_s=0.05)
@@ -122,7 +112,7 @@ def test_a_hung_handler_on_the_receivers_thread_is_timed_out_and_the_drain_ends_
         assert wait_for(lambda: started.is_set() and worker.handlers.outstanding() == 2, timeout_s=10)
         # WHEN it has run for max_processing_time, and the clock moves on
         clock.sleep(61)
-        assert advance_until(clock, lambda: len(releases(sqs)) == 2)
+        assert advance_until(clock, lambda: len(sqs.releases()) == 2)
         raised = run.join()
     finally:
         unblock.set()
@@ -131,7 +121,7 @@ def test_a_hung_handler_on_the_receivers_thread_is_timed_out_and_the_drain_ends_
     # policy as the worker exited
     assert isinstance(raised, HandlerHungError) and "m-hang" in str(raised)
     assert outcomes(emf) == {"m-hang": "timed_out", "m-waiting": "released"}
-    released = dict((handle, at) for at, handle in releases(sqs))
+    released = dict((handle, at) for at, handle in sqs.releases())
     assert released.keys() == {sqs.handle_of("hang")[0], sqs.handle_of("waiting")[0]}
     assert released[sqs.handle_of("waiting")[0]] >= 61 + settings.poll_wait + DRAIN_POLL_MARGIN_S
     assert sqs.entries("DeleteMessageBatch") == []
@@ -158,11 +148,11 @@ def test_a_drain_of_one_inline_handler_waits_for_no_poll_while_its_message_runs(
             assert wait_for(lambda: runs == ["a"] and worker.handlers.outstanding() == 2, timeout_s=10)
             # WHEN it is told to stop, and the clock passes the release point with "a" still running
             worker.shutdown()
-            assert advance_until(clock, lambda: bool(releases(sqs)))
+            assert advance_until(clock, lambda: bool(sqs.releases()))
         finally:
             gate.set()
     # THEN "b" was released unrun at the release point, "a" ran to its end and was deleted, and the drain found
     # no poll in flight: it did not wait for the thread running "a" as for a poll, nor call it abandoned
-    assert runs == ["a"] and [h for _, h in releases(sqs)] == sqs.handle_of("b")
+    assert runs == ["a"] and [h for _, h in sqs.releases()] == sqs.handle_of("b")
     assert [e["ReceiptHandle"] for e in sqs.entries("DeleteMessageBatch")] == sqs.handle_of("a")
     assert "abandoning a long poll" not in caplog.text

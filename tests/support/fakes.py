@@ -108,6 +108,15 @@ class FakeSQS:
         with self._lock:
             return [c for c in self.calls if c[1] == operation]
 
+    def releases(self) -> list[tuple[float, str]]:
+        """(clock, receipt handle) of every release: a visibility change to 0."""
+        return [
+            (at, entry["ReceiptHandle"])
+            for at, _, entries in self.of("ChangeMessageVisibilityBatch")
+            for entry in entries
+            if entry["VisibilityTimeout"] == 0
+        ]
+
     def entries(self, operation: str) -> list[dict]:
         """Every entry of every ``operation`` call, in order (for a receive or a send: its parameters)."""
         return [entry for _, _, entries in self.of(operation) for entry in entries]
