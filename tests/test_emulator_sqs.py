@@ -156,3 +156,41 @@ def test_the_retention_check_reads_one_attribute_and_keeps_its_rule(monkeypatch:
     assert backend.is_message_valid_based_on_retention_period("r", message)
     message.sent_timestamp -= 61_000  # sent 61 s ago: past the 60 s retention
     assert not backend.is_message_valid_based_on_retention_period("r", message)
+
+
+def extend_a_lapsed_head(backend: SQSBackend, moto_clock: list[float]) -> list[str]:
+    """A consumer holds a group's #0 and #1; #0's lease lapses and another receive scans the queue before the
+    consumer extends it again (a late heartbeat, which SQS accepts); then the consumer dies, and #1's lease runs
+    out first. What the next receive is handed while #0 is still invisible."""
+    backend.create_queue("q.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    for i in range(2):
+        backend.send_message("q.fifo", f"#{i}", group_id="g")
+    head, second = backend.receive_message("q.fifo", 10, 0, 1)
+    backend.change_message_visibility("q.fifo", second.receipt_handle, 10)  # #1's lease extended in time
+    moto_clock[0] += 1_200  # #0's 1 s lease lapses
+    assert backend.receive_message("q.fifo", 10, 0, 30) == []  # #1 in flight keeps the group
+    backend.change_message_visibility("q.fifo", head.receipt_handle, 30)  # the late extension: #0 in flight again
+    moto_clock[0] += 10_000  # #1's lease runs out; #0's has 20 s left
+    return [m.body for m in backend.receive_message("q.fifo", 10, 0, 30)]
+
+
+def test_moto_alone_hands_out_a_group_behind_a_head_extended_after_it_lapsed(moto_clock: list[float]) -> None:
+    class Plain(SQSBackend):
+        pass
+
+    assert extend_a_lapsed_head(Plain("us-east-1", "123456789012"), moto_clock) == ["#1"]  # what this guards against
+
+
+def test_the_emulator_keeps_a_group_whose_head_was_extended_after_it_lapsed(moto_clock: list[float]) -> None:
+    # GIVEN the emulator's SQS
+    class Emulated(SQSBackend):
+        pass
+
+    make_fifo_redelivery_ordered(Emulated)
+    make_sqs_receives_atomic(Emulated)
+    backend = Emulated("us-east-1", "123456789012")
+    # WHEN the group's head, extended after it lapsed, is still invisible THEN none of its group is handed out
+    assert extend_a_lapsed_head(backend, moto_clock) == []
+    # AND once it is visible the group comes back from it, in order
+    moto_clock[0] += 21_000
+    assert [m.body for m in backend.receive_message("q.fifo", 10, 0, 30)] == ["#0", "#1"]

@@ -13,6 +13,9 @@ from moto.sqs.models import Queue, SQSBackend
 #: A long poll looks for messages again at least every RECEIVE_RECHECK_MAX_S, and never within RECEIVE_RECHECK_MIN_S.
 RECEIVE_RECHECK_MIN_S = 0.02
 RECEIVE_RECHECK_MAX_S = 1.0
+#: Held by each receive's pass over a queue and by each visibility change: both read and change a queue's set of
+#: messages in flight, which moto_server's request threads would otherwise change under each other.
+_IN_FLIGHT_LOCK = threading.Lock()
 
 
 def make_fifo_redelivery_ordered(backend: type[SQSBackend] = SQSBackend) -> None:
@@ -24,8 +27,14 @@ def make_fifo_redelivery_ordered(backend: type[SQSBackend] = SQSBackend) -> None
     message whose lease ran out leaves the pending set before the scan, so the group is free from its first
     message. Apply it before :func:`make_sqs_receives_atomic`, whose lock then covers it and whose passes do not
     wait (a lease that ran out during one of moto's own long polls, or within one pass, would go unseen here).
+
+    A lease that lapsed and was then extended (a late heartbeat, which SQS accepts while no one else received the
+    message) makes the message invisible again, and so in flight: SQS hands out none of its group meanwhile. moto
+    had taken it out of its pending set when a receive found it visible, and left it out, so the group's next
+    message went first once its own lease ran out.
     """
     original = backend.receive_message
+    original_change = backend.change_message_visibility
 
     def receive_message(
         self: SQSBackend,
@@ -39,7 +48,18 @@ def make_fifo_redelivery_ordered(backend: type[SQSBackend] = SQSBackend) -> None
         pending.difference_update([message for message in pending if message.visible])
         return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
 
+    def change_message_visibility(
+        self: SQSBackend, queue_name: str, receipt_handle: str, visibility_timeout: int
+    ) -> None:
+        with _IN_FLIGHT_LOCK:
+            original_change(self, queue_name, receipt_handle, visibility_timeout)
+            queue = self.get_queue(queue_name)
+            for message in queue._messages:
+                if message.had_receipt_handle(receipt_handle) and not message.visible:
+                    queue.pending_messages.add(message)
+
     backend.receive_message = receive_message  # type: ignore[method-assign]
+    backend.change_message_visibility = change_message_visibility  # type: ignore[method-assign]
 
 
 def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
@@ -47,11 +67,11 @@ def make_sqs_receives_atomic(backend: type[SQSBackend] = SQSBackend) -> None:
 
     moto checks that a message is visible, then marks it received, with no lock between, and moto_server
     serves requests on threads: two concurrent receives could both take one message (the fault fleet saw it).
-    Here each pass over a queue holds one lock (shared by all queues: passes are short); a long poll waits for
-    new messages outside it.
+    Here each pass over a queue holds one lock (shared by all queues and visibility changes: passes are short); a
+    long poll waits for new messages outside it.
     """
     original = backend.receive_message
-    lock = threading.Lock()
+    lock = _IN_FLIGHT_LOCK
 
     def receive_message(
         self: SQSBackend,
