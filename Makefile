@@ -45,8 +45,12 @@ lint: setup
 # than cores keep both busy (docs/testing.md: how long it takes with 4, 6 and 8). The work units are a test, a
 # module whose tests share a module-scoped fixture, or all the tests sharing a deployed app or the SparkSession,
 # the shared ones first (tests/conftest.py).
+# On a fresh clone nothing is compiled yet, and six processes starting at once would each compile what they all
+# import: beside the lint, one process compiles it first (tests/support/warm_caches.py).
 PYTEST_PROCESSES ?= 6
-test: setup lint
+test: setup
+	@echo "compiling what the tests import (tests/support/warm_caches.py), beside the lint"
+	@$(PY) tests/support/warm_caches.py & warming=$$!; $(MAKE) --no-print-directory lint; linted=$$?; wait $$warming; exit $$linted
 	$(PY) -m pytest -n $(PYTEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 
 # The docs' prop, settings and module tables, rewritten from the docstrings (docs/generate.py --check only reports)
