@@ -30,7 +30,7 @@ from support.moto_queues import take_all
 from jobqueues.cli import main
 from jobqueues.cli.dlq import dead_letter_table
 from jobqueues.ops.discovery import JobType, discover
-from jobqueues.ops.dlq import DeadLetter, list_dead_letters
+from jobqueues.ops.dlq import DeadLetter, attribute_error, list_dead_letters
 from jobqueues.ops.last_errors import LastError, any_term_patterns, parse_failure
 from jobqueues.ops.redrive import RedriveResult, loop, redrive
 from sqslease.emf import EmfLogger
@@ -511,3 +511,23 @@ def test_the_table_shows_the_original_id_of_a_dead_letter_copy() -> None:
     text = console.export_text()
     # THEN the row shows the id the message was sent with, which its consumer's log lines name
     assert "original-id" in text and "copy-id" not in text and "same-id" in text
+
+
+@pytest.mark.parametrize(
+    ("written", "error_type", "text"),
+    [
+        ("RuntimeError('card declined')", "RuntimeError", "card declined"),
+        ('ValueError("it\'s malformed")', "ValueError", "it's malformed"),
+        ("KeyError('order')", "KeyError", "order"),
+        ("TimeoutError()", "TimeoutError", ""),
+        ("OSError(5, 'I/O error')", "OSError", "5, 'I/O error'"),
+        ("RuntimeError('cut short at a thousand charac", "RuntimeError", "'cut short at a thousand charac"),
+        ("no parenthesis", "error", "no parenthesis"),  # not written by sqslease: kept whole
+    ],
+)
+def test_the_error_a_dead_letter_copy_carries_reads_as_its_type_and_its_text(
+    written: str, error_type: str, text: str
+) -> None:
+    # GIVEN the error sqslease wrote on its DLQ copy: repr(error), at most 1,000 characters
+    # WHEN dlq list reads it (no log line found) THEN the row says "type: text", not the type twice
+    assert attribute_error(written) == LastError(error_type, text, None, "attribute")

@@ -15,6 +15,7 @@ the first messages of each group only (up to 10 per receive); :func:`depth` says
 
 from __future__ import annotations
 
+import ast
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,21 @@ class DeadLetters:
     log_complete: bool = True
 
 
+def attribute_error(text: str) -> LastError:
+    """The error sqslease wrote on its DLQ copy (``repr(error)``, cut at 1,000 characters) as its type and its
+    text: ``RuntimeError('card declined')`` is ``RuntimeError`` and ``card declined``. Arguments that are not one
+    string are shown as written, and a text that is not a call (not written by sqslease) is kept whole."""
+    kind, call, arguments = text.partition("(")
+    if not call:
+        return LastError("error", text, None, "attribute")
+    inside = arguments.removesuffix(")") if arguments.endswith(")") else arguments
+    try:
+        value = ast.literal_eval(inside) if inside else ""
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    return LastError(kind, value if isinstance(value, str) else inside, None, "attribute")
+
+
 def no_log_reason(job: JobType) -> str | None:
     """Why ``job``'s consumer log cannot be searched (``None``: it can)."""
     if job.consumer is None:
@@ -168,7 +184,7 @@ def list_dead_letters(
         error = search.errors.get(source_id)
         text = _string_attribute(message, ERROR_ATTRIBUTE)
         if error is None and text:
-            error = LastError(text.split("(", 1)[0], text, None, "attribute")
+            error = attribute_error(text)
         body = message.get("Body", "")
         peeks = max(0, _system_int(message, "ApproximateReceiveCount") - 1)  # this peek excluded
         runs = _string_attribute(message, DLQ_RECEIVE_COUNT_ATTRIBUTE)
