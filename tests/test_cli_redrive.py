@@ -286,3 +286,39 @@ def test_a_fifo_message_dead_lettered_a_moment_ago_is_redriven(
     finally:
         take_all(sqs, source)
         take_all(sqs, dlq)
+
+
+def test_ctrl_c_while_the_move_task_starts_says_it_will_be_cancelled() -> None:
+    # GIVEN a redrive whose StartMessageMoveTask request is in flight when Ctrl-C comes
+    from jobqueues.cli.redrive import stopping
+
+    stop, running, said = threading.Event(), {}, []
+    tasks = [{"TaskHandle": "h", "Status": "RUNNING", "ApproximateNumberOfMessagesMoved": 0}]
+
+    class Sqs:
+        def __init__(self) -> None:
+            self.cancelled: list[str] = []
+
+        def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> Any:
+            return {"Attributes": {"QueueArn": f"arn:aws:sqs:us-east-1:123456789012:{QueueUrl}"}}
+
+        def start_message_move_task(self, **request: Any) -> Any:
+            said.append(stopping(running)())  # what Ctrl-C prints now
+            stop.set()
+            return {"TaskHandle": "h"}
+
+        def list_message_move_tasks(self, **request: Any) -> Any:
+            return {"Results": tasks}
+
+        def cancel_message_move_task(self, TaskHandle: str) -> Any:
+            self.cancelled.append(TaskHandle)
+            tasks[0] = {**tasks[0], "Status": "CANCELLED"}
+
+    sqs = Sqs()
+    # WHEN the task starts after all THEN the line said it would be cancelled, and it is
+    result = redrive(sqs, "dlq", "queue", False, "move-task", stop=stop, on_method=lambda m: running.update(name=m))
+    assert sqs.cancelled == ["h"] and result.stopped
+    assert said == [
+        "stopping: the redrive stops once SQS answers its start, and a move task it started is cancelled: what it "
+        "moved stays in the queue, the rest in the DLQ (Ctrl-C again to interrupt at once)"
+    ]

@@ -17,6 +17,7 @@ from jobqueues.ops.dlq import dead_letter_url
 from jobqueues.ops.dry_run import PEEK_LIMIT, RECEIVE_MAX, DlqCount, count
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError, aws_error
 from jobqueues.ops.move_tasks import Interrupted, move_task_state
+from jobqueues.ops.redrive import STARTING_MOVE_TASK
 from jobqueues.ops.redrive import redrive as run_redrive
 
 #: What a first Ctrl-C does, by the method running (``None``: before either starts).
@@ -24,6 +25,10 @@ STOPPING = {
     "move-task": (
         "stopping: cancelling the SQS move task (CancelMessageMoveTask): what it moved stays in the queue, the rest "
         "in the DLQ (Ctrl-C again to stop waiting for the cancel)"
+    ),
+    STARTING_MOVE_TASK: (
+        "stopping: the redrive stops once SQS answers its start, and a move task it started is cancelled: what it "
+        "moved stays in the queue, the rest in the DLQ (Ctrl-C again to interrupt at once)"
     ),
     "loop": "stopping: the batch in hand finishes (Ctrl-C again to interrupt at once)",
     None: "stopping before the redrive starts (Ctrl-C again to interrupt at once)",

@@ -76,6 +76,10 @@ class RedriveResult:
         }
 
 
+#: The method named while a move task's start is asked for: what SQS answers decides whether one runs.
+STARTING_MOVE_TASK = "move-task-starting"
+
+
 def move_task(
     sqs: Any,
     dlq_url: str,
@@ -87,6 +91,7 @@ def move_task(
     on_started: Callable[[str], None] = lambda method: None,
 ) -> RedriveResult:
     """Redrive with SQS's move task (see the module docstring); ``LookupError`` if the endpoint has none.
+    ``on_started(STARTING_MOVE_TASK)`` as the task's start is asked for (a stop then cancels the task once it runs),
     ``on_started("move-task")`` once a task runs (started, or one already running followed)."""
     from botocore.exceptions import ClientError
 
@@ -96,6 +101,7 @@ def move_task(
     request: dict[str, Any] = {"SourceArn": source_arn, "DestinationArn": queue_arn(sqs, source_url)}
     if rate is not None:
         request["MaxNumberOfMessagesPerSecond"] = rate
+    on_started(STARTING_MOVE_TASK)
     try:
         handle = sqs.start_message_move_task(**request)["TaskHandle"]
     except ClientError as error:
