@@ -22,8 +22,8 @@ from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 
+from sqslease import emf_writer, lambda_adapter, lambda_batch
 from sqslease import hooks as hooks_module
-from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import line_template, line_text, millis
 from sqslease.emf_writer import LineWriter
@@ -410,3 +410,26 @@ def counting_property(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -
 
     monkeypatch.setattr(owner, name, property(read))
     return reads
+
+
+def test_a_records_usual_line_is_formatted_and_written_without_a_python_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a consumer whose first invocation kept its line templates (lines with a queue time and a group)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="CountedLines")
+    event = fake_event([f"r{i}" for i in range(10)], groups=['ten"ant'] * 10)
+    first = io.StringIO()
+    lambda_adapter.process_event(
+        event, FakeContext(FUNCTION_TIMEOUT_S), noop, settings, FakeSQS(), emf=EmfLogger(first)
+    )
+    formatted = counting(monkeypatch, emf_writer, "line_text")
+    written = counting(monkeypatch, EmfLogger, "_write")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert lambda_adapter.process_event(
+        event, FakeContext(FUNCTION_TIMEOUT_S), noop, settings, FakeSQS(), emf=EmfLogger(stream)
+    ) == {"batchItemFailures": []}
+    # THEN each line was one f-string and one write: neither line_text nor the logger's _write was called
+    assert formatted == [] and written == []
+    lines = read_emf(stream)
+    assert [(line["Outcome"], line["MessageGroupId"]) for line in lines] == [("success", 'ten"ant')] * 10
+    assert all(type(line["QueueTime"]) is float and type(line["ProcessingTime"]) is float for line in lines)
