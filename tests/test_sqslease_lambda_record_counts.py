@@ -433,3 +433,38 @@ def test_a_records_usual_line_is_formatted_and_written_without_a_python_call(mon
     lines = read_emf(stream)
     assert [(line["Outcome"], line["MessageGroupId"]) for line in lines] == [("success", 'ten"ant')] * 10
     assert all(type(line["QueueTime"]) is float and type(line["ProcessingTime"]) is float for line in lines)
+
+
+def test_a_writers_usual_line_is_record_s_text_for_random_times_and_escaped_strings() -> None:
+    # GIVEN times as a handler's and a queue's are (floats from 0), edge cases, and ids and groups to escape
+    rng = random.Random(33)
+    values = [0.0, -0.0, 0.0005, 0.0015, 1e-9, 1.5, 2.0, 123456789.1234, 999_999_999_999.9]
+    values += [rng.uniform(0, 1e4) for _ in range(5_000)] + [rng.expovariate(1) for _ in range(5_000)]
+    strings = ["m-1", 'q"uo\\te', "\u00e9\u2028\n\t", "\U0001f600"]
+    written, recorded = io.StringIO(), io.StringIO()
+    writer = LineWriter(EmfLogger(written), "RandomTimes", "q", "Dev-Random")
+    writer.emit("first", 1.0, "success", 1, 0, False, None, 1.0, None)  # its templates kept from here on
+    writer.emit("first", 1.0, "success", 1, 0, False, None, None, None)
+    for i, value in enumerate(values):
+        message_id, group = strings[i % 4], (None if i % 3 else strings[(i + 1) % 4])
+        queue_ms = None if i % 5 == 0 else values[-1 - i]
+        # WHEN the writer writes a line with them, and record() the same line
+        writer.emit(message_id, value, "success", 2, 1, i % 7 == 0, None, queue_ms, group)
+        EmfLogger(recorded).record(
+            job_type="RandomTimes",
+            queue="q",
+            message_id=message_id,
+            processing_ms=value,
+            outcome="success",
+            receive_count=2,
+            extensions=1,
+            lease_lost=i % 7 == 0,
+            queue_ms=queue_ms,
+            stack="Dev-Random",
+            group=group,
+            timestamp_ms=1,
+        )
+    # THEN each line is record()'s text, character for character but for the timestamp, and valid JSON
+    ours = [re.sub(r'"Timestamp":\d+', '"Timestamp":1', line) for line in written.getvalue().splitlines()[2:]]
+    assert ours == recorded.getvalue().splitlines() and len(ours) == len(values)
+    assert all(json.loads(line)["Outcome"] == "success" for line in ours)
