@@ -468,3 +468,23 @@ def test_a_writers_usual_line_is_record_s_text_for_random_times_and_escaped_stri
     ours = [re.sub(r'"Timestamp":\d+', '"Timestamp":1', line) for line in written.getvalue().splitlines()[2:]]
     assert ours == recorded.getvalue().splitlines() and len(ours) == len(values)
     assert all(json.loads(line)["Outcome"] == "success" for line in ours)
+
+
+def test_a_record_calls_no_hook_while_the_only_hook_is_the_idle_opentelemetry_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the built-in OpenTelemetry hook alone, and no global tracer provider (the hook idle)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    monkeypatch.delenv("OTEL_PYTHON_TRACER_PROVIDER", raising=False)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="IdleOtelOnly")
+    before, after = counting(monkeypatch, HookChain, "before"), counting(monkeypatch, HookChain, "after")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN the hook's idleness was asked once a record and no hook chain was called; every line was written
+    assert before == [] and after == [] and len(read_emf(stream)) == 10
+    # and a provider set since is seen from the next record on: the hooks are called again
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", trace.NoOpTracerProvider())
+    assert invoke(settings, stream, records=3) == {"batchItemFailures": []}
+    assert before == [1] * 3 and after == [1] * 3
