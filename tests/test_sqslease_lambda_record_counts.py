@@ -22,8 +22,8 @@ from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
 
+from sqslease import emf_writer, lambda_adapter, lambda_batch
 from sqslease import hooks as hooks_module
-from sqslease import lambda_adapter, lambda_batch
 from sqslease.emf import EmfLogger
 from sqslease.emf_text import line_template, line_text, millis
 from sqslease.emf_writer import LineWriter
@@ -410,3 +410,81 @@ def counting_property(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -
 
     monkeypatch.setattr(owner, name, property(read))
     return reads
+
+
+def test_a_records_usual_line_is_formatted_and_written_without_a_python_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a consumer whose first invocation kept its line templates (lines with a queue time and a group)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="CountedLines")
+    event = fake_event([f"r{i}" for i in range(10)], groups=['ten"ant'] * 10)
+    first = io.StringIO()
+    lambda_adapter.process_event(
+        event, FakeContext(FUNCTION_TIMEOUT_S), noop, settings, FakeSQS(), emf=EmfLogger(first)
+    )
+    formatted = counting(monkeypatch, emf_writer, "line_text")
+    written = counting(monkeypatch, EmfLogger, "_write")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert lambda_adapter.process_event(
+        event, FakeContext(FUNCTION_TIMEOUT_S), noop, settings, FakeSQS(), emf=EmfLogger(stream)
+    ) == {"batchItemFailures": []}
+    # THEN each line was one f-string and one write: neither line_text nor the logger's _write was called
+    assert formatted == [] and written == []
+    lines = read_emf(stream)
+    assert [(line["Outcome"], line["MessageGroupId"]) for line in lines] == [("success", 'ten"ant')] * 10
+    assert all(type(line["QueueTime"]) is float and type(line["ProcessingTime"]) is float for line in lines)
+
+
+def test_a_writers_usual_line_is_record_s_text_for_random_times_and_escaped_strings() -> None:
+    # GIVEN times as a handler's and a queue's are (floats from 0), edge cases, and ids and groups to escape
+    rng = random.Random(33)
+    values = [0.0, -0.0, 0.0005, 0.0015, 1e-9, 1.5, 2.0, 123456789.1234, 999_999_999_999.9]
+    values += [rng.uniform(0, 1e4) for _ in range(5_000)] + [rng.expovariate(1) for _ in range(5_000)]
+    strings = ["m-1", 'q"uo\\te', "\u00e9\u2028\n\t", "\U0001f600"]
+    written, recorded = io.StringIO(), io.StringIO()
+    writer = LineWriter(EmfLogger(written), "RandomTimes", "q", "Dev-Random")
+    writer.emit("first", 1.0, "success", 1, 0, False, None, 1.0, None)  # its templates kept from here on
+    writer.emit("first", 1.0, "success", 1, 0, False, None, None, None)
+    for i, value in enumerate(values):
+        message_id, group = strings[i % 4], (None if i % 3 else strings[(i + 1) % 4])
+        queue_ms = None if i % 5 == 0 else values[-1 - i]
+        # WHEN the writer writes a line with them, and record() the same line
+        writer.emit(message_id, value, "success", 2, 1, i % 7 == 0, None, queue_ms, group)
+        EmfLogger(recorded).record(
+            job_type="RandomTimes",
+            queue="q",
+            message_id=message_id,
+            processing_ms=value,
+            outcome="success",
+            receive_count=2,
+            extensions=1,
+            lease_lost=i % 7 == 0,
+            queue_ms=queue_ms,
+            stack="Dev-Random",
+            group=group,
+            timestamp_ms=1,
+        )
+    # THEN each line is record()'s text, character for character but for the timestamp, and valid JSON
+    ours = [re.sub(r'"Timestamp":\d+', '"Timestamp":1', line) for line in written.getvalue().splitlines()[2:]]
+    assert ours == recorded.getvalue().splitlines() and len(ours) == len(values)
+    assert all(json.loads(line)["Outcome"] == "success" for line in ours)
+
+
+def test_a_record_calls_no_hook_while_the_only_hook_is_the_idle_opentelemetry_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the built-in OpenTelemetry hook alone, and no global tracer provider (the hook idle)
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    monkeypatch.delenv("OTEL_PYTHON_TRACER_PROVIDER", raising=False)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="IdleOtelOnly")
+    before, after = counting(monkeypatch, HookChain, "before"), counting(monkeypatch, HookChain, "after")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN the hook's idleness was asked once a record and no hook chain was called; every line was written
+    assert before == [] and after == [] and len(read_emf(stream)) == 10
+    # and a provider set since is seen from the next record on: the hooks are called again
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", trace.NoOpTracerProvider())
+    assert invoke(settings, stream, records=3) == {"batchItemFailures": []}
+    assert before == [1] * 3 and after == [1] * 3

@@ -67,11 +67,11 @@ def millis_text(value: float) -> str:
     if thousandths < 0:
         return "-" + millis_text(-value)
     whole, fraction = divmod(thousandths, 1000)
-    return f"{whole}.{_FRACTIONS[fraction]}"  # the fraction's text looked up: a third of the formatting's cost
+    return f"{whole}.{FRACTIONS[fraction]}"  # the fraction's text looked up: a third of the formatting's cost
 
 
 #: ``.000`` to ``.999`` as ``repr`` writes them after the point (``0``, ``001``... ``5``, ``999``).
-_FRACTIONS = tuple(f"{fraction:03d}".rstrip("0") or "0" for fraction in range(1000))
+FRACTIONS = tuple(f"{fraction:03d}".rstrip("0") or "0" for fraction in range(1000))
 
 
 def plain_millis(value: Any) -> bool:
@@ -98,14 +98,14 @@ def line_text(
     does, without its call: the two calls were a tenth of a line's cost (``bench/runtime_bench.py``)."""
     if type(processing_ms) is float and processing_ms >= 0:
         thousandths = round(processing_ms * 1000)
-        processing = f"{thousandths // 1000}.{_FRACTIONS[thousandths % 1000]}"
+        processing = f"{thousandths // 1000}.{FRACTIONS[thousandths % 1000]}"
     else:
         processing = millis_text(processing_ms)
     if queue_ms is None:
         queued = ""
     elif type(queue_ms) is float and queue_ms >= 0:
         thousandths = round(queue_ms * 1000)
-        queued = f',"QueueTime":{thousandths // 1000}.{_FRACTIONS[thousandths % 1000]}'
+        queued = f',"QueueTime":{thousandths // 1000}.{FRACTIONS[thousandths % 1000]}'
     else:
         queued = f',"QueueTime":{millis_text(queue_ms)}'
     end = "}\n" if group is None else f',"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'

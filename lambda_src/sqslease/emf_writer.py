@@ -12,9 +12,10 @@ a plain number) goes through :meth:`~sqslease.emf.EmfLogger.record`.
 from __future__ import annotations
 
 import time
+from json.encoder import encode_basestring_ascii
 
 from sqslease.emf import OUTCOMES, SCHEMA_VERSION, EmfLogger
-from sqslease.emf_text import MAX_TEMPLATES, line_text
+from sqslease.emf_text import FRACTIONS, GROUP_FIELD, MAX_TEMPLATES, line_text
 
 _OUTCOME_SET = frozenset(OUTCOMES)
 
@@ -31,14 +32,17 @@ class LineWriter:
     :param stack: the line's ``Stack``. Default none (no ``Stack``).
     """
 
-    __slots__ = ("_plain", "_queued", "_write", "job_type", "logger", "queue", "stack")
+    __slots__ = ("_flush", "_lock", "_out", "_plain", "_queued", "_write", "job_type", "logger", "queue", "stack")
 
     def __init__(self, logger: EmfLogger, job_type: str, queue: str, stack: str | None = None) -> None:
         self.logger = logger
         self.job_type = job_type
         self.queue = queue
         self.stack = stack
-        self._write = logger._write  # bound once: a line is one call to it
+        self._write = logger._write  # bound once: a line of another kind is one call to it
+        # The usual line's write, EmfLogger._write's inline (one write and a flush a line, under its lock): bound
+        # once, since the call was a tenth of a line's cost; nothing swaps a logger's stream
+        self._lock, self._out, self._flush = logger._lock, logger.stream.write, logger.stream.flush
         # outcome -> template, without and with a QueueTime: one dict lookup a line, no key tuple; shared by the
         # writers of one consumer (the Lambda adapter makes one an invocation)
         consumer = (logger.namespace, job_type, queue, stack)
@@ -61,7 +65,58 @@ class LineWriter:
         queue_ms: float | None = None,
         group: str | None = None,
     ) -> None:
-        """Log one processed message (milliseconds; fields as :meth:`sqslease.emf.EmfLogger.record`'s)."""
+        """Log one processed message (milliseconds; fields as :meth:`sqslease.emf.EmfLogger.record`'s).
+
+        The usual line (no error, its times floats from 0 to 1e12 as a handler's and a queue's always are, its
+        template kept) is one f-string and one write: :func:`sqslease.emf_text.line_text`'s text, built here without
+        its call, nor the logger's ``_write`` call (each a tenth of a line's cost, ``bench/runtime_bench.py``)."""
+        if (
+            error is None
+            and type(processing_ms) is float
+            and 0.0 <= processing_ms < 1e12
+            and type(message_id) is str
+            and type(receive_count) is int
+            and type(extensions) is int
+            and (group is None or type(group) is str)
+        ):
+            if queue_ms is None:
+                template, queued = self._plain.get(outcome), ""
+            elif type(queue_ms) is float and 0.0 <= queue_ms < 1e12:
+                template, thousandths = self._queued.get(outcome), round(queue_ms * 1000)
+                queued = f',"QueueTime":{thousandths // 1000}.{FRACTIONS[thousandths % 1000]}'
+            else:
+                template = None
+            if template is not None:
+                thousandths = round(processing_ms * 1000)
+                end = "}\n" if group is None else f',"{GROUP_FIELD}":{encode_basestring_ascii(group)}}}\n'
+                text = (
+                    f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)}{template[0]}'
+                    f'{encode_basestring_ascii(message_id)},"ProcessingTime":{thousandths // 1000}.'
+                    f'{FRACTIONS[thousandths % 1000]}{template[1]}{receive_count},"Extensions":{extensions},'
+                    f'"LeaseLost":{int(lease_lost)}{queued}{end}'
+                )
+                with self._lock:
+                    self._out(text)
+                    self._flush()
+                return
+        self._emit_other(
+            message_id, processing_ms, outcome, receive_count, extensions, lease_lost, error, queue_ms, group
+        )
+
+    def _emit_other(
+        self,
+        message_id: str,
+        processing_ms: float,
+        outcome: str,
+        receive_count: int,
+        extensions: int,
+        lease_lost: bool,
+        error: BaseException | None,
+        queue_ms: float | None,
+        group: str | None,
+    ) -> None:
+        """:meth:`emit`'s line of another kind: an error, a time that is an int or negative, a template not kept
+        yet (looked up here), a value of another type (through :meth:`~sqslease.emf.EmfLogger.record`)."""
         # The times' test is plain_millis's, inline (a call each was a tenth of a line's cost).
         if (
             error is None

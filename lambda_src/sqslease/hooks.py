@@ -32,11 +32,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from sqslease.imports import import_object
 from sqslease.message import Message
+from sqslease.otel import OtelHooks  # imports no opentelemetry: its hooks do, when made
 
 logger = logging.getLogger("sqslease")
 
@@ -65,6 +66,12 @@ class HookChain:
 
     def __init__(self, hooks: Iterable[MessageHooks]) -> None:
         self.hooks = tuple(hooks)
+        #: Asked once a message, decided once per chain: true while the chain would do nothing for a message, so
+        #: that neither ``before`` nor ``after`` is called (four Python calls a message for the built-in
+        #: OpenTelemetry hook without a tracer provider, a twentieth of the Lambda adapter's cost a record).
+        #: :meth:`sqslease.otel.OtelHooks.idle` when that hook (not a subclass) is the only one; else ``None``.
+        only = self.hooks[0] if len(self.hooks) == 1 else None
+        self.idle: Callable[[], bool] | None = only.idle if type(only) is OtelHooks else None
 
     def before(self, message: Message) -> None:
         for hook in self.hooks:
@@ -107,6 +114,4 @@ def builtin_hooks(job_type: str) -> list[MessageHooks]:
     """:class:`sqslease.otel.OtelHooks` when ``opentelemetry-api`` is installed; nothing otherwise."""
     if importlib.util.find_spec("opentelemetry") is None or importlib.util.find_spec("opentelemetry.trace") is None:
         return []
-    from sqslease.otel import OtelHooks
-
     return [OtelHooks(job_type)]

@@ -60,18 +60,27 @@ class EventLeases:
         # it): every lease counts as due now and is renewed before any record starts, retried for at most this.
         renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
         first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
-        handles = [r["receiptHandle"] for r in records]
         #: None with the heartbeat off (``lease_extension=False``), or when nothing heartbeats the renewed leases.
         self.heartbeat: Heartbeat | None = None
+        self.leases: dict[str, Lease]
         if settings.heartbeat:  # every lease renewed (or lost) before a record starts (sqslease.renewal)
             ends_at = None if started_with is None else now + started_with
             self.scheduler, leases, self.heartbeat = renew_at_start(
-                handles, received_at, first_lease, ends_at, settings, sqs, queue_url, self._on_fatal, idempotency
+                [r["receiptHandle"] for r in records],
+                received_at,
+                first_lease,
+                ends_at,
+                settings,
+                sqs,
+                queue_url,
+                self._on_fatal,
+                idempotency,
             )
+            self.leases = {r["messageId"]: lease for r, lease in zip(records, leases, strict=True)}
         else:  # nothing renews them: no table to file them in, only the settles' lock (untracked_leases)
             self.scheduler = untracked_leases()
-            leases = [Lease(handle, received_at, received_at + first_lease) for handle in handles]
-        self.leases: dict[str, Lease] = {r["messageId"]: lease for r, lease in zip(records, leases, strict=True)}
+            deadline = received_at + first_lease  # one pass, no list of handles
+            self.leases = {r["messageId"]: Lease(r["receiptHandle"], received_at, deadline) for r in records}
         self.settler = Settler(sqs, self.queue_url, self.scheduler, on_fatal=self._on_fatal)
 
     def _on_fatal(self, error: FatalSqsError) -> None:

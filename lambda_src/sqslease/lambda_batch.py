@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import sys
 import time
 import weakref
@@ -73,7 +74,7 @@ def invocation_processor(
     except IndexError:
         pass
     else:
-        if all(a is b for a, b in zip(spare_for, built_for, strict=True)):
+        if all(map(operator.is_, spare_for, built_for)):  # both built above: the same length (a generator cost 0.4 us)
             processor.settler, processor.on_fatal = held.settler, held._on_fatal
             _built_for[processor] = built_for
             return processor

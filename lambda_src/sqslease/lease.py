@@ -41,6 +41,8 @@ NOT_SETTLING, DELETING, CHANGING = 0, 1, 2
 #: :attr:`Lease.lost`'s state, looked up once: an enum member read through its class cost 0.05 us, and a record reads
 #: ``lost`` three times (``bench/runtime_bench.py``).
 _LOST = LeaseState.LOST
+#: A new lease's state, looked up once for the same reason (an invocation builds a lease a record).
+_ACTIVE = LeaseState.ACTIVE
 
 
 class Lease:
@@ -53,7 +55,7 @@ class Lease:
         self.received_at = received_at  # monotonic time the ReceiveMessage request was sent
         self.deadline = deadline  # monotonic time the lease runs out, as far as we know
         self.extending_to = deadline  # with idempotency: the end the heartbeat's latest extension asks for
-        self.state = LeaseState.ACTIVE
+        self.state = _ACTIVE
         self.extensions = 0
         self.settling = NOT_SETTLING  # DELETING or CHANGING once a settle owns the lease
 

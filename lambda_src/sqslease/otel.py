@@ -71,8 +71,14 @@ class OtelHooks:
             return False
         return not isinstance(self._trace.get_tracer_provider(), self._no_op_providers)
 
+    def idle(self) -> bool:
+        """Whether this hook does nothing for a message now: no provider (:meth:`recording`'s first test). Asked
+        once a message by the processor (:attr:`sqslease.hooks.HookChain.idle`), which then calls neither
+        :meth:`before` nor :meth:`after`."""
+        return self._idle_while_unset and self._trace._TRACER_PROVIDER is None
+
     def before(self, message: Message) -> None:
-        if self._idle_while_unset and self._trace._TRACER_PROVIDER is None:  # recording()'s test: a call less
+        if self._idle_while_unset and self._trace._TRACER_PROVIDER is None:  # idle()'s test: a call less
             return
         if not self.recording():
             return

@@ -93,8 +93,10 @@ class MessageProcessor(UnrunPaths):
         self.delete_on_success = delete_on_success
         self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
         self.hooks = HookChain([*configured_hooks(settings.job_type, settings.hooks), *hooks])
-        #: Decided once per consumer, not per message: whether a message calls the hooks at all.
+        #: Decided once per consumer, not per message: whether a message calls the hooks at all, and what tells
+        #: that they would do nothing for it (HookChain.idle, asked once a message).
         self._hooked = bool(self.hooks.hooks)
+        self._idle = self.hooks.idle
         self._warn_above = settings.receive_count_warning
         self.loop = loop or AsyncLoop()
         self.idempotency = idempotency
@@ -104,7 +106,7 @@ class MessageProcessor(UnrunPaths):
 
     def process(self, message: Message, attempt: Attempt | None = None) -> ProcessResult:
         """Run the handler on ``message`` and settle it, unless ``attempt`` timed out meanwhile (then its late
-        result is logged and ignored, and the outcome is ``timed_out``)."""
+        result is logged and ignored: the outcome is ``timed_out``)."""
         attempt = attempt or Attempt(message, time.monotonic())
         receive_count = message.receive_count
         if receive_count > self._warn_above:
@@ -117,16 +119,16 @@ class MessageProcessor(UnrunPaths):
             unrun = self._before_handler(message, attempt)
             if unrun is not None:
                 return unrun
+        hooked = self._hooked and not (self._idle and self._idle())  # decided before the handler, for both hooks
         started = time.perf_counter()
         error: BaseException | None = None
         returned: Any = None
         try:
             # The message's own context: what a before hook makes current, the handler (and its task) sees.
-            returned = contextvars.copy_context().run(self._run, message, attempt)
+            returned = contextvars.copy_context().run(self._run, message, attempt, hooked)
         except BaseException as caught:
-            # The handler's failure is data here: it picks the settle. Any BaseException (SystemExit from a
-            # library's sys.exit(), KeyboardInterrupt...) too: it must not end the handler's thread and leave its
-            # lease extended with no one to settle it. The process stops only on the signals the worker handles.
+            # The handler's failure picks the settle. Any BaseException (a library's sys.exit()...) too: it must not
+            # end the thread and leave its lease with no one to settle it (only the worker's signals stop it).
             error = caught
         finally:
             attempt.ended = True
@@ -159,7 +161,7 @@ class MessageProcessor(UnrunPaths):
             queue_ms,
             message.message_group_id,
         )
-        if self._hooked:
+        if hooked:
             self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return _result(ProcessResult, (outcome, elapsed_ms, retry, held))
 
@@ -211,8 +213,8 @@ class MessageProcessor(UnrunPaths):
         )
         return self._settle_failure(message, error)
 
-    def _run(self, message: Message, attempt: Attempt) -> Any:
-        if self._hooked:
+    def _run(self, message: Message, attempt: Attempt, hooked: bool) -> Any:
+        if hooked:
             self.hooks.before(message)
         returned = self.handler(message.body, message)
         if returned is None:  # the usual plain handler: no awaitable to look for
