@@ -203,13 +203,15 @@ def handoff_free_us(make_worker: Callable[[FakeSQS, int], Any], concurrency: int
     waiting = collections.deque(Message.from_sqs(m, URL, lease) for m, lease in zip(raw, leases, strict=True))
 
     def run() -> None:
-        me = threading.current_thread()
+        me, handle, ended = threading.current_thread(), worker.handlers._handle, None
         while waiting:
             try:
                 message = waiting.popleft()
             except IndexError:
-                return
-            worker.handlers._handle(message, me)
+                break
+            ended = handle(message, me, ended)  # its end counted with the next start, as the pool's loops do
+        if ended is not None:
+            worker.handlers._ended(ended, me)
 
     threads = [threading.Thread(target=run) for _ in range(concurrency)]
     gc.collect()
