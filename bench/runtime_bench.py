@@ -21,6 +21,8 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    the hand loop's 10 a request), and the process's voluntary context switches per message, are printed. Last, the
    floor: the handler path alone on as many threads, taking pre-received messages straight from a list (no
    receiver, no ready queue, no wait: ``handoff_free_us``), over the same parts less the receive and the leases.
+   Both ratios are also measured paired: in each round the parts and the floor are timed right after the worker,
+   the ratio the median of the rounds' (the figures above time the parts once, after every round).
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
@@ -49,7 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
-from runtime_breakdown import handoff_free_us, print_breakdown  # noqa: E402
+from runtime_breakdown import handoff_free_us, parts_sums, print_breakdown  # noqa: E402
 from support.fakes import FakeSQS  # noqa: E402
 from support.lambda_events import fake_event  # noqa: E402
 
@@ -317,7 +319,7 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
     devnull = open(os.devnull, "w")
     emf = EmfLogger(devnull)
     for concurrency in (1, 4):
-        ratios, ours, theirs, switches = [], [], [], []
+        ratios, ours, theirs, switches, paired, floors = [], [], [], [], [], []
         for _ in range(rounds):
             baseline, base_sqs = cpu_hand_written(messages)
             mine, sqs, switched = cpu_worker(messages, concurrency, emf)
@@ -325,6 +327,10 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             theirs.append(baseline)
             ratios.append(mine / baseline)
             switches.append(switched)
+            # its parts and floor right after it, so that the load moves all three alike
+            work, handler_work = parts_sums(round(messages / len(sqs.of("ReceiveMessage"))), rounds=3)
+            paired.append(mine / work)
+            floors.append(handoff_free_us(bench_worker_of(emf), concurrency, messages) / handler_work)
         counts = {op: len(sqs.of(op)) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
         counts["ChangeMessageVisibilityBatch"] = len(sqs.of("ChangeMessageVisibilityBatch")) / messages
         base_counts = {op: len(base_sqs.of(op)) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
@@ -344,6 +350,11 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             f"      floor: its handler path alone on {concurrency} thread(s) taking straight from a list (no receiver, "
             f"no hand-off): {floor:.1f} us/message, {floor / handler_parts:.2f}x those parts (receive and leases "
             "left out)"
+        )
+        print(
+            f"      paired in each round: over the sum of its parts {statistics.median(paired):.2f}x (rounds "
+            f"{min(paired):.2f}-{max(paired):.2f}x); floor {statistics.median(floors):.2f}x ({min(floors):.2f}-"
+            f"{max(floors):.2f}x)"
         )
         if profile:
             with thread_profiles() as profiles:

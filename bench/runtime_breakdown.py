@@ -156,6 +156,14 @@ def worker_parts(rounds: int = 5, batches: int = 300, per_receive: int = BATCH) 
     return parts
 
 
+def parts_sums(per_receive: int, rounds: int = 1) -> tuple[float, float]:
+    """The sum of the worker's parts, as :func:`print_breakdown` counts them (us per message, ``per_receive``
+    messages a receive), and the same less the receive and the leases (its handler path's: the floor's parts)."""
+    parts = worker_parts(rounds, per_receive=per_receive)
+    work = sum(parts.values()) - parts["FakeSQS delete request, its share of 10"]  # sent: its request and bookkeeping
+    return work, work - sum(v for name, v in parts.items() if name.startswith(("FakeSQS receive", "lease and")))
+
+
 def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5, per_receive: int = BATCH) -> dict[str, float]:
     """Print the parts beside the worker's and the hand loop's measured cost (same run). The receive request and the
     lease and ``Message`` objects are timed at ``per_receive`` messages a receive, the worker's own (its prefetch of
@@ -203,13 +211,15 @@ def handoff_free_us(make_worker: Callable[[FakeSQS, int], Any], concurrency: int
     waiting = collections.deque(Message.from_sqs(m, URL, lease) for m, lease in zip(raw, leases, strict=True))
 
     def run() -> None:
-        me = threading.current_thread()
+        me, handle, ended = threading.current_thread(), worker.handlers._handle, None
         while waiting:
             try:
                 message = waiting.popleft()
             except IndexError:
-                return
-            worker.handlers._handle(message, me)
+                break
+            ended = handle(message, me, ended)  # its end counted with the next start, as the pool's loops do
+        if ended is not None:
+            worker.handlers._ended(ended, me)
 
     threads = [threading.Thread(target=run) for _ in range(concurrency)]
     gc.collect()

@@ -2,7 +2,8 @@
 full batch of deletes is sent by the thread that queued its tenth, not by a woken sender thread; the sender thread
 is woken by the first settle after a quiet spell only, and sends what is left once it waited ``linger``; a retry of
 a batch sent that way goes to the sender; the receiver waiting for room is woken once, however many handlers end
-before it runs."""
+before it runs; a handler on a standard queue takes the pool's lock once a message (the end of one counted with the
+start of the next)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 from typing import Any
 
 import pytest
+from support.counting import CountingLock
 from support.fakes import FakeSQS
 from support.sqs_errors import client_error
 from support.waiting import wait_for
@@ -211,3 +213,58 @@ def test_the_receiver_waiting_for_room_is_woken_once_however_many_handlers_end_b
     pool.take_unstarted()
     pool.join(until=5)
     settler.close(timeout=5)
+
+
+def counted_pool(sqs: FakeSQS, ran: list[str]) -> tuple[HandlerPool, CountingLock, LeaseScheduler]:
+    """A pool of a standard queue whose running table's lock counts its acquisitions."""
+    scheduler = LeaseScheduler()
+    settler = Settler(sqs, URL, scheduler, linger=60)
+    settings = LeaseSettings(job_type="Counted")
+    processor = MessageProcessor(
+        lambda body, message: ran.append(body), settler, settings, sqs, EmfLogger(io.StringIO()), queue_name="jobs"
+    )
+    pool = HandlerPool(processor, settler, fifo=False, stopping=threading.Event(), clock=lambda: 0.0)
+    pool._running_lock = lock = CountingLock()
+    return pool, lock, scheduler
+
+
+def ten_messages(scheduler: LeaseScheduler) -> list[Message]:
+    return [Message(f"m{i}", f"rh-{i}", f"b{i}", URL, scheduler.add(f"rh-{i}", 0.0, 600)) for i in range(10)]
+
+
+def test_a_pool_run_inline_takes_its_lock_once_a_message_and_once_for_the_last_end() -> None:
+    # GIVEN an inline pool (one handler on a standard queue: the receiver's thread runs each batch) and 10 messages
+    ran: list[str] = []
+    pool, lock, scheduler = counted_pool(FakeSQS(), ran)
+    pool.start(1, inline=True)
+    pool.runs_on(threading.current_thread())
+    pool.put(ten_messages(scheduler))
+    # WHEN this thread runs them
+    pool.run_inline()
+    # THEN the pool's lock was taken 11 times (before: 20, a start and an end each): each start counted the end
+    # before it, and the last end was counted before the receiver polls again (its room)
+    assert ran == [f"b{i}" for i in range(10)]
+    assert lock.acquired == 11
+    assert pool.processed == 10 and pool.outstanding() == 0 and pool.still_running() == []
+
+
+def test_a_handler_thread_takes_the_pools_lock_once_a_message_and_ends_its_last_before_it_receives() -> None:
+    # GIVEN a pool of one handler thread that receives (its receive finds nothing), 10 messages waiting
+    ran: list[str] = []
+    receives: list[int] = []
+    pool, lock, scheduler = counted_pool(FakeSQS(), ran)
+
+    def receive() -> bool:
+        receives.append(len(pool._running))  # what it still counts as running when it would poll
+        return False
+
+    pool.put(ten_messages(scheduler))
+    # WHEN it runs them, then finds nothing and would receive
+    pool.start(1, receive=receive)
+    assert wait_for(lambda: bool(receives), timeout_s=30)
+    # THEN it took the pool's lock 11 times (before: 20), and its last message's end was counted before it would
+    # poll: no message counted as running, so its room is whole
+    assert ran == [f"b{i}" for i in range(10)]
+    assert lock.acquired == 11
+    assert receives == [0] and pool.processed == 10
+    pool.close()

@@ -63,6 +63,9 @@ class HandlerPool(HandlerTimeouts):
         self.clock = clock
         self.on_hung = on_hung
         self.max_processing_time = processor.settings.max_processing_time
+        #: A message's end is counted with the next start on its thread (:meth:`_handle`): a standard queue with no
+        #: timeout, whose end has no group to finish, no retry to hold and no watchdog to race.
+        self._ends_later = not fifo and self.max_processing_time is None
         self._stopping = stopping
         self._ready = ReadyQueue(fifo=fifo, clock=clock)
         self._running: dict[threading.Thread, Attempt] = {}
@@ -194,91 +197,91 @@ class HandlerPool(HandlerTimeouts):
         if not self.inline:
             return
         me, now = threading.current_thread(), self.clock()  # for parked retries only, which a standard queue has not
+        ended = None
         while (message := self._ready.take(now)) is not None:
-            self._handle(message, me)
+            ended = self._handle(message, me, ended)
+        if ended is not None:  # counted before the receiver polls again: its room
+            self._ended(ended, me)
 
     def _handle_loop(self) -> None:
         me, receive = threading.current_thread(), self.receive
+        ended: Attempt | None = None  # run here, its end left for the next start to count (_handle)
         while True:
-            message = None
-            if receive is not None:  # nothing to run: receive on this thread (no wake of the receiver), run the first
-                message = self._ready.take(0.0)  # a standard queue's: no parked retry to be due
-                while message is None and receive():
-                    message = self._ready.take(0.0)
+            message = self._ready.take(0.0) if receive is not None else None  # standard: no parked retry to be due
+            if message is None and ended is not None:  # counted before this thread polls or waits: its room
+                self._ended(ended, me)
+                ended = None
+            while message is None and receive is not None and receive():  # receive here (no wake of the receiver)
+                message = self._ready.take(0.0)  # and run the first
             if message is None:
                 message = self._ready.get()
                 if message is None:
                     return
-            self._handle(message, me)
+            ended = self._handle(message, me, ended)
 
-    def _handle(self, message: Message, me: threading.Thread) -> None:
-        """Run one message taken from the ready queue on this thread (``me``), and count and settle its end."""
+    def _handle(self, message: Message, me: threading.Thread, previous: Attempt | None = None) -> Attempt | None:
+        """Run one message taken from the ready queue on this thread (``me``), and count and settle its end.
+
+        On a standard queue without ``max_processing_time`` its end is left to the caller, returned: the next
+        :meth:`_handle` on this thread counts it as ``previous`` under the lock it takes to start its own message (one
+        lock a message, not two), or the caller does (:meth:`_ended`) before it waits or polls. Else None."""
         now = self.clock()
         if message.lease.lost or message.lease.deadline <= now:
+            if previous is not None:
+                self._ended(previous, me)
             # Its lease ran out while it waited (prefetched, or parked for a retry): SQS may have handed it to
             # another consumer, and its group's later messages must not overtake it. Released, they come back
             # after it.
             logger.warning("message %s: its lease ran out before it could run; not run", message.message_id)
             self.settler.scheduler.lapsed(message.lease)
             self._finished(message, failed=True)
-            return
+            return None
         if self.max_processing_time is not None and self._lease_too_short(message):
-            return
+            return None  # (no end left to count with max_processing_time: previous is None)
         attempt = Attempt(message, now)
         with self._running_lock:
+            if previous is not None:
+                self._end(previous, me)
             self._running[me] = attempt
             if self._when_busy is not None and self._all_busy():
                 self._when_busy.set()  # no handler left to poll: the receiver receives the batch ahead
                 self._when_busy = None
-        failed, held = True, False
+        failed, held, late = True, False, False
         try:
             result = self.processor.process(message, attempt)
             failed, held = result.retry, result.held
         except BaseException:  # process() settles and logs handler errors; this is a bug in sqslease
             logger.exception("processing message %s failed unexpectedly", message.message_id)
         finally:
-            late = self._ended(attempt, me)
+            if not self._ends_later:
+                late = self._ended(attempt, me)
+        if self._ends_later:  # no group to finish, no retry to hold, no timeout: only its end to count
+            return attempt
         if held:
             self._retry_later(message)
         elif not late:  # a timed-out message's group was finished by its timeout
             self._finished(message, failed)
+        return None
 
     def _ended(self, attempt: Attempt, me: threading.Thread) -> bool:
-        """``attempt``'s handler on ``me`` returned: it no longer runs; counted unless its timeout counted it (then
-        True: late). Wakes the receiver waiting for room, once."""
+        """``attempt``'s handler on ``me`` returned: :meth:`_end`, under the lock."""
         with self._running_lock:
-            late = attempt.timed_out_at is not None  # its timeout settled it and counted it
-            if self._timed_out and self._timed_out.get(me) is attempt:
-                del self._timed_out[me]
-            if self._running.get(me) is attempt:
-                del self._running[me]
-            if not late:
-                self.processed += 1
-            if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
-                self._room_at = -1  # one wake: the handlers ending messages before the receiver runs set none
-                self._room.set()
-        return late
+            return self._end(attempt, me)
 
-    def _lease_too_short(self, message: Message) -> bool:
-        """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;
-        its wait here counts) cannot cover ``max_processing_time`` and a visibility timeout to settle it."""
-        settings = self.processor.settings
-        if self.max_processing_time is None or not settings.heartbeat:  # no cap to outlive
-            return False
-        left = settings.max_total_lease - (self.clock() - message.lease.received_at)
-        if left >= self.max_processing_time + settings.visibility_timeout:
-            return False
-        logger.warning(
-            "message %s: %.0f s left of its max_total_lease cannot cover max_processing_time (%g s) plus the "
-            "visibility timeout: releasing it unstarted",
-            message.message_id,
-            left,
-            self.max_processing_time,
-        )
-        self.settler.change_visibility(message.lease, 0)
-        self.processor.record_released(message)
-        self._finished(message, failed=True)
-        return True
+    def _end(self, attempt: Attempt, me: threading.Thread) -> bool:
+        """``attempt``'s handler on ``me`` returned (``_running_lock`` held): it no longer runs; counted unless its
+        timeout counted it (then True: late). Wakes the receiver waiting for room, once."""
+        late = attempt.timed_out_at is not None  # its timeout settled it and counted it
+        if self._timed_out and self._timed_out.get(me) is attempt:
+            del self._timed_out[me]
+        if self._running.get(me) is attempt:
+            del self._running[me]
+        if not late:
+            self.processed += 1
+        if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
+            self._room_at = -1  # one wake: the handlers ending messages before the receiver runs set none
+            self._room.set()
+        return late
 
 
 def runs_inline(concurrency: int, fifo: bool) -> bool:

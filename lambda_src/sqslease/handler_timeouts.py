@@ -1,5 +1,6 @@
 """The handler pool's watchdog: handlers still running at ``max_processing_time`` are timed out, and reported hung
-(see :mod:`sqslease.handler_pool`, whose base class this is).
+(see :mod:`sqslease.handler_pool`, whose base class this is); and a message whose lease cap can no longer cover
+``max_processing_time`` is released unstarted.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 
 from sqslease.attempt import Attempt
 from sqslease.handler_groups import HandlerGroups
+from sqslease.message import Message
 from sqslease.rules import ASYNC_CANCEL_GRACE_S
 
 logger = logging.getLogger("sqslease")
@@ -62,6 +64,27 @@ class HandlerTimeouts(HandlerGroups):
         for attempt in hung:
             if self.on_hung is not None:
                 self.on_hung(attempt)
+
+    def _lease_too_short(self, message: Message) -> bool:
+        """Release ``message`` unstarted if what is left of its lease's cap (``max_total_lease`` from the receive;
+        its wait here counts) cannot cover ``max_processing_time`` and a visibility timeout to settle it."""
+        settings = self.processor.settings
+        if self.max_processing_time is None or not settings.heartbeat:  # no cap to outlive
+            return False
+        left = settings.max_total_lease - (self.clock() - message.lease.received_at)
+        if left >= self.max_processing_time + settings.visibility_timeout:
+            return False
+        logger.warning(
+            "message %s: %.0f s left of its max_total_lease cannot cover max_processing_time (%g s) plus the "
+            "visibility timeout: releasing it unstarted",
+            message.message_id,
+            left,
+            self.max_processing_time,
+        )
+        self.settler.change_visibility(message.lease, 0)
+        self.processor.record_released(message)
+        self._finished(message, failed=True)
+        return True
 
     def _watch(self, interval: float) -> None:
         while not self._watchdog_stop.wait(interval):

@@ -20,3 +20,26 @@ class CountingCondition(threading.Condition):
     def notify_all(self) -> None:
         self.notified.append("all")
         super().notify_all()
+
+
+class CountingLock:
+    """A lock that counts its acquisitions (``with``, or ``acquire`` that got it) in ``acquired``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.acquired = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self.acquired += 1  # under the lock: counted exactly
+        return got
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
