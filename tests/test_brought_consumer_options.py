@@ -12,10 +12,10 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Validations
-from aws_cdk.assertions import Match, Template
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
 from cdk_helpers import ENV, new_stack
 from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, inline_function
 

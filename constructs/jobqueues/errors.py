@@ -33,8 +33,9 @@ def declaring_line() -> str | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         installed = "site-packages" in filename or "dist-packages" in filename or filename.startswith("<")
-        if not installed and not os.path.abspath(filename).startswith(_LIBRARY):
-            shown = os.path.relpath(filename) if os.path.abspath(filename).startswith(os.getcwd() + os.sep) else filename
+        absolute = os.path.abspath(filename)
+        if not installed and not absolute.startswith(_LIBRARY):
+            shown = os.path.relpath(absolute) if absolute.startswith(os.getcwd() + os.sep) else filename
             return f"{shown}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None

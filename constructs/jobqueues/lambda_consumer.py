@@ -76,7 +76,8 @@ def bind_lambda_consumer(
     if not checked:
         given = {"hooks": hooks, "idempotency_key": idempotency_key}
         runtime = function.runtime.name if add_layer else None  # the layer's runtimes are checked too
-        options = _check_function(job_queue, timeout_s, batch_size, max_batching_window, max_concurrency, given, runtime)
+        window, concurrency = max_batching_window, max_concurrency
+        options = _check_function(job_queue, timeout_s, batch_size, window, concurrency, given, runtime)
     event_source = {
         "batch_size": batch_size,
         "max_batching_window": max_batching_window,
