@@ -19,7 +19,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
-from pyspark.storagelevel import StorageLevel
 
 from jobstats.files import InputError, list_files
 from jobstats.histogram import Summary
@@ -86,12 +85,11 @@ def tenant_report(spark: SparkSession, inputs: list[str], since_day: int | None 
     if not files:
         raise InputError(f"no files in {inputs}: point jobstats at the consumers' EMF log files")
     size_input_partitions(spark, sum(f.size for f in files.values()))
-    lines = records(read_json(spark, list(files.values()), TENANT_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
-    try:  # two aggregations of the lines, which are read and parsed once
-        rows = [row.asDict() for row in tenant_partials(lines).collect()]
-        messages = message_counts((row.asDict() for row in distinct_messages(lines).collect()), since_day)
-    finally:
-        lines.unpersist()
+    # Two aggregations, each reading the files: keeping the parsed lines between them (MEMORY_AND_DISK) measured
+    # no faster than reading them again, and holds them all (docs/benchmarks.md, bench/tenants_bench.py).
+    lines = records(read_json(spark, list(files.values()), TENANT_SCHEMA))
+    rows = [row.asDict() for row in tenant_partials(lines).collect()]
+    messages = message_counts((row.asDict() for row in distinct_messages(lines).collect()), since_day)
     by_tenant = summarize(rows, (*DEPLOYMENT_KEYS, "queue"), since_day)
     deployments: dict[tuple[str | None, str], dict[str | None, tuple[int, Summary]]] = {}
     for (stack, job_type, group), summary in by_tenant.items():
@@ -157,16 +155,15 @@ def report_lines(report: dict[str, Any], top: int) -> list[str]:
             f"{name}: {entry['tenants']:,} tenants, {entry['messages']:,} messages"
             f" ({entry['without_group']:,} without a group); noisy: {noisy}"
         )
-        lines.append(
-            f"  {'tenant':<24} {'messages':>9} {'runs':>9} {'share':>6} {'p50 ms':>9} {'p99 ms':>9} {'queued p99 ms':>14}"
-        )
+        header = f"{'messages':>9} {'runs':>9} {'share':>6} {'p50 ms':>9} {'p99 ms':>9} {'queued p99 ms':>14}"
+        lines.append(f"  {'tenant':<24} {header}")
         shown = [g for i, (g, t) in enumerate(entry["groups"].items()) if i < top or t["noisy"]]
         for group in shown:
             tenant = entry["groups"][group]
             queued = tenant.get("queue_time_p99_ms")
             lines.append(
-                f"  {group:<24} {tenant['messages']:>9,} {tenant['runs']:>9,} {tenant['share']:>6.1%} {tenant['p50_ms']:>9.1f} "
-                f"{tenant['p99_ms']:>9.1f} {'-' if queued is None else f'{queued:.1f}':>14}"
+                f"  {group:<24} {tenant['messages']:>9,} {tenant['runs']:>9,} {tenant['share']:>6.1%} "
+                f"{tenant['p50_ms']:>9.1f} {tenant['p99_ms']:>9.1f} {'-' if queued is None else f'{queued:.1f}':>14}"
                 + ("  noisy" if tenant["noisy"] else "")
             )
         if len(shown) < entry["tenants"]:
