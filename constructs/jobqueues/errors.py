@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 #: The construct library's own directory: its frames are never the user's line.
-_LIBRARY = str(Path(__file__).resolve().parent) + os.sep
+_LIBRARY = os.path.realpath(Path(__file__).parent) + os.sep
 
 
 class JobQueueError(ValueError):
@@ -33,9 +33,10 @@ def declaring_line() -> str | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         installed = "site-packages" in filename or "dist-packages" in filename or filename.startswith("<")
-        absolute = os.path.abspath(filename)
+        absolute = os.path.realpath(filename)
         if not installed and not absolute.startswith(_LIBRARY):
-            shown = os.path.relpath(absolute) if absolute.startswith(os.getcwd() + os.sep) else filename
+            here = os.path.realpath(os.getcwd()) + os.sep
+            shown = os.path.relpath(absolute, here) if absolute.startswith(here) else filename
             return f"{shown}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None

@@ -12,7 +12,8 @@ A body larger than the queue takes (with its attributes, as the AWS SQS Extended
 type's payload bucket, and its pointer to the queue, in the Extended Client's wire format
 (:mod:`sqslease.payload_pointer`): the job type's consumers, and the official clients, read it back. On a queue with
 content-based deduplication such a message gets the SHA-256 of its payload as deduplication id (what SQS would have
-computed from the body). Without a bucket it is refused (``MessageTooLong``).
+computed from the body). Without a bucket it is refused (``MessageTooLong``). The result counts the messages sent
+that way, and names the bucket.
 
 A refused entry is reported with its line; on a FIFO queue sending then stops after that batch, so that no later
 message of the group overtakes it (the result says from which line nothing was sent). A whole batch refused (a
