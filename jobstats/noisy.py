@@ -29,8 +29,8 @@ MIN_NOISY_QUEUE_MS = 1000.0
 
 @dataclass(frozen=True)
 class TenantFigures:
-    """What the rule reads of one tenant: its messages (runs) and its p99 queue time in ms (``None``: its lines
-    carry no ``QueueTime``)."""
+    """What the rule reads of one tenant: its messages (distinct ``MessageId`` values, not runs: retries are no
+    flood) and its p99 queue time in ms (``None``: its lines carry no ``QueueTime``)."""
 
     messages: int
     queue_time_p99_ms: float | None = None

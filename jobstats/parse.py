@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from jobstats.files import LogFile
 from jobstats.rules import BOUNDS, MALFORMED_REASONS, NO_JOB_TYPE, UNPARSEABLE, Bound
-from jobstats.schema import CORRUPT, EMF_SCHEMA
+from jobstats.schema import CORRUPT, EMF_SCHEMA, MESSAGE_ID
 from sqslease.emf_text import GROUP_FIELD
 
 __all__ = ["MALFORMED_REASONS", "malformed_lines", "read_json", "records"]
@@ -55,7 +55,8 @@ def read_json(spark: SparkSession, files: Iterable[LogFile], schema: StructType 
 
 def records(raw: DataFrame) -> DataFrame:
     """:func:`read_json`'s rows -> ``file``, ``reason`` and :data:`RECORD_COLUMNS` (null when malformed), and
-    ``group`` (the line's ``MessageGroupId``) when ``raw`` was read with it (:data:`jobstats.tenants.TENANT_SCHEMA`)."""
+    ``message_id`` and ``group`` (the line's ``MessageId`` and ``MessageGroupId``) when ``raw`` was read with them
+    (:data:`jobstats.tenants.TENANT_SCHEMA`)."""
     values = {
         "timestamp_ms": F.col("_aws.Timestamp"),
         "stack": F.when(F.col("Stack") != "", F.col("Stack")),  # null without one: the job type alone names it
@@ -70,6 +71,8 @@ def records(raw: DataFrame) -> DataFrame:
     }
     # Nulls for a malformed line, so no later expression ever sees its values (floor(Infinity) fails).
     ok = F.col("reason").isNull()
+    if MESSAGE_ID in raw.columns:
+        values["message_id"] = F.col(MESSAGE_ID)
     if GROUP_FIELD in raw.columns:
         values["group"] = F.col(GROUP_FIELD)
     return _checked(raw).select("file", "reason", *(F.when(ok, column).alias(name) for name, column in values.items()))

@@ -35,8 +35,11 @@ EMF_SCHEMA = StructType(
     ]
 )
 
-#: The malformed-line sample also reads ``MessageId``, so a line that parsed can be found in the logs.
-SAMPLE_SCHEMA = StructType([*EMF_SCHEMA.fields, StructField("MessageId", StringType())])
+#: The field that names the message a line is a run of (sqslease writes it on every line).
+MESSAGE_ID = "MessageId"
+
+#: The malformed-line sample also reads :data:`MESSAGE_ID`, so a line that parsed can be found in the logs.
+SAMPLE_SCHEMA = StructType([*EMF_SCHEMA.fields, StructField(MESSAGE_ID, StringType())])
 
 #: Outcomes that count as failures of the handler.
 FAILURE_OUTCOMES = ("failure", "dead_lettered", "timed_out")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobstats.histogram import BUCKETS_PER_DECADE, MIN_MS, RECEIVE_COUNT_CAP, RECEIVES_PER_CELL, Summary
@@ -73,7 +73,7 @@ def partial_aggregate(records: DataFrame) -> DataFrame:
 
 def _cell_columns(records: DataFrame) -> DataFrame:
     """The keys, each line's ``cell`` and ``queue_bucket``, whether it ``ran``, and its values (null when not)."""
-    ran = ~F.coalesce(F.col("outcome"), F.lit("")).isin(*UNRUN_OUTCOMES)
+    ran = ran_column()
     ms = F.when(ran, F.col("processing_ms"))
     queue_ms = F.when(ran, F.col("queue_ms"))
     bucket = F.floor(F.log10(F.greatest(ms, F.lit(MIN_MS))) * BUCKETS_PER_DECADE)
@@ -83,10 +83,9 @@ def _cell_columns(records: DataFrame) -> DataFrame:
     queue_bucket = F.when(
         queue_ms.isNotNull(), F.floor(F.log10(F.greatest(queue_ms, F.lit(MIN_MS))) * BUCKETS_PER_DECADE)
     )
-    day = F.floor(F.col("timestamp_ms") / DAY_MS).cast("int")
     return records.select(
         *PARTIAL_KEYS[:2],
-        day.alias("day"),
+        day_column().alias("day"),
         *PARTIAL_KEYS[3:],
         cell.alias("cell"),
         queue_bucket.cast("int").alias("queue_bucket"),
@@ -99,6 +98,16 @@ def _cell_columns(records: DataFrame) -> DataFrame:
         "lease_lost",
         "timestamp_ms",
     )
+
+
+def ran_column() -> Column:
+    """True for a record that is a run of the handler: its outcome is none of ``sqslease.emf.UNRUN_OUTCOMES``."""
+    return ~F.coalesce(F.col("outcome"), F.lit("")).isin(*UNRUN_OUTCOMES)
+
+
+def day_column() -> Column:
+    """A record's day: whole days since the epoch (UTC) of its ``timestamp_ms``."""
+    return F.floor(F.col("timestamp_ms") / DAY_MS).cast("int")
 
 
 def _roll_up(by_cell: DataFrame) -> DataFrame:

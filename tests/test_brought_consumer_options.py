@@ -13,7 +13,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Validations
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
 from cdk_helpers import ENV, new_stack
 from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, inline_function
 
@@ -205,3 +207,43 @@ def test_bad_options_are_refused_at_synth_naming_the_option_the_value_and_the_fi
     message = str(raised.value)
     assert message.startswith(f"{method} on Test/Orders cannot be deployed:")
     assert expected in message
+
+
+# --- a function on a runtime the sqslease layer does not serve -----------------------------------------------------
+def function_on(stack: cdk.Stack, runtime: lambda_.Runtime) -> lambda_.Function:
+    handler = "app.handler" if runtime.family == lambda_.RuntimeFamily.PYTHON else "index.handler"
+    return lambda_.Function(
+        stack, "Fn", runtime=runtime, handler=handler, code=lambda_.Code.from_inline("x"), timeout=Duration.seconds(30)
+    )
+
+
+@pytest.mark.parametrize("runtime", ["PYTHON_3_12", "PYTHON_3_13", "NODEJS_22_X"])
+def test_a_function_on_a_runtime_the_layer_does_not_serve_is_refused_naming_the_runtimes_and_the_fix(
+    runtime: str,
+) -> None:
+    # GIVEN a function of the user's on a runtime the sqslease layer is not built for (it serves python3.14)
+    stack = new_stack()
+    job_queue = JobQueue(stack, "Orders", lambda_timeout=Duration.seconds(30))
+    function = function_on(stack, getattr(lambda_.Runtime, runtime))
+    name = function.runtime.name
+    # WHEN it is bound with the layer THEN a JobQueueError names the runtime, the layer's, and both fixes
+    with pytest.raises(JobQueueError) as raised:
+        job_queue.add_lambda_consumer(function)
+    message = str(raised.value)
+    assert message.startswith("add_lambda_consumer on Test/Orders cannot be deployed:")
+    assert (
+        f"the function's runtime {name} is not one the sqslease layer serves (python3.14): give the function "
+        "runtime=lambda_.Runtime.PYTHON_3_14, or pass add_layer=False and ship sqslease in its code"
+    ) in message
+
+
+def test_a_function_on_another_python_binds_without_the_layer() -> None:
+    # GIVEN a python3.12 function that ships sqslease in its own code
+    stack = new_stack()
+    job_queue = JobQueue(stack, "Orders", lambda_timeout=Duration.seconds(30))
+    function = function_on(stack, lambda_.Runtime.PYTHON_3_12)
+    # WHEN it is bound without the layer THEN it is the consumer, its runtime kept, no layer added
+    job_queue.add_lambda_consumer(function, add_layer=False)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::Lambda::Function", {"Runtime": "python3.12", "Layers": Match.absent()})
+    template.resource_count_is("AWS::Lambda::LayerVersion", 0)

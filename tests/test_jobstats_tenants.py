@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from jobstats.__main__ import main as jobstats_main
-from jobstats.histogram import MAX_RELATIVE_ERROR
-from jobstats.tenants import report_lines, tenant_report
+from jobstats.histogram import MAX_RELATIVE_ERROR, Summary
+from jobstats.tenants import deployment_entry, message_counts, report_lines, tenant_report
 from sqslease.emf import EmfLogger
 
 STARTED = int(dt.datetime(2026, 11, 20, tzinfo=dt.UTC).timestamp() * 1000)
@@ -109,3 +109,87 @@ def test_the_command_refuses_what_is_not_there(spark, tmp_path: Path, capsys: py
     assert capsys.readouterr().err.startswith("error: ")
     assert jobstats_main(["tenants", str(tmp_path), "--since", "yesterday"]) == 2
     assert "is not a date" in capsys.readouterr().err
+
+
+def write_poison_and_redelivery(path: Path) -> None:
+    """Tenant ``poison``: one message its handler fails, run 5 times (dead-lettered on the 5th); tenants ``q1``,
+    ``q2``, ``q3``: one message each, run once, but ``q1``'s was redelivered to a second consumer whose lines are
+    in another file (its runs: one failure in ``a.log``, one success in ``b.log``)."""
+    first, second = io.StringIO(), io.StringIO()
+    common = {"job_type": "Jobs", "stack": "Dev", "queue": "Dev-Jobs", "extensions": 0, "lease_lost": False}
+    runs = [(first, "poison", "p-1", receive, "failure" if receive < 5 else "dead_lettered") for receive in range(1, 6)]
+    runs += [(first, "q1", "m-1", 1, "failure"), (second, "q1", "m-1", 2, "success")]
+    runs += [(first, group, f"{group}-1", 1, "success") for group in ("q2", "q3")]
+    for i, (out, group, message_id, receive, outcome) in enumerate(runs):
+        EmfLogger(out).record(
+            **common, message_id=message_id, processing_ms=20.0 + i, outcome=outcome, receive_count=receive,
+            timestamp_ms=STARTED + i, queue_ms=100.0, group=group,
+        )  # fmt: skip
+    path.mkdir()
+    (path / "a.log").write_text(first.getvalue())
+    (path / "b.log").write_text(second.getvalue())
+
+
+def test_messages_are_distinct_messages_and_a_poison_message_is_not_a_flood(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write_poison_and_redelivery(tmp_path / "logs")
+    # WHEN jobstats reports the tenants
+    entry = tenant_report(spark, [str(tmp_path / "logs")])["deployments"]["Dev/Jobs"]
+    # THEN each tenant sent one message; the poison one ran 5 times, and no tenant is noisy for its retries
+    assert {group: (t["messages"], t["runs"]) for group, t in entry["groups"].items()} == {
+        "poison": (1, 5), "q1": (1, 2), "q2": (1, 1), "q3": (1, 1),
+    }  # fmt: skip
+    assert (entry["messages"], entry["runs"], entry["noisy"]) == (4, 9, [])
+    # and q1's message counts once although its runs are in two files; failures stay per run
+    assert entry["groups"]["poison"]["failure_rate"] == 1.0 and entry["groups"]["q1"]["failure_rate"] == 0.5
+    assert entry["groups"]["poison"]["share"] == pytest.approx(0.25)
+    # and the text shows both
+    text = report_lines(tenant_report(spark, [str(tmp_path / "logs")]), top=10)
+    assert text[0] == "Dev/Jobs: 4 tenants, 4 messages (0 without a group); noisy: none"
+    assert text[1].split()[:3] == ["tenant", "messages", "runs"]
+    assert text[2].split()[:3] == ["poison", "1", "5"]
+
+
+def test_since_counts_the_messages_that_ran_on_or_after_the_day(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN one message that ran the day before and again on the day, and one that ran only the day before
+    out = io.StringIO()
+    for message_id, offset_days in (("m-1", -1), ("m-1", 0), ("m-2", -1)):
+        EmfLogger(out).record(
+            job_type="Jobs", stack="Dev", queue="Dev-Jobs", message_id=message_id, processing_ms=10.0,
+            outcome="success", receive_count=1, extensions=0, lease_lost=False,
+            timestamp_ms=STARTED + offset_days * 86_400_000, group="t",
+        )  # fmt: skip
+    (tmp_path / "a.log").write_text(out.getvalue())
+    # WHEN the report starts on the day
+    entry = tenant_report(spark, [str(tmp_path / "a.log")], since_day=STARTED // 86_400_000)["deployments"]["Dev/Jobs"]
+    # THEN only the message that ran on the day counts, with its run of that day
+    assert (entry["messages"], entry["runs"]) == (1, 1)
+
+
+def runs(count: int, failures: int = 0) -> Summary:
+    """A tenant's runs, ``count`` of them at about 50 ms."""
+    return Summary(count=count, failures=failures, histogram={850: count})
+
+
+def test_the_noisy_rule_and_the_order_read_messages_not_runs() -> None:
+    # GIVEN (pure, no Spark) a tenant whose one message ran 25 times and a tenant that sent 10 messages once each
+    entry = deployment_entry(
+        {"poison": (1, runs(25, failures=25)), "flood": (10, runs(10)), "a": (2, runs(2)), "b": (2, runs(2)),
+         None: (3, runs(4))}
+    )  # fmt: skip
+    # THEN the flood is noisy (10 >= 5 x 2), not the poison message's tenant, and the flood comes first
+    assert entry["noisy"] == ["flood"] and list(entry["groups"]) == ["flood", "a", "b", "poison"]
+    assert (entry["messages"], entry["runs"], entry["without_group"]) == (15, 39, 3)
+    poison = entry["groups"]["poison"]
+    assert (poison["messages"], poison["runs"], poison["failure_rate"]) == (1, 25, 1.0)
+    assert poison["share"] == pytest.approx(1 / 15)
+
+
+def test_message_counts_add_the_days_and_leave_out_those_before_since() -> None:
+    rows = [
+        {"stack": "Dev", "job_type": "Jobs", "group": "t", "day": 10, "messages": 4},
+        {"stack": "Dev", "job_type": "Jobs", "group": "t", "day": 11, "messages": 3},
+        {"stack": None, "job_type": "Jobs", "group": None, "day": 11, "messages": 2},
+    ]
+    assert message_counts(rows) == {("Dev", "Jobs", "t"): 7, (None, "Jobs", None): 2}
+    assert message_counts(rows, since_day=11) == {("Dev", "Jobs", "t"): 3, (None, "Jobs", None): 2}
+    assert message_counts(rows, since_day=12) == {}

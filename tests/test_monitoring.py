@@ -6,7 +6,9 @@ read from synthesized templates (Lambda and ECS job types, FIFO and standard), w
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +323,21 @@ def test_max_time_to_drain_on_a_job_queue_that_never_gets_a_consumer_fails_the_s
     JobQueue(stack, "Job", processing_p99=Duration.seconds(1), max_time_to_drain=Duration.minutes(30))
     with pytest.raises(Exception, match=r"max_time_to_drain .* has no consumer in this app"):
         app.synth()
+
+
+def test_max_time_to_drain_without_a_consumer_names_the_declaration_the_prop_the_value_and_the_fix() -> None:
+    # GIVEN a job queue declaring max_time_to_drain that no consumer is ever bound to (one may be bound after the
+    # declaration, so only the synth knows)
+    app = cdk.App()
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    JobQueue(stack, "Job", processing_p99=Duration.seconds(1), max_time_to_drain=Duration.minutes(30))
+    # WHEN the app synthesizes, THEN the error is a declaration error's text: the type, the job queue, the line
+    # that declared it, the prop, the value and both fixes
+    with pytest.raises(RuntimeError) as error:
+        app.synth()
+    text = str(error.value)
+    declared = rf"JobQueueError: JobQueue Jobs/Job \(declared at \S*{Path(__file__).name}:{line}\) cannot be deployed:"
+    assert re.search(declared, text), text
+    assert "  - max_time_to_drain 30 min declares a time-to-drain alarm on the consumer" in text
+    assert "bind one (add_lambda_consumer, add_ecs_consumer) or remove max_time_to_drain" in text

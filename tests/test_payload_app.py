@@ -144,7 +144,10 @@ def test_a_payload_jobqueues_send_offloaded_is_read_back_by_the_official_client(
     (tmp_path / "job.json").write_text(text + "\n")
     # WHEN jobqueues send sends it to a job type with a payload bucket
     assert running.jq("send", "Archive", "--file", str(tmp_path / "job.json")) == 0
-    assert "sent 1 message to Payloads/Archive" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "sent 1 message to Payloads/Archive" in printed
+    # and says its body went through the job type's payload bucket
+    assert printed == f"sent 1 message to Payloads/Archive, 1 body through payload bucket {job.payload_bucket}\n"
     assert len(running.objects(job)) == 1
     # THEN the official client reads it back byte for byte (and, deleting it, removes the object)
     assert job.queue_url is not None
@@ -174,3 +177,31 @@ def test_dlq_list_shows_a_dead_lettered_payloads_size_and_object(
         assert "".join(cells.split()) == "".join(f"payload of {THREE_MIB:,} bytes in {pointer.url}".split())
     finally:
         sqs.purge_queue(QueueUrl=job.dead_letter_queue_url)
+
+
+def test_send_json_counts_the_bodies_that_went_through_the_payload_bucket(
+    running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a file of three jobs, the second over the queue's maximum size
+    job = running.job("Archive")
+    assert job.queue_url is not None and job.payload_bucket is not None
+    (tmp_path / "jobs.jsonl").write_text(f'{{"small": 1}}\n{payload(THREE_MIB)}\n{{"small": 2}}\n')
+    before = set(running.objects(job))  # objects earlier tests left
+    try:
+        # WHEN jobqueues send sends it, as JSON
+        assert running.jq("send", "Archive", "--file", str(tmp_path / "jobs.jsonl"), "--json") == 0
+        result = json.loads(capsys.readouterr().out)
+        # THEN three were sent, one of them through the bucket, which is named
+        assert (result["sent"], result["offloaded"], result["payload_bucket"]) == (3, 1, job.payload_bucket)
+        assert len(set(running.objects(job)) - before) == 1
+        # and bodies the queue takes name no bucket
+        assert running.jq("send", "Archive", "--body", '{"small": 3}', "--json") == 0
+        result = json.loads(capsys.readouterr().out)
+        assert (result["sent"], result["offloaded"], result["payload_bucket"]) == (1, 0, None)
+        assert running.jq("send", "Archive", "--body", '{"small": 4}') == 0
+        assert capsys.readouterr().out == "sent 1 message to Payloads/Archive\n"
+    finally:
+        running.deployed.server.client("sqs").purge_queue(QueueUrl=job.queue_url)
+        s3 = running.deployed.server.client("s3")
+        for key in set(running.objects(job)) - before:
+            s3.delete_object(Bucket=job.payload_bucket, Key=key)

@@ -14,7 +14,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IValidation
 
 from jobqueues.alarms import JobQueueAlarms, create_queue_alarms, notify
-from jobqueues.errors import JobQueueError
+from jobqueues.errors import JobQueueError, declaration_error, declaring_line
 from jobqueues.fair_queue_monitoring import quiet_group_age_alarm
 from jobqueues.fleet_dashboard import add_to_fleet
 from jobqueues.idempotency_table import table_of
@@ -126,7 +126,7 @@ class JobQueue(JobQueueBase):
         add_to_fleet(self, plan.alarms.oldest_message_age_s if plan.alarms else None)
         self.max_time_to_drain_seconds = plan.alarms.max_time_to_drain_s if plan.alarms else None
         if self.max_time_to_drain_seconds is not None:
-            self.node.add_validation(_ConsumerDue(self))
+            self.node.add_validation(_ConsumerDue(self, declaring_line()))
 
     def _set_facts(self, plan: QueuePlan, registry: StackRegistry) -> None:
         """The plan's values the job queue exposes (:class:`jobqueues.interface.IJobQueue`)."""
@@ -233,19 +233,26 @@ class JobQueue(JobQueueBase):
 
 @jsii.implements(IValidation)
 class _ConsumerDue:
-    """``max_time_to_drain`` declares an alarm on the consumer: a job queue that never gets one fails the synth."""
+    """``max_time_to_drain`` declares an alarm on the consumer: a job queue that never gets one fails the synth.
+    Only the synth can tell (a consumer may be bound after the declaration), and a validation's error reaches the
+    user as the CDK's, not as a ``JobQueueError``: its text is a ``JobQueueError``'s, naming the line that declared
+    the job queue (``declared_at``, ``FILE:LINE``; ``None``: not known)."""
 
-    def __init__(self, job_queue: JobQueue) -> None:
+    def __init__(self, job_queue: JobQueue, declared_at: str | None) -> None:
         self._job_queue = job_queue
+        self._declared_at = declared_at
 
     def validate(self) -> list[str]:
-        if self._job_queue.bound_consumer is not None:
+        job_queue = self._job_queue
+        if job_queue.bound_consumer is not None:
             return []
-        return [
-            f"max_time_to_drain {format_duration(self._job_queue.max_time_to_drain_seconds or 0)} declares a "
-            f"time-to-drain alarm on the consumer, but job type {self._job_queue.job_type!r} has no consumer in this "
+        problem = (
+            f"max_time_to_drain {format_duration(job_queue.max_time_to_drain_seconds or 0)} declares a "
+            f"time-to-drain alarm on the consumer, but job type {job_queue.job_type!r} has no consumer in this "
             "app: bind one (add_lambda_consumer, add_ecs_consumer) or remove max_time_to_drain"
-        ]
+        )
+        text = declaration_error("JobQueue", job_queue.construct_path, [problem], self._declared_at)
+        return [f"{JobQueueError.__name__}: {text}"]
 
 
 def _record_retention(plan: QueuePlan) -> float:

@@ -213,7 +213,8 @@ class JobQueueBase(JobQueueMetrics, RegisteredConstruct):
         :param batch_size: records per invocation. Default: 10.
         :param max_batching_window: the event source's batching window. Default: none.
         :param max_concurrency: cap on concurrent invocations, 2-1000. Default: none.
-        :param add_layer: add the stack's ``sqslease`` layer. Default: True.
+        :param add_layer: add the stack's ``sqslease`` layer, which serves python3.14 only (a function on another
+            runtime is refused, naming the fix; with False it ships ``sqslease`` in its code). Default: True.
         :param hooks: ``sqslease`` hooks called before and after each message: import paths,
             ``package.module:name``, in the function's code or a layer, given to it as ``SQSLEASE_HOOKS``; as
             ``LambdaJob``'s ``hooks``. Default: none.

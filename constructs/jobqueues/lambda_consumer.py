@@ -22,7 +22,8 @@ from jobqueues.errors import JobQueueError
 from jobqueues.fleet_dashboard import add_consumer_errors
 from jobqueues.inputs import PropReader
 from jobqueues.interface import IJobQueue
-from jobqueues.lease_layer import sqslease_layer
+from jobqueues.lambda_rules import layer_runtime_error
+from jobqueues.lease_layer import LAYER_RUNTIMES, RUNTIME_FIX, sqslease_layer
 from jobqueues.marker import mark_consumer, reference
 from jobqueues.metrics import consumer_period
 from jobqueues.registry import one_minute
@@ -74,7 +75,9 @@ def bind_lambda_consumer(
     options = RuntimeOptions()
     if not checked:
         given = {"hooks": hooks, "idempotency_key": idempotency_key}
-        options = _check_function(job_queue, timeout_s, batch_size, max_batching_window, max_concurrency, given)
+        runtime = function.runtime.name if add_layer else None  # the layer's runtimes are checked too
+        window, concurrency = max_batching_window, max_concurrency
+        options = _check_function(job_queue, timeout_s, batch_size, window, concurrency, given, runtime)
     event_source = {
         "batch_size": batch_size,
         "max_batching_window": max_batching_window,
@@ -176,9 +179,12 @@ def _check_function(
     max_batching_window: Duration | None,
     max_concurrency: int | None,
     runtime_options: Mapping[str, Any],
+    layer_runtime: str | None = None,
 ) -> RuntimeOptions:
     """The function and the binder's options checked against the job queue: the ``sqslease`` options, or a
-    ``JobQueueError`` listing every problem."""
+    ``JobQueueError`` listing every problem.
+
+    :param layer_runtime: the function's runtime, when it is to get the ``sqslease`` layer. Default: none."""
     read = PropReader(
         {
             "batch_size": batch_size,
@@ -197,6 +203,10 @@ def _check_function(
         fifo=job_queue.fifo,
     )
     errors = read.errors + check.errors
+    served = [runtime.name for runtime in LAYER_RUNTIMES]
+    unserved = layer_runtime_error(layer_runtime, served, RUNTIME_FIX) if layer_runtime is not None else None
+    if unserved is not None:
+        errors.append(unserved)
     if job_queue.fifo and window_s:
         errors.append(f"max_batching_window {format_duration(window_s)} is not supported for FIFO queues: remove it")
     if timeout_s is not None:

@@ -255,3 +255,15 @@ def check_metrics(metrics: tuple[str, ...]) -> list[str]:
         for name in sorted({m for m in metrics if metrics.count(m) > 1})
     ]
     return errors
+
+
+def layer_runtime_error(runtime: str, served: Sequence[str], fix: str) -> str | None:
+    """A function on ``runtime`` (its name, e.g. ``python3.12``) given the ``sqslease`` layer, which serves only
+    ``served``: the error naming both and the fixes (``fix``: the runtime to give, as code), or ``None``. The CDK
+    would refuse the layer with an error naming neither fix."""
+    if runtime in served:
+        return None
+    return (
+        f"the function's runtime {runtime} is not one the sqslease layer serves ({', '.join(served)}): give the "
+        f"function {fix}, or pass add_layer=False and ship sqslease in its code"
+    )

@@ -22,7 +22,11 @@ import sqslease
 from jobqueues.registry import registry_of
 
 #: The Python runtime of Lambda jobs: the latest that aws-cdk-lib and cdk-nag's AwsSolutions-L1 both accept.
-LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14
+_RUNTIME_ATTRIBUTE = "PYTHON_3_14"
+LAMBDA_RUNTIME: lambda_.Runtime = getattr(lambda_.Runtime, _RUNTIME_ATTRIBUTE)
+#: The runtimes the layer serves (its ``compatible_runtimes``), and how to name the one to use, as code.
+LAYER_RUNTIMES = (LAMBDA_RUNTIME,)
+RUNTIME_FIX = f"runtime=lambda_.Runtime.{_RUNTIME_ATTRIBUTE}"
 LAYER_ID = "SqsleaseLayer"
 _EXCLUDE = ["__pycache__", "*.pyc", "*.pyo"]
 
@@ -79,7 +83,7 @@ def _find_or_create(stack: Stack) -> lambda_.LayerVersion:
                 local=_CopyPackage(source),
             ),
         ),
-        compatible_runtimes=[LAMBDA_RUNTIME],
+        compatible_runtimes=list(LAYER_RUNTIMES),
         # Pure Python: one layer serves the stack's x86_64 and arm64 functions alike.
         compatible_architectures=[lambda_.Architecture.X86_64, lambda_.Architecture.ARM_64],
         description=f"sqslease {sqslease.__version__}: SQS lease extension for jobqueues consumers",

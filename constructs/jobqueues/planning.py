@@ -20,7 +20,7 @@ from constructs import Construct
 from jobqueues import defaults
 from jobqueues.alarms import JobQueueAlarmProps
 from jobqueues.declaration import QueueDeclaration
-from jobqueues.errors import JobQueueError
+from jobqueues.errors import JobQueueError, declaration_error
 from jobqueues.idempotency_table import read_idempotency
 from jobqueues.inputs import PropReader, is_token
 from jobqueues.payload_bucket import read_delete_payloads, read_payload_bucket
@@ -182,4 +182,4 @@ def claim_names(kind: str, owner: Construct, registry: StackRegistry, plan: Queu
 
 def raise_errors(kind: str, owner: Construct, errors: list[str]) -> None:
     """One ``JobQueueError`` listing ``errors`` under the declaration they belong to."""
-    raise JobQueueError(f"{kind} {owner.node.path} cannot be deployed:\n" + "\n".join(f"  - {e}" for e in errors))
+    raise JobQueueError(declaration_error(kind, owner.node.path, errors))

@@ -98,7 +98,11 @@ def command(
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
-        click.echo(f"sent {messages(len(result.message_ids))} to {job.name}")
+        through = f", {result.offloaded} {'body' if result.offloaded == 1 else 'bodies'} through payload bucket "
+        click.echo(
+            f"sent {messages(len(result.message_ids))} to {job.name}"
+            + (f"{through}{result.payload_bucket}" if result.offloaded else "")
+        )
         for failed in result.failed:
             click.echo(f"refused: line {failed.line}: {failed.code}: {failed.message}", err=True)
         if result.interrupted:

@@ -12,7 +12,8 @@ A body larger than the queue takes (with its attributes, as the AWS SQS Extended
 type's payload bucket, and its pointer to the queue, in the Extended Client's wire format
 (:mod:`sqslease.payload_pointer`): the job type's consumers, and the official clients, read it back. On a queue with
 content-based deduplication such a message gets the SHA-256 of its payload as deduplication id (what SQS would have
-computed from the body). Without a bucket it is refused (``MessageTooLong``).
+computed from the body). Without a bucket it is refused (``MessageTooLong``). The result counts the messages sent
+that way, and names the bucket.
 
 A refused entry is reported with its line; on a FIFO queue sending then stops after that batch, so that no later
 message of the group overtakes it (the result says from which line nothing was sent). A whole batch refused (a
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobqueues.ops.errors import AwsUnavailable, BadInput, aws_error
-from sqslease.payload_pointer import message_size, offload
+from sqslease.payload_pointer import is_pointer, message_size, offload
 
 #: SQS's limits: messages per batch, and bytes per batch in every region (256 KiB; 1 MiB in most).
 BATCH_MESSAGES = 10
@@ -81,11 +82,17 @@ class SendResult:
     unconfirmed_lines: tuple[int, int] | None = None
     #: The first line after the unconfirmed ones (``None``: none, or nothing unconfirmed).
     next_line: int | None = None
+    #: Messages sent whose body went through the payload bucket (their message a pointer to it).
+    offloaded: int = 0
+    #: The bucket those bodies went to (``None``: none did).
+    payload_bucket: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` form."""
         return {
             "sent": len(self.message_ids),
+            "offloaded": self.offloaded,
+            "payload_bucket": self.payload_bucket,
             "message_ids": self.message_ids,
             "failed": [{"line": f.line, "code": f.code, "message": f.message} for f in self.failed],
             "stopped_at_line": self.stopped_at_line,
@@ -210,6 +217,7 @@ def send(
             following = next(pending, None)
             result.stopped_at_line = following[0][0] if following else None
             break
+    result.payload_bucket = payloads.name if payloads is not None and result.offloaded else None
     return result
 
 
@@ -261,6 +269,7 @@ def _send_batch(
         return False
     sent = {s["Id"]: s["MessageId"] for s in response.get("Successful", [])}
     result.message_ids += [sent[e["Id"]] for e in entries if e["Id"] in sent]
+    result.offloaded += sum(1 for e in entries if e["Id"] in sent and is_pointer(e.get("MessageAttributes", {})))
     result.failed += [
         Failed(numbers[f["Id"]], f.get("Code", ""), f.get("Message", "")) for f in response.get("Failed", [])
     ]
