@@ -19,6 +19,7 @@ from support.fakes import FakeContext, FakeSQS
 from support.fault_proxy import Fault, FaultProxy
 from support.lambda_events import FAKE_QUEUE_URL, fake_event, lambda_event
 from support.moto_queues import counts, make_queue, receive_all, send
+from support.worker_threads import ROOMY
 
 from jobqueues.emulator.server import LocalServer
 from sqslease.config import ConsumerConfig
@@ -54,15 +55,15 @@ def test_partial_batch_failure_reports_only_failed_records(local_aws: LocalServe
 
 
 def test_heartbeat_keeps_the_batch_invisible_during_a_long_invocation(local_aws: LocalServer) -> None:
-    queues = make_queue(local_aws, vt=2)
+    queues = make_queue(local_aws, vt=4)
     send(local_aws, queues.url, ["slow", "queued"])
-    event = lambda_event(local_aws, queues.url, vt=2)
+    event = lambda_event(local_aws, queues.url, vt=4)
 
     seen_meanwhile: list[list[dict]] = []
 
-    @sqs_batch_handler(settings=LeaseSettings(**FAST), sqs=local_aws.client("sqs"), queue_url=queues.url)
+    @sqs_batch_handler(settings=LeaseSettings(**ROOMY), sqs=local_aws.client("sqs"), queue_url=queues.url)
     def handler(body: str, message: Message) -> None:
-        time.sleep(2.5)  # the job: the whole batch outlives its 2 s visibility timeout
+        time.sleep(4.5)  # the job: the whole batch outlives its 4 s visibility timeout
         # neither record visible, checked while the invocation holds the leases (after it, only Lambda's delete would)
         seen_meanwhile.append(receive_all(local_aws, queues.url))
 
@@ -103,11 +104,11 @@ def test_deadline_guard_releases_unstarted_records_and_reports_them(local_aws: L
 
 def test_leases_held_wraps_other_batch_processing(local_aws: LocalServer) -> None:
     # How a Powertools BatchProcessor user adds lease extension without touching record handlers.
-    queues = make_queue(local_aws, vt=2)
+    queues = make_queue(local_aws, vt=4)
     send(local_aws, queues.url, ["a", "b"])
-    event = lambda_event(local_aws, queues.url, vt=2)
-    with leases_held(event, FakeContext(60), LeaseSettings(**FAST), local_aws.client("sqs"), queues.url):
-        time.sleep(3)  # the batch's processing, past its 2 s visibility timeout
+    event = lambda_event(local_aws, queues.url, vt=4)
+    with leases_held(event, FakeContext(60), LeaseSettings(**ROOMY), local_aws.client("sqs"), queues.url):
+        time.sleep(5)  # the batch's processing, past its 4 s visibility timeout
         assert receive_all(local_aws, queues.url) == []  # checked while the leases are held
 
 

@@ -18,7 +18,7 @@ from support.moto_queues import counts, make_queue, receive_all, receive_when_vi
 from support.recording import CallRecorder
 from support.waiting import wait_for
 from support.worker_processes import SQSLEASE_SRC, start_worker_process
-from support.worker_threads import emf_records, running_worker
+from support.worker_threads import ROOMY, emf_records, running_worker
 
 from jobqueues.emulator.server import LocalServer
 from sqslease.config import ConsumerConfig
@@ -37,16 +37,19 @@ class PermanentError(Exception):
 
 
 def test_handler_longer_than_the_vt_keeps_its_message_and_runs_exactly_once(local_aws: LocalServer) -> None:
-    queues = make_queue(local_aws, vt=2)
+    queues = make_queue(local_aws, vt=4)
     send(local_aws, queues.url, ["long"])
     runs: list[str] = []
 
     def slow(body: str, message: Message) -> None:
         runs.append(body)
-        time.sleep(5)  # 2.5 x the visibility timeout
+        time.sleep(10)  # 2.5 x the visibility timeout
 
-    with running_worker(local_aws, queues.url, slow) as first, running_worker(local_aws, queues.url, slow) as second:
-        assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0) and runs, timeout_s=15)  # deleted
+    with (
+        running_worker(local_aws, queues.url, slow, **ROOMY) as first,
+        running_worker(local_aws, queues.url, slow, **ROOMY) as second,
+    ):
+        assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0) and runs, timeout_s=40)  # deleted
     # both workers drained: any second delivery, received before the delete, has run by now
     assert runs == ["long"]
     (record,) = emf_records(first) + emf_records(second)
