@@ -322,3 +322,26 @@ def test_ctrl_c_while_the_move_task_starts_says_it_will_be_cancelled() -> None:
         "stopping: the redrive stops once SQS answers its start, and a move task it started is cancelled: what it "
         "moved stays in the queue, the rest in the DLQ (Ctrl-C again to interrupt at once)"
     ]
+
+
+@pytest.mark.parametrize("method", ["move-task", "auto"])
+def test_ctrl_c_before_the_move_task_starts_starts_none(method: str) -> None:
+    # GIVEN a redrive interrupted (Ctrl-C) while it looks up its queues, before it asks SQS for a move task
+    from jobqueues.cli.redrive import stopping
+
+    stop, running, said, started = threading.Event(), {}, [], []
+
+    class Sqs:
+        def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> Any:
+            said.append(stopping(running)())  # what Ctrl-C prints now
+            stop.set()
+            return {"Attributes": {"QueueArn": f"arn:aws:sqs:us-east-1:123456789012:{QueueUrl}"}}
+
+        def start_message_move_task(self, **request: Any) -> Any:
+            started.append(request)
+            return {"TaskHandle": "h"}
+
+    # WHEN the redrive goes on THEN it starts no task and moves nothing, as the line said
+    result = redrive(Sqs(), "dlq", "queue", False, method, stop=stop, on_method=lambda m: running.update(name=m))
+    assert said[0] == "stopping before the redrive starts (Ctrl-C again to interrupt at once)"
+    assert started == [] and result.stopped and result.moved == 0

@@ -101,6 +101,9 @@ def move_task(
     request: dict[str, Any] = {"SourceArn": source_arn, "DestinationArn": queue_arn(sqs, source_url)}
     if rate is not None:
         request["MaxNumberOfMessagesPerSecond"] = rate
+    if stop.is_set():  # stopped while the queues were looked up: no task is started
+        result.stopped, result.seconds = True, time.monotonic() - started
+        return result
     on_started(STARTING_MOVE_TASK)
     try:
         handle = sqs.start_message_move_task(**request)["TaskHandle"]
