@@ -15,21 +15,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The services a deploy to the emulator reaches: asking each once imports its backend in the emulator.
-SERVICES = {
-    "application-autoscaling": "describe_scalable_targets",
-    "cloudformation": "list_stacks",
-    "cloudwatch": "list_metrics",
-    "dynamodb": "list_tables",
-    "ec2": "describe_vpcs",
-    "ecs": "list_clusters",
-    "iam": "list_roles",
-    "kms": "list_keys",
-    "lambda": "list_functions",
-    "logs": "describe_log_groups",
-    "s3": "list_buckets",
-    "sqs": "list_queues",
-    "ssm": "describe_parameters",
+#: The services a deploy to the emulator reaches, and a request each takes (with its required arguments): asking
+#: each once imports its backend in the emulator.
+SERVICES: dict[str, tuple[str, dict[str, str]]] = {
+    "application-autoscaling": ("describe_scalable_targets", {"ServiceNamespace": "ecs"}),
+    "cloudformation": ("list_stacks", {}),
+    "cloudwatch": ("list_metrics", {}),
+    "dynamodb": ("list_tables", {}),
+    "ec2": ("describe_vpcs", {}),
+    "ecs": ("list_clusters", {}),
+    "iam": ("list_roles", {}),
+    "kms": ("list_keys", {}),
+    "lambda": ("list_functions", {}),
+    "logs": ("describe_log_groups", {}),
+    "s3": ("list_buckets", {}),
+    "sqs": ("list_queues", {}),
+    "ssm": ("describe_parameters", {}),
 }
 
 
@@ -38,12 +39,8 @@ def ask_an_emulator() -> None:
     from jobqueues.emulator.server import running_server
 
     with running_server() as server:
-        for service, operation in SERVICES.items():
-            client = server.client(service)
-            if service == "application-autoscaling":
-                client.describe_scalable_targets(ServiceNamespace="ecs")
-            else:
-                getattr(client, operation)()
+        for service, (operation, arguments) in SERVICES.items():
+            getattr(server.client(service), operation)(**arguments)
 
 
 def main() -> int:
