@@ -7,7 +7,10 @@ policy, a log group, the function with the consumer environment and the sqslease
 SQS event source, five consumer alarms and a dashboard; per ECS job: the queues and queue alarms, a Fargate task
 definition running the worker, its roles and policies, a log group, the service, a scalable target with the
 backlog-per-task and scale-from-zero policies, four consumer alarms and a dashboard; one VPC and cluster per
-stack. 10 jobs per stack. Also prints the sqslease layer's size. Prints the median construct + synth time of
+stack. 10 jobs per stack. The hand-written side sets what the consumers need to behave alike: the runtime's
+settings (the function's environment, the worker's options), the deployment circuit breaker, the scaling policies'
+cooldowns, the backlog per running task, the alarms' missing-data handling, the dashboards' graphs. It leaves out
+what only jobqueues writes: its markers, and its alarms' longer descriptions. Also prints the sqslease layer's size. Prints the median construct + synth time of
 each variant and the median of the paired runs' ratios (goal <= 1.2x), then the same for the CPU seconds of this
 process and the Node kernel (load moves them much less than the wall time); the resource types of both must match
 exactly. The kernel round trips per job are counted, not timed, by ``tests/test_synth_cost.py``.
@@ -77,6 +80,7 @@ def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: f
     emf = {"namespace": "jobqueues", "dimensions_map": {"JobType": job}, "period": five}
     leak = cw.MathExpression(
         expression="IF(inflight >= 1 AND FILL(deleted, 0) < 1, 1, 0)",
+        label="in flight, none deleted",
         using_metrics={
             "inflight": queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=five),
             "deleted": queue.metric_number_of_messages_deleted(statistic="Sum", period=five),
@@ -114,6 +118,7 @@ def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: f
     )
     stalled = cw.MathExpression(
         expression="IF(FILL(age, 0) > 60 AND FILL(deleted, 0) < 1, 1, 0)",
+        label="waiting, none deleted",
         using_metrics={
             "age": queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=five),
             "deleted": queue.metric_number_of_messages_deleted(statistic="Sum", period=five),
@@ -184,7 +189,55 @@ def dashboard(scope: cdk.Resource, name: str, queue: sqs.Queue, dlq: sqs.Queue, 
             "deleted": queue.metric_number_of_messages_deleted(),
         },
     )
-    board.add_widgets(cw.GraphWidget(title="Time to drain (s)", width=8, left=[drain]), *extra)
+    queue_time = cw.GraphWidget(
+        title="Queue time p50 / p99 (ms), sent to started",
+        width=8,
+        left=[cw.Metric(metric_name="QueueTime", statistic=s, **emf) for s in ("p50", "p99")],
+    )
+    board.add_widgets(queue_time, cw.GraphWidget(title="Time to drain (s)", width=8, left=[drain]), *extra)
+
+
+def backlog_per_task(
+    scope: cdk.Resource,
+    stack: cdk.Stack,
+    job: str,
+    count: ecs.ScalableTaskCount,
+    queue: sqs.Queue,
+    by_service: dict[str, str],
+) -> None:
+    """Target tracking on the backlog per running task (visible + in flight, over the running tasks of the service
+    ``by_service`` names: its cluster's and its own name)."""
+    policy = appscaling.CfnScalingPolicy
+
+    def stat(id: str, namespace: str, name: str, stat: str, dims: dict) -> policy.TargetTrackingMetricDataQueryProperty:
+        dimensions = [policy.TargetTrackingMetricDimensionProperty(name=k, value=v) for k, v in dims.items()]
+        metric = policy.TargetTrackingMetricProperty(namespace=namespace, metric_name=name, dimensions=dimensions)
+        return policy.TargetTrackingMetricDataQueryProperty(
+            id=id, return_data=False, metric_stat=policy.TargetTrackingMetricStatProperty(metric=metric, stat=stat)
+        )
+
+    by_queue = {"QueueName": queue.queue_name}
+    metrics = [
+        stat("visible", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", by_queue),
+        stat("inflight", "AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "Maximum", by_queue),
+        stat("tasks", "ECS/ContainerInsights", "RunningTaskCount", "Average", by_service),
+        policy.TargetTrackingMetricDataQueryProperty(
+            id="backlog_per_task", expression="(visible + inflight) / tasks", label="backlog per task", return_data=True
+        ),
+    ]
+    policy(
+        scope,
+        "Backlog",
+        policy_name=f"{stack.stack_name}-{job}-Service-backlog-per-task",
+        policy_type="TargetTrackingScaling",
+        scaling_target_id=count.node.find_child("Target").scalable_target_id,  # type: ignore[attr-defined]
+        target_tracking_scaling_policy_configuration=policy.TargetTrackingScalingPolicyConfigurationProperty(
+            target_value=4,
+            customized_metric_specification=policy.CustomizedMetricSpecificationProperty(metrics=metrics),
+            scale_in_cooldown=300,
+            scale_out_cooldown=60,
+        ),
+    )
 
 
 def hand_written(n: int, outdir: str) -> cdk.App:
@@ -203,7 +256,12 @@ def hand_written(n: int, outdir: str) -> cdk.App:
             timeout = 10 + j % 50
             queue, dlq = queues(scope, stack, f"{stack.stack_name}-L{j}", 6 * timeout, 5)
             fleet.append((f"L{j}", queue, dlq, 30 * timeout, timeout * 500))
-            role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+            role = iam.Role(
+                scope,
+                "Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"L{j}: consumes L{j}'s job queue",
+            )
             log_group = logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH)
             function = lambda_.Function(
                 scope,
@@ -211,6 +269,7 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                 runtime=lambda_.Runtime.PYTHON_3_14,
                 code=code,
                 handler="sqslease.lambda_entry.handler",
+                description=f"L{j} consumer (sqslease)",
                 timeout=Duration.seconds(timeout),
                 memory_size=512,
                 role=role,
@@ -223,6 +282,9 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                     "SQSLEASE_JOB_TYPE": f"L{j}",
                     "SQSLEASE_HEARTBEAT": "false",
                     "SQSLEASE_VISIBILITY_TIMEOUT": str(6 * timeout),
+                    "SQSLEASE_EXTENSION_THRESHOLD": "5",
+                    "SQSLEASE_MAX_RECEIVE_COUNT": "5",
+                    "SQSLEASE_STACK": stack.stack_name,
                 },
             )
             log_group.grant_write(role)
@@ -230,21 +292,26 @@ def hand_written(n: int, outdir: str) -> cdk.App:
             dlq.grant_send_messages(function)
             alarms = consumer_alarms(scope, queue, f"L{j}", 3 * timeout * 1000)
             minute = Duration.minutes(1)
-            alarms.append(
-                function.metric_errors(period=minute).create_alarm(scope, "Errors", threshold=1, evaluation_periods=3)
-            )
-            alarms.append(
-                function.metric_throttles(period=minute).create_alarm(
-                    scope, "Throttles", threshold=1, evaluation_periods=3
+            for name, metric in (("Errors", function.metric_errors), ("Throttles", function.metric_throttles)):
+                alarms.append(
+                    metric(period=minute).create_alarm(
+                        scope, name, threshold=1, evaluation_periods=3, treat_missing_data=MISSING
+                    )
                 )
-            )
             dashboard(
                 scope,
                 f"{stack.stack_name}-L{j}",
                 queue,
                 dlq,
                 f"L{j}",
-                [cw.GraphWidget(left=[function.metric_errors()]), cw.GraphWidget(left=[function.metric_duration()])],
+                [
+                    cw.GraphWidget(
+                        title="Function errors / throttles",
+                        left=[function.metric_errors()],
+                        right=[function.metric_throttles()],
+                    ),
+                    cw.GraphWidget(title="Function duration p99 (ms)", left=[function.metric_duration()]),
+                ],
             )
         hand_written_fleet(stack, fleet)  # the stack's fleet view
     for i, stack in enumerate(stacks_for(app, n, "Ecs")):
@@ -279,12 +346,26 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                     "sqslease.worker",
                     "--handler",
                     "media.transcode:handle",
+                    "--concurrency",
+                    "4",
                     "--queue-url",
                     queue.queue_url,
-                    "--dead-letter-queue-url",
-                    dlq.queue_url,
                     "--visibility-timeout",
                     str(vt),
+                    "--extension-threshold",
+                    "5",
+                    "--heartbeat",
+                    "true",
+                    "--dead-letter-queue-url",
+                    dlq.queue_url,
+                    "--max-receive-count",
+                    "5",
+                    "--shutdown-grace",
+                    "25",
+                    "--job-type",
+                    f"E{j}",
+                    "--stack",
+                    stack.stack_name,
                 ],
                 logging=ecs.LogDrivers.aws_logs(
                     stream_prefix=f"E{j}",
@@ -293,59 +374,27 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                 stop_timeout=Duration.seconds(30),
             )
             service = ecs.FargateService(
-                scope, "Service", cluster=cluster, task_definition=task, desired_count=0, min_healthy_percent=100
+                scope,
+                "Service",
+                cluster=cluster,
+                task_definition=task,
+                desired_count=0,
+                min_healthy_percent=100,
+                circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
             )
             queue.grant_consume_messages(task.task_role)
             dlq.grant_send_messages(task.task_role)
             task.task_role.add_to_principal_policy(
                 iam.PolicyStatement(
-                    actions=["ecs:UpdateTaskProtection"],
+                    actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"],
                     resources=[f"arn:aws:ecs:us-east-1:123456789012:task/{cluster.cluster_name}/*"],
                 )
             )
             count = service.auto_scale_task_count(min_capacity=0, max_capacity=10)
-            dims = [
-                appscaling.CfnScalingPolicy.TargetTrackingMetricDimensionProperty(
-                    name="QueueName", value=queue.queue_name
-                )
-            ]
-            appscaling.CfnScalingPolicy(
-                scope,
-                "Backlog",
-                policy_name=f"E{j}-backlog",
-                policy_type="TargetTrackingScaling",
-                scaling_target_id=count.node.find_child("Target").scalable_target_id,  # type: ignore[attr-defined]
-                target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                    target_value=4,
-                    customized_metric_specification=appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
-                        metrics=[
-                            appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty(
-                                id=m,
-                                return_data=False,
-                                metric_stat=appscaling.CfnScalingPolicy.TargetTrackingMetricStatProperty(
-                                    metric=appscaling.CfnScalingPolicy.TargetTrackingMetricProperty(
-                                        namespace="AWS/SQS", metric_name=name, dimensions=dims
-                                    ),
-                                    stat="Maximum",
-                                ),
-                            )
-                            for m, name in (
-                                ("visible", "ApproximateNumberOfMessagesVisible"),
-                                ("inflight", "ApproximateNumberOfMessagesNotVisible"),
-                            )
-                        ]
-                        + [
-                            appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty(
-                                id="backlog", expression="visible + inflight", return_data=True
-                            )
-                        ]
-                    ),
-                ),
-            )
+            by_service = {"ClusterName": cluster.cluster_name, "ServiceName": service.service_name}
+            backlog_per_task(scope, stack, f"E{j}", count, queue, by_service)
             tasks = cw.Metric(
-                namespace="ECS/ContainerInsights",
-                metric_name="RunningTaskCount",
-                dimensions_map={"ClusterName": cluster.cluster_name, "ServiceName": service.service_name},
+                namespace="ECS/ContainerInsights", metric_name="RunningTaskCount", dimensions_map=by_service
             )
             count.scale_on_metric(
                 "FromZero",
@@ -358,13 +407,21 @@ def hand_written(n: int, outdir: str) -> cdk.App:
                     appscaling.ScalingInterval(lower=1, change=1),
                 ],
                 adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+                cooldown=Duration.seconds(60),
             )
             consumer_alarms(scope, queue, f"E{j}", vt * 500)
             cw.MathExpression(
                 expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
                 using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
             ).create_alarm(scope, "NoTask", threshold=1, evaluation_periods=3)
-            dashboard(scope, f"{stack.stack_name}-E{j}", queue, dlq, f"E{j}", [cw.GraphWidget(left=[tasks])])
+            dashboard(
+                scope,
+                f"{stack.stack_name}-E{j}",
+                queue,
+                dlq,
+                f"E{j}",
+                [cw.GraphWidget(title="Running tasks", left=[tasks])],
+            )
         hand_written_fleet(stack, fleet)
     return app
 
