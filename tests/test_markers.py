@@ -22,7 +22,7 @@ from cdk_helpers import ENV
 from emulator_fixtures import OPS_APP_DIR
 
 from jobqueues import JobQueue
-from jobqueues.marker_format import CONSUMER_MARKER, QUEUE_MARKER, resource_metadata
+from jobqueues.marker_format import CONSUMER_MARKER, QUEUE_MARKER, RESOURCE_MARKERS, resource_metadata
 from jobqueues.ops import intrinsics
 from jobqueues.ops.assembly import stack_artifacts
 from jobqueues.ops.discovery import EcsConsumer, LambdaConsumer, StackTemplate, discover_templates
@@ -148,6 +148,22 @@ def test_a_marker_of_a_newer_version_is_refused_with_the_fix() -> None:
     template = {"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Metadata": {QUEUE_MARKER: {"version": 99}}}}}
     with pytest.raises(OpsError, match=r"newer jobqueues .marker version 99.: upgrade cdk-jobqueues"):
         discover_templates([StackTemplate("S", template)])
+
+
+def test_a_queue_marker_is_read_from_the_template_metadata_or_its_resource() -> None:
+    # GIVEN one job queue's marker as this jobqueues writes it (the template's own metadata, by the source queue's
+    # logical id), as an earlier one wrote it (on the source queue), and by a logical id the resource no longer has
+    # (renamed after the job queue was built)
+    marker = {"version": 1, "job_type": "Encode", "path": "Jobs/Encode", "queue": {"logical_id": "Q"}}
+    queue = {"Type": "AWS::SQS::Queue", "Properties": {"RedrivePolicy": {"maxReceiveCount": 4}}}
+    written = {"Metadata": {RESOURCE_MARKERS: {"Q": {QUEUE_MARKER: marker}}}, "Resources": {"Q": queue}}
+    earlier = {"Resources": {"Q": {**queue, "Metadata": {QUEUE_MARKER: marker}}}}
+    renamed = {"Metadata": {RESOURCE_MARKERS: {"Old": {QUEUE_MARKER: marker}}}, "Resources": {"Q": queue}}
+    # WHEN discovery reads each
+    found = [discover_templates([StackTemplate("Jobs", t)]).job_types for t in (written, earlier, renamed)]
+    # THEN each is the same job type, its redrive read from the queue its marker names
+    assert found[0] == found[1] == found[2] and [(j.job_type, j.max_receive_count) for j in found[0]] == [("Encode", 4)]
+    assert resource_metadata(written) == resource_metadata(earlier)
 
 
 def own_function(stack: cdk.Stack, name: str) -> lambda_.Function:
