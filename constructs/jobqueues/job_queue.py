@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Unpack, cast
 
 import jsii
-from aws_cdk import Annotations, CfnElement, CfnResource, Duration
+from aws_cdk import Annotations, CfnElement, Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
