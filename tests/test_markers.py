@@ -248,3 +248,24 @@ def test_an_imported_value_is_computed_from_the_exports() -> None:
     assert stack.value({"Fn::ImportValue": "Jobs:ExportsOutputRefEncodeQueue"}) == url
     with pytest.raises(intrinsics.Unresolvable, match="Fn::ImportValue Jobs:Other locally: no stack exports it"):
         intrinsics.resolve({"Fn::ImportValue": "Jobs:Other"}, stack)
+
+
+def test_template_metadata_replaced_after_the_job_types_is_refused_at_synth_with_the_fix() -> None:
+    # GIVEN a stack whose template metadata is set wholesale after a job queue was declared
+    app = cdk.App()
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    JobQueue(stack, "Emails", lambda_timeout=Duration.seconds(30))
+    stack.template_options.metadata = {"AWS::CloudFormation::Interface": {"ParameterGroups": []}}
+    # WHEN it is synthesized THEN it is refused, naming what was lost and the fix: the command could not find the job
+    # type in the deployed template
+    with pytest.raises(RuntimeError, match=r"template_options\.metadata was replaced.*stack\.add_metadata"):
+        app.synth()
+
+
+def test_template_metadata_added_to_keeps_the_markers() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    JobQueue(stack, "Emails", lambda_timeout=Duration.seconds(30))
+    stack.add_metadata("AWS::CloudFormation::Interface", {"ParameterGroups": []})
+    template = app.synth().get_stack_by_name("Jobs").template
+    assert {"AWS::CloudFormation::Interface", RESOURCE_MARKERS} <= set(template["Metadata"])

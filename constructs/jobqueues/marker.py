@@ -59,7 +59,20 @@ def _stack_markers(registry: StackRegistry) -> dict[str, dict[str, Any]]:
     if markers is None:
         markers = registry.cache[RESOURCE_MARKERS] = {}
         registry.stack.add_metadata(RESOURCE_MARKERS, Lazy.uncached_any(_Markers(markers)))
+        registry.budget.checks.append(lambda: _markers_kept(registry.stack))
     return markers
+
+
+def _markers_kept(stack: Stack) -> list[str]:
+    """A stack whose template metadata lost its markers, refused: ``template_options.metadata`` set wholesale after
+    the job queues were declared would drop them, and the ``jobqueues`` command could not find the job types."""
+    if RESOURCE_MARKERS in (stack.template_options.metadata or {}):
+        return []
+    return [
+        f"the stack's template_options.metadata was replaced after its job queues were declared, which drops "
+        f"their markers ({RESOURCE_MARKERS}: the jobqueues command finds the job types by them). Add your keys "
+        "with stack.add_metadata(key, value) instead, or set template_options.metadata before declaring them"
+    ]
 
 
 @jsii.implements(IAnyProducer)
