@@ -9,7 +9,9 @@ A queue marker is written in the template's own ``Metadata`` under
 :data:`jobqueues.marker_format.RESOURCE_MARKERS`, by its source queue's logical id, all of a stack's at once when
 the template is rendered: on the resource itself it cost three round trips to the CDK's Node kernel a job type (the
 queue's resource, two reads, and the metadata), a third of a job queue's cost over the same resources written by
-hand. :func:`jobqueues.marker_format.resource_metadata` reads a resource's markers from either place.
+hand. There its numbers that are no integers are written as decimal text, which cfn-lint accepts
+(:func:`jobqueues.marker_format.template_marker`); :func:`jobqueues.marker_format.resource_metadata` reads a
+resource's markers from either place, as the same values.
 
 A marker names a resource by its logical id in the marker's stack (``{"logical_id": ...}``), or by a literal
 (``{"arn": ...}``, ``{"name": ...}``) for one made elsewhere. Never a ``Ref``: CloudFormation reads a ``Ref`` in
@@ -29,7 +31,13 @@ from constructs import IConstruct
 
 from jobqueues.inputs import is_token
 from jobqueues.interface import IJobQueue
-from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER, RESOURCE_MARKERS
+from jobqueues.marker_format import (
+    CONSUMER_MARKER,
+    MARKER_VERSION,
+    QUEUE_MARKER,
+    RESOURCE_MARKERS,
+    template_marker,
+)
 from jobqueues.registry import StackRegistry
 
 
@@ -47,9 +55,9 @@ def mark_job_queue(
     (:func:`payload_bucket_reference`; ``None``: none)."""
     part = _queue_part(job_queue, path, queue, dead_letter_queue, payload_bucket)
     # a None is left out, as the kernel leaves it out of a resource's metadata
-    _stack_markers(registry).setdefault(queue["logical_id"], {})[QUEUE_MARKER] = {
-        k: v for k, v in part.items() if v is not None
-    }
+    _stack_markers(registry).setdefault(queue["logical_id"], {})[QUEUE_MARKER] = template_marker(
+        {k: v for k, v in part.items() if v is not None}
+    )
 
 
 def _stack_markers(registry: StackRegistry) -> dict[str, dict[str, Any]]:

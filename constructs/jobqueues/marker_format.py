@@ -19,13 +19,54 @@ MARKER_VERSION = 1
 #: written once per stack at synth (one request to the CDK's Node kernel a stack, where a marker on each resource
 #: cost three a job type). Readers merge them into each resource's metadata (:func:`resource_metadata`).
 RESOURCE_MARKERS = "jobqueues:markers"
+#: A queue marker's declared numbers, in seconds (``None``: not declared). Under :data:`RESOURCE_MARKERS` one that
+#: is no integer is written as its decimal text (:func:`template_marker`): cfn-lint refuses such a number in a
+#: template's own ``Metadata`` (E4002), where it accepts one in a resource's.
+SECONDS_FIELDS = (
+    "visibility_timeout_s",
+    "processing_p99_s",
+    "max_processing_time_s",
+    "lambda_timeout_s",
+    "max_batching_window_s",
+)
+
+
+def template_marker(marker: dict[str, Any]) -> dict[str, Any]:
+    """``marker`` as the template's own ``Metadata`` holds it (:data:`RESOURCE_MARKERS`): each of its
+    :data:`SECONDS_FIELDS` that is no integer written as the shortest decimal text that reads back as the same float
+    (``repr``: ``0.383`` as ``"0.383"``); integers, as every other field, as they are. :func:`resource_metadata`
+    reads it back."""
+    return {k: repr(v) if k in SECONDS_FIELDS and _fraction(v) else v for k, v in marker.items()}
+
+
+def _fraction(value: Any) -> bool:
+    return isinstance(value, float) and not value.is_integer()
+
+
+def _read_template_marker(marker: Any) -> Any:
+    """The marker :func:`template_marker` wrote, its numbers read back (``float``: the same float, to the last
+    digit); a marker that is no object, as it is (its readers refuse it)."""
+    if not isinstance(marker, dict):
+        return marker
+    return {k: _seconds(k, v) if k in SECONDS_FIELDS and isinstance(v, str) else v for k, v in marker.items()}
+
+
+def _seconds(field: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"marker field {field}: {text!r} is no number of seconds") from None
 
 
 def resource_metadata(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Each resource's ``Metadata`` by logical id, with the markers the template holds for it under
-    :data:`RESOURCE_MARKERS` merged in (a template of an earlier jobqueues has them on its resources only). A logical
-    id those markers name that ``Resources`` lacks (a resource renamed after its job queue was built) is included."""
+    :data:`RESOURCE_MARKERS` merged in, read back as on a resource (:func:`template_marker`; a template of an earlier
+    jobqueues has them on its resources only). A logical id those markers name that ``Resources`` lacks (a resource
+    renamed after its job queue was built) is included.
+
+    :raises ValueError: a number of seconds under :data:`RESOURCE_MARKERS` that is no decimal text.
+    """
     merged = {logical_id: dict(r.get("Metadata") or {}) for logical_id, r in template.get("Resources", {}).items()}
     for logical_id, markers in ((template.get("Metadata") or {}).get(RESOURCE_MARKERS) or {}).items():
-        merged.setdefault(logical_id, {}).update(markers)
+        merged.setdefault(logical_id, {}).update({k: _read_template_marker(m) for k, m in markers.items()})
     return merged

@@ -117,7 +117,7 @@ def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
     consumers: list[tuple[StackTemplate, str, LambdaConsumer | EcsConsumer]] = []
     for stack in stacks:
         resources: dict[str, Any] = stack.template.get("Resources", {})
-        for logical_id, metadata in resource_metadata(stack.template).items():
+        for logical_id, metadata in _resource_metadata(stack).items():
             resource = resources.get(logical_id) or {}
             queue_marker = _marker(stack, metadata, QUEUE_MARKER)
             consumer_marker = _marker(stack, metadata, CONSUMER_MARKER)
@@ -150,6 +150,15 @@ def _job_queue_of(stack: StackTemplate, path: str, job_types: dict[tuple[str, st
 
 def _consumer_stack(job: JobType) -> str | None:
     return job.consumer.stack if job.consumer is not None else None
+
+
+def _resource_metadata(stack: StackTemplate) -> dict[str, dict[str, Any]]:
+    """``stack``'s resources' metadata, its markers merged in (:func:`resource_metadata`); a marker that cannot be
+    read is an :class:`OpsError` naming the stack."""
+    try:
+        return resource_metadata(stack.template)
+    except ValueError as error:
+        raise OpsError(f"stack {stack.name}: {error}") from error
 
 
 def _marker(stack: StackTemplate, metadata: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -223,7 +232,7 @@ def _consumers_elsewhere(stacks: list[StackTemplate]) -> bool:
     """Whether a consumer marker of ``stacks`` names a job queue none of them holds (another stack's)."""
     paths: dict[str, set[str]] = {QUEUE_MARKER: set(), CONSUMER_MARKER: set()}
     for stack in stacks:
-        for metadata in resource_metadata(stack.template).values():
+        for metadata in _resource_metadata(stack).values():
             for key, marker in metadata.items():
                 if key in paths and isinstance(marker, dict) and "queue" not in marker:
                     paths[key].add(marker.get("path", ""))
