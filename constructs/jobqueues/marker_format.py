@@ -54,8 +54,8 @@ def _read_template_marker(marker: Any) -> Any:
 def _seconds(field: str, text: str) -> float:
     try:
         return float(text)
-    except ValueError:
-        raise ValueError(f"marker field {field}: {text!r} is no number of seconds") from None
+    except ValueError as error:
+        raise ValueError(f"marker field {field}: {text!r} is no number of seconds") from error
 
 
 def resource_metadata(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
