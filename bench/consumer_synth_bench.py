@@ -7,10 +7,14 @@ policy, a log group, the function with the consumer environment and the sqslease
 SQS event source, five consumer alarms and a dashboard; per ECS job: the queues and queue alarms, a Fargate task
 definition running the worker, its roles and policies, a log group, the service, a scalable target with the
 backlog-per-task and scale-from-zero policies, four consumer alarms and a dashboard; one VPC and cluster per
-stack. 10 jobs per stack. Also prints the sqslease layer's size. Prints the median construct + synth time of
-each variant and the median of the paired runs' ratios (goal <= 1.2x), then the same for the CPU seconds of this
-process and the Node kernel (load moves them much less than the wall time); the resource types of both must match
-exactly. The kernel round trips per job are counted, not timed, by ``tests/test_synth_cost.py``.
+stack. 10 jobs per stack. The hand-written side sets what the consumers need to behave alike: the runtime's
+settings (the function's environment, the worker's options), the deployment circuit breaker, the scaling policies'
+cooldowns, the backlog per running task, the alarms' missing-data handling, the dashboards' graphs. It leaves out
+what only jobqueues writes: its markers, and its alarms' longer descriptions. Also prints the sqslease layer's
+size. Prints the median construct + synth time of each variant and the median of the paired runs' ratios (goal
+<= 1.2x), then the same for the CPU seconds of this process and the Node kernel (load moves them much less than the
+wall time); the resource types of both must match exactly. The kernel round trips per job are counted, not timed,
+by ``tests/test_synth_cost.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from synth_bench import hand_written_fleet
+from synth_bench import cpu_s, hand_written_fleet
 from synth_bench import hand_written_queues as queues
 
 from jobqueues import EcsJob, LambdaJob
@@ -77,6 +81,7 @@ def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: f
     emf = {"namespace": "jobqueues", "dimensions_map": {"JobType": job}, "period": five}
     leak = cw.MathExpression(
         expression="IF(inflight >= 1 AND FILL(deleted, 0) < 1, 1, 0)",
+        label="in flight, none deleted",
         using_metrics={
             "inflight": queue.metric_approximate_number_of_messages_not_visible(statistic="Maximum", period=five),
             "deleted": queue.metric_number_of_messages_deleted(statistic="Sum", period=five),
@@ -114,6 +119,7 @@ def consumer_alarms(scope: cdk.Resource, queue: sqs.Queue, job: str, drift_ms: f
     )
     stalled = cw.MathExpression(
         expression="IF(FILL(age, 0) > 60 AND FILL(deleted, 0) < 1, 1, 0)",
+        label="waiting, none deleted",
         using_metrics={
             "age": queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=five),
             "deleted": queue.metric_number_of_messages_deleted(statistic="Sum", period=five),
@@ -184,13 +190,60 @@ def dashboard(scope: cdk.Resource, name: str, queue: sqs.Queue, dlq: sqs.Queue, 
             "deleted": queue.metric_number_of_messages_deleted(),
         },
     )
-    board.add_widgets(cw.GraphWidget(title="Time to drain (s)", width=8, left=[drain]), *extra)
+    queue_time = cw.GraphWidget(
+        title="Queue time p50 / p99 (ms), sent to started",
+        width=8,
+        left=[cw.Metric(metric_name="QueueTime", statistic=s, **emf) for s in ("p50", "p99")],
+    )
+    board.add_widgets(queue_time, cw.GraphWidget(title="Time to drain (s)", width=8, left=[drain]), *extra)
+
+
+def backlog_per_task(
+    scope: cdk.Resource,
+    stack: cdk.Stack,
+    job: str,
+    count: ecs.ScalableTaskCount,
+    queue: sqs.Queue,
+    by_service: dict[str, str],
+) -> None:
+    """Target tracking on the backlog per running task (visible + in flight, over the running tasks of the service
+    ``by_service`` names: its cluster's and its own name)."""
+    policy = appscaling.CfnScalingPolicy
+
+    def stat(id: str, namespace: str, name: str, stat: str, dims: dict) -> policy.TargetTrackingMetricDataQueryProperty:
+        dimensions = [policy.TargetTrackingMetricDimensionProperty(name=k, value=v) for k, v in dims.items()]
+        metric = policy.TargetTrackingMetricProperty(namespace=namespace, metric_name=name, dimensions=dimensions)
+        return policy.TargetTrackingMetricDataQueryProperty(
+            id=id, return_data=False, metric_stat=policy.TargetTrackingMetricStatProperty(metric=metric, stat=stat)
+        )
+
+    by_queue = {"QueueName": queue.queue_name}
+    metrics = [
+        stat("visible", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", by_queue),
+        stat("inflight", "AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "Maximum", by_queue),
+        stat("tasks", "ECS/ContainerInsights", "RunningTaskCount", "Average", by_service),
+        policy.TargetTrackingMetricDataQueryProperty(
+            id="backlog_per_task", expression="(visible + inflight) / tasks", label="backlog per task", return_data=True
+        ),
+    ]
+    policy(
+        scope,
+        "Backlog",
+        policy_name=f"{stack.stack_name}-{job}-Service-backlog-per-task",
+        policy_type="TargetTrackingScaling",
+        scaling_target_id=count.node.find_child("Target").scalable_target_id,  # type: ignore[attr-defined]
+        target_tracking_scaling_policy_configuration=policy.TargetTrackingScalingPolicyConfigurationProperty(
+            target_value=4,
+            customized_metric_specification=policy.CustomizedMetricSpecificationProperty(metrics=metrics),
+            scale_in_cooldown=300,
+            scale_out_cooldown=60,
+        ),
+    )
 
 
 def hand_written(n: int, outdir: str) -> cdk.App:
     app = cdk.App(outdir=outdir)
     for i, stack in enumerate(stacks_for(app, n, "Lambda")):
-        fleet: list[tuple[str, sqs.Queue, sqs.Queue, int, int]] = []
         code = lambda_.Code.from_asset(HANDLERS)
         layer = lambda_.LayerVersion(
             stack,
@@ -198,202 +251,179 @@ def hand_written(n: int, outdir: str) -> cdk.App:
             code=lambda_.Code.from_asset(str(sqslease_source()), exclude=["__pycache__"]),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_14],
         )
-        for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
-            scope = cdk.Resource(stack, f"L{j}")
-            timeout = 10 + j % 50
-            queue, dlq = queues(scope, stack, f"{stack.stack_name}-L{j}", 6 * timeout, 5)
-            fleet.append((f"L{j}", queue, dlq, 30 * timeout, timeout * 500))
-            role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-            log_group = logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH)
-            function = lambda_.Function(
-                scope,
-                "Function",
-                runtime=lambda_.Runtime.PYTHON_3_14,
-                code=code,
-                handler="sqslease.lambda_entry.handler",
-                timeout=Duration.seconds(timeout),
-                memory_size=512,
-                role=role,
-                log_group=log_group,
-                layers=[layer],
-                environment={
-                    "SQSLEASE_HANDLER": "thumbs.handle",
-                    "SQSLEASE_QUEUE_URL": queue.queue_url,
-                    "SQSLEASE_DEAD_LETTER_QUEUE_URL": dlq.queue_url,
-                    "SQSLEASE_JOB_TYPE": f"L{j}",
-                    "SQSLEASE_HEARTBEAT": "false",
-                    "SQSLEASE_VISIBILITY_TIMEOUT": str(6 * timeout),
-                },
-            )
-            log_group.grant_write(role)
-            function.add_event_source(sources.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True))
-            dlq.grant_send_messages(function)
-            alarms = consumer_alarms(scope, queue, f"L{j}", 3 * timeout * 1000)
-            minute = Duration.minutes(1)
-            alarms.append(
-                function.metric_errors(period=minute).create_alarm(scope, "Errors", threshold=1, evaluation_periods=3)
-            )
-            alarms.append(
-                function.metric_throttles(period=minute).create_alarm(
-                    scope, "Throttles", threshold=1, evaluation_periods=3
-                )
-            )
-            dashboard(
-                scope,
-                f"{stack.stack_name}-L{j}",
-                queue,
-                dlq,
-                f"L{j}",
-                [cw.GraphWidget(left=[function.metric_errors()]), cw.GraphWidget(left=[function.metric_duration()])],
-            )
-        hand_written_fleet(stack, fleet)  # the stack's fleet view
+        jobs = range(i * PER_STACK, min(n, (i + 1) * PER_STACK))
+        hand_written_fleet(stack, [lambda_job(stack, j, code, layer) for j in jobs])  # the stack's fleet view
     for i, stack in enumerate(stacks_for(app, n, "Ecs")):
-        vpc = ec2.Vpc(
-            stack,
-            "Vpc",
-            availability_zones=["us-east-1a", "us-east-1b"],
-            nat_gateways=1,
-            restrict_default_security_group=False,
-            flow_logs={
-                "All": ec2.FlowLogOptions(
-                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(
-                        logs.LogGroup(stack, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
-                    )
-                )
-            },
-        )
-        cluster = ecs.Cluster(stack, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
-        fleet = []
-        for j in range(i * PER_STACK, min(n, (i + 1) * PER_STACK)):
-            scope = cdk.Resource(stack, f"E{j}")
-            vt = max(2 * (5 + j % 100), 10)
-            queue, dlq = queues(scope, stack, f"{stack.stack_name}-E{j}", vt, 5)
-            fleet.append((f"E{j}", queue, dlq, 5 * vt, (5 + j % 100) * 1000))
-            task = ecs.FargateTaskDefinition(scope, "Task", cpu=256, memory_limit_mib=512)
-            task.add_container(
-                "Worker",
-                image=ecs.ContainerImage.from_registry(IMAGE),
-                command=[
-                    "python",
-                    "-m",
-                    "sqslease.worker",
-                    "--handler",
-                    "media.transcode:handle",
-                    "--queue-url",
-                    queue.queue_url,
-                    "--dead-letter-queue-url",
-                    dlq.queue_url,
-                    "--visibility-timeout",
-                    str(vt),
-                ],
-                logging=ecs.LogDrivers.aws_logs(
-                    stream_prefix=f"E{j}",
-                    log_group=logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH),
-                ),
-                stop_timeout=Duration.seconds(30),
-            )
-            service = ecs.FargateService(
-                scope, "Service", cluster=cluster, task_definition=task, desired_count=0, min_healthy_percent=100
-            )
-            queue.grant_consume_messages(task.task_role)
-            dlq.grant_send_messages(task.task_role)
-            task.task_role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    actions=["ecs:UpdateTaskProtection"],
-                    resources=[f"arn:aws:ecs:us-east-1:123456789012:task/{cluster.cluster_name}/*"],
-                )
-            )
-            count = service.auto_scale_task_count(min_capacity=0, max_capacity=10)
-            dims = [
-                appscaling.CfnScalingPolicy.TargetTrackingMetricDimensionProperty(
-                    name="QueueName", value=queue.queue_name
-                )
-            ]
-            appscaling.CfnScalingPolicy(
-                scope,
-                "Backlog",
-                policy_name=f"E{j}-backlog",
-                policy_type="TargetTrackingScaling",
-                scaling_target_id=count.node.find_child("Target").scalable_target_id,  # type: ignore[attr-defined]
-                target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                    target_value=4,
-                    customized_metric_specification=appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
-                        metrics=[
-                            appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty(
-                                id=m,
-                                return_data=False,
-                                metric_stat=appscaling.CfnScalingPolicy.TargetTrackingMetricStatProperty(
-                                    metric=appscaling.CfnScalingPolicy.TargetTrackingMetricProperty(
-                                        namespace="AWS/SQS", metric_name=name, dimensions=dims
-                                    ),
-                                    stat="Maximum",
-                                ),
-                            )
-                            for m, name in (
-                                ("visible", "ApproximateNumberOfMessagesVisible"),
-                                ("inflight", "ApproximateNumberOfMessagesNotVisible"),
-                            )
-                        ]
-                        + [
-                            appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty(
-                                id="backlog", expression="visible + inflight", return_data=True
-                            )
-                        ]
-                    ),
-                ),
-            )
-            tasks = cw.Metric(
-                namespace="ECS/ContainerInsights",
-                metric_name="RunningTaskCount",
-                dimensions_map={"ClusterName": cluster.cluster_name, "ServiceName": service.service_name},
-            )
-            count.scale_on_metric(
-                "FromZero",
-                metric=cw.MathExpression(
-                    expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
-                    using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
-                ),
-                scaling_steps=[
-                    appscaling.ScalingInterval(upper=0, change=0),
-                    appscaling.ScalingInterval(lower=1, change=1),
-                ],
-                adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            )
-            consumer_alarms(scope, queue, f"E{j}", vt * 500)
-            cw.MathExpression(
-                expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
-                using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
-            ).create_alarm(scope, "NoTask", threshold=1, evaluation_periods=3)
-            dashboard(scope, f"{stack.stack_name}-E{j}", queue, dlq, f"E{j}", [cw.GraphWidget(left=[tasks])])
-        hand_written_fleet(stack, fleet)
+        cluster = ecs_cluster(stack)
+        jobs = range(i * PER_STACK, min(n, (i + 1) * PER_STACK))
+        hand_written_fleet(stack, [ecs_job(stack, j, cluster) for j in jobs])
     return app
 
 
-def kernel_cpu_s() -> float:
-    """CPU seconds the jsii kernel has used so far: the Node process jsii starts and its children (the kernel that
-    runs aws-cdk-lib is a child of that wrapper), read from Linux's /proc."""
-    from jsii import _runtime
+FleetEntry = tuple[str, sqs.Queue, sqs.Queue, int, int]
 
-    pids, total_ticks = [_runtime.kernel.provider._process._process.pid], 0
-    while pids:
-        pid = pids.pop()
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total_ticks += int(fields[11]) + int(fields[12])  # utime + stime
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            pids += [int(child) for child in (task / "children").read_text().split()]
-    return total_ticks / os.sysconf("SC_CLK_TCK")
+
+def lambda_job(stack: cdk.Stack, j: int, code: lambda_.Code, layer: lambda_.LayerVersion) -> FleetEntry:
+    """Lambda job ``L{j}``: its queues, role, log group, function, event source, alarms and dashboard; its fleet
+    view line."""
+    scope = cdk.Resource(stack, f"L{j}")
+    timeout = 10 + j % 50
+    queue, dlq = queues(scope, stack, f"{stack.stack_name}-L{j}", 6 * timeout, 5)
+    role = iam.Role(
+        scope,
+        "Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"L{j}: consumes L{j}'s job queue",
+    )
+    log_group = logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+    function = lambda_.Function(
+        scope,
+        "Function",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        code=code,
+        handler="sqslease.lambda_entry.handler",
+        description=f"L{j} consumer (sqslease)",
+        timeout=Duration.seconds(timeout),
+        memory_size=512,
+        role=role,
+        log_group=log_group,
+        layers=[layer],
+        environment={
+            "SQSLEASE_HANDLER": "thumbs.handle",
+            "SQSLEASE_QUEUE_URL": queue.queue_url,
+            "SQSLEASE_DEAD_LETTER_QUEUE_URL": dlq.queue_url,
+            "SQSLEASE_JOB_TYPE": f"L{j}",
+            "SQSLEASE_HEARTBEAT": "false",
+            "SQSLEASE_VISIBILITY_TIMEOUT": str(6 * timeout),
+            "SQSLEASE_EXTENSION_THRESHOLD": "5",
+            "SQSLEASE_MAX_RECEIVE_COUNT": "5",
+            "SQSLEASE_STACK": stack.stack_name,
+        },
+    )
+    log_group.grant_write(role)
+    function.add_event_source(sources.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True))
+    dlq.grant_send_messages(function)
+    consumer_alarms(scope, queue, f"L{j}", 3 * timeout * 1000)
+    minute = Duration.minutes(1)
+    for name, metric in (("Errors", function.metric_errors), ("Throttles", function.metric_throttles)):
+        metric(period=minute).create_alarm(scope, name, threshold=1, evaluation_periods=3, treat_missing_data=MISSING)
+    graphs = [
+        cw.GraphWidget(
+            title="Function errors / throttles", left=[function.metric_errors()], right=[function.metric_throttles()]
+        ),
+        cw.GraphWidget(title="Function duration p99 (ms)", left=[function.metric_duration()]),
+    ]
+    dashboard(scope, f"{stack.stack_name}-L{j}", queue, dlq, f"L{j}", graphs)
+    return (f"L{j}", queue, dlq, 30 * timeout, timeout * 500)
+
+
+def ecs_cluster(stack: cdk.Stack) -> ecs.Cluster:
+    """The stack's VPC (two AZs, one NAT gateway, flow logs) and its cluster with Container Insights."""
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        availability_zones=["us-east-1a", "us-east-1b"],
+        nat_gateways=1,
+        restrict_default_security_group=False,
+        flow_logs={
+            "All": ec2.FlowLogOptions(
+                destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+                    logs.LogGroup(stack, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
+                )
+            )
+        },
+    )
+    return ecs.Cluster(stack, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
+
+
+def ecs_job(stack: cdk.Stack, j: int, cluster: ecs.Cluster) -> FleetEntry:
+    """ECS job ``E{j}``: its queues, worker task and service, scaling, alarms and dashboard; its fleet view line."""
+    scope = cdk.Resource(stack, f"E{j}")
+    vt = max(2 * (5 + j % 100), 10)
+    queue, dlq = queues(scope, stack, f"{stack.stack_name}-E{j}", vt, 5)
+    task = worker_task(scope, stack, j, queue, dlq, vt)
+    service = ecs.FargateService(
+        scope,
+        "Service",
+        cluster=cluster,
+        task_definition=task,
+        desired_count=0,
+        min_healthy_percent=100,
+        circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+    )
+    queue.grant_consume_messages(task.task_role)
+    dlq.grant_send_messages(task.task_role)
+    task.task_role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"],
+            resources=[f"arn:aws:ecs:us-east-1:123456789012:task/{cluster.cluster_name}/*"],
+        )
+    )
+    count = service.auto_scale_task_count(min_capacity=0, max_capacity=10)
+    by_service = {"ClusterName": cluster.cluster_name, "ServiceName": service.service_name}
+    backlog_per_task(scope, stack, f"E{j}", count, queue, by_service)
+    tasks = cw.Metric(namespace="ECS/ContainerInsights", metric_name="RunningTaskCount", dimensions_map=by_service)
+    from_zero = cw.MathExpression(
+        expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
+        using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
+    )
+    count.scale_on_metric(
+        "FromZero",
+        metric=from_zero,
+        scaling_steps=[appscaling.ScalingInterval(upper=0, change=0), appscaling.ScalingInterval(lower=1, change=1)],
+        adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+        cooldown=Duration.seconds(60),
+    )
+    consumer_alarms(scope, queue, f"E{j}", vt * 500)
+    cw.MathExpression(
+        expression="IF(visible >= 1 AND FILL(tasks, 0) < 1, 1, 0)",
+        using_metrics={"visible": queue.metric_approximate_number_of_messages_visible(), "tasks": tasks},
+    ).create_alarm(scope, "NoTask", threshold=1, evaluation_periods=3)
+    graphs = [cw.GraphWidget(title="Running tasks", left=[tasks])]
+    dashboard(scope, f"{stack.stack_name}-E{j}", queue, dlq, f"E{j}", graphs)
+    return (f"E{j}", queue, dlq, 5 * vt, (5 + j % 100) * 1000)
+
+
+def worker_task(
+    scope: cdk.Resource, stack: cdk.Stack, j: int, queue: sqs.Queue, dlq: sqs.Queue, vt: int
+) -> ecs.FargateTaskDefinition:
+    """The Fargate task definition running the worker of ECS job ``E{j}``, with the worker's options."""
+    task = ecs.FargateTaskDefinition(scope, "Task", cpu=256, memory_limit_mib=512)
+    options = {
+        "--handler": "media.transcode:handle",
+        "--concurrency": "4",
+        "--queue-url": queue.queue_url,
+        "--visibility-timeout": str(vt),
+        "--extension-threshold": "5",
+        "--heartbeat": "true",
+        "--dead-letter-queue-url": dlq.queue_url,
+        "--max-receive-count": "5",
+        "--shutdown-grace": "25",
+        "--job-type": f"E{j}",
+        "--stack": stack.stack_name,
+    }
+    task.add_container(
+        "Worker",
+        image=ecs.ContainerImage.from_registry(IMAGE),
+        command=["python", "-m", "sqslease.worker", *(part for pair in options.items() for part in pair)],
+        logging=ecs.LogDrivers.aws_logs(
+            stream_prefix=f"E{j}", log_group=logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        ),
+        stop_timeout=Duration.seconds(30),
+    )
+    return task
 
 
 def timed_synth(build, n: int) -> tuple[float, Counter, float]:
     """Wall seconds of construct + synth, the resource types, and the CPU seconds of this process and the kernel:
     on a loaded machine the CPU time moves much less than the wall time."""
     with tempfile.TemporaryDirectory() as outdir:
-        cpu = time.process_time() + kernel_cpu_s()
+        cpu = cpu_s()
         started = time.perf_counter()
         app = build(n, outdir)
         assembly = app.synth()
         elapsed = time.perf_counter() - started
-        cpu = time.process_time() + kernel_cpu_s() - cpu
+        cpu = cpu_s() - cpu
         types: Counter = Counter()
         for stack in assembly.stacks:
             types.update(r["Type"] for r in stack.template["Resources"].values())

@@ -219,6 +219,13 @@ def test_jobstats_profiles_both_consumer_job_types(demo: tuple[DemoResult, list[
     assert any(line.startswith("measured (jobstats) vs declared") for line in lines)
 
 
+def test_the_demo_reads_an_ecs_job_types_declared_p99_from_its_deployed_marker(
+    demo: tuple[DemoResult, list[str]],
+) -> None:
+    # the example app's Transcode declares processing_p99=5 s; its marker in the deployed template says so
+    assert demo[0].profile["declared"]["Transcode"] == "p99 5 s"
+
+
 def test_a_second_demo_run_starts_from_empty_logs(tmp_path: Path) -> None:
     # GIVEN what a first run left (EMF and stderr logs, the ledger, profiles, a Lambda workdir) and a file of yours
     from jobqueues.emulator.demo.harness import fresh_logs

@@ -289,25 +289,11 @@ def _check_assembly(name: str, assembly: CloudAssembly) -> None:
             f"{name}: synth needs context looked up in the account ({', '.join(keys)}): a reader's `cdk synth` "
             "would need AWS credentials. In process, a lookup only adds to the manifest's `missing` list."
         )
-    from cfnlint.api import ManualArgs, lint_file
+    from cdk_helpers import cfn_lint_findings
 
-    templates = sorted(directory.glob("**/*.template.json"))
-    findings = [
-        f"{template.name}: {match.rule.id} {match.message}"
-        for template in templates
-        for match in lint_file(template, config=ManualArgs(regions=["us-east-1"]))
-        if not _cdk_function_role_dependency(match.rule.id, match.message)
-    ]
+    findings = cfn_lint_findings(directory)
     if findings:
         raise AssertionError(f"{name}: cfn-lint findings:\n" + "\n".join(findings))
-
-
-def _cdk_function_role_dependency(rule_id: str, message: str) -> bool:
-    """cfn-lint W3005 on a function's ``DependsOn`` its role: aws-cdk-lib's ``lambda.Function`` adds it to every
-    function, a reader's own included (the bring-your-own examples). jobqueues' own functions drop it, which
-    ``test_consumers`` and the example app's cfn-lint test check; a reader's function is theirs to keep as CDK
-    makes it."""
-    return rule_id == "W3005" and message.endswith("/Properties/Role'")
 
 
 #: Prefix of the line the runner prints per block: ``[id, None]`` or ``[id, traceback]``.

@@ -22,7 +22,7 @@ from jobqueues import EcsJob, JobQueue, JobQueueAlarmProps, JobQueueError, Lambd
 from jobqueues.declaration import QueueDeclaration, check_declaration
 from jobqueues.defaults import queue_time_threshold_ms, quiet_group_age_s
 from jobqueues.fair_queue_monitoring import NOISY_GROUPS, QUIET_IN_FLIGHT, QUIET_OLDEST_AGE, QUIET_VISIBLE
-from jobqueues.marker_format import QUEUE_MARKER
+from jobqueues.marker_format import QUEUE_MARKER, resource_metadata
 
 REGISTRY_IMAGE = "public.ecr.aws/docker/library/python:3.14-slim"
 HANDLERS = Path(__file__).resolve().parent / "ops_app" / "lambda_handlers"
@@ -123,9 +123,9 @@ def test_the_dashboard_graphs_noisy_groups_and_the_quiet_groups_backlog_and_age(
 
 def test_the_marker_says_which_job_types_are_fair(synthesized: dict) -> None:
     markers = {
-        r["Metadata"][QUEUE_MARKER]["job_type"]: r["Metadata"][QUEUE_MARKER]
-        for r in synthesized["template"]["Resources"].values()
-        if QUEUE_MARKER in (r.get("Metadata") or {})
+        m[QUEUE_MARKER]["job_type"]: m[QUEUE_MARKER]
+        for m in resource_metadata(synthesized["template"]).values()
+        if QUEUE_MARKER in m
     }
     assert {name: marker["fair"] for name, marker in markers.items()} == {
         "Alerts": True, "Reports": True, "Inbox": True, "Plain": False,

@@ -22,7 +22,7 @@ from cdk_helpers import ENV
 from emulator_fixtures import OPS_APP_DIR
 
 from jobqueues import JobQueue
-from jobqueues.marker_format import CONSUMER_MARKER, QUEUE_MARKER
+from jobqueues.marker_format import CONSUMER_MARKER, QUEUE_MARKER, resource_metadata
 from jobqueues.ops import intrinsics
 from jobqueues.ops.assembly import stack_artifacts
 from jobqueues.ops.discovery import EcsConsumer, LambdaConsumer, StackTemplate, discover_templates
@@ -93,11 +93,11 @@ def test_a_new_team_s_app_is_found_from_its_markers(ops_app_templates: list[Stac
 def test_markers_hold_no_reference(ops_app_templates: list[StackTemplate]) -> None:
     # CloudFormation reads a Ref in metadata as a dependency (a queue's marker on itself is a cycle)
     markers = [
-        resource["Metadata"][key]
+        metadata[key]
         for stack in ops_app_templates
-        for resource in stack.template["Resources"].values()
+        for metadata in resource_metadata(stack.template).values()
         for key in (QUEUE_MARKER, CONSUMER_MARKER)
-        if key in resource.get("Metadata", {})
+        if key in metadata
     ]
     assert len(markers) == 5 and intrinsics_in(markers) == []
 

@@ -19,6 +19,7 @@ from cdk_helpers import ENV
 from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, inline_function, lambda_job
 
 from jobqueues import EcsJob, JobQueue, JobQueueError
+from jobqueues.marker_format import QUEUE_MARKER, resource_metadata
 from jobqueues.payload_rules import payload_expiration_days, payload_problems
 from sqslease.config import ConsumerConfig
 
@@ -178,10 +179,11 @@ def test_the_consumer_reads_and_deletes_only_its_buckets_objects(synthesized: di
 
 
 def test_the_bucket_is_on_the_queues_marker_where_the_command_finds_it(synthesized: dict) -> None:
+    queues = resources(synthesized, "AWS::SQS::Queue")
     markers = {
-        v["Metadata"]["jobqueues:job"]["job_type"]: v["Metadata"]["jobqueues:job"]
-        for v in resources(synthesized, "AWS::SQS::Queue").values()
-        if "jobqueues:job" in (v.get("Metadata") or {})
+        m[QUEUE_MARKER]["job_type"]: m[QUEUE_MARKER]
+        for logical_id, m in resource_metadata(synthesized["json"]).items()
+        if QUEUE_MARKER in m and logical_id in queues
     }
     assert markers["Archive"]["payload_bucket"] == {"name": "team-archive"}
     assert markers["Renders"]["payload_bucket"]["logical_id"].startswith("RendersQueuePayloadBucket")

@@ -1,7 +1,6 @@
 """GIVEN job types declared with jobqueues and the same resources written by hand in aws-cdk-lib
 (``bench/synth_bench.py``; with their consumers, ``bench/consumer_synth_bench.py``) WHEN both apps are built and
-synthesized THEN jobqueues makes no more round trips to the CDK's Node kernel per job type than the hand-written app,
-but for its markers'.
+synthesized THEN jobqueues makes no more round trips to the CDK's Node kernel per job type than the hand-written app.
 
 A round trip (a property read, a call, an object created in the kernel) is most of a construct's synth cost, and a
 count does not flake as a time would: a change that adds some per job type fails here instead of hiding in a
@@ -18,15 +17,19 @@ from types import ModuleType
 import pytest
 from support.jsii_calls import counting_jsii_calls
 
-#: What jobqueues adds per job type that the hand-written app has no equivalent of: the marker on the source queue
-#: (its resource, two reads, and the metadata, one call; jobqueues.marker).
-MARKER_ROUND_TRIPS = 3
-JOB_TYPES = 20
-#: What a LambdaJob or an EcsJob may cost over the same resources written by hand: its consumer marker on the
+#: What jobqueues adds per job type that the hand-written app has no equivalent of: nothing. Its queue markers go into
+#: the template's own metadata, once per stack (jobqueues.marker), where a marker on each source queue cost 3 (the
+#: queue's resource, two reads, and the metadata, one call).
+MARKER_ROUND_TRIPS = 0
+#: What a stack pays once, whatever its job types: the check at synth that its template metadata kept the markers
+#: (reading it: two round trips and the dict's key) (jobqueues.marker).
+MARKER_CHECK_ROUND_TRIPS_A_STACK = 3
+JOB_TYPES = 20  # in one stack
+#: What a LambdaJob or an EcsJob may cost over the same resources written by hand: nothing. Its consumer marker on the
 #: function or service (the metadata, one call: the logical ids it names are computed in Python, the resource it goes
-#: on is one the job holds already). Its queue's marker (above) is made up for elsewhere: jobqueues shares metric
-#: objects and Durations that the hand-written app makes again (95.05 against 95.0 when this was written).
-CONSUMER_MARKER_ROUND_TRIPS = 1
+#: on is one the job holds already) is made up for elsewhere: jobqueues shares metric objects and Durations that the
+#: hand-written app makes again (92.95 against 100.5 when this was written, the markers' check included).
+CONSUMER_MARKER_ROUND_TRIPS = 0
 #: Lambda jobs, and as many ECS jobs.
 CONSUMER_JOBS = 10
 
@@ -57,15 +60,18 @@ def _round_trips_per_job_type(build: object) -> float:
     return sum(calls.values()) / JOB_TYPES
 
 
-def test_a_job_queue_costs_the_hand_written_round_trips_plus_its_marker(synth_bench: ModuleType) -> None:
+def test_a_job_queue_costs_no_more_round_trips_than_hand_written(synth_bench: ModuleType) -> None:
     synth_bench.with_jobqueues(2).synth()  # the imports' and the kernel's first-use costs out of the count
     synth_bench.hand_written(2).synth()
     jobqueues = _round_trips_per_job_type(synth_bench.with_jobqueues)
     hand_written = _round_trips_per_job_type(synth_bench.hand_written)
-    assert jobqueues <= hand_written + MARKER_ROUND_TRIPS, (jobqueues, hand_written)
+    assert jobqueues <= hand_written + MARKER_ROUND_TRIPS + MARKER_CHECK_ROUND_TRIPS_A_STACK / JOB_TYPES, (
+        jobqueues,
+        hand_written,
+    )
 
 
-def test_a_consumer_costs_the_hand_written_round_trips_plus_its_markers(
+def test_a_consumer_costs_no_more_round_trips_than_hand_written(
     consumer_synth_bench: ModuleType, tmp_path: Path
 ) -> None:
     # 10 LambdaJobs and 10 EcsJobs against the same resources written out (roles, functions with the layer, event

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Unpack, cast
 
 import jsii
-from aws_cdk import Annotations, CfnElement, CfnResource, Duration
+from aws_cdk import Annotations, CfnElement, Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -161,17 +161,20 @@ class JobQueue(JobQueueBase):
         self.queue: sqs.Queue = queue
 
     def _mark(self, registry: StackRegistry) -> None:
-        """The queue marker on the source queue, its queues named by logical ids computed in Python
-        (:meth:`jobqueues.registry.StackRegistry.logical_id`): the kernel's answers were most of a job type's cost."""
-        resource: CfnResource = self.queue.node.default_child  # type: ignore[assignment]
+        """The queue marker of the source queue, its queues named by logical ids computed in Python
+        (:meth:`jobqueues.registry.StackRegistry.logical_id`): the kernel's answers were most of a job type's cost.
+        The queues' resources are looked up only if the kernel is asked (once a stack)."""
+
+        def resource() -> CfnElement:
+            return self.queue.node.default_child  # type: ignore[return-value]
 
         def dead_letter_resource() -> CfnElement:
             return self.dead_letter_queue.node.default_child  # type: ignore[return-value]
 
-        queue_id = registry.logical_id(self.path_below_stack("Queue", "Resource"), lambda: resource)
+        queue_id = registry.logical_id(self.path_below_stack("Queue", "Resource"), resource)
         dlq_id = registry.logical_id(self.path_below_stack("DeadLetterQueue", "Resource"), dead_letter_resource)
         bucket = payload_bucket_reference(self, registry.stack)
-        mark_job_queue(self, resource, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
+        mark_job_queue(self, registry, self.construct_path, {"logical_id": queue_id}, {"logical_id": dlq_id}, bucket)
 
     def _queue_key(self) -> kms.IKey | None:
         return cast(kms.IKey | None, self.plan.encryption_key)

@@ -5,6 +5,14 @@ Never the queue-name convention (``queue_name=`` breaks it): every job queue's s
 carries :data:`CONSUMER_MARKER` (its kind, resources and scaling), joined on the job queue's construct path. An
 imported job queue has no resource of its own: its consumer's marker carries the queue part too.
 
+A queue marker is written in the template's own ``Metadata`` under
+:data:`jobqueues.marker_format.RESOURCE_MARKERS`, by its source queue's logical id, all of a stack's at once when
+the template is rendered: on the resource itself it cost three round trips to the CDK's Node kernel a job type (the
+queue's resource, two reads, and the metadata), a third of a job queue's cost over the same resources written by
+hand. There its numbers that are no integers are written as decimal text, which cfn-lint accepts
+(:func:`jobqueues.marker_format.template_marker`); :func:`jobqueues.marker_format.resource_metadata` reads a
+resource's markers from either place, as the same values.
+
 A marker names a resource by its logical id in the marker's stack (``{"logical_id": ...}``), or by a literal
 (``{"arn": ...}``, ``{"name": ...}``) for one made elsewhere. Never a ``Ref``: CloudFormation reads a ``Ref`` in
 metadata as a dependency (a queue's marker would depend on the queue itself), and a token of another stack's
@@ -16,27 +24,74 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnResource, Stack, Token
+import jsii
+from aws_cdk import CfnResource, IAnyProducer, IResolveContext, Lazy, Stack, Token
 from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
 from jobqueues.inputs import is_token
 from jobqueues.interface import IJobQueue
-from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
+from jobqueues.marker_format import (
+    CONSUMER_MARKER,
+    MARKER_VERSION,
+    QUEUE_MARKER,
+    RESOURCE_MARKERS,
+    template_marker,
+)
+from jobqueues.registry import StackRegistry
 
 
 def mark_job_queue(
     job_queue: IJobQueue,
-    resource: CfnResource,
+    registry: StackRegistry,
     path: str,
-    queue: dict[str, str] | None,
+    queue: dict[str, str],
     dead_letter_queue: dict[str, str] | None,
     payload_bucket: dict[str, str] | None = None,
 ) -> None:
-    """Put the queue marker on ``resource``, a declared ``JobQueue``'s source queue, at construct ``path``, with the
-    references to its queues (:func:`reference`'s form), known to its caller without a round-trip, and to its payload
-    bucket (:func:`payload_bucket_reference`; ``None``: none)."""
-    resource.add_metadata(QUEUE_MARKER, _queue_part(job_queue, path, queue, dead_letter_queue, payload_bucket))
+    """Put the queue marker of a declared ``JobQueue`` at construct ``path`` in its stack's template (``registry``'s),
+    by its source queue's logical id, ``queue`` (``{"logical_id": ...}``), with the references to its dead-letter
+    queue (:func:`reference`'s form), known to its caller without a round-trip, and to its payload bucket
+    (:func:`payload_bucket_reference`; ``None``: none)."""
+    part = _queue_part(job_queue, path, queue, dead_letter_queue, payload_bucket)
+    # a None is left out, as the kernel leaves it out of a resource's metadata
+    _stack_markers(registry).setdefault(queue["logical_id"], {})[QUEUE_MARKER] = template_marker(
+        {k: v for k, v in part.items() if v is not None}
+    )
+
+
+def _stack_markers(registry: StackRegistry) -> dict[str, dict[str, Any]]:
+    """The markers of ``registry``'s stack by logical id: put in its template's metadata on first use, rendered with
+    it (one lazy value a stack; :data:`RESOURCE_MARKERS`)."""
+    markers: dict[str, dict[str, Any]] | None = registry.cache.get(RESOURCE_MARKERS)
+    if markers is None:
+        markers = registry.cache[RESOURCE_MARKERS] = {}
+        registry.stack.add_metadata(RESOURCE_MARKERS, Lazy.uncached_any(_Markers(markers)))
+        registry.budget.checks.append(lambda: _markers_kept(registry.stack))
+    return markers
+
+
+def _markers_kept(stack: Stack) -> list[str]:
+    """A stack whose template metadata lost its markers, refused: ``template_options.metadata`` set wholesale after
+    the job queues were declared would drop them, and the ``jobqueues`` command could not find the job types."""
+    if RESOURCE_MARKERS in (stack.template_options.metadata or {}):
+        return []
+    return [
+        f"the stack's template_options.metadata was replaced after its job queues were declared, which drops "
+        f"their markers ({RESOURCE_MARKERS}: the jobqueues command finds the job types by them). Add your keys "
+        "with stack.add_metadata(key, value) instead, or set template_options.metadata before declaring them"
+    ]
+
+
+@jsii.implements(IAnyProducer)
+class _Markers:
+    """A stack's markers, as the template is rendered."""
+
+    def __init__(self, markers: dict[str, dict[str, Any]]) -> None:
+        self._markers = markers
+
+    def produce(self, context: IResolveContext) -> Any:
+        return self._markers
 
 
 def mark_consumer(

@@ -9,6 +9,7 @@ CDK).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import jsii
 from aws_cdk import CfnResource, Stack
@@ -45,6 +46,9 @@ class ResourceBudget:
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
         self.job_types = 0
+        #: Other checks of the stack at synth, each returning its problems: run by the same validation, one callback
+        #: from the kernel a stack (:func:`jobqueues.marker`'s).
+        self.checks: list[Callable[[], list[str]]] = []
         stack.node.add_validation(_BudgetValidation(self))
 
     @property
@@ -74,4 +78,4 @@ class _BudgetValidation:
         self._budget = budget
 
     def validate(self) -> list[str]:
-        return self._budget.problems()
+        return [*self._budget.problems(), *(problem for check in self._budget.checks for problem in check())]

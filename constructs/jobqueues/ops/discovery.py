@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER
+from jobqueues.marker_format import CONSUMER_MARKER, MARKER_VERSION, QUEUE_MARKER, resource_metadata
 
 # A job type's parts, importable from here with it (``as``: a re-export).
 from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
@@ -117,8 +117,8 @@ def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
     consumers: list[tuple[StackTemplate, str, LambdaConsumer | EcsConsumer]] = []
     for stack in stacks:
         resources: dict[str, Any] = stack.template.get("Resources", {})
-        for resource in resources.values():
-            metadata = resource.get("Metadata") or {}
+        for logical_id, metadata in _resource_metadata(stack).items():
+            resource = resources.get(logical_id) or {}
             queue_marker = _marker(stack, metadata, QUEUE_MARKER)
             consumer_marker = _marker(stack, metadata, CONSUMER_MARKER)
             if queue_marker is not None:
@@ -150,6 +150,15 @@ def _job_queue_of(stack: StackTemplate, path: str, job_types: dict[tuple[str, st
 
 def _consumer_stack(job: JobType) -> str | None:
     return job.consumer.stack if job.consumer is not None else None
+
+
+def _resource_metadata(stack: StackTemplate) -> dict[str, dict[str, Any]]:
+    """``stack``'s resources' metadata, its markers merged in (:func:`resource_metadata`); a marker that cannot be
+    read is an :class:`OpsError` naming the stack."""
+    try:
+        return resource_metadata(stack.template)
+    except ValueError as error:
+        raise OpsError(f"stack {stack.name}: {error}") from error
 
 
 def _marker(stack: StackTemplate, metadata: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -223,8 +232,8 @@ def _consumers_elsewhere(stacks: list[StackTemplate]) -> bool:
     """Whether a consumer marker of ``stacks`` names a job queue none of them holds (another stack's)."""
     paths: dict[str, set[str]] = {QUEUE_MARKER: set(), CONSUMER_MARKER: set()}
     for stack in stacks:
-        for resource in stack.template.get("Resources", {}).values():
-            for key, marker in (resource.get("Metadata") or {}).items():
+        for metadata in _resource_metadata(stack).values():
+            for key, marker in metadata.items():
                 if key in paths and isinstance(marker, dict) and "queue" not in marker:
                     paths[key].add(marker.get("path", ""))
     return bool(paths[CONSUMER_MARKER] - paths[QUEUE_MARKER])

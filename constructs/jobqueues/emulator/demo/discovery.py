@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from jobqueues.emulator.deployed import DeployedStack
 from jobqueues.emulator.server import Emulator
-from jobqueues.marker_format import QUEUE_MARKER
+from jobqueues.marker_format import QUEUE_MARKER, resource_metadata
 from sqslease.config import ConsumerConfig
 
 #: The module a worker's command runs.
@@ -52,8 +52,9 @@ def discover_queues(emulator: Emulator, stack: DeployedStack) -> dict[str, Queue
         for q in queues.values()
         if "RedrivePolicy" in q.get("Properties", {})
     }
+    metadata = resource_metadata(stack.template)
     jobs = {}
-    for logical_id, resource in queues.items():
+    for logical_id in queues:
         url = stack.physical_id(logical_id)
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         if attributes["QueueArn"] in dlq_ids:
@@ -65,7 +66,7 @@ def discover_queues(emulator: Emulator, stack: DeployedStack) -> dict[str, Queue
         if redrive:
             dlq_name = redrive["deadLetterTargetArn"].rsplit(":", 1)[-1]
             dlq_url = sqs.get_queue_url(QueueName=dlq_name)["QueueUrl"]
-        p99 = (resource.get("Metadata") or {}).get(QUEUE_MARKER, {}).get("processing_p99_s")
+        p99 = metadata.get(logical_id, {}).get(QUEUE_MARKER, {}).get("processing_p99_s")
         jobs[job_type] = QueueJob(
             job_type=job_type,
             url=url,
