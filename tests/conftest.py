@@ -6,8 +6,11 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from support.tool_env import TEST_ENV
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+for _name, _value in TEST_ENV.items():  # before aws_cdk starts its kernel, and inherited by every tool started
+    os.environ.setdefault(_name, _value)
 
 from emulator_fixtures import SHARED_DEPLOYMENTS
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from support.tool_env import TEST_JVM_OPTIONS
 from test_jobstats_cli import write_logs
 
 from jobstats import bundle
@@ -118,7 +119,8 @@ def spark_submit(master: str, zip_path: Path, args: list[str], work: Path, *conf
     entry_point = work / "entry" / "__main__.py"
     entry_point.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "jobstats" / "__main__.py", entry_point)
-    settings = [f"--conf={c}" for c in ("spark.driver.host=127.0.0.1", "spark.ui.enabled=false", *conf)]
+    executors = f"spark.executor.extraJavaOptions={TEST_JVM_OPTIONS}"  # the driver's and daemons': tests/conftest.py
+    settings = [f"--conf={c}" for c in ("spark.driver.host=127.0.0.1", "spark.ui.enabled=false", executors, *conf)]
     submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, *settings, "--py-files", str(zip_path)]
     return subprocess.run(
         [*submit, str(entry_point), *args],
