@@ -84,6 +84,9 @@ class EventLeases:
         # it): every lease counts as due now and is renewed before any record starts, retried for at most this.
         renew_within = min(settings.extension_threshold, max(self.deadline_margin, MIN_LAMBDA_DEADLINE_MARGIN_S))
         first_lease = (now + renew_within - received_at) if settings.heartbeat else settings.visibility_timeout
+        #: Whether its leases are renewed as it starts (the heartbeat on): only then may one be lost before its record
+        #: starts (nothing else touches a lease before its record runs).
+        self.renewed = settings.heartbeat
         #: None with the heartbeat off (``lease_extension=False``), or when nothing heartbeats the renewed leases.
         self.heartbeat: Heartbeat | None = None
         self.leases: dict[str, Lease]

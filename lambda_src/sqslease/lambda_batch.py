@@ -196,6 +196,8 @@ class RecordBatch:
         held, records, processor, timed_out, fifo = self.held, self.records, self.processor, self.timed_out, self.fifo
         watch, leases, queue_url, out_of_time = self.watch, held.leases, held.queue_url, held.out_of_time
         fatal = held.on_fatal  # its error read a record, without the property's call
+        # Only a lease renewed at the start (lease extension on) can be lost before its record starts: asked once
+        renewed, from_record, monotonic = held.renewed, Message.from_lambda_record, time.monotonic
         # Without a max_processing_time every record runs on this thread, watched (sqslease.record_runner): decided
         # once an invocation, not asked of each record
         inline = watch.run if watch is not None and processor.settings.max_processing_time is None else None
@@ -213,13 +215,13 @@ class RecordBatch:
                 self.skipped += unstarted
                 break
             lease = leases[record["messageId"]]
-            if lease.lost:  # its renewal found the receipt handle stale: the message may be running elsewhere
+            if renewed and lease.lost:  # its renewal found the receipt handle stale: it may be running elsewhere
                 logger.warning("record %s not started: its lease could not be renewed", record["messageId"])
                 self._failed(record)
                 continue
-            message = Message.from_lambda_record(record, queue_url, lease)
+            message = from_record(record, queue_url, lease)
             if inline is not None:
-                result = inline(message, Attempt(message, time.monotonic()))
+                result = inline(message, Attempt(message, monotonic()))
             else:
                 result = run_record(processor, message, out_of_time, held.remaining, timed_out=timed_out, watch=watch)
             if result.held:  # a FIFO failure with attempts left: retried while it fits (sqslease.invocation_retry)
