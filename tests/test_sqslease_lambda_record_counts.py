@@ -41,6 +41,7 @@ from sqslease.message import Message
 from sqslease.otel import OtelHooks
 from sqslease.process_result import ProcessResult
 from sqslease.settings import FailurePolicy, LeaseSettings
+from sqslease.settle import Settler
 
 FUNCTION_TIMEOUT_S = 30
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/quick"  # the queue fake_event's ARN names
@@ -563,3 +564,39 @@ def test_an_invocation_hands_its_processor_back_without_a_weak_reference(monkeyp
         assert invoke(settings, io.StringIO()) == {"batchItemFailures": []}
     # THEN none filed its processor in a weak dictionary (what it was built for is the processor's attribute)
     assert refs == []
+
+
+def test_an_invocation_asks_its_context_the_time_once_a_record_and_twice_besides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False)
+    invoke(settings, io.StringIO())  # the process's first invocation
+    invocation_thread, asked = threading.current_thread(), []
+    real = FakeContext.get_remaining_time_in_millis
+
+    def remaining(context: FakeContext) -> int:
+        if threading.current_thread() is invocation_thread:  # not the deadline watchdog's looks
+            asked.append(1)
+        return real(context)
+
+    monkeypatch.setattr(FakeContext, "get_remaining_time_in_millis", remaining)
+    # WHEN an invocation of 10 records without a payload pointer runs
+    assert invoke(settings, io.StringIO()) == {"batchItemFailures": []}
+    # THEN it asked the time as it started, before each record (the deadline guard) and as it closed its settler;
+    # not for a payload flush with nothing to flush
+    assert len(asked) == 12
+
+
+def test_a_settler_that_started_no_sender_closes_without_reading_its_clock() -> None:
+    reads: list[float] = []
+
+    def clock() -> float:
+        reads.append(1.0)
+        return 0.0
+
+    settler = Settler(FakeSQS(), QUEUE_URL, LeaseScheduler(), clock=clock)
+    # WHEN a settler that queued nothing (an all-successful Lambda invocation's) closes
+    settler.close(timeout=5)
+    # THEN it read no clock: there is nothing to send or wait for
+    assert reads == []

@@ -132,7 +132,10 @@ class EventLeases:
     def time_left(self, at_most: float = 30) -> float:
         """Seconds the invocation may still spend waiting for SQS (at most ``at_most``)."""
         getter = self._remaining_ms
-        return at_most if getter is None else max(0.0, min(at_most, getter() / 1000))
+        if getter is None:
+            return at_most
+        left = getter() / 1000
+        return at_most if left > at_most else left if left > 0 else 0.0  # min and max without their calls
 
     def close(self) -> None:
         if self.heartbeat is not None:

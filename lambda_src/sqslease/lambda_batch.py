@@ -184,9 +184,9 @@ class RecordBatch:
                 delete_finished(held.settler, held.leases, self.records, self.failures)
             self.processor.loop.stop()
             held.close()  # waits (bounded) for the releases, backoffs and deletes to be confirmed
-            self.processor.payloads.flush(
-                held.time_left()
-            )  # the objects of the deleted pointers: none pending, no wait
+            payloads = self.processor.payloads
+            if payloads.pending:  # the objects of the deleted pointers (none: the context is not asked the time)
+                payloads.flush(held.time_left())
             if hung:  # even on a fatal error: the thread must not outlive the environment's end
                 raise RecordsHungError([attempt.message.message_id for attempt in hung])
         held.raise_if_fatal()
