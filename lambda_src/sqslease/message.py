@@ -93,12 +93,13 @@ class Message:
             record.get("body", ""),
             queue_url,
             lease,
-            dict(record.get("attributes", _NONE)),
+            {**record.get("attributes", _NONE)},  # a copy: a handler changes neither the event nor what we read
             _boto3_attributes(raw_attributes) if raw_attributes else {},  # most records have none: no comprehension
         )
 
 
-#: A record's attributes when it has none, copied (a ``{}`` default was a dict built a record).
+#: A record's attributes when it has none, copied (a ``{}`` default was a dict built a record; ``{**...}`` copies
+#: without ``dict``'s type call).
 _NONE: dict[str, str] = {}
 
 
