@@ -28,7 +28,7 @@ logger = logging.getLogger("sqslease")
 QUEUE_URL_ENV = SETTINGS["queue_url"].variable
 
 
-class FatalError:
+class FatalReport:
     """The first fatal SQS error (access denied, missing queue, unusable KMS key) of one invocation's queue: the
     settler, the heartbeat and the processor report theirs by calling it, the invocation reads :attr:`error`.
 
@@ -69,7 +69,7 @@ class EventLeases:
         self.context = context
         self._remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
         #: Reports the invocation's first fatal SQS error (the settler, heartbeat and processor call it).
-        self.on_fatal = FatalError(queue_url)
+        self.on_fatal = FatalReport(queue_url)
         started_with = None if self._remaining_ms is None else self._remaining_ms() / 1000
         #: Seconds: no record starts with less left (see :func:`sqslease.rules.lambda_deadline_margin`).
         self.deadline_margin = (
