@@ -7,13 +7,16 @@ without a per-record choice of thread, the renewal's stats are summed only for t
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import logging
 import random
 import re
+import sys
 import threading
 import urllib.parse
+import weakref
 from typing import Any
 
 import pytest
@@ -32,11 +35,13 @@ from sqslease.heartbeat_round import TickStats
 from sqslease.hooks import HookChain
 from sqslease.hung_records import RecordsHungError
 from sqslease.invocation import QUEUE_URL_ENV
+from sqslease.lease import Lease
 from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
 from sqslease.otel import OtelHooks
 from sqslease.process_result import ProcessResult
 from sqslease.settings import FailurePolicy, LeaseSettings
+from sqslease.settle import Settler
 
 FUNCTION_TIMEOUT_S = 30
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/quick"  # the queue fake_event's ARN names
@@ -217,7 +222,7 @@ def test_a_second_invocation_of_a_consumer_builds_no_processor(monkeypatch: pyte
         )
 
     assert run(["a", "b"]) == {"batchItemFailures": []}  # the process's first invocation builds it
-    built = counting(monkeypatch, lambda_batch, "MessageProcessor")
+    built = counting(monkeypatch, lambda_batch, "ConsumerProcessor")
     # WHEN three more invocations of the same consumer run, the last with a failing record
     assert run(["c", "d"]) == {"batchItemFailures": []}
     assert run(["e"]) == {"batchItemFailures": []}
@@ -269,7 +274,7 @@ def test_the_processor_of_an_invocation_whose_handler_hung_is_not_taken_by_the_n
 
     try:
         assert run("ok") == {"batchItemFailures": []}
-        built = counting(monkeypatch, lambda_batch, "MessageProcessor")
+        built = counting(monkeypatch, lambda_batch, "ConsumerProcessor")
         # WHEN an invocation's handler hangs (its thread may still settle through its processor), then another runs
         with pytest.raises(RecordsHungError):
             run("hang")
@@ -488,3 +493,110 @@ def test_a_record_calls_no_hook_while_the_only_hook_is_the_idle_opentelemetry_on
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", trace.NoOpTracerProvider())
     assert invoke(settings, stream, records=3) == {"batchItemFailures": []}
     assert before == [1] * 3 and after == [1] * 3
+
+
+@pytest.mark.parametrize("lease_extension", [False, True])
+def test_an_invocation_leaves_no_reference_cycle_for_the_garbage_collector(
+    monkeypatch: pytest.MonkeyPatch, lease_extension: bool
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=40 if lease_extension else 180, heartbeat=lease_extension)
+    sqs, stream = FakeSQS(), io.StringIO()
+    invoke(settings, stream, sqs=sqs)  # the process's first invocation
+    gc.collect()
+    gc.disable()
+    try:
+        # WHEN three invocations of 10 records run with the collector off
+        for _ in range(3):
+            assert invoke(settings, stream, sqs=sqs) == {"batchItemFailures": []}
+        # THEN they left nothing for it: each one's leases, settler and hold were freed as it returned (the
+        # settler's reference to its invocation's fatal-error report made a cycle of 16 objects an invocation)
+        unreachable = gc.collect()
+    finally:
+        gc.enable()
+    assert unreachable == 0
+    assert len(read_emf(stream)) == 40
+
+
+def test_a_records_handler_is_called_from_the_processor_with_no_frame_between(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    callers: list[list[str]] = []
+
+    def handler(body: str, message: Message) -> None:
+        frame = sys._getframe(1)
+        callers.append([frame.f_code.co_name, frame.f_back.f_code.co_name, frame.f_back.f_back.f_code.co_name])  # type: ignore[union-attr]
+
+    # WHEN an invocation of 3 records runs without hooks or a max_processing_time
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False, job_type="CountedFrames")
+    response = lambda_adapter.process_event(
+        fake_event(["a", "b", "c"]), FakeContext(FUNCTION_TIMEOUT_S), handler, settings, FakeSQS(), emf=EmfLogger()
+    )
+    # THEN each handler call came from the processor (in the message's context, run by a C call), the watch's run
+    # and the batch's loop: three Python frames of sqslease, none of them a wrapper of the call alone
+    assert response == {"batchItemFailures": []}
+    assert callers == [["process", "run", "_run_records"]] * 3
+
+
+@pytest.mark.parametrize(("lease_extension", "reads"), [(False, 10), (True, 20)])
+def test_a_record_reads_its_leases_lost_before_it_starts_only_if_its_lease_was_renewed(
+    monkeypatch: pytest.MonkeyPatch, lease_extension: bool, reads: int
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=40 if lease_extension else 180, heartbeat=lease_extension)
+    invoke(settings, io.StringIO())  # the process's first invocation
+    lost = counting_property(monkeypatch, Lease, "lost")
+    stream = io.StringIO()
+    # WHEN an invocation of 10 records runs
+    assert invoke(settings, stream) == {"batchItemFailures": []}
+    # THEN each record read lost once once it ran (its outcome and line), and once before it started only if
+    # its lease was renewed at the start (nothing else can lose a lease before its record runs)
+    assert len(lost) == reads
+    assert [(line["Outcome"], line["LeaseLost"]) for line in read_emf(stream)] == [("success", 0)] * 10
+
+
+def test_an_invocation_hands_its_processor_back_without_a_weak_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False)
+    invoke(settings, io.StringIO())  # the process's first invocation
+    refs = counting(monkeypatch, weakref.WeakKeyDictionary, "__setitem__")
+    # WHEN three more invocations run
+    for _ in range(3):
+        assert invoke(settings, io.StringIO()) == {"batchItemFailures": []}
+    # THEN none filed its processor in a weak dictionary (what it was built for is the processor's attribute)
+    assert refs == []
+
+
+def test_an_invocation_asks_its_context_the_time_once_a_record_and_twice_besides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(QUEUE_URL_ENV, raising=False)
+    settings = LeaseSettings(visibility_timeout=180, heartbeat=False)
+    invoke(settings, io.StringIO())  # the process's first invocation
+    invocation_thread, asked = threading.current_thread(), []
+    real = FakeContext.get_remaining_time_in_millis
+
+    def remaining(context: FakeContext) -> int:
+        if threading.current_thread() is invocation_thread:  # not the deadline watchdog's looks
+            asked.append(1)
+        return real(context)
+
+    monkeypatch.setattr(FakeContext, "get_remaining_time_in_millis", remaining)
+    # WHEN an invocation of 10 records without a payload pointer runs
+    assert invoke(settings, io.StringIO()) == {"batchItemFailures": []}
+    # THEN it asked the time as it started, before each record (the deadline guard) and as it closed its settler;
+    # not for a payload flush with nothing to flush
+    assert len(asked) == 12
+
+
+def test_a_settler_that_started_no_sender_closes_without_reading_its_clock() -> None:
+    reads: list[float] = []
+
+    def clock() -> float:
+        reads.append(1.0)
+        return 0.0
+
+    settler = Settler(FakeSQS(), QUEUE_URL, LeaseScheduler(), clock=clock)
+    # WHEN a settler that queued nothing (an all-successful Lambda invocation's) closes
+    settler.close(timeout=5)
+    # THEN it read no clock: there is nothing to send or wait for
+    assert reads == []

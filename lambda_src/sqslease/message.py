@@ -93,9 +93,13 @@ class Message:
             record.get("body", ""),
             queue_url,
             lease,
-            dict(record.get("attributes", {})),
+            dict(record.get("attributes", _NONE)),  # a copy: a handler changes neither the event nor what we read
             _boto3_attributes(raw_attributes) if raw_attributes else {},  # most records have none: no comprehension
         )
+
+
+#: A record's attributes when it has none, copied (a ``{}`` default was a dict built a record).
+_NONE: dict[str, str] = {}
 
 
 def _boto3_attributes(raw: dict[str, Any]) -> dict[str, Any]:

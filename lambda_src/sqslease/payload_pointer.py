@@ -178,7 +178,8 @@ class PayloadStore:
         self.delete = delete
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[PayloadPointer] = queue.SimpleQueue()
-        self._pending = 0  # objects queued or being deleted
+        #: The objects queued or being deleted (0 for every invocation without a pointer).
+        self.pending = 0
         self._idle = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
 
@@ -234,7 +235,7 @@ class PayloadStore:
     def delete_later(self, pointer: PayloadPointer) -> None:
         """Queue the deletion of ``pointer``'s object, on the store's thread (started on the first one)."""
         with self._lock:
-            self._pending += 1
+            self.pending += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="sqslease-payloads", daemon=True)
                 self._thread.start()
@@ -242,13 +243,13 @@ class PayloadStore:
 
     def flush(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the queued deletions; False if some are still pending (logged)."""
-        if not self._pending:  # none queued (every invocation without a pointer): no lock, no condition
+        if not self.pending:  # none queued (every invocation without a pointer): no lock, no condition
             return True
         with self._idle:
-            done = self._idle.wait_for(lambda: self._pending == 0, timeout)
+            done = self._idle.wait_for(lambda: self.pending == 0, timeout)
             if not done:
                 logger.warning(
-                    "%d payload objects not deleted yet: their bucket's lifecycle expires them", self._pending
+                    "%d payload objects not deleted yet: their bucket's lifecycle expires them", self.pending
                 )
             return done
 
@@ -265,7 +266,7 @@ class PayloadStore:
                 self._delete(batch)
             finally:
                 with self._idle:
-                    self._pending -= len(batch)
+                    self.pending -= len(batch)
                     self._idle.notify_all()
 
     def _delete(self, pointers: list[PayloadPointer]) -> None:

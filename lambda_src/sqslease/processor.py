@@ -124,11 +124,12 @@ class MessageProcessor(UnrunPaths):
         error: BaseException | None = None
         returned: Any = None
         try:
-            # The message's own context: what a before hook makes current, the handler (and its task) sees.
-            returned = contextvars.copy_context().run(self._run, message, attempt, hooked)
+            context = contextvars.copy_context()  # the message's own: what a before hook set, the handler sees
+            returned = context.run(self._hooked_call if hooked else self.handler, message.body, message)
+            if returned is not None:  # None: the usual plain handler's, no awaitable to look for
+                returned = context.run(self.loop.result, self.handler, returned, attempt)
         except BaseException as caught:
-            # The handler's failure picks the settle. Any BaseException (a library's sys.exit()...) too: it must not
-            # end the thread and leave its lease with no one to settle it (only the worker's signals stop it).
+            # Any BaseException (a library's sys.exit()...) too: its thread must not end with the lease unsettled.
             error = caught
         finally:
             attempt.ended = True
@@ -138,7 +139,7 @@ class MessageProcessor(UnrunPaths):
         if self.idempotency is not None:  # the record before the message: a redelivery finds it completed
             self._end_record(message, error, returned)
         lease = message.lease  # the usual outcomes settled here, not in a method of their own: a call less a message
-        if lease.lost:
+        if lost := lease.lost:  # read once: for the outcome and for the line
             outcome, retry, held = "lost", True, False
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
         elif error is None:
@@ -149,14 +150,13 @@ class MessageProcessor(UnrunPaths):
                 self.settler.delete(lease)
         else:
             outcome, retry, held = self._failed(message, error)
-        # the line: not through _emit, a call less a message
-        self.lines.emit(
+        self.lines.emit(  # not through _emit: a call less a message
             message.message_id,
             elapsed_ms,
             outcome,
             receive_count,
             lease.extensions,
-            lease.lost,
+            lost,
             error,
             queue_ms,
             message.message_group_id,
@@ -213,13 +213,10 @@ class MessageProcessor(UnrunPaths):
         )
         return self._settle_failure(message, error)
 
-    def _run(self, message: Message, attempt: Attempt, hooked: bool) -> Any:
-        if hooked:
-            self.hooks.before(message)
-        returned = self.handler(message.body, message)
-        if returned is None:  # the usual plain handler: no awaitable to look for
-            return None
-        return self.loop.result(self.handler, returned, attempt)
+    def _hooked_call(self, body: str, message: Message) -> Any:
+        """The handler's call after the before hooks (in the message's context, as the handler's)."""
+        self.hooks.before(message)
+        return self.handler(body, message)
 
     def time_out(self, attempt: Attempt, now: float, reason: str, *, hold: bool = False) -> bool:
         """Fail a handler still running (``reason``: past ``max_processing_time``, or the Lambda deadline): settle

@@ -115,10 +115,12 @@ class Settler(SettleSender):
 
     def close(self, timeout: float = 30) -> None:
         """Send what is queued (retrying failures) for at most ``timeout`` seconds, then stop the sender threads."""
-        self._close_by = self.clock() + timeout
         with self._threads_lock:
             self._closed = True  # from now on a settle queued starts no sender: it is never sent
+            if not self._threads:  # none started (an all-successful Lambda invocation): nothing to send or wait for
+                return
             started = dict(self._threads)
+        self._close_by = self.clock() + timeout  # before their queues close: a sender reads it only once closing
         for operation, thread in started.items():
             self._queues[operation].close()  # a sender lingering for a batch sends it now
             thread.join()
