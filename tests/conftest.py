@@ -9,8 +9,8 @@ import pytest
 from support.tool_env import TEST_ENV
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-for _name, _value in TEST_ENV.items():  # before aws_cdk starts its kernel, and inherited by every tool started
-    os.environ.setdefault(_name, _value)
+# Before aws_cdk starts its kernel; inherited by every tool a test starts. What the environment sets wins.
+os.environ.update({name: value for name, value in TEST_ENV.items() if name not in os.environ})
 
 from emulator_fixtures import SHARED_DEPLOYMENTS
 
