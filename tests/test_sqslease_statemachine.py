@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -38,6 +39,8 @@ from support.sqs_faults import CMV, DELETE, RECEIVE, SEND, Hold
 from support.sqs_model import SqsModel
 
 from sqslease.settings import FailurePolicy, LeaseSettings
+
+pytestmark = pytest.mark.heavy  # 800 steps paced in real time (about 45 s, little CPU): scheduled first
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
