@@ -274,6 +274,7 @@ def render_settings(target: str) -> str:
         if setting.field not in entries:
             raise DocsError(f"{target}: {setting.owner.__qualname__}.{setting.field} has no entry in its docstring")
         text, default = split_default(entries[setting.field])
+        check_stated_default(setting.owner, setting.field, default)
         field = f"{setting.part}.{setting.field}" if setting.part else setting.field
         (annotation,) = [f.type for f in dataclasses.fields(setting.owner) if f.name == setting.field]
         rows.append(
@@ -281,6 +282,27 @@ def render_settings(target: str) -> str:
             f"| {cell(default or '–')} | {cell(text)} |"
         )
     return "\n".join(rows) + "\n"
+
+
+def check_stated_default(owner: type, name: str, stated: str | None) -> None:
+    """Refuse a setting's ``Default ...`` sentence that does not start with the value its field holds, as the table
+    shows it (a number with thousands separators, ``True``, a string or enum value in its quotes, ``None`` or
+    none): the sentence may explain the value after it, never replace it."""
+    (field,) = [f for f in dataclasses.fields(owner) if f.name == name]
+    value = field.default if field.default is not dataclasses.MISSING else None
+    if field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    if isinstance(value, bool) or value is None or value == ():
+        shown: tuple[str, ...] = (str(value),) if isinstance(value, bool) else ("``None``", "none")
+    elif isinstance(value, int | float):
+        shown = (f"{value:,}",)
+    else:
+        shown = (f"``{getattr(value, 'value', value)}``", f'``"{getattr(value, "value", value)}"``')
+    if stated is None or not stated.startswith(shown):
+        raise DocsError(
+            f"{owner.__qualname__}.{name} states the default {stated}, its field holds {value!r}: start its "
+            f"Default sentence with {shown[0]} (an explanation may follow)"
+        )
 
 
 def render(target: str) -> str:

@@ -143,7 +143,7 @@ def test_the_worker_s_parser_is_built_from_the_config_with_units_and_defaults() 
     assert "Default 30. Env SQSLEASE_VISIBILITY_TIMEOUT." in text
     assert "--concurrency INT handlers running at once in one worker, at least 1. Default 4." in text
     assert "--idempotency-retention-period FLOAT" in text and "Default 345,600 (4 days" in text
-    assert "Default 90 % of the 120,000 quota" in text  # a % in a help text is argparse's format character
+    assert "Default 108,000 (90 % of the 120,000 quota)" in text  # a % in a help text is argparse's format character
 
 
 @ROUND_TRIPS

@@ -186,3 +186,17 @@ def test_the_settings_table_has_a_row_per_setting_of_the_consumer_configuration(
     assert "| `--visibility-timeout` `SQSLEASE_VISIBILITY_TIMEOUT` | `float` | 30 |" in row
     table = "| `idempotency.table` | `--idempotency-table` `SQSLEASE_IDEMPOTENCY_TABLE` |"
     assert any(r.startswith(table) for r in rows)
+
+
+def test_a_setting_s_stated_default_is_the_value_its_field_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the settings' docstrings, whose "Default ..." sentences the settings table shows
+    from sqslease.settings import LeaseSettings
+
+    rows = generate.render("settings sqslease.config.SETTINGS")
+    assert "| 43,140 (12 h minus 60 s) |" in rows and "| 108,000 (90 % of the 120,000 quota) |" in rows
+    # WHEN one states another value than its field holds THEN the table is refused, naming both and the fix
+    doc = LeaseSettings.__doc__ or ""
+    monkeypatch.setattr(LeaseSettings, "__doc__", doc.replace("expiry. Default 5.", "expiry. Default 6."))
+    wrong = r"LeaseSettings.extension_threshold states the default 6, its field holds 5"
+    with pytest.raises(generate.DocsError, match=wrong):
+        generate.render("settings sqslease.config.SETTINGS")

@@ -48,7 +48,7 @@ class LeaseSettings:
     :param heartbeat: extend leases at all. Default True.
     :param max_total_lease: stop extending this long after receipt, in seconds; SQS refuses beyond 12 h. With
         ``max_processing_time`` (and the heartbeat) it must be at least ``max_processing_time + visibility_timeout``
-        (``sqslease.rules.total_lease_problems``). Default 12 h minus 60 s.
+        (``sqslease.rules.total_lease_problems``). Default 43,140 (12 h minus 60 s).
     :param pull_forward: a tick may also extend leases due within ``extension_threshold + pull_forward``
         seconds to fill a batch of 10 it is sending anyway. Default 10.
     :param max_requests_in_flight: concurrent ChangeMessageVisibilityBatch requests. Default 4.
@@ -75,7 +75,7 @@ class LeaseSettings:
     :param wait_time: long-poll wait, in whole seconds, at most; see :attr:`poll_wait`. Default 20.
     :param max_in_flight: this consumer stops receiving at this many leases of its own. Default 100,000.
     :param queue_in_flight_limit: pause receiving when the queue's in-flight count reaches this.
-        Default 90 % of the 120,000 quota.
+        Default 108,000 (90 % of the 120,000 quota).
     :param shutdown_grace: seconds after SIGTERM during which running handlers are kept extended (ECS stopTimeout
         minus a margin); what is left then is released. Default 25.
     :param deadline_margin: Lambda only: stop starting records when less than this remains, in seconds; at most a
