@@ -4,6 +4,7 @@ end to end, against moto_server, in ``test_sqslease_worker.py``."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 
@@ -317,3 +318,32 @@ def test_a_throttled_receive_is_retried_and_a_fatal_one_stops_the_worker() -> No
 def test_a_worker_needs_one_handler_at_least() -> None:
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         Worker(FakeSQS(), URL, lambda body, m: None, LeaseSettings(**UNIT), concurrency=0)
+
+
+def test_a_sigterm_that_lands_while_the_main_thread_holds_the_stop_event_s_lock_still_drains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a worker whose run installed its SIGTERM handler (captured here, not installed in the test process)
+    handlers: dict[int, object] = {}
+    monkeypatch.setattr("sqslease.worker.signal.signal", lambda sig, handler: handlers.__setitem__(sig, handler))
+    sqs = FakeSQS()
+    worker = Worker(sqs, URL, lambda body, m: None, LeaseSettings(**UNIT), clock=sqs.clock)
+    run = threading.Thread(target=worker.run, daemon=True)
+    run.start()
+    assert wait_for(lambda: signal.SIGTERM in handlers, 10)
+    on_sigterm = handlers[signal.SIGTERM]
+    assert callable(on_sigterm)
+
+    # WHEN the signal lands while the main thread is inside Event.wait, re-taking the stop event's lock: the handler
+    # then runs on that thread with the lock held (a chaos run's worker hung there, never draining)
+    def main_thread_in_event_wait() -> None:
+        with worker._stopping._cond:  # type: ignore[attr-defined]
+            on_sigterm(signal.SIGTERM, None)
+
+    interrupted = threading.Thread(target=main_thread_in_event_wait, daemon=True)
+    interrupted.start()
+    interrupted.join(10)
+    # THEN the handler returns at once (it took no lock), and the worker drains and returns
+    assert not interrupted.is_alive(), "the SIGTERM handler blocked on the lock its own thread holds"
+    run.join(30)
+    assert not run.is_alive()

@@ -145,6 +145,7 @@ class Worker:
         )
         self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
         self._stopping = threading.Event()
+        self._signalled = False  # set by a signal handler, which takes no lock (_on_signal)
         self.processor = self._processor(handler, emf, hooks, gate, payloads)
         #: Handlers that ran past ``max_processing_time`` and did not end.
         self.hung: list[Attempt] = []
@@ -215,7 +216,7 @@ class Worker:
         """
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda signum, frame: self.shutdown())
+                signal.signal(sig, self._on_signal)
         self.heartbeat.start()
         fifo = self.handlers.fifo
         receive = self.receiver.receive_for_handler if handlers_receive(self.concurrency, fifo) else None
@@ -225,7 +226,8 @@ class Worker:
             self.protection.start()
         logger.info("consuming %s with %d handlers", self.queue_url, self.concurrency)
         while not self._stopping.wait(0.2):
-            pass
+            if self._signalled:
+                self.shutdown()
         if self.fatal is not None:
             self._abort()
             raise self.fatal
@@ -247,6 +249,12 @@ class Worker:
                 f"({self.settings.max_processing_time:g} s): message(s) "
                 + ", ".join(attempt.message.message_id for attempt in self.hung)
             )
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        """SIGTERM, SIGINT: only a flag, which :meth:`run`'s loop turns into :meth:`shutdown`. A handler runs on the
+        main thread between two of its steps, possibly inside ``Event.wait`` with the stop event's lock held:
+        setting that event here would wait for the lock its own thread holds, for ever."""
+        self._signalled = True
 
     def shutdown(self) -> None:
         """Stop receiving now; :meth:`run` drains and returns."""
