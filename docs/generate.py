@@ -292,10 +292,12 @@ def check_stated_default(owner: type, name: str, stated: str | None) -> None:
     value = field.default if field.default is not dataclasses.MISSING else None
     if field.default_factory is not dataclasses.MISSING:
         value = field.default_factory()
-    if isinstance(value, bool) or value is None or value == ():
-        shown: tuple[str, ...] = (str(value),) if isinstance(value, bool) else ("``None``", "none")
+    from jobqueues.prop_defaults import Default  # how the props' tables show a value: numbers and booleans alike
+
+    if value is None or value == ():
+        shown: tuple[str, ...] = ("``None``", "none")
     elif isinstance(value, int | float):
-        shown = (f"{value:,}",)
+        shown = (Default(value).text(),)
     else:
         shown = (f"``{getattr(value, 'value', value)}``", f'``"{getattr(value, "value", value)}"``')
     if stated is None or not stated.startswith(shown):
