@@ -3,7 +3,11 @@ full batch of deletes is sent by the thread that queued its tenth, not by a woke
 is woken by the first settle after a quiet spell only, and sends what is left once it waited ``linger``; a retry of
 a batch sent that way goes to the sender; the receiver waiting for room is woken once, however many handlers end
 before it runs; a handler on a standard queue takes the pool's lock once a message (the end of one counted with the
-start of the next)."""
+start of the next).
+
+The wake counts hold for the order the tests set: the next settles are queued once the sender waits, holding the
+first, for its linger. A sender scheduled late (a loaded machine) can find a batch a queueing thread just took and
+sleep again, to be woken by the next settle: then it wakes once a batch at most, which no count here pins."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import pytest
 from support.counting import CountingLock
 from support.fakes import FakeSQS
 from support.sqs_errors import client_error
-from support.waiting import wait_for
+from support.waiting import until, wait_for
 from support.worker_threads import running_worker
 
 from sqslease.emf import EmfLogger
@@ -32,6 +36,40 @@ from sqslease.settle_queue import SettleQueue
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 
 
+class WatchedWake(threading.Event):
+    """A settle queue's wake event, recording each wait's bound (``None``: the sender sleeps until woken)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bounds: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.bounds.append(timeout)
+        return super().wait(timeout)
+
+
+@pytest.fixture
+def wakes_watched(monkeypatch: pytest.MonkeyPatch) -> list[SettleQueue]:
+    """Every settle queue made from now on waits on a :class:`WatchedWake` (set before its sender thread starts),
+    listed here in the order made."""
+    queues: list[SettleQueue] = []
+    real_init = SettleQueue.__init__
+
+    def init(self: SettleQueue, linger: float, takes_full: bool) -> None:
+        real_init(self, linger, takes_full)
+        self._wake = WatchedWake()
+        queues.append(self)
+
+    monkeypatch.setattr(SettleQueue, "__init__", init)
+    return queues
+
+
+def lingering(queues: list[SettleQueue]) -> bool:
+    """The deletes' sender waits for its linger to end: it holds a delete, and nothing queued wakes it."""
+    bounds = [q._wake.bounds for q in queues if q.takes_full]  # type: ignore[attr-defined]
+    return bool(bounds) and bool(bounds[0]) and bounds[0][-1] is not None
+
+
 class ThreadedSQS(FakeSQS):
     """``FakeSQS`` that records the name of the thread that sent each ``DeleteMessageBatch``."""
 
@@ -44,14 +82,18 @@ class ThreadedSQS(FakeSQS):
         return super().delete_message_batch(QueueUrl, Entries)
 
 
-def test_full_batches_of_deletes_are_sent_by_the_thread_that_queued_them_and_the_sender_wakes_once() -> None:
-    # GIVEN a settler that waits a minute for a batch to fill
+def test_full_batches_of_deletes_are_sent_by_the_thread_that_queued_them_and_the_sender_wakes_once(
+    wakes_watched: list[SettleQueue],
+) -> None:
+    # GIVEN a settler that waits a minute for a batch to fill, its sender lingering with the first delete
     sqs = ThreadedSQS()
     scheduler = LeaseScheduler()
     settler = Settler(sqs, URL, scheduler, linger=60)
     leases = [scheduler.add(f"rh-{i}", 0.0, 600) for i in range(25)]
-    # WHEN this thread queues 25 deletes
-    futures = [settler.delete(lease) for lease in leases]
+    futures = [settler.delete(leases[0])]
+    until(lambda: lingering(wakes_watched), 30, "the sender to linger")
+    # WHEN this thread queues 24 more
+    futures += [settler.delete(lease) for lease in leases[1:]]
     # THEN the two full batches were sent here, as their tenth was queued, and confirmed
     assert sqs.delete_threads == [threading.current_thread().name] * 2
     assert all(f.done() and f.result() for f in futures[:20])
@@ -145,15 +187,19 @@ def test_a_closed_settler_sends_no_batch_from_the_queueing_thread() -> None:
     assert len(scheduler) == 10 and all(lease.state is LeaseState.ACTIVE and lease.settling for lease in scheduler)
 
 
-def test_a_worker_of_one_handler_sends_its_deletes_from_the_receivers_thread() -> None:
+def test_a_worker_of_one_handler_sends_its_deletes_from_the_receivers_thread(
+    wakes_watched: list[SettleQueue],
+) -> None:
     # GIVEN a worker of one handler (run inline, on the receiver's thread), its settler lingering a minute (no
-    # partial batch sent meanwhile, however slow the machine)
+    # partial batch sent meanwhile, however slow the machine), its sender lingering with the first message's delete
     sqs = ThreadedSQS()
     done: list[str] = []
     with running_worker(sqs, URL, lambda body, message: done.append(body), concurrency=1) as worker:
         worker.settler.linger = 60  # before its first delete: its sender's queue takes it then
-        # WHEN it runs 100 messages
-        sqs.add(*(f"b{i}" for i in range(100)))
+        sqs.add("b0")
+        until(lambda: lingering(wakes_watched), 30, "the sender to linger")
+        # WHEN it runs 99 more messages
+        sqs.add(*(f"b{i}" for i in range(1, 100)))
         assert wait_for(lambda: len(sqs.entries("DeleteMessageBatch")) == 100, timeout_s=30)
         # THEN every request was a full batch, sent by the thread that ran its messages: no hand-off to the sender,
         # woken once at most (by the first delete, if it slept by then)
