@@ -12,9 +12,12 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 # Before aws_cdk starts its kernel; inherited by every tool a test starts. What the environment sets wins.
 os.environ.update({name: value for name, value in TEST_ENV.items() if name not in os.environ})
 
-from emulator_fixtures import SHARED_DEPLOYMENTS
+# Imported here for its names, before pytest loads it as a plugin: registered first, so that its asserts are
+# rewritten as a test module's are (pytest warned once a process that it could not).
+pytest.register_assert_rewrite("emulator_fixtures")
+from emulator_fixtures import SHARED_DEPLOYMENTS  # noqa: E402
 
-from jobqueues.emulator.server import LocalServer, running_server
+from jobqueues.emulator.server import LocalServer, running_server  # noqa: E402
 
 pytest_plugins = ["emulator_fixtures"]
 
