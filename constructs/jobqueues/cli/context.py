@@ -6,6 +6,7 @@ import functools
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -176,23 +177,63 @@ def ctrl_c_interrupts() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-@contextmanager
-def ctrl_c_sets(stop: threading.Event, saying: Callable[[], str] | None) -> Iterator[None]:
-    """While inside, a first Ctrl-C sets ``stop`` and prints ``saying()`` (what stopping does; nothing for
-    ``None``) on stderr; a second one raises ``KeyboardInterrupt`` at once. Ctrl-C is taken even where it came
-    ignored or blocked (a command a script started in the background). Main thread only (where handlers run)."""
+#: Seconds between two looks at a recorded Ctrl-C while a command waits on its stop event: how soon a wait ends.
+CTRL_C_LOOK_S = 0.1
 
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
+
+class CtrlCStop(threading.Event):
+    """A command's stop event, set by Ctrl-C (:func:`ctrl_c_sets`) through a flag. The signal handler
+    (:meth:`press`) only records the press: it runs on the main thread between two of its steps, maybe inside
+    ``Event.wait`` with this event's lock held (setting the event there waits for good for a lock its own thread
+    holds) or inside a write to stderr (printing there raises ``RuntimeError: reentrant call``). Every look
+    (:meth:`is_set`, :meth:`wait`) turns a recorded press into the set event and prints ``saying()`` (what stopping
+    does; nothing for ``None``) on stderr, once; :meth:`wait` looks every :data:`CTRL_C_LOOK_S` seconds."""
+
+    def __init__(self, saying: Callable[[], str] | None) -> None:
+        super().__init__()
+        self.saying = saying
+        self.pressed = False  # written by the signal handler: a plain store, no lock
+        self._acting = threading.Lock()  # taken by looks only, never in the handler
+
+    def press(self, signum: int = signal.SIGINT, frame: Any = None) -> None:
+        """The SIGINT handler: a first press is recorded; a second one raises ``KeyboardInterrupt`` at once."""
+        if self.pressed:
             raise KeyboardInterrupt
-        stop.set()
-        if saying is not None:
-            click.echo(saying(), err=True)
+        self.pressed = True
 
-    previous = signal.signal(signal.SIGINT, handler)
+    def is_set(self) -> bool:
+        """Whether the command should stop (a recorded press acted on first)."""
+        if self.pressed and not super().is_set():
+            with self._acting:
+                acting = not super().is_set()
+                if acting:
+                    super().set()
+            if acting and self.saying is not None:
+                click.echo(self.saying(), err=True)
+        return super().is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Up to ``timeout`` seconds (default: until set) for the stop; whether it came."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = CTRL_C_LOOK_S if end is None else min(CTRL_C_LOOK_S, end - time.monotonic())
+            if left <= 0:
+                return False
+            super().wait(left)
+        return True
+
+
+@contextmanager
+def ctrl_c_sets(saying: Callable[[], str] | None) -> Iterator[CtrlCStop]:
+    """While inside, a first Ctrl-C sets the :class:`CtrlCStop` it gives, which prints ``saying()`` (what
+    stopping does; nothing for ``None``) on stderr when the command next looks at it; a second one raises
+    ``KeyboardInterrupt`` at once. Ctrl-C is taken even where it came ignored or blocked (a command a script
+    started in the background). Main thread only (where handlers run)."""
+    stop = CtrlCStop(saying)
+    previous = signal.signal(signal.SIGINT, stop.press)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
-        yield
+        yield stop
     finally:
         signal.signal(signal.SIGINT, previous)
 
