@@ -3,8 +3,8 @@
 A signal handler runs on the main thread between two of its steps: inside ``Event.wait`` with the stop event's lock
 held, or inside a write to stderr with the stream's buffer lock held. A handler that set the event there waited for
 good for a lock its own thread held; one that printed there raised ``RuntimeError: reentrant call``. GIVEN the
-handler the command installs, run at such a moment, THEN it returns at once, and the stop takes effect (and its line
-is printed) at the command's next look.
+handler the command installs, run at such a moment, THEN it returns at once; the stop takes effect at the command's
+next look, and its line comes from that look or, while the command waits on a request, from the handler's thread.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 import pytest
+from support.waiting import wait_for
 
 from jobqueues.cli.context import ctrl_c_sets
 
@@ -85,3 +86,18 @@ def test_a_second_ctrl_c_interrupts_at_once() -> None:
             on_ctrl_c(signal.SIGINT, None)
         assert stop.is_set()
     assert signal.getsignal(signal.SIGINT) is not on_ctrl_c
+
+
+def test_a_ctrl_c_while_the_command_waits_on_a_request_says_so_without_its_next_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    with ctrl_c_sets(lambda: SAYING) as stop:
+        # WHEN Ctrl-C comes while the main thread waits on a request (it does not look at the stop event)
+        on_ctrl_c: Any = signal.getsignal(signal.SIGINT)
+        on_ctrl_c(signal.SIGINT, None)
+        # THEN the line comes anyway, and the event is set (a bound on failure only: it comes within 0.1 s)
+        assert wait_for(lambda: SAYING in err.getvalue(), 10), err.getvalue()
+        assert threading.Event.is_set(stop)
+    assert err.getvalue() == SAYING + "\n"

@@ -177,7 +177,7 @@ def ctrl_c_interrupts() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-#: Seconds between two looks at a recorded Ctrl-C while a command waits on its stop event: how soon a wait ends.
+#: Seconds between two looks at a recorded Ctrl-C: how soon its line comes, and a wait on the stop event ends.
 CTRL_C_LOOK_S = 0.1
 
 
@@ -185,9 +185,11 @@ class CtrlCStop(threading.Event):
     """A command's stop event, set by Ctrl-C (:func:`ctrl_c_sets`) through a flag. The signal handler
     (:meth:`press`) only records the press: it runs on the main thread between two of its steps, maybe inside
     ``Event.wait`` with this event's lock held (setting the event there waits for good for a lock its own thread
-    holds) or inside a write to stderr (printing there raises ``RuntimeError: reentrant call``). Every look
-    (:meth:`is_set`, :meth:`wait`) turns a recorded press into the set event and prints ``saying()`` (what stopping
-    does; nothing for ``None``) on stderr, once; :meth:`wait` looks every :data:`CTRL_C_LOOK_S` seconds."""
+    holds) or inside a write to stderr (printing there raises ``RuntimeError: reentrant call``). A look
+    (:meth:`is_set`, :meth:`wait`) turns a recorded press into ``saying()`` on stderr (what stopping does; nothing
+    for ``None``), then the set event, once: the command's own looks (so it stops at its first look after the
+    press) and :func:`ctrl_c_sets`'s thread's, every :data:`CTRL_C_LOOK_S` seconds (so the line comes while a
+    request is in flight). No look answers ``True`` before the line is out."""
 
     def __init__(self, saying: Callable[[], str] | None) -> None:
         super().__init__()
@@ -205,11 +207,12 @@ class CtrlCStop(threading.Event):
         """Whether the command should stop (a recorded press acted on first)."""
         if self.pressed and not super().is_set():
             with self._acting:
-                acting = not super().is_set()
-                if acting:
-                    super().set()
-            if acting and self.saying is not None:
-                click.echo(self.saying(), err=True)
+                if not super().is_set():
+                    try:
+                        if self.saying is not None:
+                            click.echo(self.saying(), err=True)
+                    finally:
+                        super().set()
         return super().is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -226,15 +229,26 @@ class CtrlCStop(threading.Event):
 @contextmanager
 def ctrl_c_sets(saying: Callable[[], str] | None) -> Iterator[CtrlCStop]:
     """While inside, a first Ctrl-C sets the :class:`CtrlCStop` it gives, which prints ``saying()`` (what
-    stopping does; nothing for ``None``) on stderr when the command next looks at it; a second one raises
+    stopping does; nothing for ``None``) on stderr within :data:`CTRL_C_LOOK_S` seconds; a second one raises
     ``KeyboardInterrupt`` at once. Ctrl-C is taken even where it came ignored or blocked (a command a script
     started in the background). Main thread only (where handlers run)."""
     stop = CtrlCStop(saying)
+    done = threading.Event()
+
+    def look() -> None:  # the line while the main thread waits on a request, not at its next look
+        while not done.wait(CTRL_C_LOOK_S):
+            stop.is_set()
+
+    looking = threading.Thread(target=look, name="jobqueues-ctrl-c", daemon=True)
     previous = signal.signal(signal.SIGINT, stop.press)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    looking.start()
     try:
         yield stop
+        stop.is_set()  # a press during the command's last step: its line, as any press's
     finally:
+        done.set()
+        looking.join()
         signal.signal(signal.SIGINT, previous)
 
 
