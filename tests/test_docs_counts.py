@@ -2,8 +2,9 @@
 
 A count that changes with the code (a job queue's resources, what a Lambda or an ECS job adds, how many fit in a
 stack, the example app's resources and the properties ``make local`` compares, the suite's fault fleet) fails here
-until its page says the new figure. Measurements (times, ratios, sizes) are not counts: each page says how and
-when it measured them.
+until its page says the new figure. So does a size the build makes (the ``sqslease`` layer's) once its page's
+figure is further from the built one than :data:`SIZE_TOLERANCE`. Measurements (times, ratios) are not counts:
+each page says how and when it measured them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from aws_cdk import Duration
 from aws_cdk.assertions import Template
 from aws_cdk.aws_lambda import Code
 from emulator_fixtures import NEEDS_CDK, Deployment
+from support.bench_modules import load_bench
 
 from jobqueues import EcsJob, JobQueue, LambdaJob
 from jobqueues.stack_limits import (
@@ -28,6 +30,9 @@ from jobqueues.stack_limits import (
 from jobqueues.stack_spreading import DEFAULT_JOB_TYPES_PER_STACK
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+#: How far a stated size may be from the built one, as a share of the built one: an edit of sqslease moves its layer
+#: by a percent or so, a figure left stale for a few rounds by more.
+SIZE_TOLERANCE = 0.05
 
 
 def section(page: str, heading: str) -> str:
@@ -144,3 +149,22 @@ def test_the_fault_fleet_is_described_as_the_suite_runs_it() -> None:
     summary = section("reliability.md", "The runs")
     assert figure(summary, r"test_fault_injection.py`: (?P<n>\d+) jobs per queue") == fleet.jobs
     assert figure(summary, r"a kill every (?P<n>\d+) s\)") == fleet.kill_every_s
+
+
+def test_the_sqslease_layer_size_is_the_built_layer_s() -> None:
+    # GIVEN the sizes docs/benchmarks.md states for the layer
+    text = " ".join((DOCS / "benchmarks.md").read_text().split())
+    pattern = r"The `sqslease` layer is \*\*(?P<zipped>[\d.]+) KiB zipped\*\* \((?P<unzipped>[\d.]+) KiB unzipped"
+    stated = re.search(pattern, text)
+    assert stated, f"the docs no longer say {pattern!r}: update this test with the page"
+    # WHEN the layer is built as a stack with a LambdaJob builds it (jobqueues.lease_layer) and zipped, as
+    # bench/consumer_synth_bench.py measures it
+    load_bench("synth_bench")  # consumer_synth_bench imports it
+    zipped, unzipped = load_bench("consumer_synth_bench").layer_size()
+    # THEN each stated size is within the tolerance of the built one
+    for name, built in (("zipped", zipped), ("unzipped", unzipped)):
+        kib = float(stated[name])
+        assert abs(kib * 1024 - built) <= SIZE_TOLERANCE * built, (
+            f"docs/benchmarks.md says the sqslease layer is {kib} KiB {name}; it builds to {built / 1024:.1f} KiB "
+            "(bench/consumer_synth_bench.py prints both): update the page"
+        )

@@ -9,12 +9,11 @@ benchmark table (``docs/benchmarks.md`` has the times).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.bench_modules import load_bench
 from support.jsii_calls import counting_jsii_calls
 
 #: What jobqueues adds per job type that the hand-written app has no equivalent of: nothing. Its queue markers go into
@@ -36,22 +35,12 @@ CONSUMER_JOBS = 10
 
 @pytest.fixture(scope="module")
 def synth_bench() -> ModuleType:
-    return _load("synth_bench")
+    return load_bench("synth_bench")
 
 
 @pytest.fixture(scope="module")
 def consumer_synth_bench(synth_bench: ModuleType) -> ModuleType:
-    return _load("consumer_synth_bench")  # imports synth_bench's hand-written queues: loaded first
-
-
-def _load(name: str) -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("consumer_synth_bench")  # imports synth_bench's hand-written queues: loaded first
 
 
 def _round_trips_per_job_type(build: object) -> float:

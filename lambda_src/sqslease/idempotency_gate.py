@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqslease.config import ConsumerConfig
+from sqslease.config import SETTINGS, ConsumerConfig
 from sqslease.idempotency import (
     Begin,
     BeginStatus,
@@ -241,3 +241,21 @@ class IdempotencyGate:
                 ", ".join(names),
             )
         return sum(outcome is ExtendOutcome.EXTENDED for outcome in outcomes), len(missed)
+
+
+def idempotency_gate(
+    settings: LeaseSettings,
+    concurrency: int,
+    store: IdempotencyStore | None,
+    key: KeyFunction,
+    clock: Callable[[], float],
+) -> IdempotencyGate | None:
+    """The worker's idempotency: ``store``, else the one the environment describes
+    (:func:`sqslease.idempotency_gate.env_store`), keyed on ``key`` or the function ``settings`` names; ``None`` (off)
+    without either store. A key without a store is logged: it is ignored."""
+    store = store if store is not None else env_store(settings, concurrency)
+    if store is None and (key is not message_id_key or settings.idempotency_key is not None):
+        table = SETTINGS["idempotency_table"].variable
+        logger.warning("the idempotency key is ignored: idempotency is off (set %s)", table)
+    key = chosen_key(key, settings)
+    return IdempotencyGate(store, key, clock) if store is not None else None

@@ -6,6 +6,7 @@ import functools
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -176,24 +177,78 @@ def ctrl_c_interrupts() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-@contextmanager
-def ctrl_c_sets(stop: threading.Event, saying: Callable[[], str] | None) -> Iterator[None]:
-    """While inside, a first Ctrl-C sets ``stop`` and prints ``saying()`` (what stopping does; nothing for
-    ``None``) on stderr; a second one raises ``KeyboardInterrupt`` at once. Ctrl-C is taken even where it came
-    ignored or blocked (a command a script started in the background). Main thread only (where handlers run)."""
+#: Seconds between two looks at a recorded Ctrl-C: how soon its line comes, and a wait on the stop event ends.
+CTRL_C_LOOK_S = 0.1
 
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
+
+class CtrlCStop(threading.Event):
+    """A command's stop event, set by Ctrl-C (:func:`ctrl_c_sets`) through a flag. The signal handler
+    (:meth:`press`) only records the press: it runs on the main thread between two of its steps, maybe inside
+    ``Event.wait`` with this event's lock held (setting the event there waits for good for a lock its own thread
+    holds) or inside a write to stderr (printing there raises ``RuntimeError: reentrant call``). A look
+    (:meth:`is_set`, :meth:`wait`) turns a recorded press into ``saying()`` on stderr (what stopping does; nothing
+    for ``None``), then the set event, once: the command's own looks (so it stops at its first look after the
+    press) and :func:`ctrl_c_sets`'s thread's, every :data:`CTRL_C_LOOK_S` seconds (so the line comes while a
+    request is in flight). No look answers ``True`` before the line is out."""
+
+    def __init__(self, saying: Callable[[], str] | None) -> None:
+        super().__init__()
+        self.saying = saying
+        self.pressed = False  # written by the signal handler: a plain store, no lock
+        self._acting = threading.Lock()  # taken by looks only, never in the handler
+
+    def press(self, signum: int = signal.SIGINT, frame: Any = None) -> None:
+        """The SIGINT handler: a first press is recorded; a second one raises ``KeyboardInterrupt`` at once."""
+        if self.pressed:
             raise KeyboardInterrupt
-        stop.set()
-        if saying is not None:
-            click.echo(saying(), err=True)
+        self.pressed = True
 
-    previous = signal.signal(signal.SIGINT, handler)
+    def is_set(self) -> bool:
+        """Whether the command should stop (a recorded press acted on first)."""
+        if self.pressed and not super().is_set():
+            with self._acting:
+                if not super().is_set():
+                    try:
+                        if self.saying is not None:
+                            click.echo(self.saying(), err=True)
+                    finally:
+                        super().set()
+        return super().is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Up to ``timeout`` seconds (default: until set) for the stop; whether it came."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = CTRL_C_LOOK_S if end is None else min(CTRL_C_LOOK_S, end - time.monotonic())
+            if left <= 0:
+                return False
+            super().wait(left)
+        return True
+
+
+@contextmanager
+def ctrl_c_sets(saying: Callable[[], str] | None) -> Iterator[CtrlCStop]:
+    """While inside, a first Ctrl-C sets the :class:`CtrlCStop` it gives, which prints ``saying()`` (what
+    stopping does; nothing for ``None``) on stderr within :data:`CTRL_C_LOOK_S` seconds; a second one raises
+    ``KeyboardInterrupt`` at once. Ctrl-C is taken even where it came ignored or blocked (a command a script
+    started in the background). Main thread only (where handlers run)."""
+    stop = CtrlCStop(saying)
+    done = threading.Event()
+
+    def look() -> None:  # the line while the main thread waits on a request, not at its next look
+        while not done.wait(CTRL_C_LOOK_S):
+            stop.is_set()
+
+    looking = threading.Thread(target=look, name="jobqueues-ctrl-c", daemon=True)
+    previous = signal.signal(signal.SIGINT, stop.press)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    looking.start()
     try:
-        yield
+        yield stop
+        stop.is_set()  # a press during the command's last step: its line, as any press's
     finally:
+        done.set()
+        looking.join()
         signal.signal(signal.SIGINT, previous)
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -115,13 +114,12 @@ def redrive(
         counted = count(sqs, dlq_url, job.fifo)
         click.echo(json.dumps(counted.as_dict()) if as_json else _dry_run_text(job.name, counted))
         return 0
-    stop = threading.Event()
     running: dict[str, str] = {}  # "name": the method the redrive runs by, once it does
     columns = [TextColumn(f"redrive {job.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     try:
         with (
             Progress(*columns, console=Console(stderr=True), transient=True, disable=as_json) as bar,
-            ctrl_c_sets(stop, stopping(running)),
+            ctrl_c_sets(stopping(running)) as stop,
         ):
             task = bar.add_task("redrive", total=None)
 

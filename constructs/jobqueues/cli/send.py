@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import click
 
@@ -90,8 +89,7 @@ def command(
     if job.queue_url is None:
         raise OpsError(f"job type {job.name}'s queue URL is unknown (another stack's queue?)")
     payloads = PayloadBucket(aws.client("s3"), job.payload_bucket) if job.payload_bucket else None
-    stop = threading.Event()
-    with ctrl_c_sets(stop, lambda: STOPPING):
+    with ctrl_c_sets(lambda: STOPPING) as stop:
         result = send(
             aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id, stop=stop, payloads=payloads
         )

@@ -142,9 +142,8 @@ def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.live import Live
 
-    stop = threading.Event()
     try:
-        with ctrl_c_sets(stop, None):
+        with ctrl_c_sets(None) as stop:
             job_types = aws.discover(stacks).job_types
             rows = _read(aws, job_types)  # the first read fails as a plain run does: one error line, its status
             console = _console()

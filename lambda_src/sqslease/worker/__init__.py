@@ -55,7 +55,6 @@ from typing import Any
 
 from sqslease.async_loop import AsyncLoop
 from sqslease.attempt import Attempt
-from sqslease.config import SETTINGS
 from sqslease.drain import drain
 from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import worker_retries
@@ -63,7 +62,7 @@ from sqslease.handler_pool import HandlerPool, handlers_receive, runs_inline
 from sqslease.heartbeat import Heartbeat
 from sqslease.hooks import MessageHooks
 from sqslease.idempotency import KeyFunction, message_id_key
-from sqslease.idempotency_gate import IdempotencyGate, chosen_key, env_store
+from sqslease.idempotency_gate import IdempotencyGate, idempotency_gate
 from sqslease.idempotency_store import IdempotencyStore
 from sqslease.lease_table import LeaseScheduler
 from sqslease.payload_pointer import PayloadStore
@@ -288,21 +287,3 @@ class Worker:
         self.processor.loop.stop()
         if self.protection is not None:
             self.protection.stop()
-
-
-def idempotency_gate(
-    settings: LeaseSettings,
-    concurrency: int,
-    store: IdempotencyStore | None,
-    key: KeyFunction,
-    clock: Callable[[], float],
-) -> IdempotencyGate | None:
-    """The worker's idempotency: ``store``, else the one the environment describes
-    (:func:`sqslease.idempotency_gate.env_store`), keyed on ``key`` or the function ``settings`` names; ``None`` (off)
-    without either store. A key without a store is logged: it is ignored."""
-    store = store if store is not None else env_store(settings, concurrency)
-    if store is None and (key is not message_id_key or settings.idempotency_key is not None):
-        table = SETTINGS["idempotency_table"].variable
-        logger.warning("the idempotency key is ignored: idempotency is off (set %s)", table)
-    key = chosen_key(key, settings)
-    return IdempotencyGate(store, key, clock) if store is not None else None
