@@ -5,11 +5,11 @@ One run through the console script, in the repository's directory: the app is de
 workers, scaled from 0, 20 % of their SQS requests faulted, a worker killed every 15 s) and 20 Thumbnails jobs
 (the Lambda driver) are sent as soon as the deploy has created their queues, and ``--until-idle`` ends it.
 
-The run can end only after ``--until-idle`` seconds with its consumed queues empty, counted from the consumers'
-start. Sent once the consumers ran, the jobs had to arrive within those seconds (15 were given); sent while the
-deploy still runs, they are in the queues before the deploy's checks and the consumers' start, which take longer
-the more the machine is loaded, and 5 s of idleness end the run once every job ended. Timeouts are generous; no
-assertion depends on timing.
+The run ends once its consumed queues were empty for ``--until-idle`` seconds, counted from the consumers' start.
+Sent after ``consumers running``, the jobs had to arrive within those seconds (15 were given). Sent as soon as the
+deploy has created their queues, they have the rest of the deploy, its checks and the consumers' start to arrive
+(all slower, not faster, on a loaded machine) before the idle period counts at all; then 5 s of it end the run
+once every job ended. Timeouts are generous; no assertion depends on timing.
 """
 
 from __future__ import annotations
