@@ -17,6 +17,8 @@ import pytest
 from emulator_fixtures import NEEDS_CDK, Deployment
 
 from jobqueues.emulator.demo import DemoResult, run_demo
+from jobqueues.emulator.demo.ledger import Run
+from jobqueues.emulator.demo.scenarios import poison_summary
 
 pytestmark = NEEDS_CDK
 
@@ -148,6 +150,26 @@ def test_poison_message_reaches_the_dlq_after_max_receive_count(demo: tuple[Demo
     result, _ = demo
     assert result.poison["in_dlq"] and result.poison["deliveries"] == 3  # maxReceiveCount of Transcode
     assert result.job_types["Transcode"].dead_lettered == 1 and result.job_types["Thumbnails"].dead_lettered == 0
+
+
+def test_a_poison_receive_released_unstarted_by_a_stopping_worker_counts_as_a_delivery() -> None:
+    # GIVEN a poison message a stopping worker's last poll received and released unstarted (receive 1), then run
+    # and failed twice (receives 2 and 3) before SQS moved it on its 4th receive
+    runs = [Run("Transcode", "p", 1, count, 10.0 + count, 10.5 + count, "failure") for count in (2, 3)]
+    # WHEN the demo sums it up
+    line, summary = poison_summary(runs, "Transcode-dlq")
+    # THEN the deliveries are the receives SQS counted (maxReceiveCount), and the line says one was not run
+    assert summary == {"in_dlq": True, "deliveries": 3, "runs": 2}
+    assert line == (
+        "poison message in Transcode-dlq after 3 deliveries, 2 of them run, each failed (the others released "
+        "unstarted by a stopping worker; receive counts [2, 3])"
+    )
+    # AND when each delivery ran: the line the demo always printed
+    runs.insert(0, Run("Transcode", "p", 1, 1, 11.0, 11.5, "failure"))
+    assert poison_summary(runs, "Transcode-dlq") == (
+        "poison message in Transcode-dlq after 3 failed deliveries (receive counts [1, 2, 3])",
+        {"in_dlq": True, "deliveries": 3, "runs": 3},
+    )
 
 
 def test_long_job_outlives_its_visibility_timeout_once_thanks_to_extensions(

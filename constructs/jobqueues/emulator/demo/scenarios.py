@@ -11,7 +11,7 @@ from typing import Any
 from jobqueues.emulator.demo.discovery import EcsJob, QueueJob
 from jobqueues.emulator.demo.duplicate import finish_duplicate, start_duplicate
 from jobqueues.emulator.demo.harness import DemoError, Harness
-from jobqueues.emulator.demo.ledger import LEDGER_ENV, record_kill
+from jobqueues.emulator.demo.ledger import LEDGER_ENV, Run, record_kill
 from jobqueues.emulator.demo.report import DemoResult
 from jobqueues.emulator.lambda_driver.event_source import LambdaDriver
 from jobqueues.emulator.lambda_driver.function import DeployedFunction
@@ -79,12 +79,11 @@ def ecs_scenarios(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
     demo.wait_until("the long job's start", lambda: bool(demo.runs_of(long_id)), 30)
     demo.say(f"long job started; its {vt} s lease is extended while it runs")
     in_dlq_at = demo.wait_until("the poison message in the DLQ", lambda: poison_id in demo.dlq_ids(queue), 90)
-    poison_runs = demo.runs_of(poison_id)
-    demo.say(
-        f"poison message in {queue.dlq_url.rsplit('/', 1)[-1] if queue.dlq_url else '?'} after "
-        f"{len(poison_runs)} failed deliveries (receive counts {[r.receive_count for r in poison_runs]})"
+    line, result.poison = poison_summary(
+        demo.runs_of(poison_id), queue.dlq_url.rsplit("/", 1)[-1] if queue.dlq_url else "?"
     )
-    result.poison = {"in_dlq": True, "deliveries": len(poison_runs), "at_s": round(in_dlq_at, 1)}
+    demo.say(line)
+    result.poison["at_s"] = round(in_dlq_at, 1)
     demo.wait_until("the long job's end", lambda: demo.completed([long_id]), 4 * vt + 30)
     long_runs = demo.runs_of(long_id)
     extensions = demo.emf_sum(job.job_type, "Extensions", message_ids=None, job_id=long_id)
@@ -111,6 +110,22 @@ def ecs_scenarios(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
     live = demo.running_workers()
     codes = demo.stop_workers(live)
     demo.say(f"all {job.job_type} jobs done; SIGTERM to the {len(live)} workers left: exit {sorted(codes.values())}")
+
+
+def poison_summary(runs: list[Run], dlq_name: str) -> tuple[str, dict[str, Any]]:
+    """The line and the result of a poison message found in its DLQ after ``runs``. Its deliveries are the receives
+    SQS counted (its last run's receive count): a stopping worker's last poll may have received it and released it
+    unstarted, a receive with no run."""
+    counts = [run.receive_count for run in sorted(runs, key=lambda run: run.receive_count)]
+    deliveries = counts[-1] if counts else 0
+    if len(runs) == deliveries:
+        line = f"poison message in {dlq_name} after {deliveries} failed deliveries (receive counts {counts})"
+    else:
+        line = (
+            f"poison message in {dlq_name} after {deliveries} deliveries, {len(runs)} of them run, each failed (the "
+            f"others released unstarted by a stopping worker; receive counts {counts})"
+        )
+    return line, {"in_dlq": True, "deliveries": deliveries, "runs": len(runs)}
 
 
 def kill_scenario(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResult) -> None:
