@@ -8,8 +8,8 @@ at most 60 job types, in one process. Each size starts with a warm-up round of b
 JIT and heap grow with it: after a warm-up at 5 job types, the first runs at 50 cost more, and the app run first in
 each pair paid it), then its pairs alternate which app runs first. Prints the median construct + synth time of each
 and the ratio (goal <= 1.2x), then the median of the pairs' ratios of CPU seconds (this process's and the Node
-kernel's), which load moves much less than the wall time, and their spread. The kernel round trips per job type are counted,
-not timed, by ``tests/test_synth_cost.py``.
+kernel's), which load moves much less than the wall time, and their spread. The kernel round trips per job type
+are counted, not timed, by ``tests/test_synth_cost.py``.
 """
 
 from __future__ import annotations
