@@ -18,7 +18,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from cdk_helpers import ENV
+from cdk_helpers import ENV, cfn_lint_findings
 from emulator_fixtures import OPS_APP_DIR
 
 from jobqueues import JobQueue
@@ -232,3 +232,33 @@ def test_an_imported_value_is_computed_from_the_exports() -> None:
     assert stack.value({"Fn::ImportValue": "Jobs:ExportsOutputRefEncodeQueue"}) == url
     with pytest.raises(intrinsics.Unresolvable, match="Fn::ImportValue Jobs:Other locally: no stack exports it"):
         intrinsics.resolve({"Fn::ImportValue": "Jobs:Other"}, stack)
+
+
+def test_a_queue_adopted_with_no_consumer_bound_is_found_with_what_it_declared(tmp_path: Path) -> None:
+    # GIVEN a queue made elsewhere adopted with no consumer bound through jobqueues (a service of the team's own runs
+    # its worker_command), its p99 no integer; beside it an adopted queue with a function of its own
+    app = cdk.App(outdir=str(tmp_path))
+    jobs = cdk.Stack(app, "Jobs", env=ENV)
+    arn = "arn:aws:sqs:us-east-1:123456789012:{}"
+    for name in ("Billing", "Render"):
+        adopted = JobQueue.from_queue_attributes(
+            jobs,
+            name,
+            job_type=name,
+            queue=sqs.Queue.from_queue_arn(jobs, f"{name}Queue", arn.format(name.lower())),
+            dead_letter_queue=sqs.Queue.from_queue_arn(jobs, f"{name}Dlq", arn.format(f"{name.lower()}-dlq")),
+            visibility_timeout=Duration.minutes(3),
+            processing_p99=Duration.millis(12_500),
+        )
+    adopted.add_lambda_consumer(own_function(jobs, "RenderFn"))
+    # WHEN discovery reads the template
+    by_type = {j.job_type: j for j in discover_templates(templates(app)).job_types}
+    # THEN both job types are found, with their queues and declared numbers; the function joined to its own
+    billing = by_type["Billing"]
+    assert sorted(by_type) == ["Billing", "Render"] and billing.consumer is None
+    assert (billing.path, billing.visibility_timeout_s, billing.processing_p99_s) == ("Jobs/Billing", 180, 12.5)
+    assert billing.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/billing"
+    assert billing.dead_letter_queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/billing-dlq"
+    assert isinstance(by_type["Render"].consumer, LambdaConsumer) and by_type["Render"].processing_p99_s == 12.5
+    # AND the template stays cfn-lint clean (a marker's p99 of 12.5 s is decimal text in the template's metadata)
+    assert cfn_lint_findings(Path(app.synth().directory)) == []

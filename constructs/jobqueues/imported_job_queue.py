@@ -18,6 +18,7 @@ from jobqueues.declaration import QueueDeclaration
 from jobqueues.errors import JobQueueError
 from jobqueues.inputs import PropReader, is_token
 from jobqueues.job_queue_base import JobQueueBase, seconds_or_none
+from jobqueues.marker import mark_adopted_job_queue
 from jobqueues.names import StackFacts
 from jobqueues.plan import QueuePlan, plan_job_queue
 from jobqueues.registry import registry_of
@@ -75,6 +76,7 @@ class ImportedJobQueue(JobQueueBase):
         self.max_batching_window_seconds = plan.max_batching_window
         self.fifo = plan.fifo
         self.alarm_topic = alarm_topic
+        mark_adopted_job_queue(self, registry)
 
 
 def _plan(

@@ -13,6 +13,9 @@ hand. There its numbers that are no integers are written as decimal text, which 
 (:func:`jobqueues.marker_format.template_marker`); :func:`jobqueues.marker_format.resource_metadata` reads a
 resource's markers from either place, as the same values.
 
+A queue adopted with ``JobQueue.from_queue_attributes`` has no resource: its queue marker is written there under
+its construct path (:func:`mark_adopted_job_queue`), and a consumer bound to it carries the same part.
+
 A marker names a resource by its logical id in the marker's stack (``{"logical_id": ...}``), or by a literal
 (``{"arn": ...}``, ``{"name": ...}``) for one made elsewhere. Never a ``Ref``: CloudFormation reads a ``Ref`` in
 metadata as a dependency (a queue's marker would depend on the queue itself), and a token of another stack's
@@ -56,6 +59,17 @@ def mark_job_queue(
     part = _queue_part(job_queue, path, queue, dead_letter_queue, payload_bucket)
     # a None is left out, as the kernel leaves it out of a resource's metadata
     _stack_markers(registry).setdefault(queue["logical_id"], {})[QUEUE_MARKER] = template_marker(
+        {k: v for k, v in part.items() if v is not None}
+    )
+
+
+def mark_adopted_job_queue(job_queue: IJobQueue, registry: StackRegistry) -> None:
+    """Put the queue marker of a queue adopted with ``JobQueue.from_queue_attributes`` in its stack's template
+    (``registry``'s), under its construct path: it has no resource of its own to be named by. So the ``jobqueues``
+    command finds it with no consumer bound through jobqueues too (a service of the team's own running its
+    ``worker_command``); a consumer bound to it carries the same part (:func:`mark_consumer`)."""
+    part = queue_part(job_queue, registry.stack)
+    _stack_markers(registry).setdefault(part["path"], {})[QUEUE_MARKER] = template_marker(
         {k: v for k, v in part.items() if v is not None}
     )
 
