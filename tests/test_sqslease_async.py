@@ -26,20 +26,27 @@ URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 
 
 class Tracker:
-    """What the coroutines saw: their threads, and how many ran at once."""
+    """What the coroutines saw: their threads, and how many ran at once.
 
-    def __init__(self) -> None:
+    Each coroutine waits up to ``company_s`` real seconds for another to run beside it, while one of the
+    ``expected`` messages has not started: once every one started, none is left to come. Default 5 s, no count.
+    """
+
+    def __init__(self, company_s: float = 5, expected: int | None = None) -> None:
+        self.company_s, self.expected = company_s, expected
         self.threads: set[str] = set()
         self.active = 0
         self.most = 0
+        self.started = 0
         self.done: list[str] = []
 
     async def handle(self, body: str, message: Message) -> None:
         self.threads.add(threading.current_thread().name)
         self.active += 1  # one loop thread: no lock needed
+        self.started += 1
         self.most = max(self.most, self.active)
-        for _ in range(500):  # wait (up to 5 s) for a second coroutine to run beside this one
-            if self.active >= 2 or len(self.done) >= 3:
+        for _ in range(round(self.company_s / 0.01)):  # wait for a second coroutine to run beside this one
+            if self.active >= 2 or len(self.done) >= 3 or self.started == self.expected:
                 break
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
@@ -110,7 +117,8 @@ def test_async_handlers_against_moto_delete_their_messages(local_aws: LocalServe
 
 def test_the_lambda_adapter_runs_a_batch_of_coroutines_one_record_at_a_time_on_the_invocations_loop() -> None:
     sqs, emf = FakeSQS(), io.StringIO()
-    tracker = Tracker()
+    # a second record's coroutine, were it started beside the first, would start within milliseconds: 2 s each
+    tracker = Tracker(company_s=2, expected=3)
     before = {t.name for t in threading.enumerate()}
     response = process_event(
         fake_event(["a", "b", "c"]),

@@ -51,7 +51,7 @@ def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
     send_fifo(local_aws, queues.url, "g", POISON_GROUP)
     send_fifo(local_aws, queues.url, "h", OTHER_GROUP)
     events = tmp_path / "events"
-    args = ["--backoff-base", "1"]  # back-offs of 1, 2, 4, 8 s at most: the test's length, not its outcome
+    args = ["--backoff-base", "1", "--backoff-max", "1"]  # back-offs of 1 s: the test's length, not its outcome
     if told:
         args += ["--max-receive-count", str(max_receive_count), "--dead-letter-queue-url", queues.dlq_url]
     process = start_worker_process(local_aws, queues.url, events, handler="sqs_handlers:poison_job", args=args)
@@ -99,15 +99,21 @@ def test_a_poison_message_goes_to_the_dlq_alone_and_its_group_runs_in_order(
     assert back["Body"] == "poison" and back["Attributes"]["MessageGroupId"] == "g"
 
 
-#: 4 s leases extended 1 s before they end: a killed worker's held group is back within 4 s.
-SHORT_LEASES = {"SQSLEASE_VISIBILITY_TIMEOUT": "4", "SQSLEASE_EXTENSION_THRESHOLD": "1"}
+#: 4 s leases extended 1 s before they end: a killed worker's held group is back within 4 s. Back-offs of 1 s:
+#: the test's length, not its outcome.
+SHORT_LEASES = {
+    "SQSLEASE_VISIBILITY_TIMEOUT": "4",
+    "SQSLEASE_EXTENSION_THRESHOLD": "1",
+    "SQSLEASE_BACKOFF_BASE": "1",
+    "SQSLEASE_BACKOFF_MAX": "1",
+}
 
 
 @pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 0), (signal.SIGKILL, -signal.SIGKILL)])
 def test_a_worker_stopped_while_it_holds_a_group_loses_nothing_and_the_next_one_keeps_its_order(
     local_aws: LocalServer, tmp_path: Path, stop: signal.Signals, status: int
 ) -> None:
-    # GIVEN a worker holding group g behind its failed head (3 receives at most, back-off base 2 s)
+    # GIVEN a worker holding group g behind its failed head (3 receives at most, back-offs of 1 s)
     queues = make_queue(local_aws, vt=30, max_receive_count=3, fifo=True)
     assert queues.dlq_url is not None
     send_fifo(local_aws, queues.url, "g", POISON_GROUP)
