@@ -221,6 +221,20 @@ def test_an_empty_body_is_refused_before_anything_is_asked(capsys: pytest.Captur
     assert (status, capsys.readouterr().err) == (2, "error: --body is empty: SQS takes no empty message\n")
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [(["--body", "x", "--file", "f"], "both were given"), ([], "neither was given")],
+)
+def test_body_and_file_say_which_mistake_it_is(
+    given: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN both --body and --file, or neither, WHEN sent to an endpoint nothing listens on
+    status = main(["send", "Nope", *given, "--endpoint-url", "http://localhost:1"])
+    # THEN one line naming which, status 2, before any request
+    err = capsys.readouterr().err
+    assert status == 2 and f"pass exactly one of --body TEXT or --file FILE ({said})" in err, err
+
+
 @NEEDS_CDK
 def test_a_stack_not_in_the_region_asked_is_said_so(
     ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]

@@ -78,7 +78,8 @@ def command(
     """Send one message (--body) or a file of them (--file), in batches of 10; refused entries are listed. A body
     larger than the queue takes goes through the job type's payload bucket (the SQS Extended Client's format)."""
     if (body is None) == (file is None):
-        raise click.UsageError("pass one of --body TEXT or --file FILE")
+        given = "both were given" if body is not None else "neither was given"
+        raise click.UsageError(f"pass exactly one of --body TEXT or --file FILE ({given})")
     if body == "":
         raise BadInput("--body is empty: SQS takes no empty message")
     if dedup_id is not None and file is not None:
