@@ -65,7 +65,7 @@ BAD_DECLARATIONS = [
     (
         "dedup without FIFO",
         {**P99, "content_based_deduplication": True},
-        "content_based_deduplication=True needs fifo=True",
+        "content_based_deduplication=True needs fifo=True: declare fifo=True, or leave content_based_deduplication unset",
     ),
     ("queue name too long", {**P99, "queue_name": "q" * 81}, "SQS allows 80"),
     ("queue name bad characters", {**P99, "queue_name": "my queue!"}, "may only contain letters"),
@@ -292,12 +292,14 @@ BAD_DECLARATIONS = [
     (
         "high-throughput scope on a standard queue",
         {**P99, "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP},
-        "deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP needs fifo=True",
+        "deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP needs fifo=True (it sets a FIFO queue's throughput "
+        "mode): declare fifo=True, or leave deduplication_scope unset",
     ),
     (
         "throughput limit on a standard queue",
         {**P99, "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_QUEUE},
-        "fifo_throughput_limit=sqs.FifoThroughputLimit.PER_QUEUE needs fifo=True",
+        "fifo_throughput_limit=sqs.FifoThroughputLimit.PER_QUEUE needs fifo=True (it sets a FIFO queue's throughput "
+        "mode): declare fifo=True, or leave fifo_throughput_limit unset",
     ),
     (
         "message-group deduplication alone",

@@ -57,7 +57,10 @@ def fifo_high_throughput(c: RuleContext) -> None:
         ("fifo_throughput_limit", limit, "FifoThroughputLimit"),
     ):
         if value is not None and not d.fifo:
-            c.error(f"{prop}=sqs.{enum}.{value} needs fifo=True (it sets a FIFO queue's throughput mode)")
+            c.error(
+                f"{prop}=sqs.{enum}.{value} needs fifo=True (it sets a FIFO queue's throughput mode): declare "
+                f"fifo=True, or leave {prop} unset"
+            )
     if not d.fifo:
         return
     group_scope, group_limit = scope == MESSAGE_GROUP, limit == PER_MESSAGE_GROUP_ID

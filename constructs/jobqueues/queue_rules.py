@@ -115,7 +115,9 @@ def lambda_retries_fit(max_receive_count: int, timeout_s: float, processing_p99_
 def fifo_and_names(c: RuleContext) -> None:
     d, r = c.d, c.result
     if d.content_based_deduplication and not d.fifo:
-        c.error("content_based_deduplication=True needs fifo=True")
+        c.error(
+            "content_based_deduplication=True needs fifo=True: declare fifo=True, or leave content_based_deduplication unset"
+        )
     suffix = FIFO_SUFFIX if d.fifo else ""
     if d.queue_name is not None:
         problems = _queue_name_problems(d.queue_name, d.fifo)
