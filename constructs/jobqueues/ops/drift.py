@@ -90,8 +90,17 @@ class Drift:
         return {**asdict(self), "drifted": self.drifted}
 
 
-def _millis(seconds: float) -> int:
-    return math.ceil(round(seconds * 1000, 6))
+#: CDK's ``Duration`` factories, largest first, with their length in milliseconds.
+_DURATION_UNITS = (("days", 86_400_000), ("hours", 3_600_000), ("minutes", 60_000), ("seconds", 1000), ("millis", 1))
+
+
+def duration_code(seconds: float) -> str:
+    """``seconds`` (rounded up to a whole millisecond) as the stack code that declares it, in its largest whole
+    unit: ``Duration.minutes(50)``, ``Duration.seconds(90)``, ``Duration.millis(383)``. Every ``Duration`` drift
+    suggests is written by this."""
+    millis = math.ceil(round(seconds * 1000, 6))
+    name, size = next((n, s) for n, s in _DURATION_UNITS if s == 1 or (millis >= s and millis % s == 0))
+    return f"Duration.{name}({millis // size})"
 
 
 def _lambda_timeout(job: JobType, p99_s: float) -> tuple[float | None, str | None, str | None, float]:
@@ -110,7 +119,7 @@ def _lambda_timeout(job: JobType, p99_s: float) -> tuple[float | None, str | Non
             timeout_problem = (
                 f"the Lambda timeout {lambda_timeout:g} s cannot fit a record of the measured p99 {p99_s:g} s"
             )
-            timeout_fix, lambda_timeout = f"timeout=Duration.seconds({needed})", needed
+            timeout_fix, lambda_timeout = f"timeout={duration_code(needed)}", needed
             needed_timeout = needed
     return lambda_timeout, timeout_fix, timeout_problem, needed_timeout
 
@@ -128,7 +137,7 @@ def _verdict(
     timeout's problem (:func:`_lambda_timeout`) is added."""
     fixes = [timeout_fix] if timeout_fix else []
     status, reason = OK, f"within {tolerance:.0%} above the expected {expected_s} s"
-    p99_fix = f"processing_p99=Duration.millis({_millis(p99_s)})"
+    p99_fix = f"processing_p99={duration_code(p99_s)}"
     if vt is None:
         status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
     elif vt < expected_s:
