@@ -137,7 +137,8 @@ def test_drift_exits_1_and_prints_the_fix(
     assert status == 1, out
     p99_ms = measured_p99_ms(profiles["disagree"], "Prod-Billing/Invoices")
     assert 7_900 <= p99_ms <= 8_100
-    assert f"change: processing_p99=Duration.millis({p99_ms}) on job type Invoices" in out.out
+    p99_code = f"Duration.seconds({p99_ms // 1000})" if p99_ms % 1000 == 0 else f"Duration.millis({p99_ms})"
+    assert f"change: processing_p99={p99_code} on job type Invoices" in out.out
     assert "Prod-Billing/Invoices: VT 10 s is below the expected 16 s" in out.out
     assert "drift: 1 of 4 job types (Prod-Billing/Invoices)" in out.err
 
@@ -236,6 +237,38 @@ def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     )
 
 
+@pytest.mark.parametrize(
+    "aws_options",
+    [
+        ["--endpoint-url", "http://localhost:1"],
+        ["--region", "eu-west-1"],
+        ["--profile", "team"],
+        ["--endpoint-url", "http://localhost:1", "--region", "eu-west-1"],
+    ],
+)
+@pytest.mark.parametrize("before_the_command", [False, True])
+def test_app_refuses_the_options_of_a_deployment(
+    aws_options: list[str], before_the_command: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN --app (the synthesized app, no AWS) with an option that only a deployment's reading uses
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": 2, "deployments": {}}))
+    drift = ["drift", "--profiles", str(profiles), "--app", f"python {tmp_path / 'nosuch.py'}"]
+    argv = [*aws_options, *drift] if before_the_command else [*drift, *aws_options]
+    # WHEN drift runs THEN it is refused as --stack is, one line, status 2, before any synth
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    given = ", ".join(o for o in aws_options if o.startswith("--"))
+    assert lines[-1] == f"Error: {given}: not with --app, which synthesizes the app and reads no deployment", lines
+
+
+def test_app_refuses_stack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": 2, "deployments": {}}))
+    assert main(["drift", "--profiles", str(profiles), "--app", "python app.py", "--stack", "S"]) == 2
+    assert "--stack reads deployed stacks, --app synthesizes the app: pass one of them" in capsys.readouterr().err
+
+
 @NEEDS_CDK
 def test_an_app_that_does_not_synthesize_is_bad_input_not_drift(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -273,14 +306,14 @@ def test_a_vt_within_tolerance_is_ok_and_one_above_is_too_long() -> None:
     assert compare(ECS_JOB, entry(5.0), Deployed(12, 3), 0.25).status == OK
     too_long = compare(ECS_JOB, entry(5.0), Deployed(13, 3), 0.25)
     assert too_long.status == TOO_LONG and too_long.drifted
-    assert too_long.fixes == ["processing_p99=Duration.millis(5000)"]
+    assert too_long.fixes == ["processing_p99=Duration.seconds(5)"]
     assert compare(ECS_JOB, entry(5.0), Deployed(20, 3), 1.0).status == OK
 
 
 def test_a_vt_below_the_measurement_is_too_short() -> None:
     drift = compare(ECS_JOB, entry(30.0), Deployed(10, 3), 0.25)
     assert (drift.status, drift.expected_visibility_timeout_s) == (TOO_SHORT, 60)
-    assert drift.fixes == ["processing_p99=Duration.millis(30000)"]
+    assert drift.fixes == ["processing_p99=Duration.seconds(30)"]
 
 
 def test_a_lambda_job_is_held_to_its_timeout_rule() -> None:
@@ -313,11 +346,33 @@ def test_a_lambda_timeout_too_short_is_fixed_by_the_timeout() -> None:
     assert compare(LAMBDA_JOB, entry(1000.0), Deployed(185, 3), 0.25).fixes[-1] == "EcsJob(...) instead of LambdaJob"
 
 
+@pytest.mark.parametrize(
+    ("p99_s", "code"),
+    [
+        (3000.0, "Duration.minutes(50)"),
+        (90.0, "Duration.seconds(90)"),
+        (0.383, "Duration.millis(383)"),
+        (7200.0, "Duration.hours(2)"),
+        (61.5, "Duration.millis(61500)"),
+    ],
+)
+def test_a_suggested_duration_is_in_its_largest_whole_unit(p99_s: float, code: str) -> None:
+    # GIVEN a measured p99 the stack's VT is far below, WHEN compared, THEN the change reads as a person writes it
+    drift = compare(ECS_JOB, entry(p99_s), Deployed(1, 3), 0.25)
+    assert drift.fixes == [f"processing_p99={code}"]
+
+
+def test_a_suggested_lambda_timeout_is_in_its_largest_whole_unit() -> None:
+    # p99 115 s needs a 120 s timeout (5 s deadline margin): two whole minutes
+    drift = compare(LAMBDA_JOB, entry(115.0), Deployed(185, 3), 0.25)
+    assert drift.fixes[0] == "timeout=Duration.minutes(2)"
+
+
 def test_a_lambda_job_with_lease_extension_whose_p99_rule_wins_is_fixed_by_its_p99() -> None:
     # timeout 60 s + window 0 s + 10 s = 70 s; the timeout fits p99 40 s, but 2 x 40 s = 80 s is the larger rule
     job = JobType("Long", "S", "S/Long", "url", "dlq", lambda_timeout_s=60, lease_extension=True)
     drift = compare(job, entry(40.0), Deployed(70, 3), 0.25)
-    assert (drift.status, drift.fixes) == (TOO_SHORT, ["processing_p99=Duration.millis(40000)"])
+    assert (drift.status, drift.fixes) == (TOO_SHORT, ["processing_p99=Duration.seconds(40)"])
 
 
 def test_a_queue_changed_outside_its_stack_says_so() -> None:
