@@ -495,3 +495,58 @@ def test_a_ctrl_c_that_lands_in_a_destructor_still_ends_the_watch(
     assert main(["--endpoint-url", "http://localhost:1", "status", "--watch", "1"]) == 0
     assert len(refreshes) <= 4, refreshes
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (["status", "--watch"], 0),  # a watch only reads: Ctrl-C is how it ends, mid-request too
+        (["status"], 130),
+        (["dlq", "list", "Invoices"], 130),
+        (["drift", "--profiles", "{profiles}"], 130),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
+)
+def test_one_ctrl_c_ends_a_command_waiting_on_an_endpoint_that_never_answers(
+    arguments: list[str], expected: int, tmp_path: Path
+) -> None:
+    from support.not_aws import not_aws
+
+    from jobqueues.ops.timeouts import READ_TIMEOUT_S
+
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": 2, "deployments": {}}))
+    credentials = {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
+    environment = {**os.environ, **credentials, "AWS_MAX_ATTEMPTS": "3"}
+    environment.pop("AWS_ENDPOINT_URL", None)
+    # GIVEN a command whose first request reached a server that reads requests and never answers
+    with not_aws("no answer") as server:
+        argv = [a.replace("{profiles}", str(profiles)) for a in arguments]
+        command = subprocess.Popen(
+            [str(JOBQUEUES), "--endpoint-url", server.url, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        deadline = time.monotonic() + 60
+        while not server.scopes and time.monotonic() < deadline and command.poll() is None:
+            time.sleep(0.05)
+        assert server.scopes, "the command's first request never reached the server"
+        # WHEN one Ctrl-C is pressed while that request waits
+        command.send_signal(signal.SIGINT)
+        pressed = time.monotonic()
+        try:
+            out, err = command.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            command.kill()
+            raise AssertionError(f"one Ctrl-C did not end `jobqueues {' '.join(arguments)}`") from None
+        took = time.monotonic() - pressed
+    # THEN it ends at once with its documented status, without the request's timeout error. Not a race: the
+    # request was read by the server (which never answers) before the press, so a command that waits for it
+    # cannot end before its read timeout (10 s per attempt, 3 attempts); ending comes 0.1 s after the press.
+    assert READ_TIMEOUT_S >= 10
+    assert command.returncode == expected, (out, err)
+    assert took < 8, f"ended {took:.1f} s after Ctrl-C: it waited for the request"
+    assert "error:" not in err and "Traceback" not in err, err
+    assert err.strip() == ("" if expected == 0 else "interrupted"), err

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import click
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from jobqueues.cli.context import Aws, ctrl_c_sets, pass_aws
+from jobqueues.cli.context import CTRL_C_LOOK_S, Aws, CtrlCStop, ctrl_c_sets, pass_aws
 from jobqueues.ops.errors import aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
+
+T = TypeVar("T")
 
 
 def _count(value: int | None) -> str:
@@ -129,6 +132,36 @@ def _console() -> Console:
     return console if console.is_terminal else Console(width=200)
 
 
+class _Stopped(Exception):
+    """Ctrl-C came while a watch's read waited for its answer."""
+
+
+def _until_stopped(stop: CtrlCStop, read: Callable[[], T]) -> T:
+    """``read()``, on a thread of its own, waited for until Ctrl-C (:class:`_Stopped`): a request to an endpoint
+    that does not answer waits its read timeout and retries (30 s), which the end of a watch should not. The
+    handler stays as it is (it only records the press); the read left behind is a daemon thread, which ends with
+    the process. ``read``'s exception is raised here, in the caller's thread."""
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, read()))
+        except BaseException as error:  # handed to the caller, which raises it
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="jobqueues-status-read", daemon=True).start()
+    while not done.wait(CTRL_C_LOOK_S):
+        if stop.is_set():
+            raise _Stopped
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return cast(T, value)
+
+
 def _wait(stop: threading.Event, seconds: float) -> bool:
     """Wait ``seconds`` for the next refresh; True once Ctrl-C asked the watch to end."""
     return stop.wait(seconds)
@@ -144,8 +177,8 @@ def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
 
     try:
         with ctrl_c_sets(None) as stop:
-            job_types = aws.discover(stacks).job_types
-            rows = _read(aws, job_types)  # the first read fails as a plain run does: one error line, its status
+            job_types = _until_stopped(stop, lambda: aws.discover(stacks).job_types)
+            rows = _until_stopped(stop, lambda: _read(aws, job_types))  # the first read fails as a plain run does: one error line, its status
             console = _console()
             # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
             live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
@@ -157,7 +190,7 @@ def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
                 while not _wait(stop, every_s):
                     failure = None
                     try:
-                        rows = _read(aws, job_types)
+                        rows = _until_stopped(stop, lambda: _read(aws, job_types))
                     except (BotoCoreError, ClientError) as error:
                         # A throttled or dropped request should not end an operator's watch: show it, try again.
                         failure = str(aws_error(error, aws.endpoint_url) or error)
@@ -165,6 +198,6 @@ def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
             finally:
                 if live is not None:
                     live.stop()
-    except KeyboardInterrupt:  # the second Ctrl-C, during a refresh
+    except (KeyboardInterrupt, _Stopped):  # the second Ctrl-C during a refresh, or the first while a read waits
         pass
     return 0  # Ctrl-C is how a watch ends
