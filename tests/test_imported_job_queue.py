@@ -123,6 +123,42 @@ def test_a_function_the_imported_queue_cannot_serve_is_refused_with_the_fix() ->
         job_queue.add_lambda_consumer(own_function(stack, timeout=60))
 
 
+def refusal(job_queue: ImportedJobQueue, function: lambda_.Function) -> str:
+    with pytest.raises(JobQueueError) as refused:
+        job_queue.add_lambda_consumer(function)
+    return str(refused.value)
+
+
+def test_an_adopted_queue_s_refusal_offers_only_fixes_that_work_for_it() -> None:
+    # GIVEN an adopted queue (VT 2 min, p99 30 s: its owner's facts) and a function of 40 s, which needs 4 min
+    stack = cdk.Stack(cdk.App(), "Adopt", env=ENV)
+    billing = imported(stack, "Billing", visibility_timeout=Duration.minutes(2), processing_p99=Duration.seconds(30))
+    message = refusal(billing, own_function(stack, timeout=40))
+    # THEN the fixes are the queue's VT where it is owned, or lease extension; declaring lambda_timeout changes no
+    # adopted queue, and no timeout fits both the 30 s p99 and 6 x timeout <= 2 min
+    assert (
+        "the queue has 2 min: raise the queue's visibility timeout to at least 4 min where the queue is owned, "
+        "and in from_queue_attributes(visibility_timeout=...) of job type 'Billing', or declare "
+        "lease_extension=True in from_queue_attributes (then at least 50 s)" in message
+    ), message
+    assert "lambda_timeout=" not in message and "shorten" not in message, message
+
+
+def test_an_adopted_queue_s_refusal_names_the_timeout_that_fits() -> None:
+    # GIVEN an adopted queue of VT 5 min (no p99) and a function of 60 s (6 min needed)
+    stack = cdk.Stack(cdk.App(), "Adopt", env=ENV)
+    message = refusal(imported(stack), own_function(stack, timeout=60))
+    # THEN shortening is offered, with the longest timeout whose 6 x fits 5 min
+    assert message.endswith("(then at least 70 s), or shorten the function timeout to at most 50 s"), message
+    # ... and with lease extension declared already, its own rule: the VT, or a timeout of at most 50 s
+    other = cdk.Stack(cdk.App(), "Other", env=ENV)
+    leased = imported(other, visibility_timeout=Duration.minutes(1), lease_extension=True)
+    message = refusal(leased, own_function(other, timeout=60))
+    assert "the queue has 1 min: raise the queue's visibility timeout to at least 70 s where" in message
+    assert message.endswith("or shorten the function timeout to at most 50 s"), message
+    assert "declare lease_extension" not in message, message
+
+
 def test_facts_that_break_the_rules_are_refused_at_synth() -> None:
     stack = cdk.Stack(cdk.App(), "Adopt", env=ENV)
     with pytest.raises(JobQueueError, match=r"visibility_timeout 5 min is below the derived minimum 8 min"):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from sqslease.rules import (
     format_duration,
     lambda_deadline_margin,
     lambda_timeout_for_p99,
+    lambda_visibility_timeout,
     shortest_lambda_timeout_s,
 )
 
@@ -99,6 +101,34 @@ def check_lambda_timing(
             f"or lower {p99_name} to the measured value"
         )
     return problems
+
+
+def longest_timeout_fitting(
+    visibility_timeout_s: float,
+    below_s: float,
+    *,
+    max_batching_window_s: float = 0,
+    lease_extension: bool = False,
+    processing_p99_s: float | None = None,
+) -> int | None:
+    """The longest whole-second function timeout shorter than ``below_s`` that a queue of ``visibility_timeout_s``
+    serves (:func:`sqslease.rules.lambda_visibility_timeout`) and that still fits the p99 and the deadline margin
+    (:func:`check_lambda_timing`); ``None`` when there is none."""
+    shortest = shortest_lambda_timeout_s()
+    if processing_p99_s is not None:
+        for_p99 = lambda_timeout_for_p99(processing_p99_s)
+        if for_p99 is None:
+            return None
+        shortest = max(shortest, for_p99)
+    return next(
+        (
+            t
+            for t in range(math.ceil(below_s) - 1, shortest - 1, -1)
+            if lambda_visibility_timeout(t, max_batching_window_s, lease_extension=lease_extension).seconds
+            <= visibility_timeout_s
+        ),
+        None,
+    )
 
 
 def stop_timeout_s(shutdown_grace_s: float) -> int:

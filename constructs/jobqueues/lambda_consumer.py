@@ -17,7 +17,7 @@ from jobqueues.alarms import alarm
 from jobqueues.consumer_alarms import ConsumerAlarms
 from jobqueues.consumer_binding import Binding, DeclaredConsumer, bind_consumer, claim_consumer
 from jobqueues.consumer_options import RUNTIME_OPTIONS, RuntimeOptions, read_runtime_options
-from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing
+from jobqueues.consumer_rules import check_lambda_consumer, check_lambda_timing, longest_timeout_fitting
 from jobqueues.errors import JobQueueError
 from jobqueues.fleet_dashboard import add_consumer_errors
 from jobqueues.inputs import PropReader
@@ -224,7 +224,9 @@ def _check_function(
             errors.append(
                 f"the function's timeout {format_duration(timeout_s)} needs a visibility timeout of at least "
                 f"{format_duration(least.seconds)} ({least.rule}); the queue has {format_duration(vt_s)}: "
-                + _vt_fix(job_queue, timeout_s, window_s or 0, least.seconds)
+                + (_vt_fix if getattr(job_queue, "owns_queues", True) else _adopted_vt_fix)(
+                    job_queue, timeout_s, window_s or 0, least.seconds
+                )
             )
     if errors:
         raise JobQueueError(
@@ -248,3 +250,30 @@ def _vt_fix(job_queue: IJobQueue, timeout_s: float, window_s: float, least_s: in
         leased = lambda_visibility_timeout(timeout_s, window_s, lease_extension=True).seconds
         fixes.append(f"declare lease_extension=True on it (then at least {format_duration(leased)})")
     return ", or ".join([*fixes, "shorten the function timeout"])
+
+
+def _adopted_vt_fix(job_queue: IJobQueue, timeout_s: float, window_s: float, least_s: int) -> str:
+    """How to make an adopted queue fit the function: its VT is its owner's fact (declaring ``lambda_timeout``
+    changes nothing), so raise it there, extend leases, or shorten the function where a timeout fits both."""
+    fixes = [
+        f"raise the queue's visibility timeout to at least {format_duration(least_s)} where the queue is owned, "
+        f"and in from_queue_attributes(visibility_timeout=...) of job type {job_queue.job_type!r}"
+    ]
+    if not job_queue.lease_extension:
+        leased = lambda_visibility_timeout(timeout_s, window_s, lease_extension=True).seconds
+        fixes.append(f"declare lease_extension=True in from_queue_attributes (then at least {format_duration(leased)})")
+    vt_s = job_queue.visibility_timeout_seconds
+    shorter = (
+        None
+        if vt_s is None
+        else longest_timeout_fitting(
+            vt_s,
+            timeout_s,
+            max_batching_window_s=window_s,
+            lease_extension=job_queue.lease_extension,
+            processing_p99_s=job_queue.processing_p99_seconds,
+        )
+    )
+    if shorter is not None:
+        fixes.append(f"shorten the function timeout to at most {format_duration(shorter)}")
+    return ", or ".join(fixes)
