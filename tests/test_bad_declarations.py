@@ -65,7 +65,8 @@ BAD_DECLARATIONS = [
     (
         "dedup without FIFO",
         {**P99, "content_based_deduplication": True},
-        "content_based_deduplication=True needs fifo=True: declare fifo=True, or leave content_based_deduplication unset",
+        "content_based_deduplication=True needs fifo=True: declare fifo=True, or leave content_based_deduplication "
+        "unset",
     ),
     ("queue name too long", {**P99, "queue_name": "q" * 81}, "SQS allows 80"),
     ("queue name bad characters", {**P99, "queue_name": "my queue!"}, "may only contain letters"),

@@ -225,9 +225,7 @@ def test_an_empty_body_is_refused_before_anything_is_asked(capsys: pytest.Captur
     ("given", "said"),
     [(["--body", "x", "--file", "f"], "both were given"), ([], "neither was given")],
 )
-def test_body_and_file_say_which_mistake_it_is(
-    given: list[str], said: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_body_and_file_say_which_mistake_it_is(given: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN both --body and --file, or neither, WHEN sent to an endpoint nothing listens on
     status = main(["send", "Nope", *given, "--endpoint-url", "http://localhost:1"])
     # THEN one line naming which, status 2, before any request

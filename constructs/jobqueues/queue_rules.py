@@ -116,7 +116,8 @@ def fifo_and_names(c: RuleContext) -> None:
     d, r = c.d, c.result
     if d.content_based_deduplication and not d.fifo:
         c.error(
-            "content_based_deduplication=True needs fifo=True: declare fifo=True, or leave content_based_deduplication unset"
+            "content_based_deduplication=True needs fifo=True: declare fifo=True, or leave "
+            "content_based_deduplication unset"
         )
     suffix = FIFO_SUFFIX if d.fifo else ""
     if d.queue_name is not None:

@@ -178,7 +178,8 @@ def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
     try:
         with ctrl_c_sets(None) as stop:
             job_types = _until_stopped(stop, lambda: aws.discover(stacks).job_types)
-            rows = _until_stopped(stop, lambda: _read(aws, job_types))  # the first read fails as a plain run does: one error line, its status
+            # the first read fails as a plain run does: one error line, its status
+            rows = _until_stopped(stop, lambda: _read(aws, job_types))
             console = _console()
             # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
             live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
