@@ -224,9 +224,7 @@ def _check_function(
             errors.append(
                 f"the function's timeout {format_duration(timeout_s)} needs a visibility timeout of at least "
                 f"{format_duration(least.seconds)} ({least.rule}); the queue has {format_duration(vt_s)}: "
-                + (_vt_fix if getattr(job_queue, "owns_queues", True) else _adopted_vt_fix)(
-                    job_queue, timeout_s, window_s or 0, least.seconds
-                )
+                + _vt_fix(job_queue, timeout_s, window_s or 0, least.seconds)
             )
     if errors:
         raise JobQueueError(
@@ -238,6 +236,8 @@ def _check_function(
 
 def _vt_fix(job_queue: IJobQueue, timeout_s: float, window_s: float, least_s: int) -> str:
     """How to make the queue's declaration fit the function: only what it does not declare already."""
+    if getattr(job_queue, "owns_queues", True) is False:  # as jobqueues.marker tells an adopted queue
+        return _adopted_vt_fix(job_queue, timeout_s, window_s, least_s)
     job_type = job_queue.job_type
     fixes = []
     if job_queue.lease_extension:
