@@ -127,6 +127,11 @@ def measured_p99_ms(path: Path, name: str) -> int:
     return round(json.loads(path.read_text())["deployments"][name]["recommended_processing_p99_s"] * 1000)
 
 
+def p99_code(p99_ms: int) -> str:
+    """How drift writes a p99 of ``p99_ms`` (a profile's measurement, around 8 s): whole seconds, else millis."""
+    return f"Duration.seconds({p99_ms // 1000})" if p99_ms % 1000 == 0 else f"Duration.millis({p99_ms})"
+
+
 @NEEDS_CDK
 def test_drift_exits_1_and_prints_the_fix(
     ops_deployment: Deployment, profiles: dict[str, Path], capsys: pytest.CaptureFixture[str]
@@ -137,8 +142,7 @@ def test_drift_exits_1_and_prints_the_fix(
     assert status == 1, out
     p99_ms = measured_p99_ms(profiles["disagree"], "Prod-Billing/Invoices")
     assert 7_900 <= p99_ms <= 8_100
-    p99_code = f"Duration.seconds({p99_ms // 1000})" if p99_ms % 1000 == 0 else f"Duration.millis({p99_ms})"
-    assert f"change: processing_p99={p99_code} on job type Invoices" in out.out
+    assert f"change: processing_p99={p99_code(p99_ms)} on job type Invoices" in out.out
     assert "Prod-Billing/Invoices: VT 10 s is below the expected 16 s" in out.out
     assert "drift: 1 of 4 job types (Prod-Billing/Invoices)" in out.err
 
@@ -175,22 +179,14 @@ def test_drift_exits_0_when_the_measurements_agree(ops_deployment: Deployment, p
 def test_drift_of_the_synthesized_app(
     profiles: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # --app: the app in the current directory, synthesized with its own cdk.json; no AWS asked.
+    # --app: the app in the current directory, synthesized with its own cdk.json; no AWS asked (the shell's
+    # endpoint is one nothing listens on: a request would be status 3; an --endpoint-url option is refused)
     monkeypatch.chdir(OPS_APP_DIR)
-    status = main(
-        [
-            "--endpoint-url",
-            "http://localhost:1",
-            "drift",
-            "--profiles",
-            str(profiles["disagree"]),
-            "--app",
-            f"{sys.executable} app.py",
-        ]
-    )
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://localhost:1")
+    status = main(["drift", "--profiles", str(profiles["disagree"]), "--app", f"{sys.executable} app.py"])
     out = capsys.readouterr().out
     assert status == 1
-    assert f"processing_p99=Duration.millis({measured_p99_ms(profiles['disagree'], 'Prod-Billing/Invoices')})" in out
+    assert f"processing_p99={p99_code(measured_p99_ms(profiles['disagree'], 'Prod-Billing/Invoices'))}" in out
 
 
 @NEEDS_CDK
