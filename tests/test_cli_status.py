@@ -22,6 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 from emulator_fixtures import NEEDS_CDK, Deployment
 from rich.console import Console
+from support.cli_runs import as_from_a_terminal
 
 from jobqueues.cli import main
 from jobqueues.cli.status import table, watch_view
@@ -528,6 +529,7 @@ def test_one_ctrl_c_ends_a_command_waiting_on_an_endpoint_that_never_answers(
             stderr=subprocess.PIPE,
             text=True,
             env=environment,
+            preexec_fn=as_from_a_terminal,  # as a terminal starts it, whatever this process's SIGINT disposition
         )
         deadline = time.monotonic() + 60
         while not server.scopes and time.monotonic() < deadline and command.poll() is None:

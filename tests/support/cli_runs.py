@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,6 +17,15 @@ from jobqueues.emulator.server import Emulator
 from support import waiting
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
+
+
+def as_from_a_terminal() -> None:
+    """A ``preexec_fn``: the command gets Ctrl-C as one started from a terminal does (SIGINT's default action, not
+    blocked), whatever the test process's own disposition. A child inherits SIGINT ignored or blocked, and the test
+    process's can be either by then: a test run found a pytest process with SIGINT ignored after other tests (what
+    set it is not known), and a command started from it ignored the Ctrl-C its test sent."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @dataclass
