@@ -19,11 +19,14 @@ setup: $(VENV)/.installed node_modules/.installed
 
 # uv (from the package index) resolves and installs in about 20 s where pip took nearly 2 min, and prints no
 # build-backend warnings; `make local` and `make test` install the same way.
+# pyspark is published as source only, so uv builds its wheel: 400 MB of jars, already compressed, that the build
+# would deflate again. Stored as they are, a fresh install took about 5 s less (docs/testing.md).
+PYSPARK_WHEEL := --config-settings-package pyspark:--build-option=--compression=stored
 $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml lambda_src/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	@echo "installing requirements-dev.txt into $(VENV) (uv)"
-	$(PY) -m uv pip install --quiet --python $(PY) -r requirements-dev.txt
+	$(PY) -m uv pip install --quiet --python $(PY) -r requirements-dev.txt $(PYSPARK_WHEEL)
 	# up to 0.1.0 the construct distribution was called jobqueues (a name taken on the index): drop it
 	$(PY) -m uv pip uninstall --quiet --python $(PY) jobqueues 2>/dev/null || true
 	touch $@

@@ -53,8 +53,8 @@ AWS_OPTIONS = (
 
 @dataclass
 class Aws:
-    """boto3 clients for one endpoint, region and profile; ``None`` s mean boto3's defaults. ``sources``: where
-    each value came from (its option or variable), for the error that names it."""
+    """AWS clients for one endpoint, region and profile; ``None`` s mean botocore's defaults (as boto3's).
+    ``sources``: where each value came from (its option or variable), for the error that names it."""
 
     endpoint_url: str | None = None
     region: str | None = None
@@ -63,23 +63,24 @@ class Aws:
     _clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
-        """A boto3 client for ``service``, made once; a bad endpoint is a :class:`BadInput` before any request."""
+        """A client for ``service`` (botocore's, as boto3 makes it), made once; a bad endpoint is a
+        :class:`BadInput` before any request."""
         if service not in self._clients:
-            import boto3
-
             if self.endpoint_url is not None:
                 problem = endpoint_problem(self.endpoint_url, self.sources.get("endpoint_url", "--endpoint-url"))
                 if problem is not None:
                     raise BadInput(problem)
-            session = boto3.Session(profile_name=self.profile, region_name=self.region)
+            session = _botocore_session(self.profile)
+            region = self.region or session.get_config_variable("region")
             local: dict[str, str] = {}
             if self.endpoint_url and urlparse(self.endpoint_url).hostname in LOCAL_HOSTS:
                 # The emulator takes any credentials, in its one region: none configured is no reason to fail.
                 if session.get_credentials() is None:
                     local.update(aws_access_key_id="testing", aws_secret_access_key="testing")
-                if session.region_name is None:
-                    local["region_name"] = LOCAL_REGION
-            client = session.client(service, endpoint_url=self.endpoint_url, config=client_config(), **local)
+                region = region or LOCAL_REGION
+            client = session.create_client(
+                service, region_name=region, endpoint_url=self.endpoint_url, config=client_config(), **local
+            )
             self._clients[service] = guard(client)
         return self._clients[service]
 
@@ -90,6 +91,26 @@ class Aws:
     def job_type(self, name: str, stack: str | None = None) -> JobType:
         """One job type by name (or ``STACK/NAME``), searched in ``stack`` or every stack."""
         return self.discover([stack] if stack else []).find(name, stack)
+
+
+def _botocore_session(profile: str | None) -> Any:
+    """A new botocore session (of ``profile``, default botocore's) that reads botocore's model and endpoint files
+    through :func:`_data_loader`. A client needs nothing boto3 adds to botocore's (its resources, S3's transfers)."""
+    import botocore.session
+
+    session = botocore.session.Session(profile=profile)
+    session.register_component("data_loader", _data_loader(session.get_config_variable("data_path")))
+    return session
+
+
+@functools.cache
+def _data_loader(data_path: str | None) -> Any:
+    """botocore's loader of its data files, one a process: each new session's own would parse the files again
+    (about 0.1 s of CPU for a client), and a process that runs several commands (a test's) makes a session each.
+    What it loads is read only, as when one session's clients share it."""
+    from botocore.loaders import create_loader
+
+    return create_loader(data_path)
 
 
 def aws_parameters(read_environment: bool) -> list[click.Option]:

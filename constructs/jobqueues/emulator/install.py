@@ -13,7 +13,7 @@ from jobqueues.emulator.patches.cloudformation import (
     tell_change_sets_apart_by_stack,
 )
 from jobqueues.emulator.patches.dynamodb import keep_table_ttl_recovery_and_encryption, make_dynamodb_requests_atomic
-from jobqueues.emulator.patches.iam import attach_managed_policies
+from jobqueues.emulator.patches.iam import attach_managed_policies, load_aws_managed_policies_on_demand
 from jobqueues.emulator.patches.lambda_ import keep_lambda_layers, make_sqs_event_source_mappings_inert
 from jobqueues.emulator.patches.s3 import keep_bucket_lifecycle_and_public_access
 from jobqueues.emulator.patches.sqs import (
@@ -35,6 +35,7 @@ def install() -> None:
     report_redrive_allow_policy()
     keep_one_queue_encryption()
     keep_lambda_layers()
+    load_aws_managed_policies_on_demand()
     attach_managed_policies()
     keep_table_ttl_recovery_and_encryption()
     keep_bucket_lifecycle_and_public_access()

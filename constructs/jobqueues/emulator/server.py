@@ -121,9 +121,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=5000)
     args = parser.parse_args(argv)
 
-    # AWS managed policies (AWSLambdaBasicExecutionRole, ...) exist only if moto loads them; roles'
-    # ManagedPolicyArns are attached at deploy (see jobqueues.emulator.patches.iam).
-    os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
     from moto.server import main as moto_main
 
     from jobqueues.emulator.install import install
