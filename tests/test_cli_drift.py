@@ -380,6 +380,30 @@ def test_a_queue_changed_outside_its_stack_says_so() -> None:
     assert "changed outside" not in compare(job, entry(5.0), Deployed(10, 3), 0.25).reason
 
 
+def test_a_vt_declared_explicitly_is_fixed_by_the_vt_not_by_the_p99_it_does_not_follow() -> None:
+    # GIVEN a job type whose stack declares p99 20 s and visibility_timeout 60 s (kept: it is above the 40 s the p99
+    # derives), or adopts a queue of VT 60 s, measured at p99 20 s: VT 60 s is over 1.25 x the expected 40 s
+    job = JobType("Mail", "S", "S/Mail", "url", "dlq", processing_p99_s=20.0, visibility_timeout_s=60)
+    drift = compare(job, entry(20.0), Deployed(60, 3), 0.25)
+    # THEN the fix is the VT: the p99 is what was measured already, and a p99 change would leave the VT at 60 s
+    assert drift.status == TOO_LONG
+    assert drift.fixes == ["visibility_timeout=Duration.seconds(40)"]
+    assert drift.reason.endswith("(the stack declares visibility_timeout 60 s, which its p99 does not change)")
+    # ... and a p99 measured apart from the declared one is a fix beside it
+    assert compare(job, entry(15.0), Deployed(60, 3), 0.25).fixes == [
+        "processing_p99=Duration.seconds(15)",
+        "visibility_timeout=Duration.seconds(30)",
+    ]
+    # ... too short too: a p99 raised past the declared VT would be refused at synth until the VT is raised
+    assert compare(job, entry(45.0), Deployed(60, 3), 0.25).fixes == [
+        "processing_p99=Duration.seconds(45)",
+        "visibility_timeout=Duration.seconds(90)",
+    ]
+    # ... while a VT the stack derives from its p99 (60 s from 30 s) still follows it
+    derived = JobType("Mail", "S", "S/Mail", "url", "dlq", processing_p99_s=30.0, visibility_timeout_s=60)
+    assert compare(derived, entry(20.0), Deployed(60, 3), 0.25).fixes == ["processing_p99=Duration.seconds(20)"]
+
+
 def test_load_profiles_names_the_job_type_and_field(tmp_path: Path) -> None:
     path = tmp_path / "profiles.json"
     for entry_, problem in (

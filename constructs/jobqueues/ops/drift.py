@@ -15,8 +15,9 @@ timeout. A job type **drifted** when its VT is
 
 A Lambda job whose timeout cannot fit a record of the measured p99 (:func:`sqslease.rules.lambda_timeout_for_p99`)
 drifted too: its fix is ``timeout=`` (its VT follows), with ``processing_p99=`` only when ``2 x p99`` is still the
-larger rule; its expected VT is the one that timeout gives. A queue whose VT differs from its stack's (changed
-outside CloudFormation) says so in the reason.
+larger rule; its expected VT is the one that timeout gives. A VT the stack declares above what its numbers derive
+(``visibility_timeout=``, an adopted queue's own) does not follow the p99: its fix is ``visibility_timeout=``. A
+queue whose VT differs from its stack's (changed outside CloudFormation) says so in the reason.
 
 ``maxReceiveCount`` below jobstats' recommendation is reported with its fix, without failing: it sends messages that
 would succeed to the DLQ, which the DLQ alarm shows. A profile that refuses to recommend (too few samples), a job
@@ -33,11 +34,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from jobqueues.ops.discovery import JobType, LambdaConsumer
+from jobqueues.ops.duration_code import duration_code
 from jobqueues.ops.queues import queue_attributes
-from jobqueues.profiles_document import (
-    job_type_of,
-    recommended_p99_s,
-)
+from jobqueues.profiles_document import job_type_of, recommended_p99_s
 from sqslease.config import SETTINGS
 from sqslease.rules import (
     derive_visibility_timeout,
@@ -88,19 +87,6 @@ class Drift:
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` form: every field above, plus ``drifted``."""
         return {**asdict(self), "drifted": self.drifted}
-
-
-#: CDK's ``Duration`` factories, largest first, with their length in milliseconds.
-_DURATION_UNITS = (("days", 86_400_000), ("hours", 3_600_000), ("minutes", 60_000), ("seconds", 1000), ("millis", 1))
-
-
-def duration_code(seconds: float) -> str:
-    """``seconds`` (rounded up to a whole millisecond) as the stack code that declares it, in its largest whole
-    unit: ``Duration.minutes(50)``, ``Duration.seconds(90)``, ``Duration.millis(383)``. Every ``Duration`` drift
-    suggests is written by this."""
-    millis = math.ceil(round(seconds * 1000, 6))
-    name, size = next((n, s) for n, s in _DURATION_UNITS if s == 1 or (millis >= s and millis % s == 0))
-    return f"Duration.{name}({millis // size})"
 
 
 def _lambda_timeout(job: JobType, p99_s: float) -> tuple[float | None, str | None, str | None, float]:
@@ -161,6 +147,21 @@ def _verdict(
     return status, reason, fixes
 
 
+def _explicit_visibility_timeout(job: JobType) -> int | None:
+    """The VT the stack declares (seconds) when above what its numbers derive (given explicitly, or an adopted
+    queue's own); ``None`` when it follows them, or is unknown."""
+    if job.visibility_timeout_s is None or (job.processing_p99_s is None and job.lambda_timeout_s is None):
+        return None
+    declared = math.ceil(job.visibility_timeout_s)
+    derived = derive_visibility_timeout(
+        processing_p99_s=job.processing_p99_s,
+        lambda_timeout_s=job.lambda_timeout_s,
+        max_batching_window_s=job.max_batching_window_s,
+        lease_extension=job.lease_extension,
+    )
+    return declared if declared > derived.seconds else None
+
+
 def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, tolerance: float) -> Drift:
     """One job type's drift (pure)."""
     vt, mrc = deployed.visibility_timeout_s, deployed.max_receive_count
@@ -200,6 +201,11 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
         status = TOO_SHORT
         if timeout_fix is None:
             fixes.append("EcsJob(...) instead of LambdaJob")
+    explicit_vt = _explicit_visibility_timeout(job)
+    if explicit_vt is not None and status in (TOO_SHORT, TOO_LONG):  # kept over what the p99 derives
+        unchanged = f"processing_p99={duration_code(p99_s)}" if p99_s == job.processing_p99_s else None
+        fixes = [*(f for f in fixes if f != unchanged), f"visibility_timeout={duration_code(expected.seconds)}"]
+        reason += f" (the stack declares visibility_timeout {explicit_vt} s, which its p99 does not change)"
     if vt is not None and job.visibility_timeout_s is not None and vt != math.ceil(job.visibility_timeout_s):
         reason += f" (the stack declares {math.ceil(job.visibility_timeout_s)} s: the queue was changed outside it)"
     if isinstance(recommended_mrc, int) and mrc is not None and mrc < recommended_mrc:
