@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.exceptions import ProfileNotFound
+from botocore.exceptions import ClientError, ProfileNotFound
 from botocore.loaders import JSONFileLoader
 
 from jobqueues.cli.context import Aws
+from jobqueues.emulator.server import LocalServer
+from jobqueues.ops.errors import OpsError, aws_error
 
 LOCAL = "http://localhost:4566"  # no request is sent
 
@@ -69,3 +71,23 @@ def test_each_client_has_the_profile_region_and_endpoint_it_was_given(no_aws_con
 def test_an_unknown_profile_is_refused_when_a_client_is_made(no_aws_config: Path) -> None:
     with pytest.raises(ProfileNotFound):
         Aws(endpoint_url=LOCAL, profile="nobody").client("sqs")
+
+
+def test_a_queue_that_does_not_exist_is_named_in_the_error(local_aws: LocalServer) -> None:
+    # GIVEN a job type's queue that does not exist (deleted outside its stack, or adopted and never created)
+    sqs = Aws(endpoint_url=local_aws.endpoint, region="us-east-1").client("sqs")
+    url = f"{local_aws.endpoint}/123456789012/legacy-billing"
+    # WHEN a command asks SQS for it, THEN its one line names the queue and what may have happened
+    for call in (
+        lambda: sqs.receive_message(QueueUrl=url),
+        lambda: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"]),
+        lambda: sqs.send_message(QueueUrl=url, MessageBody="hi"),
+    ):
+        with pytest.raises(ClientError) as raised:
+            call()
+        line = str(aws_error(raised.value))
+        assert line.endswith(
+            "failed: queue legacy-billing does not exist (deleted outside its stack? An adopted queue is created "
+            "by its owner)"
+        ), line
+        assert type(aws_error(raised.value)) is OpsError  # status 1: the operation ran and failed

@@ -19,6 +19,7 @@ from click.core import ParameterSource
 from jobqueues.ops.discovery import Discovery, JobType, discover
 from jobqueues.ops.endpoint import endpoint_problem, guard
 from jobqueues.ops.errors import EXIT_INTERRUPTED, BadInput, OpsError, aws_error
+from jobqueues.ops.queues import name_missing_queues
 from jobqueues.ops.timeouts import client_config
 
 #: Hosts of a local endpoint (the emulator): credentials and region default to ``testing`` and LOCAL_REGION.
@@ -81,7 +82,7 @@ class Aws:
             client = session.create_client(
                 service, region_name=region, endpoint_url=self.endpoint_url, config=client_config(), **local
             )
-            self._clients[service] = guard(client)
+            self._clients[service] = name_missing_queues(guard(client)) if service == "sqs" else guard(client)
         return self._clients[service]
 
     def discover(self, stacks: tuple[str, ...] | list[str] = ()) -> Discovery:

@@ -18,6 +18,10 @@ EXIT_AWS = 3
 EXIT_INTERRUPTED = 130
 
 
+#: The error codes of a queue that does not exist (the JSON protocol's and the query protocol's).
+NO_QUEUE = frozenset({"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"})
+
+
 def error_code(error: Exception) -> str:
     """The AWS error code of ``error`` (``""`` when it has none)."""
     response = getattr(error, "response", None) or {}
@@ -84,6 +88,8 @@ def _client_error(error: Any) -> OpsError:
         return AwsUnavailable(f"access denied to {operation}: {text or code}")
     if code in {"InvalidClientTokenId", "UnrecognizedClientException", "ExpiredToken", "ExpiredTokenException"}:
         return AwsUnavailable(f"the AWS credentials were refused ({code}): refresh them")
+    if code in NO_QUEUE and text.startswith("queue "):  # named by jobqueues.ops.queues.name_missing_queues
+        return OpsError(f"{operation} failed: {text}")
     return OpsError(f"{operation} failed: {code}: {text}")
 
 

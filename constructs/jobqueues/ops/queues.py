@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jobqueues.ops.errors import error_code
+from jobqueues.ops.errors import NO_QUEUE, error_code
 
 #: A queue's message counts, as SQS approximates them: visible, in flight, delayed.
 MESSAGE_COUNTS = (
@@ -13,8 +13,6 @@ MESSAGE_COUNTS = (
     "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed",
 )
-#: The error codes of a queue that does not exist (the JSON protocol's and the query protocol's).
-NO_QUEUE = frozenset({"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"})
 
 
 def queue_attributes(sqs: Any, url: str, names: Sequence[str]) -> dict[str, str] | None:
@@ -35,3 +33,29 @@ def message_counts(sqs: Any, url: str) -> tuple[int, int, int]:
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(MESSAGE_COUNTS))["Attributes"]
     visible, in_flight, delayed = (int(attributes.get(name, 0)) for name in MESSAGE_COUNTS)
     return visible, in_flight, delayed
+
+
+def queue_name(url: str) -> str:
+    """The name of the queue at ``url``: its path's last part."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def name_missing_queues(sqs: Any) -> Any:
+    """``sqs`` (a client) whose error for a queue that does not exist names the queue, where SQS says only "The
+    specified queue does not exist": a job type's queue deleted outside its stack, or an adopted one never created.
+    Returns it."""
+
+    def remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["jobqueues_queue_url"] = params.get("QueueUrl")
+
+    def name(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        error, url = parsed.get("Error") or {}, context.get("jobqueues_queue_url")
+        if error.get("Code") in NO_QUEUE and url:
+            error["Message"] = (
+                f"queue {queue_name(url)} does not exist (deleted outside its stack? An adopted queue is created by "
+                "its owner)"
+            )
+
+    sqs.meta.events.register("before-parameter-build.sqs", remember)
+    sqs.meta.events.register("after-call.sqs", name)
+    return sqs

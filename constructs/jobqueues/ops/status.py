@@ -22,7 +22,7 @@ from typing import Any
 
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer
 from jobqueues.ops.parallel_reads import read_pool
-from jobqueues.ops.queues import queue_attributes
+from jobqueues.ops.queues import queue_attributes, queue_name
 from sqslease.rules import SQS_IN_FLIGHT_QUOTA
 
 #: The window of the CloudWatch figures: the oldest message's age and a fair queue's noisy groups are their latest
@@ -80,10 +80,6 @@ class JobTypeStatus:
         return {**asdict(self), "in_flight_share": self.in_flight_share}
 
 
-def _queue_name(url: str) -> str:
-    return url.rstrip("/").rsplit("/", 1)[-1]
-
-
 def _int(attributes: dict[str, str] | None, name: str) -> int | None:
     value = (attributes or {}).get(name)
     return int(value) if value is not None and value.isdigit() else None
@@ -119,7 +115,7 @@ def metric_queries(job_types: Sequence[JobType]) -> list[dict[str, Any]]:
     queries = []
     for i, job in enumerate(job_types):
         if job.queue_url is not None:
-            name = _queue_name(job.queue_url)
+            name = queue_name(job.queue_url)
             queries.append(
                 query(f"age{i}", "AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", name, "Maximum", 60)
             )
@@ -211,7 +207,7 @@ def job_status(
     if job.queue_url is None:
         notes.append("its queue's URL is unknown: the queue is another stack's")
     elif queue is None:
-        notes.append(f"its queue {_queue_name(job.queue_url)} does not exist: deleted outside its stack?")
+        notes.append(f"its queue {queue_name(job.queue_url)} does not exist: deleted outside its stack?")
     if isinstance(job.consumer, EcsConsumer):
         consumer = "ecs"
         service = services.get(job.consumer.service or "")
