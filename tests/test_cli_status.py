@@ -127,11 +127,16 @@ def test_the_table_and_watch_through_the_console_script(ops_deployment: Deployme
     assert "Traceback" not in err
 
 
-def test_a_queue_deleted_outside_its_stack_is_a_note() -> None:
+def test_a_queue_that_does_not_exist_is_a_note_that_says_what_may_have_happened() -> None:
+    # GIVEN a job type whose queue is gone (deleted outside its stack), or an adopted one never created (its owner
+    # creates it: a local deploy does not), WHEN its status is read, THEN a note says both, as every command's line
     job = JobType("Gone", "S", "S/Gone", "https://sqs.us-east-1.amazonaws.com/1/Gone", None)
     row = job_status(0, job, None, None, {}, {})
     assert isinstance(row, JobTypeStatus) and row.visible is None
-    assert row.note == "its queue Gone does not exist: deleted outside its stack?"
+    assert (
+        row.note
+        == "its queue Gone does not exist (deleted outside its stack? An adopted queue is created by its owner)"
+    )
 
 
 @NEEDS_CDK

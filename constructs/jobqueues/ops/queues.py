@@ -40,6 +40,13 @@ def queue_name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
+def missing_queue(url: str) -> str:
+    """What to say of the queue at ``url`` that does not exist."""
+    return (
+        f"queue {queue_name(url)} does not exist (deleted outside its stack? An adopted queue is created by its owner)"
+    )
+
+
 def name_missing_queues(sqs: Any) -> Any:
     """``sqs`` (a client) whose error for a queue that does not exist names the queue, where SQS says only "The
     specified queue does not exist": a job type's queue deleted outside its stack, or an adopted one never created.
@@ -51,10 +58,7 @@ def name_missing_queues(sqs: Any) -> Any:
     def name(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         error, url = parsed.get("Error") or {}, context.get("jobqueues_queue_url")
         if error.get("Code") in NO_QUEUE and url:
-            error["Message"] = (
-                f"queue {queue_name(url)} does not exist (deleted outside its stack? An adopted queue is created by "
-                "its owner)"
-            )
+            error["Message"] = missing_queue(url)
 
     sqs.meta.events.register("before-parameter-build.sqs", remember)
     sqs.meta.events.register("after-call.sqs", name)

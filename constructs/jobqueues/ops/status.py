@@ -22,7 +22,7 @@ from typing import Any
 
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer
 from jobqueues.ops.parallel_reads import read_pool
-from jobqueues.ops.queues import queue_attributes, queue_name
+from jobqueues.ops.queues import missing_queue, queue_attributes, queue_name
 from sqslease.rules import SQS_IN_FLIGHT_QUOTA
 
 #: The window of the CloudWatch figures: the oldest message's age and a fair queue's noisy groups are their latest
@@ -207,7 +207,7 @@ def job_status(
     if job.queue_url is None:
         notes.append("its queue's URL is unknown: the queue is another stack's")
     elif queue is None:
-        notes.append(f"its queue {queue_name(job.queue_url)} does not exist: deleted outside its stack?")
+        notes.append(f"its {missing_queue(job.queue_url)}")
     if isinstance(job.consumer, EcsConsumer):
         consumer = "ecs"
         service = services.get(job.consumer.service or "")
