@@ -30,12 +30,12 @@ from jobqueues.ops.drift import (
     OK,
     TOO_LONG,
     TOO_SHORT,
-    Deployed,
     compare,
     compare_all,
 )
 from jobqueues.ops.errors import OpsError
 from jobqueues.ops.profiles import load_profiles, profiles_outside
+from jobqueues.ops.queues import Deployed
 from jobqueues.profiles_document import PROFILES_FIELD, SUPPORTED_SCHEMA_VERSION
 from sqslease.emf import EmfLogger
 
@@ -372,12 +372,34 @@ def test_a_lambda_job_with_lease_extension_whose_p99_rule_wins_is_fixed_by_its_p
 
 
 def test_a_queue_changed_outside_its_stack_says_so() -> None:
-    job = JobType("Render", "S", "S/Render", "url", "dlq", processing_p99_s=5.0, visibility_timeout_s=10)
+    job = JobType(
+        "Render", "S", "S/Render", "url", "dlq", processing_p99_s=5.0, visibility_timeout_s=10, max_receive_count=3
+    )
     drift = compare(job, entry(5.0), Deployed(30, 3), 0.25)
     assert drift.status == TOO_LONG and drift.reason.endswith(
-        "(the stack declares 10 s: the queue was changed outside it)"
+        "(the stack declares 10 s: the queue was changed outside it; a deploy of the stack sets it back)"
     )
+    # ... and the stack's own VT is right for the measurement: no change to its code would help (a p99 change equal
+    # to the declared one was suggested, and the drift check stayed red)
+    assert drift.fixes == []
     assert "changed outside" not in compare(job, entry(5.0), Deployed(10, 3), 0.25).reason
+    # ... while a stack whose own VT is wrong for the measurement gets the change, made on its VT, not the queue's
+    too_short = compare(job, entry(20.0), Deployed(30, 3), 0.25)
+    assert too_short.fixes == ["processing_p99=Duration.seconds(20)"]
+
+
+def test_an_adopted_queue_changed_by_its_owner_is_fixed_where_it_is_declared() -> None:
+    # GIVEN a queue adopted with from_queue_attributes (no queue resource of the stack's) declaring VT 10 s, whose
+    # owner set 120 s, measured at the declared p99 2 s
+    job = JobType("Legacy", "S", "S/Legacy", "url", "dlq", processing_p99_s=2.0, visibility_timeout_s=10, adopted=True)
+    drift = compare(job, entry(2.0, receives=3), Deployed(120, 1), 0.25)
+    # THEN it drifted, the owner is named, and nothing in the stack's code is offered as the change
+    assert drift.status == TOO_LONG
+    assert drift.reason.endswith(
+        "(from_queue_attributes declares 10 s: the queue's owner changed it; have the owner set it back, or declare "
+        "what it is)"
+    )
+    assert drift.fixes == ["maxReceiveCount 3 in the queue's redrive policy, by its owner"]
 
 
 def test_a_vt_declared_explicitly_is_fixed_by_the_vt_not_by_the_p99_it_does_not_follow() -> None:
@@ -427,7 +449,7 @@ def test_load_profiles_names_the_job_type_and_field(tmp_path: Path) -> None:
 def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
     from botocore.exceptions import ClientError
 
-    from jobqueues.ops.drift import read_deployed
+    from jobqueues.ops.queues import read_deployed
 
     class DeletedQueues:
         def get_queue_attributes(self, **_: Any) -> Any:

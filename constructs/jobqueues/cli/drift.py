@@ -13,15 +13,10 @@ from rich.console import Console
 from rich.table import Table
 
 from jobqueues.cli.context import Aws, given_aws_options, pass_aws
-from jobqueues.ops.drift import (
-    DEFAULT_TOLERANCE,
-    Deployed,
-    Drift,
-    compare_all,
-    read_deployed,
-)
+from jobqueues.ops.drift import DEFAULT_TOLERANCE, Drift, compare_all
 from jobqueues.ops.errors import EXIT_FAILED, BadInput
 from jobqueues.ops.profiles import load_profiles, profiles_outside
+from jobqueues.ops.queues import Deployed, read_deployed
 
 
 def _seconds(value: float | None) -> str:

@@ -70,6 +70,7 @@ class JobType:
     consumer: LambdaConsumer | EcsConsumer | None = None
     fair: bool = False
     payload_bucket: str | None = None  # for bodies larger than the queue takes (None: none, or not deployed)
+    adopted: bool = False  # its queue is no resource of its stack (``JobQueue.from_queue_attributes``): its owner's
 
     @property
     def name(self) -> str:
@@ -189,6 +190,7 @@ def _job_type(stack: StackTemplate, marker: dict[str, Any]) -> JobType:
         lease_extension=bool(marker.get("lease_extension")),
         fair=bool(marker.get("fair")),
         payload_bucket=stack.named(marker.get("payload_bucket")),
+        adopted="logical_id" not in (marker.get("queue") or {}),
     )
 
 

@@ -27,7 +27,6 @@ outside ``--stack`` is left out (:func:`jobqueues.ops.profiles.profiles_outside`
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -35,7 +34,7 @@ from typing import Any
 
 from jobqueues.ops.discovery import JobType, LambdaConsumer
 from jobqueues.ops.duration_code import duration_code
-from jobqueues.ops.queues import queue_attributes
+from jobqueues.ops.queues import Deployed
 from jobqueues.profiles_document import job_type_of, recommended_p99_s
 from sqslease.config import SETTINGS
 from sqslease.rules import (
@@ -50,14 +49,6 @@ DEFAULT_TOLERANCE = 0.25
 
 OK, TOO_SHORT, TOO_LONG = "ok", "too_short", "too_long"
 NO_RECOMMENDATION, NO_PROFILE, NOT_DEPLOYED = "no_recommendation", "no_profile", "not_deployed"
-
-
-@dataclass(frozen=True)
-class Deployed:
-    """What SQS holds for a queue: its VT (s) and ``maxReceiveCount``; ``None`` when unknown."""
-
-    visibility_timeout_s: int | None
-    max_receive_count: int | None
 
 
 @dataclass(frozen=True)
@@ -195,21 +186,38 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
         max_batching_window_s=job.max_batching_window_s,
         lease_extension=job.lease_extension,
     )
+    declared = None if job.visibility_timeout_s is None else math.ceil(job.visibility_timeout_s)
+    outside = vt is not None and declared is not None and vt != declared  # the queue's VT is not the stack's
     status, reason, fixes = _verdict(vt, expected.seconds, tolerance, p99_s, job, timeout_fix, needed_timeout)
+    stack_status = status
+    if outside:  # what to change in the stack's code follows the VT it declares, not the queue's
+        stack_status, _, fixes = _verdict(
+            declared, expected.seconds, tolerance, p99_s, job, timeout_fix, needed_timeout
+        )
     if timeout_problem is not None:
         reason = timeout_problem if status in (OK, NO_RECOMMENDATION) else f"{timeout_problem}; {reason}"
-        status = TOO_SHORT
+        status = stack_status = TOO_SHORT
         if timeout_fix is None:
             fixes.append("EcsJob(...) instead of LambdaJob")
     explicit_vt = _explicit_visibility_timeout(job)
-    if explicit_vt is not None and status in (TOO_SHORT, TOO_LONG):  # kept over what the p99 derives
+    if explicit_vt is not None and stack_status in (TOO_SHORT, TOO_LONG):  # kept over what the p99 derives
         unchanged = f"processing_p99={duration_code(p99_s)}" if p99_s == job.processing_p99_s else None
         fixes = [*(f for f in fixes if f != unchanged), f"visibility_timeout={duration_code(expected.seconds)}"]
         reason += f" (the stack declares visibility_timeout {explicit_vt} s, which its p99 does not change)"
-    if vt is not None and job.visibility_timeout_s is not None and vt != math.ceil(job.visibility_timeout_s):
-        reason += f" (the stack declares {math.ceil(job.visibility_timeout_s)} s: the queue was changed outside it)"
+    if outside:
+        reason += (
+            f" (from_queue_attributes declares {declared} s: the queue's owner changed it; have the owner set it "
+            "back, or declare what it is)"
+            if job.adopted
+            else f" (the stack declares {declared} s: the queue was changed outside it; a deploy of the stack sets "
+            "it back)"
+        )
     if isinstance(recommended_mrc, int) and mrc is not None and mrc < recommended_mrc:
-        fixes.append(f"max_receive_count={recommended_mrc}")
+        fixes.append(
+            f"maxReceiveCount {recommended_mrc} in the queue's redrive policy, by its owner"
+            if job.adopted
+            else f"max_receive_count={recommended_mrc}"
+        )
     return replace(
         base,
         status=status,
@@ -271,20 +279,3 @@ def _profile_of(job: JobType, job_types: Sequence[JobType], profiles: Mapping[st
         f"{job.job_type} ({', '.join(stacks)}): profile logs of consumers that write their stack (sqslease's "
         f"{SETTINGS['stack'].variable})"
     )
-
-
-def read_deployed(sqs: Any, job_types: Sequence[JobType]) -> dict[str, Deployed]:
-    """The VT and ``maxReceiveCount`` SQS holds for each deployed job type's queue (one call per queue); a queue
-    deleted outside its stack reads as unknown (its row: ``no_recommendation``, "could not be read")."""
-    found = {}
-    for job in job_types:
-        if job.queue_url is None:
-            continue
-        attributes = queue_attributes(sqs, job.queue_url, ["VisibilityTimeout", "RedrivePolicy"])
-        if attributes is None:
-            found[job.name] = Deployed(None, None)
-            continue
-        redrive = json.loads(attributes["RedrivePolicy"]) if attributes.get("RedrivePolicy") else {}
-        count = redrive.get("maxReceiveCount")
-        found[job.name] = Deployed(int(attributes["VisibilityTimeout"]), None if count is None else int(count))
-    return found

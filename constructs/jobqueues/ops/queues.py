@@ -1,11 +1,17 @@
-"""Reading a queue's attributes, where a queue deleted outside its stack is an answer, not a failure."""
+"""What SQS holds for a queue: its attributes (a queue that does not exist is an answer, not a failure), a job
+type's VT and ``maxReceiveCount`` (what ``drift`` compares), and errors that name a queue that does not exist."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from jobqueues.ops.errors import NO_QUEUE, error_code
+
+if TYPE_CHECKING:
+    from jobqueues.ops.discovery import JobType
 
 #: A queue's message counts, as SQS approximates them: visible, in flight, delayed.
 MESSAGE_COUNTS = (
@@ -63,3 +69,28 @@ def name_missing_queues(sqs: Any) -> Any:
     sqs.meta.events.register("before-parameter-build.sqs", remember)
     sqs.meta.events.register("after-call.sqs", name)
     return sqs
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """What SQS holds for a queue: its VT (s) and ``maxReceiveCount``; ``None`` when unknown."""
+
+    visibility_timeout_s: int | None
+    max_receive_count: int | None
+
+
+def read_deployed(sqs: Any, job_types: Sequence[JobType]) -> dict[str, Deployed]:
+    """The VT and ``maxReceiveCount`` SQS holds for each deployed job type's queue (one call per queue); a queue
+    deleted outside its stack reads as unknown (its row: ``no_recommendation``, "could not be read")."""
+    found = {}
+    for job in job_types:
+        if job.queue_url is None:
+            continue
+        attributes = queue_attributes(sqs, job.queue_url, ["VisibilityTimeout", "RedrivePolicy"])
+        if attributes is None:
+            found[job.name] = Deployed(None, None)
+            continue
+        redrive = json.loads(attributes["RedrivePolicy"]) if attributes.get("RedrivePolicy") else {}
+        count = redrive.get("maxReceiveCount")
+        found[job.name] = Deployed(int(attributes["VisibilityTimeout"]), None if count is None else int(count))
+    return found
