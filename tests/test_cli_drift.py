@@ -410,7 +410,9 @@ def test_a_vt_declared_explicitly_is_fixed_by_the_vt_not_by_the_p99_it_does_not_
     # THEN the fix is the VT: the p99 is what was measured already, and a p99 change would leave the VT at 60 s
     assert drift.status == TOO_LONG
     assert drift.fixes == ["visibility_timeout=Duration.seconds(40)"]
-    assert drift.reason.endswith("(the stack declares visibility_timeout 60 s, which its p99 does not change)")
+    assert drift.reason.endswith(
+        "(the stack declares visibility_timeout 60 s, which its p99 does not change: make every change listed together)"
+    )
     # ... and a p99 measured apart from the declared one is a fix beside it
     assert compare(job, entry(15.0), Deployed(60, 3), 0.25).fixes == [
         "processing_p99=Duration.seconds(15)",

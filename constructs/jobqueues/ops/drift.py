@@ -203,7 +203,10 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
     if explicit_vt is not None and stack_status in (TOO_SHORT, TOO_LONG):  # kept over what the p99 derives
         unchanged = f"processing_p99={duration_code(p99_s)}" if p99_s == job.processing_p99_s else None
         fixes = [*(f for f in fixes if f != unchanged), f"visibility_timeout={duration_code(expected.seconds)}"]
-        reason += f" (the stack declares visibility_timeout {explicit_vt} s, which its p99 does not change)"
+        reason += (
+            f" (the stack declares visibility_timeout {explicit_vt} s, which its p99 does not change: make every "
+            "change listed together)"
+        )
     if outside:
         reason += (
             f" (from_queue_attributes declares {declared} s: the queue's owner changed it; have the owner set it "
