@@ -68,13 +68,48 @@ def deployment_name(stack: str | None, job_type: str) -> str:
     return job_type if stack is None else f"{stack}/{job_type}"
 
 
+#: Lines :meth:`EmfLogger.hold` keeps at most before it writes them itself: a bound, should nothing flush them.
+MAX_HELD = 100
+
+
 class EmfLogger:
-    """Writes EMF lines to a stream (stdout by default), one ``write`` per line, thread-safe."""
+    """Writes EMF lines to a stream (stdout by default), one ``write`` and a ``flush`` per line, thread-safe; or,
+    for a line :meth:`hold` was given, with the others held, at the next :meth:`flush` or line written."""
 
     def __init__(self, stream: IO[str] | None = None, namespace: str = NAMESPACE) -> None:
         self.stream = stream or sys.stdout
         self.namespace = namespace
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the stream's: one write (and its flush) at a time, in order
+        #: Lines held for the next write, under their own lock: holding one never waits for a write in progress
+        #: (a write lets the GIL go with the stream's lock held, and a thread blocked on it sleeps: a wake each).
+        self._held: list[str] = []
+        self._held_lock = threading.Lock()
+
+    def hold(self, text: str) -> None:
+        """Keep ``text`` (whole lines) to be written, in order, with the next line written or at :meth:`flush`: the
+        worker holds a success's line until its delete is sent (:mod:`sqslease.emf_writer`)."""
+        with self._held_lock:
+            self._held.append(text)
+            full = len(self._held) >= MAX_HELD
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the lines held, in one write, and flush the stream (nothing when none is held). A line held before
+        this call is written when it returns (a write in progress holds the stream's lock until it is done)."""
+        if not self._held:  # a line held by another thread meanwhile is its delete's, flushed before that one
+            return
+        with self._lock:
+            if self._held:
+                self.stream.write(self._take_held(""))
+                self.stream.flush()
+
+    def _take_held(self, text: str) -> str:
+        """The held lines, then ``text``, now held no more."""
+        with self._held_lock:
+            held = "".join(self._held) + text
+            self._held.clear()
+        return held
 
     def record(
         self,
@@ -194,7 +229,7 @@ class EmfLogger:
     def _write(self, text: str) -> None:
         # One write and a flush per line: a Lambda invocation that times out keeps the lines of what it ran.
         with self._lock:
-            self.stream.write(text)
+            self.stream.write(self._take_held(text) if self._held else text)  # after the lines held before it
             self.stream.flush()
 
     def _directives(self, outcome: str, queued: bool) -> list[dict[str, Any]]:

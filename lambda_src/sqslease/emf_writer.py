@@ -30,19 +30,41 @@ class LineWriter:
     :param job_type: the line's ``JobType``.
     :param queue: the line's ``Queue`` (the queue's name).
     :param stack: the line's ``Stack``. Default none (no ``Stack``).
+    :param deferred: a ``success`` line is held (:meth:`sqslease.emf.EmfLogger.hold`), to be written with the
+        other lines of its delete request just before that request is sent (the worker's settler flushes the logger
+        then): one write a request instead of one a message, each of which lets the GIL go to a waiting thread.
+        Every other line is written at once, after those held. Default False: each line written and flushed as it
+        ends (the Lambda adapter: an invocation that times out keeps the lines of what it ran).
     """
 
-    __slots__ = ("_flush", "_lock", "_out", "_plain", "_queued", "_write", "job_type", "logger", "queue", "stack")
+    __slots__ = (
+        "_deferred",
+        "_flush",
+        "_held",
+        "_lock",
+        "_out",
+        "_plain",
+        "_queued",
+        "_write",
+        "job_type",
+        "logger",
+        "queue",
+        "stack",
+    )
 
-    def __init__(self, logger: EmfLogger, job_type: str, queue: str, stack: str | None = None) -> None:
+    def __init__(
+        self, logger: EmfLogger, job_type: str, queue: str, stack: str | None = None, *, deferred: bool = False
+    ) -> None:
         self.logger = logger
         self.job_type = job_type
         self.queue = queue
         self.stack = stack
+        self._deferred = deferred
         self._write = logger._write  # bound once: a line of another kind is one call to it
         # The usual line's write, EmfLogger._write's inline (one write and a flush a line, under its lock): bound
         # once, since the call was a tenth of a line's cost; nothing swaps a logger's stream
         self._lock, self._out, self._flush = logger._lock, logger.stream.write, logger.stream.flush
+        self._held = logger._held
         # outcome -> template, without and with a QueueTime: one dict lookup a line, no key tuple; shared by the
         # writers of one consumer (the Lambda adapter makes one an invocation)
         consumer = (logger.namespace, job_type, queue, stack)
@@ -95,8 +117,11 @@ class LineWriter:
                     f'{FRACTIONS[thousandths % 1000]}{template[1]}{receive_count},"Extensions":{extensions},'
                     f'"LeaseLost":{int(lease_lost)}{queued}{end}'
                 )
+                if self._deferred and outcome == "success":
+                    self.logger.hold(text)
+                    return
                 with self._lock:
-                    self._out(text)
+                    self._out(self.logger._take_held(text) if self._held else text)  # after the lines held before it
                     self._flush()
                 return
         self._emit_other(
@@ -131,7 +156,8 @@ class LineWriter:
             if template is None and outcome in _OUTCOME_SET:
                 template = self._template(outcome, queue_ms is not None)
             if template is not None:
-                self._write(
+                write = self.logger.hold if self._deferred and outcome == "success" else self._write
+                write(
                     line_text(
                         int(time.time() * 1000),
                         template[0],

@@ -58,6 +58,8 @@ class MessageProcessor(UnrunPaths):
     :param fifo_retry: a FIFO queue's retries in process: a failure with attempts left is held (not settled), and
         one whose attempts are spent is sent to the DLQ (:mod:`sqslease.fifo_retry`). Default none: the failure
         policy settles every failure.
+    :param deferred_lines: a success's EMF line is held until its delete is sent (:class:`LineWriter`'s
+        ``deferred``; the settler's ``before_deletes`` writes it). Default False: each line written as it ends.
     :param payloads: reads the payload of a message sent as a pointer (:mod:`sqslease.payload_pointer`) before the
         hooks and the handler, and deletes it after a success. A payload it cannot read fails the message (Outcome
         ``failure``, the failure policy: nothing ran). Default: a store of its own, deleting by
@@ -81,6 +83,7 @@ class MessageProcessor(UnrunPaths):
         on_fatal: Callable[[FatalSqsError], None] | None = None,
         fifo_retry: FifoRetry | None = None,
         payloads: PayloadStore | None = None,
+        deferred_lines: bool = False,
     ) -> None:
         self.handler = handler
         self.settler = settler
@@ -89,7 +92,7 @@ class MessageProcessor(UnrunPaths):
         self.emf = emf or EmfLogger()
         self.queue_name = queue_name
         #: The EMF lines of this consumer (its job type, stack and queue fixed).
-        self.lines = LineWriter(self.emf, settings.job_type, queue_name, settings.stack)
+        self.lines = LineWriter(self.emf, settings.job_type, queue_name, settings.stack, deferred=deferred_lines)
         self.delete_on_success = delete_on_success
         self.non_retryable = non_retryable + resolve_exceptions(settings.non_retryable)
         self.hooks = HookChain([*configured_hooks(settings.job_type, settings.hooks), *hooks])
@@ -144,13 +147,9 @@ class MessageProcessor(UnrunPaths):
             logger.warning("message %s finished after its lease was lost; not settling it", message.message_id)
         elif error is None:
             outcome, retry, held = "success", False, False
-            if message.pointer is not None and self.payloads.delete:  # its object too, once SQS confirmed
-                self.settler.delete(lease, self.payloads.deletion(message.pointer))
-            elif self.delete_on_success:  # else Lambda deletes it once the invocation returns (extended until then)
-                self.settler.delete(lease)
         else:
             outcome, retry, held = self._failed(message, error)
-        self.lines.emit(  # not through _emit: a call less a message
+        self.lines.emit(  # not through _emit: a call less a message; a success's before its delete, which sends it
             message.message_id,
             elapsed_ms,
             outcome,
@@ -161,6 +160,11 @@ class MessageProcessor(UnrunPaths):
             queue_ms,
             message.message_group_id,
         )
+        if outcome == "success":
+            if message.pointer is not None and self.payloads.delete:  # its object too, once SQS confirmed
+                self.settler.delete(lease, self.payloads.deletion(message.pointer))
+            elif self.delete_on_success:  # else Lambda deletes it once the invocation returns (extended until then)
+                self.settler.delete(lease)
         if hooked:
             self.hooks.after(message, outcome, elapsed_ms / 1000, error)
         return _result(ProcessResult, (outcome, elapsed_ms, retry, held))

@@ -46,6 +46,9 @@ class Settler(SettleSender):
     :param linger: seconds to wait for more entries before sending a partial batch. Default 0.02.
     :param on_fatal: called with a :class:`FatalSqsError` (access denied, missing queue, KMS). Default: log it.
     :param clock: monotonic clock in seconds.
+    :param before_deletes: called before the deletes of a batch are sent (or given up): the worker writes the EMF
+        lines it held for them (:meth:`sqslease.emf.EmfLogger.flush`), so that a message's line is never written
+        after its delete. Default none.
     """
 
     def __init__(
@@ -56,8 +59,10 @@ class Settler(SettleSender):
         linger: float = 0.02,
         on_fatal: Callable[[FatalSqsError], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        before_deletes: Callable[[], None] | None = None,
     ) -> None:
         self.sqs = sqs
+        self.before_deletes = before_deletes
         self.queue_url = queue_url
         self.scheduler = scheduler
         self.linger = linger
@@ -154,6 +159,8 @@ class Settler(SettleSender):
             return q
 
     def _refused(self, lease: Lease, future: SettleFuture) -> None:
+        if self.before_deletes is not None:  # a line held for a delete refused here has no batch to go with
+            self.before_deletes()
         if lease.lost:
             logger.warning("lease %s was lost before it could be settled", lease.receipt_handle[:16])
         future.set_result(False)

@@ -35,6 +35,7 @@ class SettleSender:
     linger: float
     on_fatal: Callable[[FatalSqsError], None] | None
     clock: Callable[[], float]
+    before_deletes: Callable[[], None] | None
     _close_by: float | None
 
     # -- the sender loop --------------------------------------------------------------------------
@@ -61,6 +62,8 @@ class SettleSender:
     def _send_ready(self, items: list[SettleItem], operation: str) -> list[SettleItem]:
         """Send the ``items`` ready now, in batches of 10; returns those to look at again (a retry's backoff, an
         extension in flight)."""
+        if operation == "DeleteMessageBatch" and self.before_deletes is not None:
+            self.before_deletes()  # the lines held for these deletes first: none is written after its delete
         now = self.clock()
         sendable: list[SettleItem] = []
         waiting: list[SettleItem] = []
@@ -204,6 +207,8 @@ class SettleSender:
         return True
 
     def _give_up(self, items: list[SettleItem], operation: str) -> None:
+        if operation == "DeleteMessageBatch" and self.before_deletes is not None:
+            self.before_deletes()
         for item in items:
             if item.future.done():
                 continue

@@ -43,12 +43,14 @@ def running_worker(
     clock: Callable[[], float] | None = None,
     hook_objects: tuple[Any, ...] = (),
     worker_args: dict[str, Any] | None = None,
+    stream: Any = None,
     **settings: Any,
 ) -> Iterator[Worker]:
     """A worker on ``client`` (default: a client of ``server``, the moto_server; or ``server`` itself when it is
     a :class:`support.fakes.FakeSQS`) with :data:`FAST` settings updated by ``settings``; shut down (drained) on
-    leaving, within 30 s. ``worker_args``: more ``Worker`` arguments (``idempotency``, ``key``)."""
-    emf = io.StringIO()
+    leaving, within 30 s. ``worker_args``: more ``Worker`` arguments (``idempotency``, ``key``). ``stream``: where
+    its EMF lines go (default: a ``StringIO``, :func:`emf_records` reads it)."""
+    emf = io.StringIO() if stream is None else stream
     worker = Worker(
         client or (server.client("sqs") if isinstance(server, LocalServer) else server),
         url,

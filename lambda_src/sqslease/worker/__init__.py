@@ -142,7 +142,11 @@ class Worker:
         self.heartbeat = Heartbeat(
             sqs, queue_url, self.scheduler, settings, clock, on_fatal=self._on_fatal, idempotency=gate
         )
-        self.settler = Settler(sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock)
+        emf = emf or EmfLogger()
+        # A success's line is held until its delete is sent: one write a request, not one a message
+        self.settler = Settler(
+            sqs, queue_url, self.scheduler, on_fatal=self._on_fatal, clock=clock, before_deletes=emf.flush
+        )
         self._stopping = threading.Event()
         self._signalled = False  # set by a signal handler, which takes no lock (_on_signal)
         self.processor = self._processor(handler, emf, hooks, gate, payloads)
@@ -165,7 +169,7 @@ class Worker:
     def _processor(
         self,
         handler: Handler,
-        emf: EmfLogger | None,
+        emf: EmfLogger,
         hooks: Iterable[MessageHooks],
         gate: IdempotencyGate | None,
         payloads: PayloadStore | None,
@@ -183,6 +187,7 @@ class Worker:
             on_fatal=self._on_fatal,
             fifo_retry=worker_retries(self.settings, self.queue_url, holding=lambda: not self._stopping.is_set()),
             payloads=payloads,
+            deferred_lines=True,
         )
 
     def _receiver(self) -> Receiver:
@@ -242,6 +247,7 @@ class Worker:
         )
         self.processor.loop.stop()
         self.processor.payloads.flush(PAYLOAD_FLUSH_S)  # what is left, the lifecycle of its bucket expires
+        self.processor.emf.flush()  # a line held for a delete not sent (its lease lost meanwhile)
         if self.hung:
             raise HandlerHungError(
                 f"{len(self.hung)} handler(s) still running past max_processing_time "
@@ -284,6 +290,7 @@ class Worker:
         self.handlers.close()
         self.heartbeat.stop()
         self.settler.close(timeout=1)
+        self.processor.emf.flush()
         self.processor.loop.stop()
         if self.protection is not None:
             self.protection.stop()
