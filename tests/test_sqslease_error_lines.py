@@ -6,7 +6,8 @@ from __future__ import annotations
 import io
 import json
 
-from sqslease.emf import ERROR_TEXT_LIMIT, EmfLogger
+from sqslease.emf import EmfLogger
+from sqslease.emf_text import ERROR_TEXT_LIMIT
 
 
 class CardDeclined(Exception):

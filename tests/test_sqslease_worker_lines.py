@@ -221,3 +221,32 @@ def test_at_most_max_held_lines_are_held() -> None:
     assert stream.getvalue() == ""
     logger.hold("last\n")
     assert stream.getvalue() == "".join(f"{i}\n" for i in range(MAX_HELD - 1)) + "last\n"
+
+
+def test_a_flush_returns_only_once_a_write_in_progress_of_the_lines_it_would_write_is_done() -> None:
+    # GIVEN a thread writing the held lines (its line and another thread's), its write held open
+    gate, writing, order = threading.Event(), threading.Event(), []
+
+    class HeldWrite(io.StringIO):
+        def write(self, text: str) -> int:
+            writing.set()
+            assert gate.wait(30)
+            order.append("written")
+            return super().write(text)
+
+    logger = EmfLogger(HeldWrite())
+    logger.hold("a\n")
+    logger.hold("b\n")
+    first = threading.Thread(target=logger.flush)
+    first.start()
+    assert writing.wait(30)
+    # WHEN the other thread flushes before sending its delete (its line taken by the first write)
+    second = threading.Thread(target=lambda: (logger.flush(), order.append("second returned")))
+    second.start()
+    # THEN it returns only after that write is done: its line is never written after its delete
+    second.join(timeout=0.5)
+    assert second.is_alive() and order == []
+    gate.set()
+    first.join(timeout=30)
+    second.join(timeout=30)
+    assert order == ["written", "second returned"]

@@ -20,6 +20,8 @@ from sqslease.emf_text import (
     MAX_TEMPLATES,
     TEMPLATE_FIELDS,
     TEMPLATES,
+    error_text,
+    error_type,
     line_template,
     line_text,
     millis,
@@ -51,9 +53,6 @@ OUTCOMES = (
     "store_unavailable",
 )
 _OUTCOME_SET = frozenset(OUTCOMES)
-#: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
-#: handler cannot flood the logs (CloudWatch Logs takes 256 KiB per event).
-ERROR_TEXT_LIMIT = 500
 
 #: Outcomes of a message whose handler did not run: released unstarted, or stopped by its idempotency record
 #: (done before, held by another consumer, or no record could be written). Their lines publish no ProcessingTime
@@ -73,21 +72,21 @@ MAX_HELD = 100
 
 
 class EmfLogger:
-    """Writes EMF lines to a stream (stdout by default), one ``write`` and a ``flush`` per line, thread-safe; or,
-    for a line :meth:`hold` was given, with the others held, at the next :meth:`flush` or line written."""
+    """Writes EMF lines to a stream (stdout by default), a ``write`` and a ``flush`` a line, thread-safe; a line
+    given to :meth:`hold` is written with the next line or at :meth:`flush`, in one write with the others held."""
 
     def __init__(self, stream: IO[str] | None = None, namespace: str = NAMESPACE) -> None:
         self.stream = stream or sys.stdout
         self.namespace = namespace
         self._lock = threading.Lock()  # the stream's: one write (and its flush) at a time, in order
-        #: Lines held for the next write, under their own lock: holding one never waits for a write in progress
-        #: (a write lets the GIL go with the stream's lock held, and a thread blocked on it sleeps: a wake each).
+        # Held lines have a lock of their own: holding one never waits for a write, which lets the GIL go with the
+        # stream's lock held (a thread blocked on that lock sleeps, and is woken).
         self._held: list[str] = []
         self._held_lock = threading.Lock()
 
     def hold(self, text: str) -> None:
-        """Keep ``text`` (whole lines) to be written, in order, with the next line written or at :meth:`flush`: the
-        worker holds a success's line until its delete is sent (:mod:`sqslease.emf_writer`)."""
+        """Keep ``text`` (whole lines) for the next write: the worker's success lines, until their deletes are
+        sent (:mod:`sqslease.emf_writer`)."""
         with self._held_lock:
             self._held.append(text)
             full = len(self._held) >= MAX_HELD
@@ -95,10 +94,8 @@ class EmfLogger:
             self.flush()
 
     def flush(self) -> None:
-        """Write the lines held, in one write, and flush the stream (nothing when none is held). A line held before
-        this call is written when it returns (a write in progress holds the stream's lock until it is done)."""
-        if not self._held:  # a line held by another thread meanwhile is its delete's, flushed before that one
-            return
+        """Write the lines held, in one write, and flush the stream. Every line held before the call is written
+        when it returns: the stream's lock waits for a write in progress, which may hold them."""
         with self._lock:
             if self._held:
                 self.stream.write(self._take_held(""))
@@ -141,8 +138,9 @@ class EmfLogger:
             ``SentTimestamp``).
 
         :param error: what the handler raised, if anything: the line gets ``ErrorType`` (the exception's
-            module-qualified class) and ``Error`` (its text, at most :data:`ERROR_TEXT_LIMIT` characters), which
-            ``jobqueues dlq list`` shows beside a dead-lettered message. Default: none.
+            module-qualified class) and ``Error`` (its text, at most
+            :data:`sqslease.emf_text.ERROR_TEXT_LIMIT` characters), which ``jobqueues dlq list`` shows beside a
+            dead-lettered message. Default: none.
         """
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
@@ -298,18 +296,6 @@ class EmfLogger:
             f'{{"_aws":{{"Timestamp":{timestamp}{head}{encode_basestring_ascii(message_id)},"ProcessingTime":'
             f'{processing!r}{middle}{counts[0]},"Extensions":{counts[1]},"LeaseLost":{counts[2]}{extra}}}\n'
         )
-
-
-def error_type(error: BaseException) -> str:
-    """``module.Class`` of ``error`` (``builtins.`` left out)."""
-    kind = type(error)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-
-
-def error_text(error: BaseException) -> str:
-    """``str(error)`` on one line, cut to :data:`ERROR_TEXT_LIMIT` characters (an ellipsis marks the cut)."""
-    text = " ".join(str(error).split()) or repr(error)
-    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
 
 
 def _metrics(outcome: str, queued: bool) -> list[dict[str, str]]:

@@ -114,3 +114,20 @@ def line_text(
         f'{{"_aws":{{"Timestamp":{timestamp_ms}{head}{encode_basestring_ascii(message_id)},"ProcessingTime":'
         f'{processing}{middle}{receive_count},"Extensions":{extensions},"LeaseLost":{int(lease_lost)}{queued}{end}'
     )
+
+
+#: Characters of an error's text kept on a line (``Error``): enough for the cause, bounded so that one failing
+#: handler cannot flood the logs (CloudWatch Logs takes 256 KiB per event).
+ERROR_TEXT_LIMIT = 500
+
+
+def error_type(error: BaseException) -> str:
+    """``module.Class`` of ``error`` (``builtins.`` left out)."""
+    kind = type(error)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)`` on one line, cut to :data:`ERROR_TEXT_LIMIT` characters (an ellipsis marks the cut)."""
+    text = " ".join(str(error).split()) or repr(error)
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
