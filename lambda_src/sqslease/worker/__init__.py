@@ -232,22 +232,24 @@ class Worker:
         while not self._stopping.wait(0.2):
             if self._signalled:
                 self.shutdown()
-        if self.fatal is not None:
-            self._abort()
-            raise self.fatal
-        drain(
-            self.handlers,
-            self.receiver,
-            settings=self.settings,
-            settler=self.settler,
-            heartbeat=self.heartbeat,
-            processor=self.processor,
-            protection=self.protection,
-            clock=self.clock,
-        )
-        self.processor.loop.stop()
-        self.processor.payloads.flush(PAYLOAD_FLUSH_S)  # what is left, the lifecycle of its bucket expires
-        self.processor.emf.flush()  # a line held for a delete not sent (its lease lost meanwhile)
+        try:
+            if self.fatal is not None:
+                self._abort()
+                raise self.fatal
+            drain(
+                self.handlers,
+                self.receiver,
+                settings=self.settings,
+                settler=self.settler,
+                heartbeat=self.heartbeat,
+                processor=self.processor,
+                protection=self.protection,
+                clock=self.clock,
+            )
+            self.processor.loop.stop()
+            self.processor.payloads.flush(PAYLOAD_FLUSH_S)  # what is left, the lifecycle of its bucket expires
+        finally:
+            self.processor.emf.flush()  # every line held: a delete not sent (its lease lost, the close's time out)
         if self.hung:
             raise HandlerHungError(
                 f"{len(self.hung)} handler(s) still running past max_processing_time "
@@ -290,7 +292,6 @@ class Worker:
         self.handlers.close()
         self.heartbeat.stop()
         self.settler.close(timeout=1)
-        self.processor.emf.flush()
         self.processor.loop.stop()
         if self.protection is not None:
             self.protection.stop()
