@@ -129,3 +129,8 @@ def payload_digest(body: str, message: Message) -> None:
     data = body.encode()
     size = "-" if message.pointer is None else str(message.pointer.size)
     _append(f"payload {message.message_id} {hashlib.sha256(data).hexdigest()} {len(data)} {size}\n")
+
+
+def printing_job(body: str, message: Message) -> None:
+    """Prints a long line (``print``: its text, then its newline, two writes to stdout) and succeeds."""
+    print(f"handling {body} " + "x" * 300)

@@ -441,3 +441,32 @@ def test_a_message_arriving_late_in_a_long_poll_is_run(local_aws: LocalServer) -
         assert wait_for(lambda: poll_age() >= 3, timeout_s=30)  # late in a poll of poll_wait (4 s)
         send(local_aws, queues.url, ["late"])
         assert wait_for(lambda: ran == ["late"], timeout_s=15), ran
+
+
+def test_a_worker_whose_handlers_print_writes_every_emf_line_whole(local_aws: LocalServer, tmp_path: Path) -> None:
+    # GIVEN a worker process of 4 handlers that print a long line each (print: two writes to the stdout the EMF
+    # lines go to)
+    queues = make_queue(local_aws, vt=60)
+    bodies = [f"b{i}" for i in range(120)]
+    send(local_aws, queues.url, bodies)
+    process = start_worker_process(
+        local_aws, queues.url, tmp_path / "events", handler="sqs_handlers:printing_job", concurrency=4
+    )
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(process.stdout.read()))  # type: ignore[union-attr]
+    reader.start()  # read as it comes: a full pipe would stop the worker
+    try:
+        # WHEN it runs them all, then drains
+        assert wait_for(lambda: counts(local_aws, queues.url) == (0, 0), timeout_s=60)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        reader.join(timeout=30)
+    finally:
+        process.kill()
+    # THEN each line of its stdout is a whole EMF line or a whole print, and every message has its success line
+    lines = out[0].decode().splitlines()
+    printed = sorted(line for line in lines if not line.startswith("{"))
+    assert printed == sorted(f"handling {body} " + "x" * 300 for body in bodies)
+    emf = [json.loads(line) for line in lines if line.startswith("{")]
+    assert [r["Outcome"] for r in emf] == ["success"] * len(bodies)
+    assert len({r["MessageId"] for r in emf}) == len(bodies)

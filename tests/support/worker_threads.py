@@ -49,7 +49,7 @@ def running_worker(
     """A worker on ``client`` (default: a client of ``server``, the moto_server; or ``server`` itself when it is
     a :class:`support.fakes.FakeSQS`) with :data:`FAST` settings updated by ``settings``; shut down (drained) on
     leaving, within 30 s. ``worker_args``: more ``Worker`` arguments (``idempotency``, ``key``). ``stream``: where
-    its EMF lines go (default: a ``StringIO``, :func:`emf_records` reads it)."""
+    its EMF lines go (default: a ``StringIO``, :func:`emf_records` reads it), or their ``EmfLogger``."""
     emf = io.StringIO() if stream is None else stream
     worker = Worker(
         client or (server.client("sqs") if isinstance(server, LocalServer) else server),
@@ -57,7 +57,7 @@ def running_worker(
         handler,
         LeaseSettings(**{**FAST, **settings}),
         concurrency=concurrency,
-        emf=EmfLogger(emf),
+        emf=emf if isinstance(emf, EmfLogger) else EmfLogger(emf),
         hooks=hook_objects,
         **({"clock": clock} if clock is not None else {}),
         **(worker_args or {}),

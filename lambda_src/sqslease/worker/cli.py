@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from sqslease.clients import SqsClients, consumer_region, make_clients, queue_endpoint
 from sqslease.config import SETTINGS, ConsumerConfig, named
+from sqslease.emf import EmfLogger
 from sqslease.fifo_retry import redrive_policy
 from sqslease.hooks import configured_hooks
 from sqslease.idempotency_gate import configured_key, configured_store
@@ -25,6 +26,7 @@ from sqslease.processor import Handler
 from sqslease.retry import FatalSqsError
 from sqslease.rules import HUNG_EXIT_CODE as HUNG_EXIT_CODE  # the exit status is the rules' (Lambda's too)
 from sqslease.settings import LeaseSettings
+from sqslease.stdout_lines import WholeLines
 from sqslease.worker import HandlerHungError, Worker
 
 FATAL_EXIT_CODE = 1
@@ -145,22 +147,28 @@ def main(argv: list[str] | None = None) -> int:
     clients = sqs_clients(config)
     queue_url = config.queue_url or ""
     settings = with_redrive_policy(config.lease, clients.control, queue_url)
-    worker = Worker(
-        clients.lease,
-        queue_url,
-        handler,
-        settings,
-        config.concurrency,
-        receive_sqs=clients.receive,
-        control_sqs=clients.control,
-        ecs_agent_uri=os.environ.get("ECS_AGENT_URI"),
-        idempotency=configured_store(settings, config.idempotency, config.concurrency),
-    )
+    emf = EmfLogger(sys.stdout)
+    stdout = sys.stdout = WholeLines(emf)  # a handler's print() (two writes) never splits an EMF line
     try:
+        worker = Worker(
+            clients.lease,
+            queue_url,
+            handler,
+            settings,
+            config.concurrency,
+            emf=emf,
+            receive_sqs=clients.receive,
+            control_sqs=clients.control,
+            ecs_agent_uri=os.environ.get("ECS_AGENT_URI"),
+            idempotency=configured_store(settings, config.idempotency, config.concurrency),
+        )
         worker.run()
     except FatalSqsError:
         return FATAL_EXIT_CODE  # logged once, by the worker
     except HandlerHungError as error:
         logging.getLogger("sqslease").critical("exiting: %s", error)
         return HUNG_EXIT_CODE
+    finally:
+        stdout.close_lines()
+        sys.stdout = emf.stream
     return 0

@@ -1,0 +1,71 @@
+"""A worker process's stdout: what each thread writes goes out a whole line at a time.
+
+The worker's EMF lines go to stdout, and so does a handler's ``print()``, which writes its text and its newline in
+two writes: another thread's line written between them was glued to the printed text, and could not be read (by
+CloudWatch, jobstats, or the chaos report, which then counts its message lost). ``python -m sqslease.worker``
+replaces ``sys.stdout`` with :class:`WholeLines` over its EMF logger: each thread's text is kept until its newline,
+then written, whole lines only, under the logger's stream lock. Not covered: binary writes (``sys.stdout.buffer``)
+and writes to the file descriptor itself (a C library, a child process).
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from typing import IO, Any
+
+from sqslease.emf import EmfLogger
+
+
+class WholeLines(io.TextIOBase):
+    """``sys.stdout`` of a worker: each thread's text written whole lines at a time, through ``logger`` (its
+    stream, after the lines it holds, under its lock). A thread's text after its last newline waits for the next
+    one, or for :meth:`close_lines`.
+
+    :param logger: the worker's EMF logger, whose stream is the real stdout.
+    """
+
+    def __init__(self, logger: EmfLogger) -> None:
+        super().__init__()
+        self._logger = logger
+        self._stream: IO[str] = logger.stream
+        self._partial: dict[int, str] = {}  # a thread's text since its last newline, by thread id
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        me = threading.get_ident()
+        pending = self._partial.pop(me, "") + text  # a thread's own key: no other thread reads or writes it
+        end = pending.rfind("\n") + 1
+        if end < len(pending):
+            self._partial[me] = pending[end:]
+        if end:
+            self._logger._write(pending[:end])
+        return len(text)
+
+    def flush(self) -> None:
+        """Whole lines are written (and flushed) as they end; a partial line waits for its newline."""
+
+    def close_lines(self) -> None:
+        """Write what each thread left without a newline, a line each (the worker's end)."""
+        while self._partial:
+            _, text = self._partial.popitem()
+            self._logger._write(text + "\n")
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8") or "utf-8"
+
+    @property
+    def buffer(self) -> Any:
+        """The real stdout's binary buffer: what is written there is not kept to whole lines."""
+        return self._stream.buffer  # type: ignore[attr-defined]
