@@ -203,9 +203,19 @@ class Harness:
     # -- accounting ----------------------------------------------------------------------------------
     def emf_lines(self) -> Iterator[dict[str, Any]]:
         for path in sorted(self.emf_dir.glob("*.log")):
-            for line in path.read_text().splitlines():
+            text = path.read_text()
+            for line in text[: text.rfind("\n") + 1].splitlines():  # a line still being written: not yet
                 if line.startswith("{"):
                     yield json.loads(line)
+
+    def emf_success(self, job_type: str, job_id: str) -> bool:
+        """Whether a delivery of job ``job_id`` wrote its ``success`` line. A worker writes it just before the
+        message's delete, after its handler returned (and wrote the ledger's ``end``): up to 20 ms later."""
+        message_ids = {r["message_id"] for r in self._ledger_events() if r.get("id") == job_id}
+        return any(
+            (line.get("JobType"), line.get("Outcome")) == (job_type, "success") and line.get("MessageId") in message_ids
+            for line in self.emf_lines()
+        )
 
     def emf_of(self, job_type: str, message_id: str) -> list[dict[str, Any]]:
         """The EMF lines of one message: one per delivery that ended (ran, or was stopped unrun)."""

@@ -85,6 +85,7 @@ def ecs_scenarios(demo: Harness, job: EcsJob, queue: QueueJob, result: DemoResul
     demo.say(line)
     result.poison["at_s"] = round(in_dlq_at, 1)
     demo.wait_until("the long job's end", lambda: demo.completed([long_id]), 4 * vt + 30)
+    demo.wait_until("the long job's EMF line", lambda: demo.emf_success(job.job_type, long_id), 30)
     long_runs = demo.runs_of(long_id)
     extensions = demo.emf_sum(job.job_type, "Extensions", message_ids=None, job_id=long_id)
     completions = sum(r.outcome == "success" for r in long_runs)
