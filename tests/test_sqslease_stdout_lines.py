@@ -110,3 +110,13 @@ def test_a_printing_handler_at_concurrency_4_leaves_every_emf_line_whole() -> No
     assert sorted(record["MessageId"] for record in emf if record["Outcome"] == "success") == sorted(
         f"m-b{i}" for i in range(200)
     )
+
+
+def test_what_a_text_stream_has_beyond_textiobase_is_the_real_stdout_s() -> None:
+    # GIVEN a worker's stdout over a real text stream
+    real = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", line_buffering=False)
+    stdout = WholeLines(EmfLogger(real))
+    # WHEN a handler asks it what a TextIOWrapper has: THEN it is answered as by the real stdout
+    assert stdout.line_buffering is False and stdout.encoding == "utf-8" and not stdout.isatty()
+    stdout.reconfigure(line_buffering=True)
+    assert real.line_buffering is True

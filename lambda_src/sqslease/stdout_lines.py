@@ -69,3 +69,7 @@ class WholeLines(io.TextIOBase):
     def buffer(self) -> Any:
         """The real stdout's binary buffer: what is written there is not kept to whole lines."""
         return self._stream.buffer  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        # What a text stream has beyond io.TextIOBase (name, mode, line_buffering, reconfigure...): the real stdout's
+        return getattr(self._stream, name)
