@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -457,10 +458,19 @@ def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
         def get_queue_attributes(self, **_: Any) -> Any:
             raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
 
-    deployed = read_deployed(DeletedQueues(), [ECS_JOB])
-    assert deployed == {"S/Render": Deployed(None, None)}
-    row = compare(ECS_JOB, entry(5.0), deployed["S/Render"], 0.25)
-    assert (row.status, row.reason) == (NO_RECOMMENDATION, "the queue's visibility timeout could not be read")
+    job = replace(ECS_JOB, queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/S-Render")
+    deployed = read_deployed(DeletedQueues(), [job])
+    assert deployed == {"S/Render": Deployed(None, None, missing=True)}
+    # its row says which queue is missing and why it may be, with or without a profile, never "could not be read"
+    for profile in (entry(5.0), None):
+        row = compare(job, profile, deployed["S/Render"], 0.25)
+        assert row.status == (NO_RECOMMENDATION if profile else NO_PROFILE)
+        assert "queue S-Render does not exist (deleted outside its stack?" in row.reason, row.reason
+        assert "a deploy of its stack creates it again" in row.reason, row.reason
+    adopted = compare(replace(job, adopted=True), entry(5.0), deployed["S/Render"], 0.25)
+    assert adopted.reason.endswith(
+        "does not exist (deleted outside its stack? An adopted queue is created by its owner)"
+    )
 
 
 def test_each_deployment_of_a_job_type_is_compared_with_its_own_profile() -> None:
@@ -570,3 +580,23 @@ def test_profiles_of_stacks_not_searched_are_left_out() -> None:
     # a profile of a stack outside --stack; one that names no stack may be any stack's: kept
     assert profiles_outside(profiles, ["Dev-Jobs"]) == ["Prod-Jobs/Orders"]
     assert profiles_outside(profiles, None) == []  # every stack searched: a profile without one is not deployed
+
+
+def test_a_no_profile_row_with_more_to_say_is_explained_under_the_table() -> None:
+    from jobqueues.cli.drift import _says_more
+    from jobqueues.ops.queues import read_deployed
+
+    class DeletedQueues:
+        def get_queue_attributes(self, **_: Any) -> Any:
+            from botocore.exceptions import ClientError
+
+            raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
+
+    # GIVEN a job type without a profile, whose queue exists, and one whose queue was deleted
+    present = compare(ECS_JOB, None, Deployed(30, 3), 0.25)
+    job = replace(ECS_JOB, queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/S-Render")
+    gone = compare(job, None, read_deployed(DeletedQueues(), [job])["S/Render"], 0.25)
+    # THEN only the second says more than its status, and is printed under the table
+    assert (present.status, gone.status) == ("no_profile", "no_profile")
+    assert not _says_more(present)
+    assert _says_more(gone)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jobqueues.cli.context import Aws, given_aws_options, pass_aws
-from jobqueues.ops.drift import DEFAULT_TOLERANCE, Drift, compare_all
+from jobqueues.ops.drift import DEFAULT_TOLERANCE, NO_PROFILE, Drift, compare_all, no_profile_reason
 from jobqueues.ops.errors import EXIT_FAILED, BadInput
 from jobqueues.ops.profiles import load_profiles, profiles_outside
 from jobqueues.ops.queues import Deployed, read_deployed
@@ -112,7 +112,7 @@ def command(
         console = Console() if Console().is_terminal else Console(width=200)
         console.print(table(rows))
         for row in rows:
-            if row.drifted or row.fixes or row.status == "no_recommendation":  # why nothing was compared, too
+            if row.drifted or row.fixes or row.status == "no_recommendation" or _says_more(row):  # why not compared
                 click.echo(f"{row.name}: {row.reason}")
                 for fix in row.fixes:
                     click.echo(f"  change: {fix} on job type {row.job_type}")
@@ -124,3 +124,9 @@ def command(
     if drifted and not as_json:
         click.echo(f"drift: {len(drifted)} of {len(rows)} job types ({', '.join(drifted)})", err=True)
     return EXIT_FAILED if drifted else 0
+
+
+def _says_more(row: Drift) -> bool:
+    """A ``no_profile`` row whose reason is more than the table's status (a profile shared by two deployments, a
+    missing queue): printed under the table like a refusal."""
+    return row.status == NO_PROFILE and row.reason != no_profile_reason(row.name)

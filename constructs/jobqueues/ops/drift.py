@@ -34,7 +34,7 @@ from typing import Any
 
 from jobqueues.ops.discovery import JobType, LambdaConsumer
 from jobqueues.ops.duration_code import duration_code
-from jobqueues.ops.queues import Deployed
+from jobqueues.ops.queues import Deployed, missing_queue
 from jobqueues.profiles_document import job_type_of, recommended_p99_s
 from sqslease.config import SETTINGS
 from sqslease.rules import (
@@ -47,8 +47,15 @@ from sqslease.rules import (
 #: Default tolerance above the expected VT (a share: 0.25 is 25 %).
 DEFAULT_TOLERANCE = 0.25
 
+_UNREAD = "the queue's visibility timeout could not be read"
+
 OK, TOO_SHORT, TOO_LONG = "ok", "too_short", "too_long"
 NO_RECOMMENDATION, NO_PROFILE, NOT_DEPLOYED = "no_recommendation", "no_profile", "not_deployed"
+
+
+def no_profile_reason(name: str) -> str:
+    """The reason of a deployment ``name`` (``STACK/JOB_TYPE``) that no profile is named after."""
+    return f"no profile {name!r} in the profiles document"
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,7 @@ def _verdict(
     status, reason = OK, f"within {tolerance:.0%} above the expected {expected_s} s"
     p99_fix = f"processing_p99={duration_code(p99_s)}"
     if vt is None:
-        status, reason = NO_RECOMMENDATION, "the queue's visibility timeout could not be read"
+        status, reason = NO_RECOMMENDATION, _UNREAD
     elif vt < expected_s:
         status = TOO_SHORT
         reason = (
@@ -156,11 +163,15 @@ def _explicit_visibility_timeout(job: JobType) -> int | None:
 def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, tolerance: float) -> Drift:
     """One job type's drift (pure)."""
     vt, mrc = deployed.visibility_timeout_s, deployed.max_receive_count
+    if deployed.missing and job.queue_url is not None:  # nothing to compare: say which queue, and the way back
+        gone = missing_queue(job.queue_url) + ("" if job.adopted else ": a deploy of its stack creates it again")
+        row = compare(job, entry, Deployed(None, None), tolerance)
+        return replace(row, reason=gone if row.reason == _UNREAD else f"{row.reason}; {gone}")
     base = Drift(
         name=job.name,
         job_type=job.job_type,
         status=NO_PROFILE,
-        reason=f"no profile {job.name!r} in the profiles document",
+        reason=no_profile_reason(job.name),
         visibility_timeout_s=vt,
         declared_p99_s=job.processing_p99_s,
         max_receive_count=mrc,

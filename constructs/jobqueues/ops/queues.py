@@ -73,22 +73,24 @@ def name_missing_queues(sqs: Any) -> Any:
 
 @dataclass(frozen=True)
 class Deployed:
-    """What SQS holds for a queue: its VT (s) and ``maxReceiveCount``; ``None`` when unknown."""
+    """What SQS holds for a queue: its VT (s) and ``maxReceiveCount``; ``None`` when unknown. ``missing``: the
+    queue does not exist (deleted outside its stack, or an adopted queue not created). Default False."""
 
     visibility_timeout_s: int | None
     max_receive_count: int | None
+    missing: bool = False
 
 
 def read_deployed(sqs: Any, job_types: Sequence[JobType]) -> dict[str, Deployed]:
     """The VT and ``maxReceiveCount`` SQS holds for each deployed job type's queue (one call per queue); a queue
-    deleted outside its stack reads as unknown (its row: ``no_recommendation``, "could not be read")."""
+    deleted outside its stack reads as unknown and ``missing`` (its row says so: :func:`missing_queue`)."""
     found = {}
     for job in job_types:
         if job.queue_url is None:
             continue
         attributes = queue_attributes(sqs, job.queue_url, ["VisibilityTimeout", "RedrivePolicy"])
         if attributes is None:
-            found[job.name] = Deployed(None, None)
+            found[job.name] = Deployed(None, None, missing=True)
             continue
         redrive = json.loads(attributes["RedrivePolicy"]) if attributes.get("RedrivePolicy") else {}
         count = redrive.get("maxReceiveCount")
