@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -137,6 +138,20 @@ def test_a_queue_that_does_not_exist_is_a_note_that_says_what_may_have_happened(
         row.note
         == "its queue Gone does not exist (deleted outside its stack? An adopted queue is created by its owner)"
     )
+
+
+def test_a_dead_letter_queue_that_does_not_exist_is_a_note_too() -> None:
+    # GIVEN a job type whose queue is there and whose DLQ was deleted outside its stack, WHEN its status is read,
+    # THEN its DLQ column is unknown and a note says why, as for its queue
+    job = JobType("Orders", "S", "S/Orders", "https://q/S-Orders", "https://sqs.us-east-1.amazonaws.com/1/S-Orders-dlq")
+    row = job_status(0, job, {"ApproximateNumberOfMessages": "3", "VisibilityTimeout": "30"}, None, {}, {})
+    assert (row.visible, row.dead_letter) == (3, None)
+    assert row.note == (
+        "its dead-letter queue S-Orders-dlq does not exist (deleted outside its stack? An adopted queue is created by "
+        "its owner)"
+    )
+    # a job type without a DLQ has no such note
+    assert job_status(0, replace(job, dead_letter_queue_url=None), {}, None, {}, {}).note is None
 
 
 @NEEDS_CDK

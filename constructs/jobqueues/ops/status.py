@@ -208,6 +208,8 @@ def job_status(
         notes.append("its queue's URL is unknown: the queue is another stack's")
     elif queue is None:
         notes.append(f"its {missing_queue(job.queue_url)}")
+    if job.dead_letter_queue_url is not None and dead_letter is None:
+        notes.append(f"its dead-letter {missing_queue(job.dead_letter_queue_url)}")
     if isinstance(job.consumer, EcsConsumer):
         consumer = "ecs"
         service = services.get(job.consumer.service or "")
