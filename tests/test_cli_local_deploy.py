@@ -43,6 +43,14 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     assert status == 0, run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
     assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
+    # ... the queue it adopts, which no stack creates, said to be missing with the command that creates it
+    assert re.search(
+        r"^note: EmulatorShared/Billing adopts queue legacy-billing \(JobQueue.from_queue_attributes\), which no stack "
+        r"creates: create it before its consumer runs: aws --endpoint-url http://localhost:\d+ sqs create-queue "
+        r"--queue-name legacy-billing \(and its dead-letter queue legacy-billing-dlq\)$",
+        run.text(),
+        re.MULTILINE,
+    ), run.text()
     # ... and, the emulator gone with the command, what to run next
     assert run.lines[-1].startswith("emulator stopped. Next: `jobqueues local up` in your app's directory"), run.text()
 

@@ -83,10 +83,12 @@ def _deployed(
     ``check_synthesized`` runs on the cloud assembly before the deploy."""
     _require_moto()
     _stop_on_signals()
+    from jobqueues.emulator.adopted_queues import adopted_queue_notes
     from jobqueues.emulator.consumers.runner import sigint_blocked
     from jobqueues.emulator.deploy import DeployError, format_report
     from jobqueues.emulator.server import running_server
     from jobqueues.emulator.user_app import app_command, deploy_app, find_cdk
+    from jobqueues.ops.discovery import discover
 
     try:  # bad input fails before anything starts
         app = app_command(Path.cwd(), app)
@@ -109,6 +111,9 @@ def _deployed(
         except DeployError as error:
             raise OpsError(str(error)) from error
         click.echo(format_report(report))
+        job_types = discover(server.client("cloudformation")).job_types
+        for note in adopted_queue_notes(job_types, server.client("sqs"), server.endpoint):  # no stack creates them
+            click.echo(note)
         click.echo(f"deployed in {time.monotonic() - started:.0f} s")
         click.echo(f"export AWS_ENDPOINT_URL={server.endpoint}")
         yield server
