@@ -132,5 +132,11 @@ def payload_digest(body: str, message: Message) -> None:
 
 
 def printing_job(body: str, message: Message) -> None:
-    """Prints a long line (``print``: its text, then its newline, two writes to stdout) and succeeds."""
+    """Prints a long line (``print``: its text, then its newline, two writes to stdout) and succeeds; a body ending in
+    7 first prints text a strict UTF-8 stdout cannot encode (an unpaired surrogate), whose print fails alone."""
+    if body.endswith("7"):
+        try:
+            print(f"caf\udce9 {body}")
+        except UnicodeEncodeError:
+            pass
     print(f"handling {body} " + "x" * 300)

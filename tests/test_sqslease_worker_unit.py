@@ -4,6 +4,7 @@ end to end, against moto_server, in ``test_sqslease_worker.py``."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -313,6 +314,23 @@ def test_a_throttled_receive_is_retried_and_a_fatal_one_stops_the_worker() -> No
     thread.join(timeout=10)
     assert not thread.is_alive() and len(raised) == 1 and isinstance(raised[0], FatalSqsError), raised
     assert "AccessDenied" in raised[0].code and len(denied.of("ReceiveMessage")) == 1
+
+
+def test_the_worker_says_it_is_consuming_before_a_fatal_error_of_its_first_receive(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a queue whose first receive is refused (no credentials, access denied: found by a docs-only trial, whose
+    # log said "fatal ... exiting" and then "consuming ...")
+    denied = FakeSQS(FakeClock()).script("ReceiveMessage", "access_denied")
+    worker = Worker(denied, URL, lambda body, m: None, LeaseSettings(**UNIT), clock=denied.clock)
+    # WHEN the worker runs
+    with caplog.at_level(logging.INFO, logger="sqslease"), pytest.raises(FatalSqsError):
+        worker.run(install_signal_handlers=False)
+    # THEN its log says what it consumes first, then the fatal error
+    said = [record.getMessage() for record in caplog.records if record.name == "sqslease"]
+    consuming = next(i for i, text in enumerate(said) if text.startswith("consuming"))
+    fatal = next(i for i, text in enumerate(said) if "AccessDenied" in text)
+    assert consuming < fatal, said
 
 
 def test_a_worker_needs_one_handler_at_least() -> None:

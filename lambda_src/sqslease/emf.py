@@ -227,7 +227,18 @@ class EmfLogger:
     def _write(self, text: str) -> None:
         # One write and a flush per line: a Lambda invocation that times out keeps the lines of what it ran.
         with self._lock:
-            self.stream.write(self._take_held(text) if self._held else text)  # after the lines held before it
+            if not self._held:
+                self.stream.write(text)
+            else:
+                held = self._take_held("")
+                try:
+                    self.stream.write(held + text)  # after the lines held before it, in the same write
+                except UnicodeError:
+                    # Text the stream cannot encode (a handler's print, through sqslease.stdout_lines): nothing of
+                    # it was written. The held lines are, and the text's own error goes to the thread that wrote it.
+                    self.stream.write(held)
+                    self.stream.flush()
+                    self.stream.write(text)
             self.stream.flush()
 
     def _directives(self, outcome: str, queued: bool) -> list[dict[str, Any]]:

@@ -16,6 +16,9 @@ from typing import IO, Any
 
 from sqslease.emf import EmfLogger
 
+#: Threads with text waiting for its newline beyond which a write looks for ended ones (:meth:`WholeLines._sweep`).
+SWEEP_AT = 32
+
 
 class WholeLines(io.TextIOBase):
     """``sys.stdout`` of a worker: each thread's text written whole lines at a time, through ``logger`` (its
@@ -29,19 +32,29 @@ class WholeLines(io.TextIOBase):
         super().__init__()
         self._logger = logger
         self._stream: IO[str] = logger.stream
-        self._partial: dict[int, str] = {}  # a thread's text since its last newline, by thread id
+        # A thread's text since its last newline, by thread: the thread object, not its id, which Python gives
+        # again to a thread started after it ended (whose line the text would have joined).
+        self._partial: dict[threading.Thread, str] = {}
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        me = threading.get_ident()
-        pending = self._partial.pop(me, "") + text  # a thread's own key: no other thread reads or writes it
+        me = threading.current_thread()
+        pending = self._partial.pop(me, "") + text  # a thread's own key: only a sweep of ended threads takes others
         end = pending.rfind("\n") + 1
         if end < len(pending):
             self._partial[me] = pending[end:]
+            if len(self._partial) > SWEEP_AT:
+                self._sweep()
         if end:
-            self._logger._write(pending[:end])
+            self._logger._write(pending[:end])  # text the stream cannot encode raises here, as print() would
         return len(text)
+
+    def _sweep(self) -> None:
+        """Write what threads that ended left without a newline, a line each: no newline will come."""
+        for thread, text in list(self._partial.items()):
+            if not thread.is_alive() and self._partial.pop(thread, None) is not None:
+                self._logger._write(text + "\n")
 
     def flush(self) -> None:
         """Whole lines are written (and flushed) as they end; a partial line waits for its newline."""
@@ -64,6 +77,10 @@ class WholeLines(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._stream, "encoding", "utf-8") or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self._stream, "errors", None)
 
     @property
     def buffer(self) -> Any:

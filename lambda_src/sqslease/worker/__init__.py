@@ -221,6 +221,7 @@ class Worker:
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._on_signal)
+        logger.info("consuming %s with %d handlers", self.queue_url, self.concurrency)  # before a receive can fail
         self.heartbeat.start()
         fifo = self.handlers.fifo
         receive = self.receiver.receive_for_handler if handlers_receive(self.concurrency, fifo) else None
@@ -228,7 +229,6 @@ class Worker:
         self.receiver.start()
         if self.protection is not None:
             self.protection.start()
-        logger.info("consuming %s with %d handlers", self.queue_url, self.concurrency)
         while not self._stopping.wait(0.2):
             if self._signalled:
                 self.shutdown()

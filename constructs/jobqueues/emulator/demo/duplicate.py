@@ -78,7 +78,7 @@ def start_duplicate(demo: Harness, job: EcsJob, queue: QueueJob) -> DuplicateDel
     worker.stopping = True
     demo.say(
         f"{job.job_type}: job {job_id} ran, its idempotency record {record_status(demo, job.job_type, dup)}, its "
-        f"delete failed {dup.deletes_failed()} times so far; SIGTERM to {worker.name}: it retries the delete until "
+        f"delete failed {_times(dup.deletes_failed())} so far; SIGTERM to {worker.name}: it retries the delete until "
         "its shutdown grace ends, then leaves the message to its lease"
     )
     return dup
@@ -114,3 +114,8 @@ def finish_duplicate(demo: Harness, job: EcsJob, dup: DuplicateDelivery, result:
         "record_status": status,
         "exit_code": dup.worker.process.returncode,
     }
+
+
+def _times(count: int) -> str:
+    """``once``, ``2 times``."""
+    return "once" if count == 1 else f"{count} times"

@@ -41,7 +41,8 @@ def start_lambda(demo: Harness, function: DeployedFunction, queue: QueueJob) -> 
             failures = (invocation.result or {}).get("batchItemFailures") or []
             outcome = f"{len(failures)} in batchItemFailures"
         demo.say(
-            f"{queue.job_type}: invocation of {len(records)} records ({'cold' if invocation.cold_start else 'warm'}"
+            f"{queue.job_type}: invocation of {len(records)} record{'' if len(records) == 1 else 's'} "
+            f"({'cold' if invocation.cold_start else 'warm'}"
             f", {invocation.duration_s:.1f} s): {outcome}; deleted {len(deleted)}"
         )
 
