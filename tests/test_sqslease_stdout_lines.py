@@ -19,7 +19,7 @@ from support.worker_threads import running_worker
 from sqslease.emf import EmfLogger
 from sqslease.emf_writer import LineWriter
 from sqslease.message import Message
-from sqslease.stdout_lines import WholeLines
+from sqslease.stdout_lines import SWEEP_AT, WholeLines
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 
@@ -184,3 +184,22 @@ def test_text_a_finished_thread_left_without_a_newline_never_joins_a_new_thread_
 def test_errors_is_the_real_stdout_s() -> None:
     real = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
     assert WholeLines(EmfLogger(real)).errors == "surrogateescape"
+
+
+def test_once_many_threads_have_text_waiting_what_ended_threads_left_is_written_before_the_end() -> None:
+    # GIVEN more threads than SWEEP_AT that each left text without a newline and ended (a handler starting a thread a
+    # message), and a live one whose text waits
+    real = io.StringIO()
+    stdout = WholeLines(EmfLogger(real))
+    stdout.write("mine, not ended")
+    for i in range(SWEEP_AT + 1):
+        thread, _ = in_thread(lambda i=i: stdout.write(f"left-{i}"))
+        thread.join(timeout=30)
+    # THEN the text of the threads that had ended when the sweep ran (all but the one writing then and the one after)
+    # is out, a line each, and the live thread's still waits for its newline
+    assert sorted(real.getvalue().splitlines()) == sorted(f"left-{i}" for i in range(SWEEP_AT - 1))
+    stdout.write("\n")
+    assert real.getvalue().splitlines()[-1] == "mine, not ended"
+    # AND the rest comes at the end, a line each
+    stdout.close_lines()
+    assert sorted(real.getvalue().splitlines()[SWEEP_AT:]) == [f"left-{SWEEP_AT - 1}", f"left-{SWEEP_AT}"]
