@@ -203,3 +203,36 @@ def test_once_many_threads_have_text_waiting_what_ended_threads_left_is_written_
     # AND the rest comes at the end, a line each
     stdout.close_lines()
     assert sorted(real.getvalue().splitlines()[SWEEP_AT:]) == [f"left-{SWEEP_AT - 1}", f"left-{SWEEP_AT}"]
+
+
+def test_a_sweep_writes_what_an_ended_thread_holds_when_it_is_taken_not_when_the_sweep_began() -> None:
+    # GIVEN two ended threads' text waiting, and a sweep whose first write lets the second thread's text grow (it
+    # wrote more before it ended, while the sweep's list was taken: found by a docs-only trial, its tail lost)
+    real = io.StringIO()
+    logger = EmfLogger(real)
+    stdout = WholeLines(logger)
+    first, second = (threading.Thread(target=lambda: None) for _ in range(2))
+    for thread in (first, second):
+        thread.start()
+        thread.join(timeout=30)
+    stdout._partial[first], stdout._partial[second] = "first", "Y27"
+    write = logger._write
+
+    def grows(text: str) -> None:
+        if text == "first\n":
+            stdout._partial[second] += "-y27"
+        write(text)
+
+    logger._write = grows  # type: ignore[method-assign]
+    # WHEN the sweep runs: THEN each ended thread's whole text is written
+    stdout._sweep()
+    assert real.getvalue().splitlines() == ["first", "Y27-y27"]
+
+
+def test_the_error_of_a_print_that_cannot_be_encoded_is_not_chained_to_the_worker_s_own_write() -> None:
+    raw = io.BytesIO()
+    logger = EmfLogger(io.TextIOWrapper(raw, encoding="utf-8", errors="strict", write_through=True))
+    LineWriter(logger, "Jobs", "jobs", deferred=True).emit("m-1", 12.5, "success", 1, 0, False)
+    with pytest.raises(UnicodeEncodeError) as failed:
+        WholeLines(logger).write("caf\udce9\n")
+    assert failed.value.__context__ is None and failed.value.object == "caf\udce9\n"

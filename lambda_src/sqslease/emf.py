@@ -230,10 +230,12 @@ class EmfLogger:
             if not self._held:
                 self.stream.write(text)
             else:
-                held = self._take_held("")
+                held, refused = self._take_held(""), False
                 try:
                     self.stream.write(held + text)  # after the lines held before it, in the same write
                 except UnicodeError:
+                    refused = True
+                if refused:  # out of the except: the text's own error alone, not chained to the combined write's
                     # Text the stream cannot encode (a handler's print, through sqslease.stdout_lines): nothing of
                     # it was written. The held lines are, and the text's own error goes to the thread that wrote it.
                     self.stream.write(held)

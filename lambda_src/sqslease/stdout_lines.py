@@ -52,9 +52,11 @@ class WholeLines(io.TextIOBase):
 
     def _sweep(self) -> None:
         """Write what threads that ended left without a newline, a line each: no newline will come."""
-        for thread, text in list(self._partial.items()):
-            if not thread.is_alive() and self._partial.pop(thread, None) is not None:
-                self._logger._write(text + "\n")
+        for thread in list(self._partial):
+            if not thread.is_alive():
+                text = self._partial.pop(thread, None)  # what it holds now: it may have written since the list
+                if text is not None:
+                    self._logger._write(text + "\n")
 
     def flush(self) -> None:
         """Whole lines are written (and flushed) as they end; a partial line waits for its newline."""
