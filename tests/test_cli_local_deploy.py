@@ -55,6 +55,21 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     assert run.lines[-1].startswith("emulator stopped. Next: `jobqueues local up` in your app's directory"), run.text()
 
 
+@NEEDS_CDK
+def test_local_up_runs_an_app_whose_adopted_queue_the_emulator_lacks(tmp_path: Path) -> None:
+    # GIVEN the same app, whose top-level stack adopts legacy-billing, which no stack creates (a docs-only trial saw
+    # `local up` end at once on SQS's "The specified queue does not exist", naming no queue)
+    app = Path(__file__).resolve().parent / "emulator_apps" / "stages_app.py"
+    # WHEN `jobqueues local up` runs it until idle
+    run = start("local", "up", "--app", f"{sys.executable} {app}", "--until-idle", "2", cwd=tmp_path)
+    status = run.wait(240)
+    # THEN it runs and ends as usual: the deploy's note names the queue, and its row in the table says it is missing
+    assert status == 0, run.text()
+    assert "consumers running" in run.text() and "Traceback" not in run.text()
+    assert "note: EmulatorShared/Billing adopts queue legacy-billing" in run.text(), run.text()
+    assert "DLQ missing" in run.text(), run.text()  # the cell "queue and DLQ missing", wrapped at its width
+
+
 #: The smallest app to deploy: one stack of one queue.
 TINY_APP = """
 import aws_cdk as cdk

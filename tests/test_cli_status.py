@@ -296,7 +296,7 @@ def test_the_table_shows_the_quota_share_from_1_percent_and_what_could_not_be_re
         "S/Near (FIFO)", "3", "1,200 (1% of quota)", "0", "-", "4", "30 s", "5", "Lambda 2 errors - throttles"
     ]  # fmt: skip
     assert cells["S/Low"] == ["S/Low", "0", "1,199", "-", "2 min", "0", "-", "-", "ECS 1/3 tasks"]
-    assert cells["S/Gone"] == ["S/Gone", *["-"] * 7, "- (its queue's URL is unknown: the queue is another stack's)"]
+    assert cells["S/Gone"] == ["S/Gone", *["-"] * 7, "- (note below)"]  # the note under the table (status_view)
     # a DLQ with messages is red, an empty one is not
     red = Console(width=300, record=True, force_terminal=True, color_system="standard")
     red.print(table([near]))
@@ -572,3 +572,22 @@ def test_one_ctrl_c_ends_a_command_waiting_on_an_endpoint_that_never_answers(
     assert took < 8, f"ended {took:.1f} s after Ctrl-C: it waited for the request"
     assert "error:" not in err and "Traceback" not in err, err
     assert err.strip() == ("" if expected == 0 else "interrupted"), err
+
+
+def test_a_row_s_note_is_printed_under_the_table_and_leaves_every_column_readable() -> None:
+    # GIVEN a healthy job type and one whose DLQ does not exist (a long note: a docs-only trial saw it squeeze every
+    # column of the table to a few letters, healthy rows included)
+    from rich.console import Console
+
+    from jobqueues.cli.status import status_view
+
+    job = JobType("Orders", "Trial", "Trial/Orders", "https://q/Trial-Orders", "https://q/Trial-Orders-dlq")
+    healthy = job_status(0, replace(job, job_type="Emails"), {"VisibilityTimeout": "30"}, {}, {}, {})
+    gone = job_status(1, job, {"VisibilityTimeout": "30"}, None, {}, {})
+    # WHEN the table is printed 120 columns wide
+    console = Console(width=120, record=True)
+    console.print(status_view([healthy, gone]))
+    text = console.export_text()
+    # THEN every name and VT is whole, and the note follows the table, naming its row
+    assert "Trial/Emails" in text and "Trial/Orders" in text and text.count("30 s") == 2, text
+    assert f"Trial/Orders: {gone.note}" in " ".join(text.split()), text

@@ -80,10 +80,16 @@ def table(rows: list[JobTypeStatus]) -> Table:
             f"[bold red]{dlq}[/]" if row.dead_letter else dlq,
             "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
             _count(row.max_receive_count),
-            _consumer(row) + (f" ({row.note})" if row.note else ""),
+            _consumer(row) + (" (note below)" if row.note else ""),
             *([_noisy_groups(row)] if fair else []),
         )
     return view
+
+
+def status_view(rows: list[JobTypeStatus]) -> RenderableType:
+    """The table, then each row's note (why a figure is missing) under it: in a cell, a long note squeezed every
+    column of the table."""
+    return Group(table(rows), *(f"{escape(row.name)}: {escape(row.note)}" for row in rows if row.note))
 
 
 def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
@@ -91,7 +97,7 @@ def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -
     footer = f"refreshed every {every_s:g} s; Ctrl-C ends"
     if failure is not None:
         footer = f"[bold red]refresh failed: {escape(failure)}[/] (the table is the last one read); {footer}"
-    return Group(table(rows), footer)
+    return Group(status_view(rows), footer)
 
 
 @click.command("status")
@@ -118,7 +124,7 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
     if as_json:
         click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
     else:
-        _console().print(table(rows) if job_types else "no job types in the stacks searched")
+        _console().print(status_view(rows) if job_types else "no job types in the stacks searched")
     return 0
 
 

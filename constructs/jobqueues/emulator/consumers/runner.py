@@ -26,6 +26,7 @@ from jobqueues.emulator.consumers.scaler import SCALE_IN_AFTER_S, QueueDepth, Sc
 from jobqueues.emulator.lambda_driver.function import DriverError
 from jobqueues.emulator.server import Emulator
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer
+from jobqueues.ops.queues import queue_attributes
 
 Print = Callable[[str], None]
 
@@ -248,18 +249,29 @@ class ConsumerRunner:
     def _depths(self, job: JobType) -> Row:
         kind = job.consumer.kind if job.consumer is not None else "none"
         row = Row(job.job_type if self._unique(job) else job.name, self.skipped.get(job.name, kind))
+        missing = []  # an adopted queue no stack created (local deploy's note names it, and how to create it)
         if job.queue_url is not None:
             counts = self._attributes(job.queue_url)
-            row.visible = counts.get("ApproximateNumberOfMessages", 0)
-            row.in_flight = counts.get("ApproximateNumberOfMessagesNotVisible", 0)
+            if counts is None:
+                missing.append("queue")
+            else:
+                row.visible = counts.get("ApproximateNumberOfMessages", 0)
+                row.in_flight = counts.get("ApproximateNumberOfMessagesNotVisible", 0)
         if job.dead_letter_queue_url is not None:
-            row.dead_lettered = self._attributes(job.dead_letter_queue_url).get("ApproximateNumberOfMessages", 0)
+            counts = self._attributes(job.dead_letter_queue_url)
+            if counts is None:
+                missing.append("DLQ")
+            else:
+                row.dead_lettered = counts.get("ApproximateNumberOfMessages", 0)
+        if missing:  # short, in a table cell
+            row.consumer = f"{row.consumer}; {' and '.join(missing)} missing"
         return row
 
-    def _attributes(self, url: str) -> dict[str, int]:
+    def _attributes(self, url: str) -> dict[str, int] | None:
+        """The queue's message counts; None when it does not exist."""
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-        return {k: int(v) for k, v in attributes.items()}
+        attributes = queue_attributes(self.sqs, url, names)
+        return None if attributes is None else {k: int(v) for k, v in attributes.items()}
 
     def _unique(self, job: JobType) -> bool:
         return sum(j.job_type == job.job_type for j in self.job_types) == 1

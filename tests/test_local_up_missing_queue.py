@@ -1,0 +1,54 @@
+"""``jobqueues local up`` on an app whose adopted queue the emulator lacks (no stack creates it): the status table
+says so on that row, and the run goes on, where it ended at once on SQS's "The specified queue does not exist",
+naming no queue (found by a docs-only trial)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from jobqueues.emulator.consumers.runner import ConsumerRunner
+from jobqueues.ops.discovery import JobType
+
+ENDPOINT = "http://localhost:4566/123456789012"
+
+
+class Queues:
+    """An SQS client of the emulator holding the queues named ``names``, each with 2 visible messages."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
+
+    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> Any:
+        if QueueUrl.rsplit("/", 1)[-1] not in self.names:
+            raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
+        return {"Attributes": {"ApproximateNumberOfMessages": "2", "ApproximateNumberOfMessagesNotVisible": "0"}}
+
+
+class Emulator:
+    def __init__(self, sqs: Queues) -> None:
+        self.sqs = sqs
+
+    def client(self, service: str) -> Any:
+        return self.sqs if service == "sqs" else object()
+
+
+def test_a_row_of_a_queue_that_does_not_exist_says_so_and_the_others_are_read(tmp_path: Path) -> None:
+    # GIVEN an adopted job type whose queue and DLQ the emulator lacks, beside one whose queues exist
+    billing = JobType("Billing", "S", "S/Billing", f"{ENDPOINT}/legacy-billing", f"{ENDPOINT}/legacy-billing-dlq")
+    emails = JobType("Emails", "S", "S/Emails", f"{ENDPOINT}/S-Emails", f"{ENDPOINT}/S-Emails-dlq")
+    runner = ConsumerRunner(
+        Emulator(Queues("S-Emails", "S-Emails-dlq")),  # type: ignore[arg-type]
+        [billing, emails],
+        tmp_path,
+        tmp_path / "logs",
+    )
+    # WHEN the table's rows are read
+    missing, present = runner._depths(billing), runner._depths(emails)
+    # THEN the missing one says which of its queues do not exist (short: a table cell; local deploy's note names
+    # them), and the other has its counts
+    assert missing.consumer == "none; queue and DLQ missing", missing
+    assert (missing.visible, missing.dead_lettered) == (0, None)
+    assert (present.consumer, present.visible, present.dead_lettered) == ("none", 2, 2)
