@@ -26,7 +26,9 @@ class Queues:
         return {"Attributes": {}}
 
 
-def job(name: str, queue: str, *, adopted: bool, fifo: bool = False, dlq: str | None = None) -> JobType:
+def job(
+    name: str, queue: str, *, adopted: bool, fifo: bool = False, dlq: str | None = None, vt: float | None = None
+) -> JobType:
     return JobType(
         name,
         "Legacy",
@@ -35,6 +37,7 @@ def job(name: str, queue: str, *, adopted: bool, fifo: bool = False, dlq: str | 
         None if dlq is None else f"{ENDPOINT}/123456789012/{dlq}",
         adopted=adopted,
         fifo=fifo,
+        visibility_timeout_s=vt,
     )
 
 
@@ -44,16 +47,16 @@ def test_an_adopted_queue_the_emulator_lacks_is_a_note_with_the_command_that_cre
     job_types = [
         job("Declared", "Legacy-Declared", adopted=False),
         job("Present", "present-queue", adopted=True),
-        job("Billing", "legacy-billing", adopted=True, dlq="legacy-billing-dlq"),
+        job("Billing", "legacy-billing", adopted=True, dlq="legacy-billing-dlq", vt=300),
         job("Ledger", "ledger.fifo", adopted=True, fifo=True),
     ]
     # WHEN the notes are made against the emulator's queues
     notes = adopted_queue_notes(job_types, Queues("present-queue", "Legacy-Declared"), ENDPOINT)
-    # THEN each missing adopted queue has one note, with the command that creates it, FIFO as FIFO
+    # THEN each missing adopted queue has one note, with the command that creates it as declared (its VT, FIFO)
     assert notes == [
         "note: Legacy/Billing adopts queue legacy-billing (JobQueue.from_queue_attributes), which no stack creates: "
         "create it before its consumer runs: aws --endpoint-url http://localhost:4566 sqs create-queue --queue-name "
-        "legacy-billing (and its dead-letter queue legacy-billing-dlq)",
+        "legacy-billing --attributes VisibilityTimeout=300 (and its dead-letter queue legacy-billing-dlq)",
         "note: Legacy/Ledger adopts queue ledger.fifo (JobQueue.from_queue_attributes), which no stack creates: "
         "create it before its consumer runs: aws --endpoint-url http://localhost:4566 sqs create-queue --queue-name "
         "ledger.fifo --attributes FifoQueue=true",

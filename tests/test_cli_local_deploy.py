@@ -47,7 +47,8 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
     assert re.search(
         r"^note: EmulatorShared/Billing adopts queue legacy-billing \(JobQueue.from_queue_attributes\), which no stack "
         r"creates: create it before its consumer runs: aws --endpoint-url http://localhost:\d+ sqs create-queue "
-        r"--queue-name legacy-billing \(and its dead-letter queue legacy-billing-dlq\)$",
+        r"--queue-name legacy-billing --attributes VisibilityTimeout=30 "
+        r"\(and its dead-letter queue legacy-billing-dlq\)$",
         run.text(),
         re.MULTILINE,
     ), run.text()

@@ -4,6 +4,7 @@ AWS their owner does), so after a local deploy their consumers would fail on a q
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,19 +24,22 @@ def adopted_queue_notes(job_types: Sequence[JobType], sqs: Any, endpoint: str) -
         dlq_missing = dlq is not None and _missing(sqs, dlq)
         if not (queue_missing or dlq_missing):
             continue
-        fifo = " --attributes FifoQueue=true" if job.fifo else ""
+        attributes = ["FifoQueue=true"] if job.fifo else []
         create = f"aws --endpoint-url {endpoint} sqs create-queue --queue-name"
         if queue_missing:
             name = queue_name(job.queue_url)
             also = f" (and its dead-letter queue {queue_name(dlq)})" if dlq is not None and dlq_missing else ""
             what = f"queue {name}"
+            if job.visibility_timeout_s is not None:  # as declared: drift compares the queue's VT with it
+                attributes.append(f"VisibilityTimeout={math.ceil(job.visibility_timeout_s)}")
         else:
             assert dlq is not None
             name, also = queue_name(dlq), ""
             what = f"dead-letter queue {name}"
+        given = f" --attributes {','.join(attributes)}" if attributes else ""
         notes.append(
             f"note: {job.name} adopts {what} (JobQueue.from_queue_attributes), which no stack creates: create it "
-            f"before its consumer runs: {create} {name}{fifo}{also}"
+            f"before its consumer runs: {create} {name}{given}{also}"
         )
     return notes
 
