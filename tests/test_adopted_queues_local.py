@@ -4,26 +4,12 @@ instead of leaving its consumer to fail on a queue that does not exist."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from botocore.exceptions import ClientError
+from support.existing_queues import ExistingQueues
 
 from jobqueues.emulator.adopted_queues import adopted_queue_notes
 from jobqueues.ops.discovery import JobType
 
 ENDPOINT = "http://localhost:4566"
-
-
-class Queues:
-    """An SQS client that holds the queues named ``names``."""
-
-    def __init__(self, *names: str) -> None:
-        self.names = set(names)
-
-    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> Any:
-        if QueueUrl.rsplit("/", 1)[-1] not in self.names:
-            raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
-        return {"Attributes": {}}
 
 
 def job(
@@ -51,7 +37,7 @@ def test_an_adopted_queue_the_emulator_lacks_is_a_note_with_the_command_that_cre
         job("Ledger", "ledger.fifo", adopted=True, fifo=True),
     ]
     # WHEN the notes are made against the emulator's queues
-    notes = adopted_queue_notes(job_types, Queues("present-queue", "Legacy-Declared"), ENDPOINT)
+    notes = adopted_queue_notes(job_types, ExistingQueues("present-queue", "Legacy-Declared"), ENDPOINT)
     # THEN each missing adopted queue has one note, with the command that creates it as declared (its VT, FIFO)
     assert notes == [
         "note: Legacy/Billing adopts queue legacy-billing (JobQueue.from_queue_attributes), which no stack creates: "
@@ -65,4 +51,4 @@ def test_an_adopted_queue_the_emulator_lacks_is_a_note_with_the_command_that_cre
 
 def test_nothing_is_said_when_every_adopted_queue_is_there() -> None:
     found = [job("Present", "present-queue", adopted=True, dlq="present-dlq")]
-    assert adopted_queue_notes(found, Queues("present-queue", "present-dlq"), ENDPOINT) == []
+    assert adopted_queue_notes(found, ExistingQueues("present-queue", "present-dlq"), ENDPOINT) == []

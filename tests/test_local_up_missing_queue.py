@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError
+from support.existing_queues import ExistingQueues
 
 from jobqueues.emulator.consumers.runner import ConsumerRunner
 from jobqueues.ops.discovery import JobType
@@ -15,20 +15,8 @@ from jobqueues.ops.discovery import JobType
 ENDPOINT = "http://localhost:4566/123456789012"
 
 
-class Queues:
-    """An SQS client of the emulator holding the queues named ``names``, each with 2 visible messages."""
-
-    def __init__(self, *names: str) -> None:
-        self.names = set(names)
-
-    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> Any:
-        if QueueUrl.rsplit("/", 1)[-1] not in self.names:
-            raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
-        return {"Attributes": {"ApproximateNumberOfMessages": "2", "ApproximateNumberOfMessagesNotVisible": "0"}}
-
-
 class Emulator:
-    def __init__(self, sqs: Queues) -> None:
+    def __init__(self, sqs: ExistingQueues) -> None:
         self.sqs = sqs
 
     def client(self, service: str) -> Any:
@@ -40,7 +28,7 @@ def test_a_row_of_a_queue_that_does_not_exist_says_so_and_the_others_are_read(tm
     billing = JobType("Billing", "S", "S/Billing", f"{ENDPOINT}/legacy-billing", f"{ENDPOINT}/legacy-billing-dlq")
     emails = JobType("Emails", "S", "S/Emails", f"{ENDPOINT}/S-Emails", f"{ENDPOINT}/S-Emails-dlq")
     runner = ConsumerRunner(
-        Emulator(Queues("S-Emails", "S-Emails-dlq")),  # type: ignore[arg-type]
+        Emulator(ExistingQueues("S-Emails", "S-Emails-dlq")),  # type: ignore[arg-type]
         [billing, emails],
         tmp_path,
         tmp_path / "logs",
