@@ -25,6 +25,8 @@ pytest_plugins = ["emulator_fixtures"]
 #: one goes to one worker and it is built once a run: the apps deployed (``emulator_fixtures``) and the JVM. Listed
 #: longest first: the units start in this order.
 SHARED_FIXTURES = ("spark", *SHARED_DEPLOYMENTS)
+#: The share of the other unshared units over which the ``waits`` units are spread (the rest come after them).
+WAITS_SPREAD = 0.6
 #: Fixture scopes that a module's tests share: a module using one is one unit, so its fixture is built once.
 _SHARED_SCOPES = frozenset({"module", "class", "package"})
 
@@ -39,15 +41,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     - Any other test is a unit of its own, so that a module's independent end-to-end runs go to several workers.
 
     Those shared units go first (longest first), then the ``heavy`` modules' tests, so that the run does not end on
-    one of them while the other workers idle."""
+    one of them while the other workers idle, then the ``waits`` modules' tests, so that their waits overlap the
+    others' CPU rather than leave the cores idle at the end."""
     sharing = {_module(item) for item in items if _shares_a_fixture(item)}
     units = {item: _unit(item, sharing) for item in items}
     order = {unit: rank for rank, unit in enumerate(SHARED_FIXTURES)}
     order["spark-heavy"] = 0.5
-    items.sort(key=lambda item: order.get(units[item], len(order) + (not item.get_closest_marker("heavy"))))
+    items.sort(key=lambda item: order.get(units[item], len(order) + _late(item)))
+    items[:] = _spread_waits(items, units)
     if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under --dist loadgroup
         for item in items:
             _join_group(item, units[item])
+
+
+def _late(item: pytest.Item) -> int:
+    """Where an unshared test starts: 0 ``heavy``, 1 ``waits``, 2 any other."""
+    return 0 if item.get_closest_marker("heavy") else 1 if item.get_closest_marker("waits") else 2
+
+
+def _spread_waits(items: list[pytest.Item], units: dict[pytest.Item, str]) -> list[pytest.Item]:
+    """``items`` with the ``waits`` units spread evenly over the first :data:`WAITS_SPREAD` of the units after them:
+    run together, they left both cores idle for half a minute; run last, they end the run on waits."""
+    waiting: dict[str, list[pytest.Item]] = {}
+    rest: dict[str, list[pytest.Item]] = {}
+    start = next((i for i, item in enumerate(items) if _late(item) == 1 and units[item] not in SHARED_FIXTURES), None)
+    if start is None:
+        return items
+    for item in items[start:]:
+        (waiting if _late(item) == 1 else rest).setdefault(units[item], []).append(item)
+    spread, w, r = list(items[:start]), list(waiting.values()), list(rest.values())
+    taken_w = taken_r = 0
+    while taken_w < len(w) or taken_r < len(r):
+        if taken_r >= len(r) or (taken_w < len(w) and taken_w * len(r) * WAITS_SPREAD <= taken_r * len(w)):
+            spread += w[taken_w]
+            taken_w += 1
+        else:
+            spread += r[taken_r]
+            taken_r += 1
+    return spread
 
 
 def _unit(item: pytest.Item, sharing: set[str]) -> str:

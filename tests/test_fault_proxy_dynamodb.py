@@ -16,6 +16,8 @@ from support.waiting import wait_for
 from jobqueues.emulator.server import LOCAL_AWS_ENV, LocalServer
 from sqslease.idempotency import create_table_request
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 READ_TIMEOUT_S = 0.5
 
 

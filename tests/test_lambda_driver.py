@@ -36,6 +36,8 @@ from sqslease.lambda_entry import EntryConfigurationError, build_handler
 from sqslease.rules import HUNG_EXIT_CODE
 from sqslease.settings import FailurePolicy, LeaseSettings
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 HANDLER_CODE = """
 import json, os, sys, time
 import layer_mod

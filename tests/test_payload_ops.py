@@ -23,6 +23,8 @@ from jobqueues.ops.redrive import redrive
 from jobqueues.ops.send import PayloadBucket, send
 from sqslease.payload_pointer import SIZE_ATTRIBUTE, PayloadStore, offload, parse_pointer
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 LIMIT = 1024  # the queues' MaximumMessageSize here, in bytes (SQS's least)
 _names = itertools.count()
 

@@ -11,6 +11,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from conftest import WAITS_SPREAD
+
 ROOT = Path(__file__).resolve().parent.parent
 #: A module of tests sharing a module-scoped fixture (the plans made once), and one of independent tests.
 SHARING, INDEPENDENT = "tests/test_prop_defaults.py", "tests/test_rules.py"
@@ -44,3 +46,28 @@ def test_each_unit_runs_in_one_worker_under_the_make_test_options() -> None:
     independent = units[INDEPENDENT]
     ran = len(re.findall(rf"PASSED {INDEPENDENT}::", done.stdout))
     assert len(independent) == ran > 8 and all(unit.startswith(f"{INDEPENDENT}::") for unit in independent), independent
+
+
+def test_heavy_modules_start_first_then_the_ones_that_wait_spread_among_the_rest() -> None:
+    # GIVEN a module of plain tests, one marked `waits` (most of its time is real-time waiting) and one marked `heavy`
+    plain, waiting, heavy = INDEPENDENT, "tests/test_sqslease_heartbeat.py", "tests/test_sqslease_statemachine.py"
+    # WHEN the suite is ordered as `make test` orders it (tests/conftest.py)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", plain, waiting, heavy],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    modules = [line.split("::", 1)[0] for line in done.stdout.splitlines() if "::" in line]
+    assert set(modules) == {heavy, waiting, plain}, modules
+    # THEN the heavy module's tests come first
+    heavy_count = modules.count(heavy)
+    assert modules[:heavy_count] == [heavy] * heavy_count, modules
+    # ... then the waiting ones, spread among the plain ones (run together, they left both cores idle), starting
+    # with one and all placed before the last plain ones (a run that ends on waits leaves the cores idle too)
+    rest = modules[heavy_count:]
+    waits_at = [i for i, module in enumerate(rest) if module == waiting]
+    assert waits_at[0] == 0 and waits_at[1] > 1, rest
+    assert waits_at[-1] < len(rest) * (1 - (1 - WAITS_SPREAD) / 2), rest

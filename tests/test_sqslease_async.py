@@ -8,6 +8,7 @@ import asyncio
 import io
 import threading
 
+import pytest
 from support.emf import outcomes, read_emf
 from support.fakes import FakeClock, FakeContext, FakeSQS
 from support.lambda_events import fake_event
@@ -21,6 +22,8 @@ from sqslease.emf import EmfLogger
 from sqslease.lambda_adapter import process_event
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
+
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
 
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 

@@ -34,6 +34,8 @@ from sqslease.handler_pool import HandlerPool
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 TRIALS = 3
 JOBS = 5  # worker A: 3 running, 2 received but not started
 #: 4 s leases (threshold 1 s): a first lease of 4 s and 2 s long polls.

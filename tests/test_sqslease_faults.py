@@ -29,6 +29,8 @@ from sqslease.heartbeat import Heartbeat
 from sqslease.lease_table import LeaseScheduler
 from sqslease.settings import LeaseSettings
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 LEASE_3S = {"SQSLEASE_VISIBILITY_TIMEOUT": "3", "SQSLEASE_EXTENSION_THRESHOLD": "1"}
 
 

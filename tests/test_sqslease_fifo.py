@@ -25,6 +25,8 @@ from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.worker import Worker
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 
 def send_groups(server: LocalServer, url: str, groups: str, per_group: int) -> list[str]:
     """Interleaved sends: A0, B0, C0, A1, ..."""

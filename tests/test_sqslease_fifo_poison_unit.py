@@ -31,6 +31,8 @@ from sqslease.lease import Lease
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs.fifo"
 DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq.fifo"
 #: A 30 s lease whose first part (10 s) falls due 5 s after the receive, 1 s polls; 3 attempts, back-off base 2 s.

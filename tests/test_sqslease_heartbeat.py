@@ -22,6 +22,8 @@ from sqslease.retry import FatalSqsError
 from sqslease.settings import LeaseSettings
 from sqslease.settle import Settler
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 SETTINGS = LeaseSettings(visibility_timeout=2, extension_threshold=1, heartbeat_interval=0.2, pull_forward=0)
 SLOW = LeaseSettings(visibility_timeout=30, extension_threshold=5, heartbeat_interval=0.2, pull_forward=0)
 

@@ -29,6 +29,8 @@ from sqslease.lambda_adapter import process_event
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 _job_types = itertools.count()
 
 

@@ -28,6 +28,8 @@ from sqslease.lambda_adapter import leases_held, process_event, sqs_batch_handle
 from sqslease.message import Message
 from sqslease.settings import FailurePolicy, LeaseSettings
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 FAST = {"visibility_timeout": 2, "extension_threshold": 1, "heartbeat_interval": 0.2}
 
 

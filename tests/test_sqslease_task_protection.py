@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.fakes import FakeClock
 from support.moto_queues import make_queue, send
 from support.waiting import wait_for
@@ -18,6 +19,8 @@ from support.worker_processes import events_of, start_worker_process
 
 from jobqueues.emulator.server import LocalServer
 from sqslease.task_protection import PATH, TaskProtection
+
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
 
 
 @contextmanager

@@ -38,6 +38,8 @@ from sqslease.settings import FailurePolicy, LeaseSettings
 from sqslease.worker import HandlerHungError, Worker
 from sqslease.worker.cli import HUNG_EXIT_CODE, USAGE_EXIT_CODE
 
+pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
+
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 WATCHDOG = "sqslease-watchdog"  # the thread that times handlers out: it reads the clock once a look
 
