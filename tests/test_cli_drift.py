@@ -465,12 +465,13 @@ def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
     for profile in (entry(5.0), None):
         row = compare(job, profile, deployed["S/Render"], 0.25)
         assert row.status == (NO_RECOMMENDATION if profile else NO_PROFILE)
-        assert "queue S-Render does not exist (deleted outside its stack?" in row.reason, row.reason
-        assert "a deploy of its stack creates it again" in row.reason, row.reason
+        assert row.reason.endswith(
+            "queue S-Render does not exist (deleted outside its stack: a deploy of its stack creates it again)"
+        ), row.reason
     adopted = compare(replace(job, adopted=True), entry(5.0), deployed["S/Render"], 0.25)
     assert adopted.reason.endswith(
-        "does not exist (deleted outside its stack? An adopted queue is created by its owner)"
-    )
+        "does not exist (adopted with JobQueue.from_queue_attributes: its owner creates it)"
+    ), adopted.reason
 
 
 def test_each_deployment_of_a_job_type_is_compared_with_its_own_profile() -> None:

@@ -128,15 +128,18 @@ def test_the_table_and_watch_through_the_console_script(ops_deployment: Deployme
     assert "Traceback" not in err
 
 
-def test_a_queue_that_does_not_exist_is_a_note_that_says_what_may_have_happened() -> None:
-    # GIVEN a job type whose queue is gone (deleted outside its stack), or an adopted one never created (its owner
-    # creates it: a local deploy does not), WHEN its status is read, THEN a note says both, as every command's line
-    job = JobType("Gone", "S", "S/Gone", "https://sqs.us-east-1.amazonaws.com/1/Gone", None)
-    row = job_status(0, job, None, None, {}, {})
+def test_a_queue_that_does_not_exist_is_a_note_that_says_the_way_back() -> None:
+    # GIVEN a job type whose queue is gone (deleted outside its stack), and one adopted whose queue was never created
+    owned = JobType("Gone", "S", "S/Gone", "https://sqs.us-east-1.amazonaws.com/1/Gone", None)
+    adopted = replace(owned, adopted=True)
+    # WHEN their status is read THEN each note says how that queue comes back: a deploy of its stack, or its owner
+    row = job_status(0, owned, None, None, {}, {})
     assert isinstance(row, JobTypeStatus) and row.visible is None
     assert (
-        row.note
-        == "its queue Gone does not exist (deleted outside its stack? An adopted queue is created by its owner)"
+        row.note == "its queue Gone does not exist (deleted outside its stack: a deploy of its stack creates it again)"
+    )
+    assert job_status(0, adopted, None, None, {}, {}).note == (
+        "its queue Gone does not exist (adopted with JobQueue.from_queue_attributes: its owner creates it)"
     )
 
 
@@ -147,8 +150,8 @@ def test_a_dead_letter_queue_that_does_not_exist_is_a_note_too() -> None:
     row = job_status(0, job, {"ApproximateNumberOfMessages": "3", "VisibilityTimeout": "30"}, None, {}, {})
     assert (row.visible, row.dead_letter) == (3, None)
     assert row.note == (
-        "its dead-letter queue S-Orders-dlq does not exist (deleted outside its stack? An adopted queue is created by "
-        "its owner)"
+        "its dead-letter queue S-Orders-dlq does not exist (deleted outside its stack: a deploy of its stack creates "
+        "it again)"
     )
     # a job type without a DLQ has no such note
     assert job_status(0, replace(job, dead_letter_queue_url=None), {}, None, {}, {}).note is None

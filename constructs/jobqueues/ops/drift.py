@@ -164,7 +164,7 @@ def compare(job: JobType, entry: Mapping[str, Any] | None, deployed: Deployed, t
     """One job type's drift (pure)."""
     vt, mrc = deployed.visibility_timeout_s, deployed.max_receive_count
     if deployed.missing and job.queue_url is not None:  # nothing to compare: say which queue, and the way back
-        gone = missing_queue(job.queue_url) + ("" if job.adopted else ": a deploy of its stack creates it again")
+        gone = missing_queue(job.queue_url, job.adopted)
         row = compare(job, entry, Deployed(None, None), tolerance)
         return replace(row, reason=gone if row.reason == _UNREAD else f"{row.reason}; {gone}")
     base = Drift(

@@ -46,11 +46,20 @@ def queue_name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
-def missing_queue(url: str) -> str:
-    """What to say of the queue at ``url`` that does not exist."""
-    return (
-        f"queue {queue_name(url)} does not exist (deleted outside its stack? An adopted queue is created by its owner)"
-    )
+def missing_queue(url: str, adopted: bool | None = None) -> str:
+    """What to say of the queue at ``url`` that does not exist, and how it comes back.
+
+    :param adopted: whether its job type adopted it (``JobQueue.from_queue_attributes``: its owner creates it) or its
+        stack made it (a deploy of the stack creates it again). Default ``None``: not known (an SDK error of any
+        command), and both are said.
+    """
+    if adopted is None:
+        why = "deleted outside its stack? An adopted queue is created by its owner"
+    elif adopted:
+        why = "adopted with JobQueue.from_queue_attributes: its owner creates it"
+    else:
+        why = "deleted outside its stack: a deploy of its stack creates it again"
+    return f"queue {queue_name(url)} does not exist ({why})"
 
 
 def name_missing_queues(sqs: Any) -> Any:

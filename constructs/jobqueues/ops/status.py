@@ -207,9 +207,9 @@ def job_status(
     if job.queue_url is None:
         notes.append("its queue's URL is unknown: the queue is another stack's")
     elif queue is None:
-        notes.append(f"its {missing_queue(job.queue_url)}")
+        notes.append(f"its {missing_queue(job.queue_url, job.adopted)}")
     if job.dead_letter_queue_url is not None and dead_letter is None:
-        notes.append(f"its dead-letter {missing_queue(job.dead_letter_queue_url)}")
+        notes.append(f"its dead-letter {missing_queue(job.dead_letter_queue_url, job.adopted)}")
     if isinstance(job.consumer, EcsConsumer):
         consumer = "ecs"
         service = services.get(job.consumer.service or "")
