@@ -41,8 +41,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     - Any other test is a unit of its own, so that a module's independent end-to-end runs go to several workers.
 
     Those shared units go first (longest first), then the ``heavy`` modules' tests, so that the run does not end on
-    one of them while the other workers idle, then the ``waits`` modules' tests, so that their waits overlap the
-    others' CPU rather than leave the cores idle at the end."""
+    one of them while the other workers idle, then the other tests, with the ``waits`` modules' tests spread among
+    them (:func:`_spread_waits`), so that their waits overlap the others' CPU."""
     sharing = {_module(item) for item in items if _shares_a_fixture(item)}
     units = {item: _unit(item, sharing) for item in items}
     order = {unit: rank for rank, unit in enumerate(SHARED_FIXTURES)}
