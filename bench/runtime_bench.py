@@ -222,7 +222,7 @@ def bench_lambda(invocations: int, rounds: int, profile: bool) -> None:
             f"   lease extension {label} (VT {env['SQSLEASE_VISIBILITY_TIMEOUT']} s): "
             f"sqslease {statistics.median(our_us):6.2f} us/record, Powertools {statistics.median(their_us):5.2f} "
             f"us/record -> {statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x); "
-            f"per invocation: {started:g} threads started, {calls:g} SQS calls"
+            f"per invocation: {started:g} threads started, {calls:g} SQS call{'' if calls == 1 else 's'}"
         )
         bare_us = statistics.median(unwritten_us)
         print(
