@@ -43,7 +43,7 @@ from jobstats.histogram import MAX_RELATIVE_ERROR  # noqa: E402
 from jobstats.parse import read_json  # noqa: E402
 from jobstats.pipeline import profile  # noqa: E402
 from jobstats.schema import EMF_SCHEMA  # noqa: E402
-from jobstats.session import partition_bytes, spark_session  # noqa: E402
+from jobstats.session import spark_session  # noqa: E402
 from jobstats.stats import CANDIDATE_VTS_S  # noqa: E402
 
 REPEAT = 5
@@ -88,7 +88,8 @@ def pyarrow_in_spark(spark: SparkSession, logs: Path) -> int:
 
 def in_spark_tasks(spark: SparkSession, logs: Path, task: Callable[[Iterable[list[scan.Split]]], Iterator[int]]) -> int:
     files = list(list_files(spark, [str(logs)]).values())
-    tasks = scan.plan(files, partition_bytes(sum(f.size for f in files), spark.sparkContext.defaultParallelism))
+    cores = spark.sparkContext.defaultParallelism
+    tasks = scan.plan(files, cores, scan.split_size(sum(f.size for f in files), cores))
     return int(spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(task).sum())
 
 

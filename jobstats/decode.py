@@ -12,6 +12,7 @@ two objects on a line, invalid UTF-8) makes :func:`decode_block` return None, an
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Annotated, Any
@@ -54,7 +55,7 @@ class Columns:
 
 def _python_type(data_type: DataType, name: str) -> Any:
     if isinstance(data_type, StructType):
-        fields = [(f.name, _python_type(f.dataType, f.name) | None, None) for f in data_type.fields]
+        fields = [(f.name, _python_type(f.dataType, f.name) | None, _missing(f.dataType)) for f in data_type.fields]
         return msgspec.defstruct(name, fields, gc=False)
     if data_type in _RANGES:
         low, high = _RANGES[data_type]
@@ -76,8 +77,14 @@ def _line_type(schema: StructType) -> Any:
         if isinstance(f.dataType, StructType):
             fields.append((f.name, member, msgspec.field(default_factory=member)))
         else:
-            fields.append((f.name, member | None, None))
+            fields.append((f.name, member | None, _missing(f.dataType)))
     return msgspec.defstruct("EmfLine", fields, gc=False)
+
+
+def _missing(data_type: DataType) -> float | None:
+    """A field's value when its line has none: NaN for a number (a column of numbers then builds without a
+    Python list), None for text. A JSON ``null`` decodes to None in either."""
+    return None if isinstance(data_type, (StringType, VariantType)) else math.nan
 
 
 def _leaves(schema: StructType, prefix: str = "") -> list[tuple[str, DataType]]:
@@ -98,13 +105,13 @@ NUMBER_FIELDS = tuple(path for path, t in _leaves(_LINE) if not isinstance(t, (S
 _OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
 
 
-def decode_block(data: bytes) -> Columns | None:
+def decode_block(data: bytes | memoryview) -> Columns | None:
     """Decode every non-blank line of ``data`` (whole lines); None when any line is not one the decoder reads
     exactly as Spark's JSON reader does."""
     lines = _decode_lines(data)
     if lines is None:
         return None
-    numbers = {path: np.array(list(map(attrgetter(path), lines)), dtype=np.float64) for path in NUMBER_FIELDS}
+    numbers = {path: _numbers(lines, path) for path in NUMBER_FIELDS}
     texts = zip(*(map(attrgetter(path), lines) for path in TEXT_FIELDS), strict=True)
     index: dict[tuple, int] = {}
     labels = np.fromiter(map(index.setdefault, texts, itertools.count()), dtype=np.int64, count=len(lines))
@@ -112,7 +119,15 @@ def decode_block(data: bytes) -> Columns | None:
     return Columns(len(lines), numbers, TEXT_FIELDS, labels, list(index))
 
 
-def _decode_lines(data: bytes) -> list[Any] | None:
+def _numbers(lines: list[Any], path: str) -> np.ndarray:
+    """The field ``path`` of every line as float64, NaN where a line has none or ``null``."""
+    try:
+        return np.fromiter(map(attrgetter(path), lines), dtype=np.float64, count=len(lines))
+    except TypeError:  # a null (None) in some line: numpy's conversion of a list makes it NaN
+        return np.array(list(map(attrgetter(path), lines)), dtype=np.float64)
+
+
+def _decode_lines(data: bytes | memoryview) -> list[Any] | None:
     """The block's lines decoded, one object per non-blank line; None if a line is not one object.
 
     A block whose every line starts with ``{`` and ends with ``}`` is decoded in one call: msgspec reads it as a
@@ -125,12 +140,12 @@ def _decode_lines(data: bytes) -> list[Any] | None:
         if count is not None:
             lines = _DECODER.decode_lines(data)
             return lines if len(lines) == count else None
-        return [_DECODER.decode(line) for line in data.split(b"\n") if line.strip(BLANK)]
+        return [_DECODER.decode(line) for line in bytes(data).split(b"\n") if line.strip(BLANK)]
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
 
 
-def _objects_per_line(data: bytes) -> int | None:
+def _objects_per_line(data: bytes | memoryview) -> int | None:
     """The number of lines when every line (``\\n``-separated, none empty) starts with ``{`` and ends with ``}``;
     else None."""
     if not data:

@@ -63,7 +63,8 @@ def profile(
             + (" on or after --since" if since_day is not None else "")
             + f" ({report.malformed_lines} malformed lines; sample: {report.malformed_sample[:2]})"
         )
-    by_queue = summarize(rows, (*DEPLOYMENT_KEYS, "queue"), since_day)
+    several = any(len(summary.queues) > 1 for summary in by_deployment.values())
+    by_queue = summarize(rows, (*DEPLOYMENT_KEYS, "queue"), since_day) if several else {}
     entries = {}
     for (stack, job_type), summary in by_deployment.items():
         queues = None

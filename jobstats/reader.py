@@ -14,7 +14,7 @@ from jobstats.files import LogFile, file_uri
 from jobstats.parse import malformed_lines, read_json, records
 from jobstats.scan import scan
 from jobstats.schema import SAMPLE_SCHEMA
-from jobstats.session import partition_bytes, size_input_partitions
+from jobstats.session import size_input_partitions
 from jobstats.stats import partial_aggregate
 
 logger = logging.getLogger("jobstats")
@@ -52,8 +52,7 @@ def read_partials(
 
 def read_files(spark: SparkSession, logs: list[LogFile]) -> dict[str, list[dict]]:
     """The partial rows of ``logs`` by URI: the cold path's, and Spark's reader's for the files it leaves."""
-    cores = spark.sparkContext.defaultParallelism
-    rows, rest = scan(spark, logs, partition_bytes(sum(log.size for log in logs), cores))
+    rows, rest = scan(spark, logs)
     if rest:
         size_input_partitions(spark, sum(log.size for log in rest))
         names = {log.uri for log in rest}

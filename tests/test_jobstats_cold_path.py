@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import sys
 import tempfile
@@ -21,7 +22,17 @@ from hypothesis import strategies as st
 from jobstats.files import LogFile, file_uri, list_files
 from jobstats.parse import read_json, records
 from jobstats.reader import read_files
-from jobstats.scan import Split, plan, read_blocks, scan, scan_task
+from jobstats.scan import (
+    MIN_SPLIT_BYTES,
+    OPEN_COST_BYTES,
+    SPLITS_PER_TASK,
+    Split,
+    plan,
+    read_blocks,
+    scan,
+    scan_task,
+    split_size,
+)
 from jobstats.stats import PARTIAL_KEYS, partial_aggregate
 from sqslease.emf import OUTCOMES, EmfLogger
 
@@ -168,20 +179,57 @@ def test_without_msgspec_on_an_executor_every_split_goes_to_spark(monkeypatch: p
     assert all("jobstats.decode" in why for _, _, why in results if why is not None)
 
 
-def test_small_files_share_a_task_and_a_large_one_is_split() -> None:
+def test_one_task_a_core_each_with_about_the_same_bytes() -> None:
+    # GIVEN three small files, a large plain file and a gzip file (which cannot be split)
     small = [LogFile(f"file:///l/s{i}.log", f"/l/s{i}.log", 1_000, 0) for i in range(3)]
     large = LogFile("file:///l/big.log", "/l/big.log", 250 * 2**20, 0)
     zipped = LogFile("file:///l/z.log.gz", "/l/z.log.gz", 150 * 2**20, 0)
-    tasks = plan([*small, large, zipped], split_bytes=100 * 2**20)
+    # WHEN they are planned for 2 cores in splits of at most 100 MiB
+    tasks = plan([*small, large, zipped], tasks=2, split_bytes=100 * 2**20)
+    # THEN two tasks: the splits given out largest first to the emptier task, each task's splits in file order
+    mib = 2**20
     assert [[(Path(s.path).name, s.start, s.end) for s in task] for task in tasks] == [
-        [("s0.log", 0, 1_000), ("s1.log", 0, 1_000), ("s2.log", 0, 1_000)],
-        [("big.log", 0, 100 * 2**20)],
-        [("big.log", 100 * 2**20, 200 * 2**20)],
-        [("big.log", 200 * 2**20, 250 * 2**20)],
-        [("z.log.gz", 0, 150 * 2**20)],  # gzip cannot be split
+        [("s0.log", 0, 1_000), ("s2.log", 0, 1_000), ("big.log", 200 * mib, 250 * mib), ("z.log.gz", 0, 150 * mib)],
+        [("s1.log", 0, 1_000), ("big.log", 0, 100 * mib), ("big.log", 100 * mib, 200 * mib)],
     ]
+    # (fewer splits than cores: a task each)
+    assert plan(small, tasks=8, split_bytes=10_000) == [[split] for split in plan(small, 1, 10_000)[0]]
     with pytest.raises(ValueError, match="not a local file"):
-        plan([LogFile("s3a://b/k.log", "s3a://b/k.log", 10, 0)], 100)
+        plan([LogFile("s3a://b/k.log", "s3a://b/k.log", 10, 0)], 2, 100)
+
+
+def test_the_split_size_gives_each_task_a_few_splits() -> None:
+    assert split_size(958 * 2**20, tasks=2) == 958 * 2**20 // (2 * SPLITS_PER_TASK)
+    assert split_size(10 * 2**20, tasks=2) == MIN_SPLIT_BYTES
+    assert split_size(0, tasks=0) == MIN_SPLIT_BYTES
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=5_000), max_size=12),
+    gzip_files=st.sets(st.integers(min_value=0, max_value=11)),
+    tasks=st.integers(min_value=1, max_value=6),
+    split_bytes=st.integers(min_value=1, max_value=2_000),
+)
+def test_a_plan_reads_each_byte_once_and_balances_the_tasks(
+    sizes: list[int], gzip_files: set[int], tasks: int, split_bytes: int
+) -> None:
+    files = [
+        LogFile(f"file:///l/{i}.log" + (".gz" if i in gzip_files else ""), f"/l/{i}.log", size, 0)
+        for i, size in enumerate(sizes)
+    ]
+    planned = plan(files, tasks, split_bytes)
+    splits = [split for task in planned for split in task]
+    # THEN at most one task a core, none empty, and every byte of every file in one split
+    assert len(planned) <= tasks and all(planned)
+    for log in files:
+        ranges = sorted((s.start, s.end) for s in splits if s.uri == log.uri)
+        assert ranges[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+        assert ranges[-1][1] == max(log.size, 1 if log.uri.endswith(".gz") else log.size)
+    # AND no task holds more bytes than the lightest one plus its largest split (each counting its open)
+    loads = [sum(s.end - s.start + OPEN_COST_BYTES for s in task) for task in planned]
+    largest = max((s.end - s.start + OPEN_COST_BYTES for s in splits), default=0)
+    assert max(loads, default=0) - min(loads, default=0) <= largest
 
 
 @settings(max_examples=200, derandomize=True, deadline=None)
@@ -198,7 +246,7 @@ def test_splits_read_every_line_once(lines: list[str], final_newline: bool, spli
         path.write_bytes(data)
         edges = range(0, len(data), split_bytes)
         splits = [Split(path.as_uri(), str(path), s, min(s + split_bytes, len(data)), False) for s in edges]
-        blocks = [block for split in splits for block in read_blocks(split, block_bytes)]
+        blocks = [bytes(block) for split in splits for block in read_blocks(split, block_bytes)]  # a view: copied
     # THEN the splits' blocks are the file, each a run of whole lines
     assert b"".join(blocks) == data
     assert all(block.endswith(b"\n") for block in blocks[:-1])
