@@ -73,3 +73,24 @@ def test_each_deployment_of_a_job_type_gets_its_own_profile(spark: Any, tmp_path
     # ... and the same profiles again from --cache's partials, the files not read again
     assert main([*args, "--out", str(tmp_path / "again.json")]) == 0
     assert json.loads((tmp_path / "again.json").read_text())["deployments"] == profiles
+
+
+def test_a_deployment_whose_lines_name_two_queues_gets_each_queues_profile(spark: Any, tmp_path: Path) -> None:
+    # GIVEN one deployment's lines from two queues (a queue renamed by a deploy, say), and another's from one
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_text(
+        lines("Reports", "Prod", [100.0] * 150, "Prod-Reports-old")
+        + lines("Reports", "Prod", [2_000.0] * 120, "Prod-Reports")
+        + lines("Emails", "Prod", [50.0] * 130, "Prod-Emails")
+    )
+    out = tmp_path / "profiles.json"
+    # WHEN jobstats profiles them
+    assert main(["profile", str(logs), "--min-samples", "100", "--out", str(out)]) == 0
+    profiles = json.loads(out.read_text())["deployments"]
+    # THEN the two-queue deployment has a profile per queue beside its own, and the one-queue deployment none
+    queues = profiles["Prod/Reports"]["queues"]
+    assert sorted(queues) == ["Prod-Reports", "Prod-Reports-old"]
+    assert (queues["Prod-Reports-old"]["count"], queues["Prod-Reports"]["count"]) == (150, 120)
+    assert queues["Prod-Reports"]["max_ms"] == 2_000.0 and profiles["Prod/Reports"]["count"] == 270
+    assert "queues" not in profiles["Prod/Emails"]

@@ -11,6 +11,7 @@ from moto import mock_aws
 
 from jobqueues.emulator.consumers.log_shipper import EMF_DIR, LogShipper
 from jobstats.__main__ import main
+from jobstats.duplicates import duplicate_files
 from jobstats.pipeline import profile
 from sqslease.emf import EmfLogger
 
@@ -67,3 +68,22 @@ def test_the_summary_line_says_how_many_files_were_copies(spark, tmp_path: Path,
     first = capsys.readouterr().out.splitlines()[0]
     copies = "2 files repeating another's records counted once"
     assert first.startswith(f"{lines} lines from 4 files, 0 malformed, {copies}")
+
+
+def test_files_that_agree_on_their_totals_but_not_their_cells_are_no_copies() -> None:
+    # GIVEN two files with the same lines, first and last timestamps per key, but other durations, and a true copy
+    def row(file: str, cells: dict[int, int]) -> dict:
+        return {
+            "file": file, "reason": None, "day": 20_752, "stack": "Prod", "job_type": "Render", "queue": "q",
+            "count": 3, "released": 0, "first_ms": 1, "last_ms": 9, "sum_us": sum(cells), "cells": cells,
+        }  # fmt: skip
+
+    rows = {
+        "a.log": [row("a.log", {5_000: 3})],
+        "b.log": [row("b.log", {5_000: 2, 5_004: 1})],
+        "emf/a.log": [row("emf/a.log", {5_000: 3})],
+    }
+    # WHEN the duplicate check runs
+    copies = duplicate_files(rows)
+    # THEN only the true copy is one: agreeing totals alone make no copy
+    assert copies == {"emf/a.log": "a.log"}
