@@ -98,8 +98,8 @@ def read_blocks(split: Split, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes 
     """Blocks of whole lines of ``split``: every line whose first byte is in the split, each once.
 
     A plain file's blocks are views of one buffer that the next block is read into: use each block before asking for
-    the next (``bytes(block)`` keeps one). A new 16 MiB object per block cost about a fifth of the cold path's CPU,
-    in page faults and copies (docs/benchmarks.md)."""
+    the next (``bytes(block)`` keeps one). A new 16 MiB object per block cost 14-21 % of the decoding's CPU, in page
+    faults and copies (docs/benchmarks.md)."""
     if split.gzip:
         with gzip.open(split.path, "rb") as stream:
             while block := stream.read(block_bytes):
