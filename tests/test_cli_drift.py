@@ -466,7 +466,8 @@ def test_a_queue_deleted_outside_its_stack_is_unknown_not_a_crash() -> None:
         row = compare(job, profile, deployed["S/Render"], 0.25)
         assert row.status == (NO_RECOMMENDATION if profile else NO_PROFILE)
         assert row.reason.endswith(
-            "queue S-Render does not exist (deleted outside its stack: a deploy of its stack creates it again)"
+            'queue S-Render does not exist (deleted outside its stack, which a deploy does not undo: see "A queue '
+            'deleted outside its stack" in docs/cli.md)'
         ), row.reason
     adopted = compare(replace(job, adopted=True), entry(5.0), deployed["S/Render"], 0.25)
     assert adopted.reason.endswith(

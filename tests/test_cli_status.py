@@ -39,6 +39,11 @@ ROW_KEYS = {
     "lambda_throttles", "note", "in_flight_share", "fair", "noisy_groups",
 }  # fmt: skip
 
+#: What a note says of a queue deleted outside its stack: a deploy does not bring it back.
+DELETED = (
+    'deleted outside its stack, which a deploy does not undo: see "A queue deleted outside its stack" in docs/cli.md'
+)
+
 
 def status_json(deployment: Deployment, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, dict[str, Any]]:
     assert main(["--endpoint-url", deployment.server.endpoint, "status", "--json", *args]) == 0
@@ -132,12 +137,11 @@ def test_a_queue_that_does_not_exist_is_a_note_that_says_the_way_back() -> None:
     # GIVEN a job type whose queue is gone (deleted outside its stack), and one adopted whose queue was never created
     owned = JobType("Gone", "S", "S/Gone", "https://sqs.us-east-1.amazonaws.com/1/Gone", None)
     adopted = replace(owned, adopted=True)
-    # WHEN their status is read THEN each note says how that queue comes back: a deploy of its stack, or its owner
+    # WHEN their status is read THEN each note says how that queue comes back: not by a deploy (CloudFormation
+    # compares templates, not queues) but as the docs say, or by its owner
     row = job_status(0, owned, None, None, {}, {})
     assert isinstance(row, JobTypeStatus) and row.visible is None
-    assert (
-        row.note == "its queue Gone does not exist (deleted outside its stack: a deploy of its stack creates it again)"
-    )
+    assert row.note == f"its queue Gone does not exist ({DELETED})"
     assert job_status(0, adopted, None, None, {}, {}).note == (
         "its queue Gone does not exist (adopted with JobQueue.from_queue_attributes: its owner creates it)"
     )
@@ -149,10 +153,7 @@ def test_a_dead_letter_queue_that_does_not_exist_is_a_note_too() -> None:
     job = JobType("Orders", "S", "S/Orders", "https://q/S-Orders", "https://sqs.us-east-1.amazonaws.com/1/S-Orders-dlq")
     row = job_status(0, job, {"ApproximateNumberOfMessages": "3", "VisibilityTimeout": "30"}, None, {}, {})
     assert (row.visible, row.dead_letter) == (3, None)
-    assert row.note == (
-        "its dead-letter queue S-Orders-dlq does not exist (deleted outside its stack: a deploy of its stack creates "
-        "it again)"
-    )
+    assert row.note == f"its dead-letter queue S-Orders-dlq does not exist ({DELETED})"
     # a job type without a DLQ has no such note
     assert job_status(0, replace(job, dead_letter_queue_url=None), {}, None, {}, {}).note is None
 

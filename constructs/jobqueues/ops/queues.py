@@ -46,19 +46,26 @@ def queue_name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
+#: Why a stack's own queue is missing, and where its way back is: not a deploy (it finds no change in the template).
+DELETED_OUTSIDE_ITS_STACK = (
+    'deleted outside its stack, which a deploy does not undo: see "A queue deleted outside its stack" in docs/cli.md'
+)
+
+
 def missing_queue(url: str, adopted: bool | None = None) -> str:
     """What to say of the queue at ``url`` that does not exist, and how it comes back.
 
     :param adopted: whether its job type adopted it (``JobQueue.from_queue_attributes``: its owner creates it) or its
-        stack made it (a deploy of the stack creates it again). Default ``None``: not known (an SDK error of any
-        command), and both are said.
+        stack made it. A deploy does not create a stack's queue again: CloudFormation compares templates, not
+        queues, and finds no change (docs/cli.md says the ways back). Default ``None``: not known (an SDK error of
+        any command), and both are said.
     """
     if adopted is None:
         why = "deleted outside its stack? An adopted queue is created by its owner"
     elif adopted:
         why = "adopted with JobQueue.from_queue_attributes: its owner creates it"
     else:
-        why = "deleted outside its stack: a deploy of its stack creates it again"
+        why = DELETED_OUTSIDE_ITS_STACK
     return f"queue {queue_name(url)} does not exist ({why})"
 
 
