@@ -7,7 +7,8 @@ import logging
 from collections import defaultdict
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import SparkSession, Window
+from pyspark.sql import functions as F
 
 from jobstats.cache import PartialsCache
 from jobstats.files import LogFile, file_uri
@@ -34,9 +35,10 @@ def read_partials(
     samples: dict[str, list[str]] = {}
     if to_read:
         rows_by_file.update(read_files(spark, [files[uri] for uri in to_read]))
-        malformed = [files[uri] for uri in to_read if any(r["reason"] is not None for r in rows_by_file[uri])]
+        counts = {uri: sum(r["count"] for r in rows_by_file[uri] if r["reason"] is not None) for uri in to_read}
+        malformed = [files[uri] for uri in to_read if counts[uri]]
         if malformed:
-            samples = malformed_samples(spark, malformed)
+            samples = malformed_samples(spark, malformed, counts)
         if cache is not None:
             for uri in to_read:
                 cache.store(files[uri], rows_by_file[uri], samples.get(uri, []))
@@ -64,15 +66,32 @@ def read_files(spark: SparkSession, logs: list[LogFile]) -> dict[str, list[dict]
     return rows
 
 
-def malformed_samples(spark: SparkSession, files: list[LogFile]) -> dict[str, list[str]]:
-    """Up to :data:`SAMPLE_SIZE` malformed lines per file (the first :data:`SAMPLE_CHARS` characters).
+def malformed_samples(spark: SparkSession, files: list[LogFile], counts: dict[str, int]) -> dict[str, list[str]]:
+    """Up to :data:`SAMPLE_SIZE` malformed lines per file (the first :data:`SAMPLE_CHARS` characters), in the
+    order Spark reads them: as many as the file has (``counts``: its malformed lines), up to that.
 
-    A second pass over only the files that have malformed lines; it stops reading once it has the sample, so
-    it costs little when malformed lines are common and a re-read when they are rare.
+    A second pass over only the files that have malformed lines; it stops reading once it has
+    :data:`SAMPLE_SIZE` lines a file on the whole, so it costs little when malformed lines are common and a re-read
+    when they are rare. A file the first lines of other files crowded out (a worker's own log, thick with logging
+    lines, read first) gets its lines in a third pass over such files alone, which reads them whole: a sample only
+    some files gave would lose the rest once those files were set aside as copies.
     """
-    lines = malformed_lines(read_json(spark, files, SAMPLE_SCHEMA))
     samples: dict[str, list[str]] = defaultdict(list)
+    lines = malformed_lines(read_json(spark, files, SAMPLE_SCHEMA))
     for row in lines.select("file", "line").limit(SAMPLE_SIZE * len(files)).collect():
         if len(sample := samples[file_uri(row["file"])]) < SAMPLE_SIZE:
             sample.append(row["line"][:SAMPLE_CHARS])
-    return dict(samples)
+    short = [log for log in files if len(samples[log.uri]) < min(SAMPLE_SIZE, counts[log.uri])]
+    if short:
+        at = Window.partitionBy("file").orderBy("at")  # the order they were read in: the file's
+        firsts = (
+            malformed_lines(read_json(spark, short, SAMPLE_SCHEMA))
+            .withColumn("at", F.monotonically_increasing_id())
+            .withColumn("n", F.row_number().over(at))
+            .where(F.col("n") <= SAMPLE_SIZE)
+        )
+        for log in short:
+            samples[log.uri] = []
+        for row in firsts.orderBy("file", "n").select("file", "line").collect():
+            samples[file_uri(row["file"])].append(row["line"][:SAMPLE_CHARS])
+    return {uri: sample for uri, sample in samples.items() if sample}

@@ -3,6 +3,8 @@ twice: in its own log (with its logging lines) and under ``emf/``. Each line cou
 
 from __future__ import annotations
 
+import io
+import itertools
 import os
 from pathlib import Path
 
@@ -87,3 +89,29 @@ def test_files_that_agree_on_their_totals_but_not_their_cells_are_no_copies() ->
     copies = duplicate_files(rows)
     # THEN only the true copy is one: agreeing totals alone make no copy
     assert copies == {"emf/a.log": "a.log"}
+
+
+def test_the_malformed_sample_comes_from_the_files_counted(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN a worker's EMF lines under emf/, the same lines among 20 logging lines in its own log (a copy), and a
+    # log of another process with 3 logging lines only
+    out = io.StringIO()
+    for job in range(30):
+        EmfLogger(out).record(
+            job_type="Resize", stack="Team", queue="Team-Resize", message_id=f"m{job}", processing_ms=10.0 + job,
+            outcome="success", receive_count=1, extensions=0, lease_lost=False, timestamp_ms=START_MS + 1000 * job,
+        )  # fmt: skip
+    emf = out.getvalue().splitlines()
+    logs = tmp_path / "logs"
+    (logs / EMF_DIR).mkdir(parents=True)
+    (logs / EMF_DIR / "w1.log").write_text("\n".join(emf) + "\n")
+    chatter = [f"INFO sqslease.worker: poll {i}" for i in range(20)]
+    mixed = [line for pair in itertools.zip_longest(chatter, emf) for line in pair if line is not None]
+    (logs / "w1.log").write_text("\n".join(mixed) + "\n")
+    other = ["INFO idle worker start", "INFO idle worker polling", "INFO idle worker stop"]
+    (logs / "w2.log").write_text("\n".join(other) + "\n")
+    # WHEN the whole directory is profiled
+    report = profile(spark, [str(logs)], min_samples=1)["input_report"]
+    # THEN the copy counts once, and the malformed lines counted are the other log's, each in the sample
+    assert list(report["duplicate_files"]) == [(logs / "w1.log").as_uri()]
+    assert report["malformed_lines"] == 3
+    assert report["malformed_sample"] == other
