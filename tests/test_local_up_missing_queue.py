@@ -5,10 +5,13 @@ naming no queue (found by a docs-only trial)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+from rich.console import Console
 from support.existing_queues import ExistingQueues
 
+from jobqueues.cli.local_view import status_table
 from jobqueues.emulator.consumers.runner import ConsumerRunner
 from jobqueues.ops.discovery import JobType
 
@@ -38,5 +41,15 @@ def test_a_row_of_a_queue_that_does_not_exist_says_so_and_the_others_are_read(tm
     # THEN the missing one says which of its queues do not exist (short: a table cell; local deploy's note names
     # them), and the other has its counts
     assert missing.consumer == "none; queue and DLQ missing", missing
-    assert (missing.visible, missing.dead_lettered) == (0, None)
+    assert (missing.visible, missing.dead_lettered) == (0, None) and missing.queue_missing
     assert (present.consumer, present.visible, present.dead_lettered) == ("none", 2, 2)
+    # AND the table shows "-" for what it could not read, never 0 (as `jobqueues status` does)
+    console = Console(width=200, record=True, color_system=None)
+    console.print(status_table(SimpleNamespace(rows=lambda: [missing, present])))  # type: ignore[arg-type]
+    cells = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[3:6]] for line in rows_of(console)}
+    assert cells == {"Billing": ["-", "-", "-"], "Emails": ["2", "0", "2"]}
+
+
+def rows_of(console: Console) -> list[str]:
+    """The table's body lines (a job type's row each)."""
+    return [line for line in console.export_text().splitlines() if line.startswith("│") and "job type" not in line]

@@ -66,7 +66,8 @@ def status_table(runner: ConsumerRunner) -> Table:
         else:
             local = "-"
         dlq = "-" if row.dead_lettered is None else str(row.dead_lettered)
-        table.add_row(row.job_type, row.consumer, str(row.visible), str(row.in_flight), dlq, local)
+        visible, in_flight = ("-", "-") if row.queue_missing else (str(row.visible), str(row.in_flight))
+        table.add_row(row.job_type, row.consumer, visible, in_flight, dlq, local)
     return table
 
 

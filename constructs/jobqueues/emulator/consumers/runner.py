@@ -61,6 +61,7 @@ class Row:
     started: int = 0  # ECS: workers started since the start
     invocations: int = 0  # Lambda
     errors: int = 0  # Lambda: invocations that failed
+    queue_missing: bool = False  # its queue does not exist: visible and in flight unknown (0 to the scaler)
 
 
 @dataclass
@@ -254,6 +255,7 @@ class ConsumerRunner:
             counts = self._attributes(job.queue_url)
             if counts is None:
                 missing.append("queue")
+                row.queue_missing = True
             else:
                 row.visible = counts.get("ApproximateNumberOfMessages", 0)
                 row.in_flight = counts.get("ApproximateNumberOfMessagesNotVisible", 0)
