@@ -77,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     write_document(document, args.out, spark)
     report = document["input_report"]
     copies = len(report["duplicate_files"])
+    repeating = f", {copies} {'file' if copies == 1 else 'files'} repeating another's records counted once"
     print(
         f"{report['total_lines']:,} lines from {report['files']} files, {report['malformed_lines']:,} malformed"
-        + (f", {copies} files repeating another's records counted once" if copies else "")
+        + (repeating if copies else "")
         + f"; wrote {args.out}"
         + (f" and plots to {args.plots}" if args.plots else "")
     )

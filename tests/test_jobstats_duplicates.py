@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import os
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def test_files_that_agree_on_their_totals_but_not_their_cells_are_no_copies() ->
     assert copies == {"emf/a.log": "a.log"}
 
 
-def test_the_malformed_sample_comes_from_the_files_counted(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_malformed_sample_comes_from_the_files_counted(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     # GIVEN a worker's EMF lines under emf/, the same lines among 20 logging lines in its own log (a copy), and a
     # log of another process with 3 logging lines only
     out = io.StringIO()
@@ -110,8 +111,10 @@ def test_the_malformed_sample_comes_from_the_files_counted(spark, tmp_path: Path
     other = ["INFO idle worker start", "INFO idle worker polling", "INFO idle worker stop"]
     (logs / "w2.log").write_text("\n".join(other) + "\n")
     # WHEN the whole directory is profiled
-    report = profile(spark, [str(logs)], min_samples=1)["input_report"]
+    assert main(["profile", str(logs), "--out", str(tmp_path / "profiles.json"), "--min-samples", "1"]) == 0
+    report = json.loads((tmp_path / "profiles.json").read_text())["input_report"]
     # THEN the copy counts once, and the malformed lines counted are the other log's, each in the sample
     assert list(report["duplicate_files"]) == [(logs / "w1.log").as_uri()]
     assert report["malformed_lines"] == 3
     assert report["malformed_sample"] == other
+    assert ", 3 malformed, 1 file repeating another's records counted once;" in capsys.readouterr().out
