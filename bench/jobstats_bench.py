@@ -214,7 +214,13 @@ def main() -> None:
             + "".join(f"  ({name} run differs!)" for name in differs)
         )
     same_report = document["input_report"] == through_spark["input_report"] == cached["input_report"]
-    print("input reports: " + ("the same in the three runs" if same_report else "DIFFER!"))
+    same_profiles = document["deployments"] == through_spark["deployments"] == cached["deployments"]
+    print(
+        "documents of the cold, Spark-reader and cached runs: every deployment's profile "
+        + ("the same" if same_profiles else "DIFFERS!")
+        + ", input reports "
+        + ("the same" if same_report else "DIFFER!")
+    )
 
 
 def floors(spark: SparkSession, logs: Path, duck: Callable[[], object], lines: int) -> list[tuple[str, float, float]]:
