@@ -9,9 +9,11 @@ each page says how and when it measured them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import Duration
@@ -168,3 +170,44 @@ def test_the_sqslease_layer_size_is_the_built_layer_s() -> None:
             f"docs/benchmarks.md says the sqslease layer is {kib} KiB {name}; it builds to {built / 1024:.1f} KiB "
             "(bench/consumer_synth_bench.py prints both): update the page"
         )
+
+
+def test_the_attributes_that_create_a_deleted_queue_again_are_its_stacks() -> None:
+    # GIVEN docs/cli.md's attributes.json for the queue of JobQueue(stack, "Render", 20 s) in a stack Jobs
+    text = (DOCS / "cli.md").read_text()
+    shown = json.loads(
+        text[text.index("### A queue deleted outside its stack") :].split("```json\n")[1].split("```")[0]
+    )
+    # WHEN that queue is synthesized
+    app = cdk.App()
+    stack = cdk.Stack(app, "Jobs", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    JobQueue(stack, "Render", processing_p99=Duration.seconds(20))
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    queues = {
+        r["Properties"]["QueueName"]: (k, r["Properties"])
+        for k, r in resources.items()
+        if r["Type"] == "AWS::SQS::Queue"
+    }
+    logical_id, properties = queues["Jobs-Render"]
+    arns = {queues[name][0]: f"arn:aws:sqs:us-east-1:123456789012:{name}" for name in queues}
+    policy = next(
+        r["Properties"]["PolicyDocument"]
+        for r in resources.values()
+        if r["Type"] == "AWS::SQS::QueuePolicy" and r["Properties"]["Queues"] == [{"Ref": logical_id}]
+    )
+
+    def written_out(value: Any) -> Any:  # each Fn::GetAtt of a queue's Arn as the ARN the docs tell to write
+        if isinstance(value, dict) and list(value) == ["Fn::GetAtt"]:
+            return arns[value["Fn::GetAtt"][0]]
+        if isinstance(value, dict):
+            return {k: written_out(v) for k, v in value.items()}
+        return [written_out(v) for v in value] if isinstance(value, list) else value
+
+    # THEN the docs' attributes are its properties as SQS takes them (strings, JSON text), and its policy
+    expected = {k: written_out(v) for k, v in properties.items() if k != "QueueName"}
+    assert {k: v for k, v in shown.items() if k != "Policy"}.keys() == expected.keys()
+    for name, value in expected.items():
+        assert (json.loads(shown[name]) if isinstance(value, dict) else shown[name]) == (
+            value if isinstance(value, dict) else str(value).lower() if isinstance(value, bool) else str(value)
+        ), name
+    assert json.loads(shown["Policy"]) == written_out(policy)

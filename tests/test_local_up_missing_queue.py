@@ -12,7 +12,7 @@ from rich.console import Console
 from support.existing_queues import ExistingQueues
 
 from jobqueues.cli.local_view import status_table
-from jobqueues.emulator.consumers.runner import ConsumerRunner
+from jobqueues.emulator.consumers.runner import ConsumerRunner, Row
 from jobqueues.ops.discovery import JobType
 
 ENDPOINT = "http://localhost:4566/123456789012"
@@ -48,6 +48,20 @@ def test_a_row_of_a_queue_that_does_not_exist_says_so_and_the_others_are_read(tm
     console.print(status_table(SimpleNamespace(rows=lambda: [missing, present])))  # type: ignore[arg-type]
     cells = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[3:6]] for line in rows_of(console)}
     assert cells == {"Billing": ["-", "-", "-"], "Emails": ["2", "0", "2"]}
+
+
+def test_a_consumer_whose_dead_letter_queue_is_missing_still_shows_its_work() -> None:
+    # GIVEN a Lambda job and an ECS job whose DLQs are missing (their consumer cells say so), their queues there
+    rows = [
+        Row("Thumbnails", "lambda; DLQ missing", visible=1, invocations=7),
+        Row("Render", "ecs; DLQ missing", workers=2, draining=1),
+    ]
+    # WHEN the table is printed
+    console = Console(width=200, record=True, color_system=None)
+    console.print(status_table(SimpleNamespace(rows=lambda: rows)))  # type: ignore[arg-type]
+    # THEN their local column is their invocations and workers, as without the note
+    local = {line.split("│")[1].strip(): line.split("│")[6].strip() for line in rows_of(console)}
+    assert local == {"Thumbnails": "7 invocations", "Render": "2 workers, 1 draining"}
 
 
 def rows_of(console: Console) -> list[str]:

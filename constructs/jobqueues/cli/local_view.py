@@ -59,9 +59,10 @@ def status_table(runner: ConsumerRunner) -> Table:
     for column in ("job type", "consumer", "visible", "in flight", "DLQ", "local"):
         table.add_column(column, justify="left" if column in ("job type", "consumer", "local") else "right")
     for row in runner.rows():
-        if row.consumer == "ecs":
+        kind = row.consumer.split(";")[0]  # "lambda; DLQ missing": a missing queue's note after the kind
+        if kind == "ecs":
             local = _plural(row.workers, "worker") + (f", {row.draining} draining" if row.draining else "")
-        elif row.consumer == "lambda":
+        elif kind == "lambda":
             local = _plural(row.invocations, "invocation") + (f", [red]{row.errors} failed[/]" if row.errors else "")
         else:
             local = "-"
