@@ -33,7 +33,7 @@ BLOCK_BYTES = 16 * 2**20
 OPEN_COST_BYTES = 4 * 2**20
 #: Splits a task: enough pieces for the tasks to get about the same bytes when files differ in size.
 SPLITS_PER_TASK = 4
-#: The smallest split (bytes) of a large file: below it, a split's open and first block cost more than they balance.
+#: The smallest split (bytes) of a large file: smaller ones balance little, and each costs an open and a buffer.
 MIN_SPLIT_BYTES = 8 * 2**20
 #: File name endings Hadoop reads through a codec other than gzip's: Spark's reader reads those files.
 OTHER_CODECS = (".bz2", ".deflate", ".lz4", ".snappy", ".zst")
