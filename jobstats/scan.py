@@ -98,7 +98,7 @@ def read_blocks(split: Split, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes 
     """Blocks of whole lines of ``split``: every line whose first byte is in the split, each once.
 
     A plain file's blocks are views of one buffer that the next block is read into: use each block before asking for
-    the next (``bytes(block)`` keeps one). A new 16 MiB object per block cost 14-21 % of the decoding's CPU, in page
+    the next (``bytes(block)`` keeps one). A new 16 MiB object per block cost 12-23 % of the decoding's CPU, in page
     faults and copies (docs/benchmarks.md)."""
     if split.gzip:
         with gzip.open(split.path, "rb") as stream:
