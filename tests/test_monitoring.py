@@ -20,7 +20,8 @@ from cdk_helpers import ENV
 
 from jobqueues import EcsJob, JobQueue, JobQueueError, LambdaJob
 from jobqueues.consumer_alarms import lease_leak_periods
-from jobqueues.fleet_dashboard import FLEET_DASHBOARD_SUFFIX, WORST_FIRST_LIMIT
+from jobqueues.fleet_body import WORST_FIRST_LIMIT
+from jobqueues.fleet_dashboard import FLEET_DASHBOARD_SUFFIX
 from jobqueues.metrics import CONSUMER_PERIOD_S
 from jobqueues.progress_alarms import (
     DRAIN_EVALUATION_PERIODS,

@@ -25,7 +25,6 @@ from jobqueues.interface import IJobQueue
 from jobqueues.lambda_rules import layer_runtime_error
 from jobqueues.lease_layer import LAYER_RUNTIMES, RUNTIME_FIX, sqslease_layer
 from jobqueues.marker import mark_consumer, reference
-from jobqueues.metrics import consumer_period
 from jobqueues.registry import one_minute
 from sqslease.rules import (
     DEFAULT_LAMBDA_BATCH_SIZE,
@@ -160,8 +159,7 @@ def _finish(scope: Construct, job_queue: IJobQueue, binding: Binding, function: 
             title="Function duration p99 (ms)", left=[function.metric_duration(statistic="p99")], width=8
         ),
     ]
-    fleet_errors = function.metric_errors(statistic="Sum", period=consumer_period(scope), label=job_queue.job_type)
-    add_consumer_errors(job_queue, scope, fleet_errors)
+    add_consumer_errors(job_queue, scope, function)
     return binding.finish(widgets, errors=errors, throttles=throttles)
 
 
