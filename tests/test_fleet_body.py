@@ -98,7 +98,10 @@ def _rendered_by_aws_cdk_lib(app: cdk.App, rows: list[FleetRow]) -> str:
     ratios = {f"worst{i}": each["worst"] for i, each in enumerate(lines) if each["worst"] is not None}
     if ratios:
         sort = cloudwatch.MathExpression(
-            expression=f'SORT(METRICS("worst"), MAX, DESC, {WORST_FIRST_LIMIT})', using_metrics=ratios, period=period
+            expression=f"SORT([{', '.join(ratios)}], MAX, DESC, {WORST_FIRST_LIMIT})",
+            using_metrics=ratios,
+            period=period,
+            label="",  # aws-cdk-lib's way to leave each sorted series its own label alone
         )
         dashboard.add_widgets(
             cloudwatch.TableWidget(

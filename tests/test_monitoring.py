@@ -241,9 +241,11 @@ def test_the_fleet_tells_which_job_type_to_open_first(synthesized: dict[str, Any
     first = body["widgets"][0]["properties"]
     assert first["view"] == "table" and first["title"].startswith("Open first")
     metrics = first["metrics"]
-    assert metrics[0][0]["expression"] == f'SORT(METRICS("worst"), MAX, DESC, {WORST_FIRST_LIMIT})'
     ratios = {m[0]["label"]: m[0]["expression"] for m in metrics[1:] if "expression" in m[0]}
     assert set(ratios) == {"Thumbnails", "Orders", "Transcode", "Ledger", "Bare"}
+    # The sort names each ratio (METRICS() would leave expressions out), unlabelled: each row reads its job type.
+    ids = ", ".join(m[0]["id"] for m in metrics[1:] if "expression" in m[0])
+    assert metrics[0][0] == {"expression": f"SORT([{ids}], MAX, DESC, {WORST_FIRST_LIMIT})"}
     # Each oldest age over its own oldest-message-age alarm threshold: 1 is that alarm.
     jobs = synthesized["jobs"]
     for name, expression in ratios.items():
@@ -251,6 +253,27 @@ def test_the_fleet_tells_which_job_type_to_open_first(synthesized: dict[str, Any
         assert expression.endswith(f" / {job_queue.plan.alarms.oldest_message_age_s:g}"), (name, expression)
     hidden = [m for m in metrics[1:]]
     assert all(m[-1].get("visible") is False for m in hidden)
+
+
+def test_no_dashboard_sorts_expressions_with_metrics(synthesized: dict[str, Any]) -> None:
+    # CloudWatch's METRICS() returns the graphed metrics only: "Math expressions aren't included" (the metric-math
+    # reference). A METRICS("worst") over the worst-first ratios, which are expressions, matched nothing on AWS.
+    for resource in synthesized["template"]["Resources"].values():
+        if resource["Type"] != "AWS::CloudWatch::Dashboard":
+            continue
+        parts = resource["Properties"]["DashboardBody"]["Fn::Join"][1]
+        body = json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts))
+        for widget in body["widgets"]:
+            lines = widget["properties"].get("metrics", [])
+            metric_ids = {
+                line[-1].get("id") for line in lines if isinstance(line[0], str) and isinstance(line[-1], dict)
+            }
+            expressions = [line[0] for line in lines if isinstance(line[0], dict)]
+            expression_ids = {e.get("id") for e in expressions}
+            for expression in expressions:
+                for wanted in re.findall(r'METRICS\("([^"]*)"\)', expression["expression"]):
+                    matched = {i for i in metric_ids | expression_ids if i and wanted in i}
+                    assert matched and matched <= metric_ids, (widget["properties"].get("title"), wanted, matched)
 
 
 def test_the_templates_are_cfn_lint_clean(synthesized: dict[str, Any]) -> None:

@@ -2,8 +2,8 @@
 
 The widgets of aws-cdk-lib's ``aws_cloudwatch`` would cost about eight round trips to the CDK's Node kernel a job
 type (each metric and metric-math object is one) and the kernel's rendering of them at synth: a quarter of a queue's
-synth CPU, measured (docs/benchmarks.md). This module writes the same JSON those widgets render, key for key, so
-the template does not change; ``tests/test_fleet_body.py`` holds it to what aws-cdk-lib renders for the same lines.
+synth CPU, measured (docs/benchmarks.md). This module writes the JSON those widgets would render for the same
+lines, key for key: ``tests/test_fleet_body.py`` holds it to what aws-cdk-lib renders.
 
 A queue's or a function's name may be a token's text (``${Token[...]}``): the CDK resolves it inside the body, as
 it does in the widgets' own JSON.
@@ -67,9 +67,11 @@ def _metric(
     return [namespace, name, dimension, value, options]
 
 
-def _math(expression: str, label: str, id: str = "") -> Line:
-    """A metric-math line; a hidden one (``id``) after its expression."""
-    options: dict[str, Any] = {"label": label, "expression": expression, **_PERIOD}
+def _math(expression: str, label: str | None, id: str = "") -> Line:
+    """A metric-math line; a hidden one (``id``) after its expression. ``label`` None: none, so that each series of
+    an expression that returns several keeps its own label alone."""
+    options: dict[str, Any] = {} if label is None else {"label": label}
+    options.update(expression=expression, **_PERIOD)
     if id:
         options.update(visible=False, id=id)
     return [options]
@@ -137,16 +139,22 @@ FLEET_GRAPHS: tuple[FleetGraph, ...] = (
 
 
 def _worst_first(rows: Sequence[FleetRow]) -> list[Line]:
-    """Each job type's oldest age over its own alarm threshold, sorted worst first (1 is that alarm)."""
-    sort = f'SORT(METRICS("worst"), MAX, DESC, {WORST_FIRST_LIMIT})'
-    lines: list[Line] = []
+    """Each job type's oldest age over its own alarm threshold, sorted worst first (1 is that alarm).
+
+    The sort names each ratio: ``METRICS("worst")`` would match none, as CloudWatch's ``METRICS()`` returns the
+    graphed metrics and leaves math expressions out (its metric-math reference). Unlabelled, so that each row reads
+    its job type alone."""
+    ratios: list[Line] = []
     for i, row in enumerate(rows):
         if row.oldest_age_threshold_s:
-            lines += [
+            ratios += [
                 _math(f"FILL(a{i}, 0) / {row.oldest_age_threshold_s:g}", row.job_type, id=f"worst{i}"),
                 _sqs(row.queue_name, "ApproximateAgeOfOldestMessage", label=row.job_type, id=f"a{i}"),
             ]
-    return [_math(sort, sort), *lines] if lines else []
+    if not ratios:
+        return []
+    ids = ", ".join(ratio[0]["id"] for ratio in ratios[::2])
+    return [_math(f"SORT([{ids}], MAX, DESC, {WORST_FIRST_LIMIT})", None), *ratios]
 
 
 def fleet_body(rows: Sequence[FleetRow], region: str) -> str:

@@ -86,7 +86,8 @@ class LeaseSettings:
     :param job_type: name in log lines and metrics. Default ``"default"``.
     :param stack: the CloudFormation stack that deployed this consumer (``Dev-Billing``), written on each EMF line as
         ``Stack``: a property, not a metric dimension, which keeps the measurements of a job type that several stacks
-        deploy (a Dev and a Prod Stage) apart in jobstats at no metric cost. Default ``None``: not written.
+        deploy (a Dev and a Prod Stage) apart in jobstats at no metric cost; CloudWatch's metrics of the job type stay
+        shared (docs/monitoring.md). Default ``None``: not written.
     :param task_protection_minutes: ECS only: while the worker holds leases it keeps ECS task scale-in
         protection on for this many minutes (1-2880), renewed at half time. Default 60.
     :param max_processing_time: seconds a handler may run on one message, from its start; one still running then

@@ -8,7 +8,8 @@ from jobqueues.emulator.checks.comparison import Checker, Clients, Comparison
 
 NOT_VERIFIABLE: dict[str, str] = {
     "AWS::CloudWatch::Alarm": "never evaluated (state stays OK)",
-    "AWS::CloudWatch::Dashboard": "the body is stored, not compared (it is built from tokens) or rendered",
+    "AWS::CloudWatch::Dashboard": "the body is read back and parsed as JSON, not compared (it is built from tokens) "
+    "or rendered: its metric math is never evaluated",
 }
 
 
