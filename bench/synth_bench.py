@@ -150,8 +150,8 @@ def hand_written_fleet(stack: cdk.Stack, jobs: list[tuple[str, sqs.Queue, sqs.Qu
             expression=f"FILL(a{i}, 0) / {threshold}", using_metrics={f"a{i}": oldest}, label=job, period=period
         )
     dashboard = cloudwatch.Dashboard(stack, "Fleet", dashboard_name=f"{stack.stack_name}_fleet")
-    sort = cloudwatch.MathExpression(
-        expression='SORT(METRICS("worst"), MAX, DESC, 10)', using_metrics=ratios, period=period
+    sort = cloudwatch.MathExpression(  # METRICS() leaves math expressions out: the ratios by id
+        expression=f"SORT([{', '.join(ratios)}], MAX, DESC, 10)", using_metrics=ratios, period=period, label=""
     )
     dashboard.add_widgets(cloudwatch.TableWidget(title="Open first", metrics=[sort], width=24))
     widgets = [cloudwatch.GraphWidget(title=title, left=lines, width=12) for title, lines in graphs.items()]

@@ -189,7 +189,9 @@ def test_each_job_dashboard_shows_time_to_drain(synthesized: dict[str, Any], job
     body = _body(synthesized["template"], f"-{job_type}")
     widget = next(w for w in body["widgets"] if w["properties"].get("title", "").startswith("Time to drain"))
     expressions = [m[0]["expression"] for m in widget["properties"]["metrics"] if "expression" in m[0]]
-    assert expressions == [f"(visible + inflight) * {CONSUMER_PERIOD_S} / (FILL(deleted, 0) + 1)"]
+    # The graph's period, not the alarm's 300 s: a dashboard lengthens its graphs' period on long time ranges
+    # (periodOverride auto), and deleted is then a sum over that period.
+    assert expressions == ["(visible + inflight) * PERIOD(deleted) / (FILL(deleted, 0) + 1)"]
     annotations = widget["properties"].get("annotations", {}).get("horizontal", [])
     assert [a["value"] for a in annotations] == ([1800] if job_type == "Thumbnails" else [])
 

@@ -82,6 +82,8 @@ class ConsumerMetrics:
     leases_lost: cloudwatch.Metric
     oldest_age: cloudwatch.Metric
     time_to_drain: cloudwatch.MathExpression
+    #: The same on a dashboard's graph, over the graph's own period (:func:`time_to_drain`'s ``graph``).
+    time_to_drain_graph: cloudwatch.MathExpression
 
     @classmethod
     def of(cls, job_queue: IJobQueue) -> ConsumerMetrics:
@@ -107,6 +109,7 @@ class ConsumerMetrics:
             leases_lost=job_queue.metric_leases_lost(period),
             oldest_age=job_queue.metric_oldest_message_age(period),
             time_to_drain=time_to_drain(visible, in_flight, deleted, period),
+            time_to_drain_graph=time_to_drain(visible, in_flight, deleted, period, graph=True),
         )
 
 
@@ -116,16 +119,25 @@ def consumer_period(scope: IConstruct) -> Duration:
 
 
 def time_to_drain(
-    visible: cloudwatch.IMetric, in_flight: cloudwatch.IMetric, deleted: cloudwatch.IMetric, period: Duration
+    visible: cloudwatch.IMetric,
+    in_flight: cloudwatch.IMetric,
+    deleted: cloudwatch.IMetric,
+    period: Duration,
+    *,
+    graph: bool = False,
 ) -> cloudwatch.MathExpression:
     """Seconds the backlog (visible + in flight) takes to drain at the period's deletion rate, on the consumer period.
 
     ``deleted + 1`` (one more deletion than seen) so that nothing divides by zero: with nothing deleted the value is
     ``backlog x period``, a lower bound that grows with the backlog, never a gap (the stall alarm tells a stopped
     consumer apart). An empty queue drains in 0 s; a queue with no traffic publishes nothing.
+
+    :param graph: a dashboard's: the period is the graph's own (``PERIOD(deleted)``), which a dashboard lengthens on
+        long time ranges, ``deleted`` then a sum over it; an alarm's is the fixed consumer period. Default False.
     """
+    seconds = "PERIOD(deleted)" if graph else str(CONSUMER_PERIOD_S)
     return cloudwatch.MathExpression(
-        expression=f"(visible + inflight) * {CONSUMER_PERIOD_S} / (FILL(deleted, 0) + 1)",
+        expression=f"(visible + inflight) * {seconds} / (FILL(deleted, 0) + 1)",
         using_metrics={"visible": visible, "inflight": in_flight, "deleted": deleted},
         label="time to drain (s)",
         period=period,

@@ -113,7 +113,7 @@ def time_to_drain_widget(job_queue: IJobQueue, metrics: ConsumerMetrics, width: 
     )
     return cloudwatch.GraphWidget(
         title="Time to drain (s) at the current deletion rate",
-        left=[metrics.time_to_drain],
+        left=[metrics.time_to_drain_graph],
         left_annotations=annotations,
         width=width,
     )
