@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from jobqueues.defaults import CONSUMER_PERIOD_S
 from jobqueues.fleet_body import FLEET_GRAPHS, GRAPH_WIDTH, WORST_FIRST_LIMIT, WORST_FIRST_TITLE, FleetRow, fleet_body
-from jobqueues.metrics import EMF_NAMESPACE
+from jobqueues.metrics import emf_metric
 
 REGION = "eu-west-1"
 
@@ -44,13 +44,7 @@ def _l2_lines(i: int, row: FleetRow, period: Duration) -> dict[str, cloudwatch.I
 
     in_flight = sqs(row.queue_name, "ApproximateNumberOfMessagesNotVisible", row.job_type)
     oldest = sqs(row.queue_name, "ApproximateAgeOfOldestMessage", row.job_type)
-    p99 = cloudwatch.Metric(
-        namespace=EMF_NAMESPACE,
-        metric_name="ProcessingTime",
-        dimensions_map={"JobType": row.job_type},
-        statistic="p99",
-        period=period,
-    )
+    p99 = emf_metric(row.job_type, "ProcessingTime", "p99", period)  # the constructs' own, which their alarms use
     return {
         "Backlog (visible + in flight)": cloudwatch.MathExpression(
             expression=f"v{i} + f{i}",
