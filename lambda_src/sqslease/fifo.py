@@ -47,6 +47,8 @@ class ReadyQueue:
     def __len__(self) -> int:
         """Messages waiting for a handler, a parked group counting as one (its head): its later messages wait
         for the retry, not for a handler."""
+        if not self.fifo:  # nothing parked: a deque's length is read atomically, no lock needed
+            return len(self._items)
         with self._lock:
             if not self._parked:
                 return len(self._items)
@@ -92,12 +94,20 @@ class ReadyQueue:
 
     def take(self, now: float) -> Message | None:
         """What :meth:`get` hands out at ``now`` (clock), without waiting: None when nothing is startable."""
+        if not self.fifo:  # no group to mark: a popleft is atomic, so no lock (close pops too: none is taken twice)
+            items = self._items
+            if items:
+                try:
+                    return items.popleft()
+                except IndexError:  # another handler took the last one meanwhile
+                    return None
+            return None
         with self._lock:
             return self._take(now)
 
     def _take(self, now: float) -> Message | None:
         if not self.fifo:  # no group, nothing parked: the oldest
-            return self._items.popleft() if self._items else None
+            return self.take(now)  # (lock-free: another handler's take may empty it meanwhile)
         for group, (message, due) in self._parked.items():
             if due <= now:
                 del self._parked[group]  # its group stays busy: it runs now
@@ -147,9 +157,13 @@ class ReadyQueue:
         none is left behind."""
         with self._lock:
             self._closed = True
-            items = list(self._items)
+            items = []
+            while self._items:  # one popleft each, as a lock-free take does: a message is taken once, by either
+                try:
+                    items.append(self._items.popleft())
+                except IndexError:
+                    break
             parked = list(self._parked.values())
-            self._items.clear()
             self._parked.clear()
             self._cond.notify_all()
             return items, parked

@@ -27,13 +27,16 @@ from collections.abc import Callable
 
 from sqslease.attempt import Attempt
 from sqslease.fifo import ReadyQueue
+from sqslease.gil_yield import YIELD_EVERY_S, yield_gil
 from sqslease.handler_timeouts import HandlerTimeouts
+from sqslease.lease import LeaseState
 from sqslease.message import Message
 from sqslease.processor import MessageProcessor
 from sqslease.settle import Settler
 
 logger = logging.getLogger("sqslease")
 
+_LOST = LeaseState.LOST  # looked up once: read for every message it runs
 JOIN_LOOK_S = 0.1  # how often a drain waiting for a handler looks whether it timed out
 
 
@@ -86,6 +89,8 @@ class HandlerPool(HandlerTimeouts):
         self.receive: Callable[[], bool] | None = None  # a handler with nothing to run receives (handlers_receive)
         self._when_busy: threading.Event | None = None  # set once every handler runs, room ahead (wake_when_busy)
         self.processed = 0
+        self._yield_at = 0.0  # when (clock) a message's start next lets the GIL go (sqslease.gil_yield)
+        self._yield_gil: Callable[[], None] = yield_gil
 
     def start(self, concurrency: int, *, inline: bool = False, receive: Callable[[], bool] | None = None) -> None:
         """Start ``concurrency`` handler threads, or none with ``inline`` (the worker's choice, :func:`runs_inline`):
@@ -93,6 +98,8 @@ class HandlerPool(HandlerTimeouts):
         handler that finds nothing to run (:func:`handlers_receive`), True to look at the ready queue again, False
         to wait for a hand-over. Default none: handlers wait for the receiver."""
         self.inline, self.receive = inline, receive
+        if not inline:  # the threads it would let in are its other handlers, woken for the same messages
+            self._yield_at = float("inf")
         self._threads = (
             []
             if self.inline
@@ -120,9 +127,9 @@ class HandlerPool(HandlerTimeouts):
         return self._ready.put(messages, relay)
 
     def outstanding(self) -> int:
-        """Messages running or waiting for a handler."""
-        with self._running_lock:
-            return len(self._running) + len(self._ready)
+        """Messages running or waiting for a handler. No lock: each count is read atomically, and a message taken
+        from the ready queue is in neither for a moment under the lock too (it was read every receive)."""
+        return len(self._running) + len(self._ready)
 
     def wait_for_room(self, at_most: int, timeout: float) -> None:
         """Wait until at most ``at_most`` messages are outstanding (a handler ending one wakes this), or
@@ -152,6 +159,8 @@ class HandlerPool(HandlerTimeouts):
 
     def waiting(self) -> bool:
         """Whether received messages still wait for a handler (or, FIFO, for the drain's release)."""
+        if not self.fifo:  # each read atomically: no group's hold to wait out (below)
+            return bool(len(self._ready) or self._held_back)
         with self._running_lock:  # not between a failed FIFO head's group leaving the ready queue and its hold
             return bool(len(self._ready) or self._held_back)
 
@@ -197,9 +206,9 @@ class HandlerPool(HandlerTimeouts):
         if not self.inline:
             return
         me, now = threading.current_thread(), self.clock()  # for parked retries only, which a standard queue has not
-        ended = None
-        while (message := self._ready.take(now)) is not None:
-            ended = self._handle(message, me, ended)
+        take, handle, ended = self._ready.take, self._handle, None  # bound once: read for every message
+        while (message := take(now)) is not None:
+            ended = handle(message, me, ended)
         if ended is not None:  # counted before the receiver polls again: its room
             self._ended(ended, me)
 
@@ -225,8 +234,12 @@ class HandlerPool(HandlerTimeouts):
         On a standard queue without ``max_processing_time`` its end is left to the caller, returned: the next
         :meth:`_handle` on this thread counts it as ``previous`` under the lock it takes to start its own message (one
         lock a message, not two), or the caller does (:meth:`_ended`) before it waits or polls. Else None."""
-        now = self.clock()
-        if message.lease.lost or message.lease.deadline <= now:
+        now, lease = self.clock(), message.lease
+        if now >= self._yield_at:  # the worker's other threads get the GIL (sqslease.gil_yield)
+            if now < self._yield_at + YIELD_EVERY_S:  # ran messages since, rather than wait
+                self._yield_gil()
+            self._yield_at = now + YIELD_EVERY_S
+        if lease.state is _LOST or lease.deadline <= now:  # lost, or run out: not through Lease.lost (a call less)
             if previous is not None:
                 self._ended(previous, me)
             # Its lease ran out while it waited (prefetched, or parked for a retry): SQS may have handed it to
@@ -243,7 +256,8 @@ class HandlerPool(HandlerTimeouts):
             if previous is not None:
                 self._end(previous, me)
             self._running[me] = attempt
-            if self._when_busy is not None and self._all_busy():
+            # (a running count short of the handlers, the usual case, tells at once: no call)
+            if self._when_busy is not None and len(self._running) >= len(self._threads) and self._all_busy():
                 self._when_busy.set()  # no handler left to poll: the receiver receives the batch ahead
                 self._when_busy = None
         failed, held, late = True, False, False

@@ -93,6 +93,8 @@ class Receiver:
         self._backoff = 0.0  # seconds the receive loop waits before it polls again, after a failed receive
         self._next_governor_check = 0.0
         self._paused_by_governor = False
+        # Derived from the (frozen) settings once, not a poll: each is a property, first_lease read twice
+        self._first_lease, self._poll_wait = settings.first_lease, settings.poll_wait
 
     def start(self) -> threading.Thread:
         """Run the receive loop in a daemon thread (which runs the messages too when the handlers run inline:
@@ -118,7 +120,7 @@ class Receiver:
         handlers receive (:meth:`receive_for_handler`), this loop polls only once they cannot (no room, the
         governor, a failed receive) or none is left to (every one running, nothing waiting: the batch ahead), and
         until a poll brings messages."""
-        first_lease, poll_wait = self.settings.first_lease, self.settings.poll_wait  # derived: once, not a poll
+        first_lease, poll_wait = self._first_lease, self._poll_wait
         relay = self.handlers.receive is not None  # handlers receive: this loop polls when they want it to
         wanted = not relay
         while not self._stopping.is_set():
@@ -164,7 +166,7 @@ class Receiver:
             if capacity <= 0 or self._backoff or self._governor_paused():
                 self._wanted.set()
                 return False
-            return self._poll(capacity, self.settings.first_lease, self.settings.poll_wait) is not None
+            return self._poll(capacity, self._first_lease, self._poll_wait) is not None
 
     def _poll(self, capacity: int, first_lease: float, poll_wait: int, relay: bool = False) -> int | None:
         """One poll, ``self._polling`` held: its messages handed over (``relay``: a waiting handler more is woken,
