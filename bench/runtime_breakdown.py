@@ -22,6 +22,7 @@ from support.fakes import FakeSQS
 from sqslease.attempt import Attempt
 from sqslease.emf import EmfLogger
 from sqslease.emf_writer import LineWriter
+from sqslease.handler_pool import runs_inline
 from sqslease.lease import LeaseState
 from sqslease.lease_table import LeaseScheduler
 from sqslease.message import Message
@@ -204,6 +205,8 @@ def handoff_free_us(make_worker: Callable[[FakeSQS, int], Any], concurrency: int
     sqs = FakeSQS(poll_s=0)
     sqs.add(*(f"b{i}" for i in range(messages)))
     worker = make_worker(sqs, concurrency)
+    if not runs_inline(concurrency, fifo=False):  # as the worker's own pool: only an inline one lets the GIL go
+        worker.handlers._yield_at = float("inf")
     raw: list[dict[str, Any]] = []
     while len(raw) < messages:
         raw += sqs.receive_message(QueueUrl=URL, MaxNumberOfMessages=BATCH, WaitTimeSeconds=20, VisibilityTimeout=300)[
