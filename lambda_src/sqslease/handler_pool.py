@@ -127,8 +127,8 @@ class HandlerPool(HandlerTimeouts):
         return self._ready.put(messages, relay)
 
     def outstanding(self) -> int:
-        """Messages running or waiting for a handler. No lock: each count is read atomically, and a message taken
-        from the ready queue is in neither for a moment under the lock too (it was read every receive)."""
+        """Messages running or waiting for a handler. No lock (it is read before every receive): each count is read
+        atomically, and a lock made no snapshot of the two either (a message taken is in neither until it starts)."""
         return len(self._running) + len(self._ready)
 
     def wait_for_room(self, at_most: int, timeout: float) -> None:
