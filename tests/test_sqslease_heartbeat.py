@@ -97,6 +97,44 @@ def test_a_round_that_starts_after_its_lease_ran_out_sends_nothing_and_says_so(
     assert any("ran out before its extension" in r.getMessage() for r in caplog.records)
 
 
+def test_a_tick_that_comes_late_warns_while_its_leases_are_still_in_time(caplog: pytest.LogCaptureFixture) -> None:
+    # GIVEN leases of a 5 s threshold on a 0.2 s tick: a tick on time leaves each at least 4.8 s when it extends it
+    clock = FakeClock(0.0)
+    sqs = FakeSQS(clock)
+    scheduler, (short, later) = table(SLOW, [30.0, 31.0])
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
+    with caplog.at_level(logging.WARNING, "sqslease"):
+        # WHEN the heartbeat's thread ticks only 3 s after the first lease came due (a handler kept the GIL)
+        clock.now = 28.0
+        stats = heartbeat.scheduled_tick().wait(timeout=5)
+    heartbeat.stop()
+    # THEN both are extended, and one warning counts the lease left with under half that (2.4 s), says what it
+    # had left, and where to read why
+    assert stats.extended == 2 and short.extensions == 1 and later.extensions == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "heartbeat ran late: 1 of 2 due leases had less than 2.40 s left (the least 2.00 s), where a tick on time "
+        "leaves 4.80 s; they are extended, but a thread kept the GIL or the process had too little CPU: see "
+        'docs/sqslease.md, "Heartbeat"'
+    ]
+
+
+def test_a_tick_on_time_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    # GIVEN a lease due at 25 s (its deadline 30 s, a 5 s threshold), and a tick 0.2 s after that: on time
+    clock = FakeClock(25.2)
+    sqs = FakeSQS(clock)
+    scheduler, (lease,) = table(SLOW, [30.0])
+    heartbeat = Heartbeat(sqs, "q", scheduler, SLOW, clock=clock, sleep=clock.sleep)
+    with caplog.at_level(logging.WARNING, "sqslease"):
+        stats = heartbeat.scheduled_tick().wait(timeout=5)
+        # AND a tick with nothing due (the lease extended to 55.2 s) says nothing either: no lease was at risk
+        clock.now = 40.0
+        heartbeat.scheduled_tick()
+    heartbeat.stop()
+    assert stats.extended == 1 and lease.extensions == 1
+    assert [r.getMessage() for r in caplog.records] == []
+
+
 def test_transient_errors_and_timeouts_are_retried_within_the_round() -> None:
     clock = FakeClock(0.0)
     sqs = FakeSQS(clock).script("ChangeMessageVisibilityBatch", "error500", "timeout", "ok")

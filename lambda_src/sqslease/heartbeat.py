@@ -59,6 +59,9 @@ class Tick:
 
     stats: TickStats = field(default_factory=TickStats)  # what the tick itself decided (due, limit)
     rounds: list[Future[TickStats] | RanInline] = field(default_factory=list)
+    #: Seconds each due lease still in time had left when the tick took it (one that ran out is lost, and logged
+    #: by its round).
+    slacks: list[float] = field(default_factory=list)
 
     def wait(self, timeout: float | None = None) -> TickStats:
         """Wait for every round of this tick to end; their stats added to the tick's."""
@@ -158,6 +161,7 @@ class Heartbeat(HeartbeatRounds):
         if batch:
             batches.append(batch)
         tick.stats.due = sum(len(b) for b in batches)
+        tick.slacks = [slack for b in batches for lease in b if (slack := lease.deadline - now) > 0]
         ends: list[tuple[Lease, float]] = []
         if self.idempotency is not None:  # before the rounds: a record claimed meanwhile is written to these ends
             ends = [(lease, now + self._allowed(lease, now)) for b in batches for lease in b]
@@ -170,6 +174,27 @@ class Heartbeat(HeartbeatRounds):
             records = self.idempotency.held(ends)
             if records:
                 tick.rounds.append(self._pool().submit(self._extend_records, records))
+        return tick
+
+    def scheduled_tick(self) -> Tick:
+        """The heartbeat thread's :meth:`tick`, which warns when it ran late: a due lease had less than half the
+        least slack a tick on time leaves one (``extension_threshold - heartbeat_interval``). Its extension is
+        still sent, but the thread did not get to run in time, and a tick later still loses the lease. (Not
+        :meth:`tick`'s: a Lambda invocation's first tick takes its records with whatever slack the poll left.)"""
+        tick = self.tick()
+        on_time = self.settings.extension_threshold - self.settings.heartbeat_interval
+        late = [slack for slack in tick.slacks if slack < on_time / 2]
+        if late:
+            logger.warning(
+                "heartbeat ran late: %d of %d due leases had less than %.2f s left (the least %.2f s), where a tick "
+                "on time leaves %.2f s; they are extended, but a thread kept the GIL or the process had too little "
+                'CPU: see docs/sqslease.md, "How leases are kept"',
+                len(late),
+                len(tick.slacks),
+                on_time / 2,
+                min(late),
+                on_time,
+            )
         return tick
 
     def _extend_records(self, records: list[tuple[Hold, float]]) -> TickStats:
@@ -210,7 +235,7 @@ class Heartbeat(HeartbeatRounds):
         interval = self.settings.heartbeat_interval
         while not self._stop.wait(interval):
             try:
-                self.tick()
+                self.scheduled_tick()
             except Exception:  # a bug must not silently stop all extensions: log it and keep ticking
                 logger.exception("heartbeat tick failed")
 
