@@ -115,7 +115,7 @@ def test_a_tick_that_comes_late_warns_while_its_leases_are_still_in_time(caplog:
     assert warnings == [
         "heartbeat ran late: 1 of 2 due leases had less than 2.40 s left (the least 2.00 s), where a tick on time "
         "leaves 4.80 s; they are extended, but a thread kept the GIL or the process had too little CPU: see "
-        'docs/sqslease.md, "Heartbeat"'
+        'docs/sqslease.md, "How leases are kept"'
     ]
 
 
