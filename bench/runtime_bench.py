@@ -22,7 +22,9 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    floor: the handler path alone on as many threads, taking pre-received messages straight from a list (no
    receiver, no ready queue, no wait: ``handoff_free_us``), over the same parts less the receive and the leases.
    Both ratios are also measured paired: in each round the parts and the floor are timed right after the worker,
-   the ratio the median of the rounds' (the figures above time the parts once, after every round).
+   the ratio the median of the rounds' (the figures above time the parts once, after every round). Last, the
+   worker over its parts again, paired, on a fake that keeps no record of its calls (``FakeSQS(record=False)``):
+   the record keeps every message of a run alive, and costs the parts more than the worker.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
@@ -237,10 +239,10 @@ def bench_lambda(invocations: int, rounds: int, profile: bool) -> None:
 
 # -- the worker ------------------------------------------------------------------------------------------------------
 class CountingFakeSQS(FakeSQS):
-    """``FakeSQS`` that sets ``all_deleted`` once ``expected`` messages were deleted."""
+    """``FakeSQS`` that sets ``all_deleted`` once ``expected`` messages were deleted (``record``: see ``FakeSQS``)."""
 
-    def __init__(self, expected: int) -> None:
-        super().__init__(poll_s=0.02)
+    def __init__(self, expected: int, record: bool = True) -> None:
+        super().__init__(poll_s=0.02, record=record)
         self.expected = expected
         self.deleted = 0
         self.all_deleted = threading.Event()
@@ -253,8 +255,8 @@ class CountingFakeSQS(FakeSQS):
         return response
 
 
-def loaded(n: int) -> CountingFakeSQS:
-    sqs = CountingFakeSQS(n)
+def loaded(n: int, record: bool = True) -> CountingFakeSQS:
+    sqs = CountingFakeSQS(n, record)
     sqs.add(*(f"b{i}" for i in range(n)))
     return sqs
 
@@ -296,10 +298,11 @@ def bench_worker_of(emf: EmfLogger) -> Callable[[FakeSQS, int], Worker]:
     return make
 
 
-def cpu_worker(n: int, concurrency: int, emf: EmfLogger) -> tuple[float, CountingFakeSQS, float]:
+def cpu_worker(n: int, concurrency: int, emf: EmfLogger, record: bool = True) -> tuple[float, CountingFakeSQS, float]:
     """CPU per message (us), the fake, and the process's voluntary context switches per message (a thread that
-    blocked: waiting for a hand-off, or for the GIL), as the kernel counts them."""
-    sqs = loaded(n)
+    blocked: waiting for a hand-off, or for the GIL), as the kernel counts them. ``record``: the fake keeps its
+    calls. Default True."""
+    sqs = loaded(n, record)
     worker = bench_worker_of(emf)(sqs, concurrency)
     thread = threading.Thread(target=worker.run, kwargs={"install_signal_handlers": False})
     gc.collect()
@@ -328,12 +331,12 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             ratios.append(mine / baseline)
             switches.append(switched)
             # its parts and floor right after it, so that the load moves all three alike
-            work, handler_work = parts_sums(round(messages / len(sqs.of("ReceiveMessage"))), rounds=3)
+            work, handler_work = parts_sums(round(messages / sqs.count("ReceiveMessage")), rounds=3)
             paired.append(mine / work)
             floors.append(handoff_free_us(bench_worker_of(emf), concurrency, messages) / handler_work)
-        counts = {op: len(sqs.of(op)) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
-        counts["ChangeMessageVisibilityBatch"] = len(sqs.of("ChangeMessageVisibilityBatch")) / messages
-        base_counts = {op: len(base_sqs.of(op)) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
+        counts = {op: sqs.count(op) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
+        counts["ChangeMessageVisibilityBatch"] = sqs.count("ChangeMessageVisibilityBatch") / messages
+        base_counts = {op: base_sqs.count(op) / messages for op in ("ReceiveMessage", "DeleteMessageBatch")}
         print(
             f"   concurrency {concurrency}: worker {statistics.median(ours):6.1f} us/message, hand-written "
             f"{statistics.median(theirs):5.1f} us/message -> {statistics.median(ratios):.2f}x "
@@ -355,6 +358,19 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             f"      paired in each round: over the sum of its parts {statistics.median(paired):.2f}x (rounds "
             f"{min(paired):.2f}-{max(paired):.2f}x); floor {statistics.median(floors):.2f}x ({min(floors):.2f}-"
             f"{max(floors):.2f}x)"
+        )
+        # The fake records every call, and so keeps each message of a run alive: a cost on both sides, but not the
+        # same one. Without the record (as SQS's answers are dropped once read), paired in each round:
+        lean = []
+        for _ in range(rounds):
+            mine, sqs, _ = cpu_worker(messages, concurrency, emf, record=False)
+            lean.append((mine, parts_sums(round(messages / sqs.count("ReceiveMessage")), 3, record=False)[0]))
+        lean_ratios = [mine / work for mine, work in lean]
+        lean_us, lean_parts = statistics.median(m for m, _ in lean), statistics.median(w for _, w in lean)
+        print(
+            f"      with a fake that keeps no record of its calls, paired: worker {lean_us:.1f} us/message, its parts "
+            f"{lean_parts:.1f} -> {statistics.median(lean_ratios):.2f}x (rounds {min(lean_ratios):.2f}-"
+            f"{max(lean_ratios):.2f}x)"
         )
         if profile:
             with thread_profiles() as profiles:

@@ -58,11 +58,14 @@ def _us_per_message(run: Callable[[Any], int], rounds: int, batches: int, prepar
     return statistics.median(results)
 
 
-def worker_parts(rounds: int = 5, batches: int = 300, per_receive: int = BATCH) -> dict[str, float]:
+def worker_parts(
+    rounds: int = 5, batches: int = 300, per_receive: int = BATCH, record: bool = True
+) -> dict[str, float]:
     """Microseconds per message of each part of the worker's work on a no-op handler, each on its own; the receive
     request and the lease and ``Message`` objects of ``per_receive`` messages a receive (default 10: the hand
-    loop's), the rest of batches of 10 (the worker deletes 10 a request)."""
-    sqs = FakeSQS(poll_s=0)
+    loop's), the rest of batches of 10 (the worker deletes 10 a request). ``record``: the fake keeps its calls
+    (``FakeSQS(record=...)``). Default True."""
+    sqs = FakeSQS(poll_s=0, record=record)
     settings = LeaseSettings(job_type="Bench")
     devnull = open(os.devnull, "w")
     scheduler = LeaseScheduler()
@@ -159,10 +162,11 @@ def worker_parts(rounds: int = 5, batches: int = 300, per_receive: int = BATCH) 
     return parts
 
 
-def parts_sums(per_receive: int, rounds: int = 1) -> tuple[float, float]:
+def parts_sums(per_receive: int, rounds: int = 1, record: bool = True) -> tuple[float, float]:
     """The sum of the worker's parts, as :func:`print_breakdown` counts them (us per message, ``per_receive``
-    messages a receive), and the same less the receive and the leases (its handler path's: the floor's parts)."""
-    parts = worker_parts(rounds, per_receive=per_receive)
+    messages a receive), and the same less the receive and the leases (its handler path's: the floor's parts).
+    ``record``: the fake keeps its calls. Default True."""
+    parts = worker_parts(rounds, per_receive=per_receive, record=record)
     work = sum(parts.values()) - parts["FakeSQS delete request, its share of 10"]  # sent: its request and bookkeeping
     return work, work - sum(v for name, v in parts.items() if name.startswith(("FakeSQS receive", "lease and")))
 
@@ -235,5 +239,5 @@ def handoff_free_us(make_worker: Callable[[FakeSQS, int], Any], concurrency: int
         thread.join()
     worker.settler.close(timeout=30)  # what is left of the deletes (under a batch) sent, as the worker would
     spent = time.process_time() - started
-    assert len(sqs.entries("DeleteMessageBatch")) == messages, "not every message was deleted"
+    assert sqs.count("DeleteMessageBatch", entries=True) == messages, "not every message was deleted"
     return spent / messages * 1e6

@@ -314,3 +314,17 @@ def test_a_handler_thread_takes_the_pools_lock_once_a_message_and_ends_its_last_
     assert lock.acquired == 11
     assert receives == [0] and pool.processed == 10
     pool.close()
+
+
+def test_the_benchmarks_fake_that_keeps_no_record_still_counts_every_call_and_entry() -> None:
+    # GIVEN the benchmark's fake without its call record (bench/runtime_bench.py: a record keeps every message alive)
+    sqs = FakeSQS(poll_s=0.01, record=False)
+    sqs.add(*(f"b{i}" for i in range(30)))
+    done: list[str] = []
+    # WHEN a worker of two handlers runs its 30 messages
+    with running_worker(sqs, URL, lambda body, message: done.append(body), concurrency=2):
+        assert wait_for(lambda: sqs.count("DeleteMessageBatch", entries=True) == 30, timeout_s=30)
+    # THEN the counts are the calls made, and nothing of them was kept
+    assert sorted(done) == sorted(f"b{i}" for i in range(30))
+    assert sqs.count("ReceiveMessage") >= 3 and sqs.count("ReceiveMessage", entries=True) == sqs.count("ReceiveMessage")
+    assert 3 <= sqs.count("DeleteMessageBatch") <= 30 and sqs.calls == []

@@ -86,12 +86,20 @@ class FakeSQS:
     ``WaitTimeSeconds``). Nothing becomes visible again by itself: tests look at the calls.
     ``get_queue_attributes`` reports ``in_flight`` as ``ApproximateNumberOfMessagesNotVisible``;
     ``send_message`` (a DLQ send) is recorded in ``calls``.
+
+    ``record=False`` keeps no call and no answered message, only :meth:`count`'s counts: a benchmark's fake, whose
+    record would keep every message of a run alive (SQS's answers are dropped once read). Default True.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, poll_s: float = 0.02) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, poll_s: float = 0.02, *, record: bool = True
+    ) -> None:
         self.clock = clock
         self.poll_s = poll_s
+        self.record = record
         self.calls: list[tuple[float, str, list[dict]]] = []
+        self._counts: collections.Counter[str] = collections.Counter()  # calls by operation
+        self._entry_counts: collections.Counter[str] = collections.Counter()  # their entries, by operation
         self.queue_urls: set[str] = set()  # every QueueUrl a call named
         self.in_flight = 0
         self._script: dict[str, collections.deque[Any]] = collections.defaultdict(collections.deque)
@@ -107,6 +115,11 @@ class FakeSQS:
     def of(self, operation: str) -> list[tuple[float, str, list[dict]]]:
         with self._lock:
             return [c for c in self.calls if c[1] == operation]
+
+    def count(self, operation: str, entries: bool = False) -> int:
+        """How many ``operation`` calls were made (``entries``: how many entries they held), recorded or not."""
+        with self._lock:
+            return (self._entry_counts if entries else self._counts)[operation]
 
     def releases(self) -> list[tuple[float, str]]:
         """(clock, receipt handle) of every release: a visibility change to 0."""
@@ -167,14 +180,15 @@ class FakeSQS:
         return self._call("DeleteMessageBatch", Entries, QueueUrl)
 
     def receive_message(self, **params: Any) -> dict:
-        record: dict[str, Any] = {**params, "_answered": []}  # kept by reference: filled in below
+        record: dict[str, Any] = {**params, "_answered": []} if self.record else params  # kept: filled in below
         self._call("ReceiveMessage", [record], params["QueueUrl"])
         with self._arrived:
             if not self._visible:
                 self._arrived.wait(self.poll_s)
             taken = [self._visible.popleft() for _ in range(min(params["MaxNumberOfMessages"], len(self._visible)))]
         messages = [{**m, "ReceiptHandle": f"rh-{m['Body']}-{next(self._deliveries)}"} for m in taken]
-        record["_answered"].extend(messages)
+        if self.record:
+            record["_answered"].extend(messages)
         return {"Messages": messages} if messages else {}
 
     def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict:
@@ -188,7 +202,10 @@ class FakeSQS:
     def _call(self, operation: str, entries: list[dict], queue_url: str) -> dict:
         with self._lock:
             self.queue_urls.add(queue_url)
-            self.calls.append((self.clock(), operation, [e if "_answered" in e else dict(e) for e in entries]))
+            self._counts[operation] += 1
+            self._entry_counts[operation] += len(entries)
+            if self.record:
+                self.calls.append((self.clock(), operation, [e if "_answered" in e else dict(e) for e in entries]))
             action = self._script[operation].popleft() if self._script[operation] else "ok"
         if isinstance(action, threading.Event):
             action.wait(10)
