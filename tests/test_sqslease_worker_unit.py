@@ -365,3 +365,22 @@ def test_a_sigterm_that_lands_while_the_main_thread_holds_the_stop_event_s_lock_
     assert not interrupted.is_alive(), "the SIGTERM handler blocked on the lock its own thread holds"
     run.join(30)
     assert not run.is_alive()
+
+
+def test_the_workers_debug_log_leaves_the_sdks_loggers_at_info() -> None:
+    # GIVEN `--log-level DEBUG` (a trial found botocore writing each signed request and every message body then)
+    from sqslease.worker.cli import SDK_LOGGERS, configure_logging
+
+    before = {name: logging.getLogger(name).level for name in SDK_LOGGERS}
+    try:
+        # WHEN the worker configures its log
+        configure_logging("debug")
+        # THEN the SDK's loggers stay at INFO (sqslease's and a handler's own follow the root's level)
+        assert all(logging.getLogger(name).getEffectiveLevel() == logging.INFO for name in SDK_LOGGERS)
+        assert not logging.getLogger("botocore.endpoint").isEnabledFor(logging.DEBUG)
+        # AND a level above INFO holds for them too
+        configure_logging("warning")
+        assert logging.getLogger("botocore").getEffectiveLevel() == logging.WARNING
+    finally:
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)

@@ -48,7 +48,9 @@ class ConsumerConfig:
     :param handler: the per-message function, ``package.module:function`` (a Lambda function's may be
         ``module.function``). Required. Default ``None``.
     :param concurrency: handlers running at once in one worker, at least 1. Default 4.
-    :param log_level: the worker's logging level (``DEBUG``, ``INFO``, ``WARNING``...). Default ``INFO``.
+    :param log_level: the worker's logging level (``DEBUG``, ``INFO``, ``WARNING``...), its handler's loggers
+        included; the AWS SDK's (botocore, boto3, urllib3, s3transfer) stay at ``INFO`` at least: at ``DEBUG`` they
+        write each signed request and every message body. Default ``INFO``.
     :param lease: the lease settings, each a setting of its field's name. Default ``LeaseSettings()``.
     :param idempotency: the idempotency settings, each a setting ``idempotency_<field>``. Default: no table (off).
     """

@@ -59,9 +59,6 @@ class Tick:
 
     stats: TickStats = field(default_factory=TickStats)  # what the tick itself decided (due, limit)
     rounds: list[Future[TickStats] | RanInline] = field(default_factory=list)
-    #: Seconds each due lease still in time had left when the tick took it (one that ran out is lost, and logged
-    #: by its round).
-    slacks: list[float] = field(default_factory=list)
 
     def wait(self, timeout: float | None = None) -> TickStats:
         """Wait for every round of this tick to end; their stats added to the tick's."""
@@ -135,12 +132,13 @@ class Heartbeat(HeartbeatRounds):
         return self._fatal
 
     # -- one tick ---------------------------------------------------------------------------------
-    def tick(self, *, first_inline: bool = False) -> Tick:
+    def tick(self, *, first_inline: bool = False, judged: bool = False) -> Tick:
         """Take the due leases and start one round per batch of 10. Returns at once.
 
         :param first_inline: run the first round on the calling thread, then start the others on the pool: for
             a caller that waits for the tick anyway, so that a tick of at most 10 leases starts no thread.
             Default False.
+        :param judged: each round warns if it sends its request late (:meth:`scheduled_tick`). Default False.
         """
         tick = Tick()
         if self._fatal is not None:
@@ -161,15 +159,14 @@ class Heartbeat(HeartbeatRounds):
         if batch:
             batches.append(batch)
         tick.stats.due = sum(len(b) for b in batches)
-        tick.slacks = [slack for b in batches for lease in b if (slack := lease.deadline - now) > 0]
         ends: list[tuple[Lease, float]] = []
         if self.idempotency is not None:  # before the rounds: a record claimed meanwhile is written to these ends
             ends = [(lease, now + self._allowed(lease, now)) for b in batches for lease in b]
             for lease, end in ends:
                 lease.extending_to = end
         if first_inline and batches:
-            tick.rounds.append(RanInline(self._round(batches[0])))
-        tick.rounds += [self._pool().submit(self._round, b) for b in batches[first_inline:]]
+            tick.rounds.append(RanInline(self._round(batches[0], judged=judged)))
+        tick.rounds += [self._pool().submit(self._round, b, judged=judged) for b in batches[first_inline:]]
         if self.idempotency is not None and ends:
             records = self.idempotency.held(ends)
             if records:
@@ -177,25 +174,11 @@ class Heartbeat(HeartbeatRounds):
         return tick
 
     def scheduled_tick(self) -> Tick:
-        """The heartbeat thread's :meth:`tick`, which warns when it ran late: a due lease had less than half the
-        least slack a tick on time leaves one (``extension_threshold - heartbeat_interval``). Its extension is
-        still sent, but the thread did not get to run in time, and a tick later still loses the lease. (Not
-        :meth:`tick`'s: a Lambda invocation's first tick takes its records with whatever slack the poll left.)"""
-        tick = self.tick()
-        on_time = self.settings.extension_threshold - self.settings.heartbeat_interval
-        late = [slack for slack in tick.slacks if slack < on_time / 2]
-        if late:
-            logger.warning(
-                "heartbeat ran late: %d of %d due leases had less than %.2f s left (the least %.2f s), where a tick "
-                "on time leaves %.2f s; they are extended, but a thread kept the GIL or the process had too little "
-                'CPU: see docs/sqslease.md, "How leases are kept"',
-                len(late),
-                len(tick.slacks),
-                on_time / 2,
-                min(late),
-                on_time,
-            )
-        return tick
+        """The heartbeat thread's :meth:`tick`: each round warns when it sends its request late, a lease in it having
+        less than half the least slack a tick on time leaves one (``extension_threshold - heartbeat_interval``; see
+        :meth:`sqslease.heartbeat_round.HeartbeatRounds._attempt`). Not :meth:`tick`'s: a Lambda invocation's first
+        tick takes its records with whatever slack the poll left them."""
+        return self.tick(judged=True)
 
     def _extend_records(self, records: list[tuple[Hold, float]]) -> TickStats:
         """The idempotency round: each record to its lease's new end, computed when the tick took the lease, so

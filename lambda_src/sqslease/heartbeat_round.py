@@ -32,6 +32,11 @@ logger = logging.getLogger("sqslease")
 
 #: Below this much slack no request can land in time: the lease is given up (logged).
 MIN_SLACK_S = 0.02
+#: What a late extension's log line says of its cause, and where to read more.
+STARVED = (
+    "The heartbeat did not get to run in time: a thread kept the GIL (a handler computing and writing often), or "
+    'the process had too little CPU; see docs/sqslease.md, "How leases are kept"'
+)
 
 
 @dataclass
@@ -93,10 +98,11 @@ class HeartbeatRounds:
         return allowed_visibility(self.settings, lease.received_at, now)
 
     # -- one round: a batch of up to 10, retried within its slack ----------------------------------
-    def _round(self, batch: list[Lease], answer: Answer | None = None) -> TickStats:
+    def _round(self, batch: list[Lease], answer: Answer | None = None, judged: bool = False) -> TickStats:
+        """``judged``: its first request warns if sent late (see :meth:`_attempt`)."""
         stats = TickStats()
         try:
-            self._run_round(batch, stats, answer)
+            self._run_round(batch, stats, answer, judged)
         except Exception:  # a bug must not leave leases stuck in EXTENDING: hand them back, log it
             logger.exception("heartbeat round failed")
             for lease in batch:
@@ -109,7 +115,9 @@ class HeartbeatRounds:
         at the start (:mod:`sqslease.renewal`)."""
         return self._round(batch, answer)
 
-    def _run_round(self, pending: list[Lease], stats: TickStats, answer: Answer | None = None) -> None:
+    def _run_round(
+        self, pending: list[Lease], stats: TickStats, answer: Answer | None = None, judged: bool = False
+    ) -> None:
         attempt = 0
         at_risk_logged = False
         while True:
@@ -126,7 +134,7 @@ class HeartbeatRounds:
                     for lease in pending:
                         self.scheduler.end_round(lease)
                     return
-                pending, throttled, timed_out = self._attempt(pending, stats)
+                pending, throttled, timed_out = self._attempt(pending, stats, judged and attempt == 0)
             if not pending:
                 return
             attempt += 1
@@ -160,14 +168,17 @@ class HeartbeatRounds:
                     )
                 )
 
-    def _attempt(self, batch: list[Lease], stats: TickStats) -> tuple[list[Lease], bool, bool]:
+    def _attempt(self, batch: list[Lease], stats: TickStats, judged: bool = False) -> tuple[list[Lease], bool, bool]:
         """Send one request for ``batch``; return the leases to retry, whether throttling was seen and whether the
-        request timed out."""
+        request timed out. ``judged`` (a round's first request, on the heartbeat thread's tick): warn if it is sent
+        with a lease holding less than half the least slack a tick on time leaves. Default False."""
         with self._requests:
             sent_at = self.clock()
             batch = self._drop_lapsed(batch, sent_at, stats)
             if not batch:
                 return [], False, False
+            if judged:
+                self._warn_if_late(batch, sent_at)
             entries: list[dict[str, object]] = []
             vts: list[int] = []
             for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
@@ -183,8 +194,25 @@ class HeartbeatRounds:
                 response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
             except Exception as error:  # the whole request failed: classify once for every entry
                 return self._request_failed(error, batch, stats)
-        retry, throttled = self._answered(response, batch, vts, sent_at, stats)
+            answered_at = self.clock()
+        retry, throttled = self._answered(response, batch, vts, sent_at, stats, answered_at)
         return retry, throttled, False
+
+    def _warn_if_late(self, batch: list[Lease], sent_at: float) -> None:
+        on_time = self.settings.extension_threshold - self.settings.heartbeat_interval
+        late = [lease for lease in batch if lease.deadline - sent_at < on_time / 2]
+        if late:
+            logger.warning(
+                "heartbeat ran late: extending %d of %d leases (%s) with less than %.2f s left (the least %.3f s), "
+                "where a tick on time leaves %.2f s. %s",
+                len(late),
+                len(batch),
+                ", ".join(lease.receipt_handle[:16] for lease in late[:3]) + (", ..." if len(late) > 3 else ""),
+                on_time / 2,
+                min(lease.deadline for lease in late) - sent_at,
+                on_time,
+                STARVED,
+            )
 
     def _first_answer(self, batch: list[Lease], answer: Answer, stats: TickStats) -> tuple[list[Lease], bool, bool]:
         """:meth:`_attempt`'s result for a request its caller sent (:meth:`answered_round`)."""
@@ -210,19 +238,35 @@ class HeartbeatRounds:
         return batch, throttled, code in TIMEOUT_ERRORS
 
     def _answered(
-        self, response: dict[str, Any], batch: list[Lease], vts: list[int], sent_at: float, stats: TickStats
+        self,
+        response: dict[str, Any],
+        batch: list[Lease],
+        vts: list[int],
+        sent_at: float,
+        stats: TickStats,
+        answered_at: float | None = None,
     ) -> tuple[list[Lease], bool]:
-        """Apply the answer to a request sent at ``sent_at``: the leases to retry, and whether throttling was seen."""
+        """Apply the answer to a request sent at ``sent_at``: the leases to retry, and whether throttling was seen.
+
+        With ``answered_at`` (when the answer came; not for a request its caller sent), a success answered once the
+        lease had run out is not one: the request may have landed after the lease's end, when SQS may have handed
+        the message to another consumer, and accepts the old receipt handle all the same. Such a lease is lost."""
         extended: list[tuple[Lease, float]] = []
         retry: list[Lease] = []
         throttled = False
         answered: set[int] = set()
+        late: list[Lease] = []
         for success in response.get("Successful", []):
             index = int(success["Id"])
             answered.add(index)
-            extended.append((batch[index], vts[index]))
+            if answered_at is not None and answered_at >= batch[index].deadline:
+                late.append(batch[index])
+            else:
+                extended.append((batch[index], vts[index]))
         self.scheduler.extended_all(extended, sent_at)
         stats.extended += len(extended)
+        if late:
+            self._answered_late(late, answered_at or sent_at, stats)
         for failure in response.get("Failed", []):
             index = int(failure["Id"])
             answered.add(index)
@@ -243,6 +287,19 @@ class HeartbeatRounds:
         stats.throttled += throttled
         return retry, throttled
 
+    def _answered_late(self, late: list[Lease], answered_at: float, stats: TickStats) -> None:
+        lost = [lease for lease in late if self.scheduler.lapsed(lease)]
+        stats.lost += len(lost)
+        if lost:
+            logger.error(
+                "extension of %d leases (%s) answered %.2f s after the first of them ran out: it may have landed too "
+                "late, and the message be with another consumer; marked lost (not settled when its handler ends). %s",
+                len(lost),
+                ", ".join(lease.receipt_handle[:16] for lease in lost[:3]) + (", ..." if len(lost) > 3 else ""),
+                answered_at - min(lease.deadline for lease in lost),
+                STARVED,
+            )
+
     def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
         """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the
         message may be with another consumer, and SQS can accept this receipt handle all the same."""
@@ -254,9 +311,10 @@ class HeartbeatRounds:
                 stats.lost += 1
                 logger.error(
                     "lease %s ran out before its extension could be sent (%.2f s late); the message may be "
-                    "delivered to another consumer while its handler still runs",
+                    "delivered to another consumer while its handler still runs. %s",
                     lease.receipt_handle[:16],
                     now - lease.deadline,
+                    STARVED,
                 )
         return live
 

@@ -139,10 +139,23 @@ def with_redrive_policy(settings: LeaseSettings, sqs: Any, queue_url: str) -> Le
     )
 
 
+#: The AWS SDK's loggers, kept at INFO or above whatever ``log_level`` says: at DEBUG they write each request's
+#: signed headers (a session token among them) and every message body.
+SDK_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer")
+
+
+def configure_logging(log_level: str) -> None:
+    """The worker's log on stderr at ``log_level`` (its own, and its handler's loggers), the SDK's at INFO at least."""
+    level = logging.getLevelNamesMapping()[log_level.upper()]
+    logging.basicConfig(stream=sys.stderr, level=level, format=LOG_FORMAT)
+    for name in SDK_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.INFO))
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m sqslease.worker``; returns the exit status (2: a bad option or environment, on one line)."""
     config = read_config(argv)
-    logging.basicConfig(stream=sys.stderr, level=config.log_level.upper(), format=LOG_FORMAT)
+    configure_logging(config.log_level)
     handler = loaded_handler(config)
     clients = sqs_clients(config)
     queue_url = config.queue_url or ""
