@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sqslease.late_extension import STARVED, log_answered_late, warn_if_late
 from sqslease.lease import DELETING, Lease
 from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import (
@@ -32,11 +33,6 @@ logger = logging.getLogger("sqslease")
 
 #: Below this much slack no request can land in time: the lease is given up (logged).
 MIN_SLACK_S = 0.02
-#: What a late extension's log line says of its cause, and where to read more.
-STARVED = (
-    "The heartbeat did not get to run in time: a thread kept the GIL (a handler computing and writing often), or "
-    'the process had too little CPU; see docs/sqslease.md, "How leases are kept"'
-)
 
 
 @dataclass
@@ -178,7 +174,7 @@ class HeartbeatRounds:
             if not batch:
                 return [], False, False
             if judged:
-                self._warn_if_late(batch, sent_at)
+                warn_if_late(batch, sent_at, self.settings)
             entries: list[dict[str, object]] = []
             vts: list[int] = []
             for i, lease in enumerate(batch):  # positional ids: MessageIds can repeat in a batch
@@ -197,22 +193,6 @@ class HeartbeatRounds:
             answered_at = self.clock()
         retry, throttled = self._answered(response, batch, vts, sent_at, stats, answered_at)
         return retry, throttled, False
-
-    def _warn_if_late(self, batch: list[Lease], sent_at: float) -> None:
-        on_time = self.settings.extension_threshold - self.settings.heartbeat_interval
-        late = [lease for lease in batch if lease.deadline - sent_at < on_time / 2]
-        if late:
-            logger.warning(
-                "heartbeat ran late: extending %d of %d leases (%s) with less than %.2f s left (the least %.3f s), "
-                "where a tick on time leaves %.2f s. %s",
-                len(late),
-                len(batch),
-                ", ".join(lease.receipt_handle[:16] for lease in late[:3]) + (", ..." if len(late) > 3 else ""),
-                on_time / 2,
-                min(lease.deadline for lease in late) - sent_at,
-                on_time,
-                STARVED,
-            )
 
     def _first_answer(self, batch: list[Lease], answer: Answer, stats: TickStats) -> tuple[list[Lease], bool, bool]:
         """:meth:`_attempt`'s result for a request its caller sent (:meth:`answered_round`)."""
@@ -265,8 +245,8 @@ class HeartbeatRounds:
                 extended.append((batch[index], vts[index]))
         self.scheduler.extended_all(extended, sent_at)
         stats.extended += len(extended)
-        if late:
-            self._answered_late(late, answered_at or sent_at, stats)
+        if late and answered_at is not None:
+            self._answered_late(late, answered_at, stats)
         for failure in response.get("Failed", []):
             index = int(failure["Id"])
             answered.add(index)
@@ -291,14 +271,7 @@ class HeartbeatRounds:
         lost = [lease for lease in late if self.scheduler.lapsed(lease)]
         stats.lost += len(lost)
         if lost:
-            logger.error(
-                "extension of %d leases (%s) answered %.2f s after the first of them ran out: it may have landed too "
-                "late, and the message be with another consumer; marked lost (not settled when its handler ends). %s",
-                len(lost),
-                ", ".join(lease.receipt_handle[:16] for lease in lost[:3]) + (", ..." if len(lost) > 3 else ""),
-                answered_at - min(lease.deadline for lease in lost),
-                STARVED,
-            )
+            log_answered_late(lost, answered_at)
 
     def _drop_lapsed(self, batch: list[Lease], now: float, stats: TickStats) -> list[Lease]:
         """Leases that ran out before their extension could be sent (a late round) are lost, not extended: the
