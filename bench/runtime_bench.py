@@ -363,8 +363,8 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
         # same one. Without the record (as SQS's answers are dropped once read), paired in each round:
         lean = []
         for _ in range(rounds):
-            mine, sqs, _ = cpu_worker(messages, concurrency, emf, record=False)
-            lean.append((mine, parts_sums(round(messages / sqs.count("ReceiveMessage")), 3, record=False)[0]))
+            mine, lean_sqs, _ = cpu_worker(messages, concurrency, emf, record=False)
+            lean.append((mine, parts_sums(round(messages / lean_sqs.count("ReceiveMessage")), 3, record=False)[0]))
         lean_ratios = [mine / work for mine, work in lean]
         lean_us, lean_parts = statistics.median(m for m, _ in lean), statistics.median(w for _, w in lean)
         print(

@@ -49,7 +49,7 @@ class ConsumerConfig:
         ``module.function``). Required. Default ``None``.
     :param concurrency: handlers running at once in one worker, at least 1. Default 4.
     :param log_level: the worker's logging level (``DEBUG``, ``INFO``, ``WARNING``...), its handler's loggers
-        included; the AWS SDK's (botocore, boto3, urllib3, s3transfer) stay at ``INFO`` at least: at ``DEBUG`` they
+        included; the AWS SDK's (``sqslease.worker.cli.SDK_LOGGERS``) stay at ``INFO`` at least: at ``DEBUG`` they
         write each signed request and every message body. Default ``INFO``.
     :param lease: the lease settings, each a setting of its field's name. Default ``LeaseSettings()``.
     :param idempotency: the idempotency settings, each a setting ``idempotency_<field>``. Default: no table (off).
