@@ -24,7 +24,9 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    Both ratios are also measured paired: in each round the parts and the floor are timed right after the worker,
    the ratio the median of the rounds' (the figures above time the parts once, after every round). Last, the
    worker over its parts again, paired, on a fake that keeps no record of its calls (``FakeSQS(record=False)``):
-   the record keeps every message of a run alive, and costs the parts more than the worker.
+   the record keeps every message of a run alive, and costs the parts more than the worker. Last, the same ratio
+   with each side in a process of its own, started for it (``bench/fresh_worker.py``, 4 times the messages): in
+   the one long process the figures drift with the heap the earlier ones grew.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work
@@ -53,6 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "lambda_src"), str(ROOT / "tests")]
 
+import fresh_worker  # noqa: E402
 from runtime_breakdown import handoff_free_us, parts_sums, print_breakdown  # noqa: E402
 from support.fakes import FakeSQS  # noqa: E402
 from support.lambda_events import fake_event  # noqa: E402
@@ -372,6 +375,8 @@ def bench_worker(messages: int, rounds: int, profile: bool) -> None:
             f"{lean_parts:.1f} -> {statistics.median(lean_ratios):.2f}x (rounds {min(lean_ratios):.2f}-"
             f"{max(lean_ratios):.2f}x)"
         )
+        # Each side in a process of its own (bench/fresh_worker.py): the figures above run in one long process.
+        print(fresh_worker.summary(concurrency, fresh_worker.rounds(concurrency, 4 * messages, rounds)))
         if profile:
             with thread_profiles() as profiles:
                 cpu_worker(messages, concurrency, emf)
