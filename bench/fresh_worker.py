@@ -38,7 +38,9 @@ class Round:
 
 def _child(*args: str) -> list[float]:
     """Run this module's ``main`` in a new interpreter; its one line of JSON."""
-    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"fresh_worker.py {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
     return [float(value) for value in json.loads(done.stdout)]
 
 
