@@ -1,16 +1,21 @@
 """The worker over the sum of its parts, each side measured in a process of its own, started for it.
 
-Measured in the benchmark's one long process, the ratio moved by a third from run to run of the same code (1.49x to
+Measured in the benchmark's one long process, the ratio moved by a third from run to run of the same code (1.44x to
 1.89x at concurrency 4 in one sitting): each figure there runs after the others, in a heap they grew. Here each round
 starts two processes, one after the other: one runs the worker (``runtime_bench.cpu_worker``, on a fake that keeps
-no record of its calls, after a warm-up run), the other times its parts (``runtime_breakdown.parts_sums``, at the
-messages a receive that worker had, after a warm-up pass). The ratio is the median of the rounds'.
+no record of its calls, after a warm-up run), the other times its parts (``runtime_breakdown.parts_sums``, on the
+same fake, at the messages a receive that worker had, rounded as the one-process figures round them, after a warm-up
+pass). The ratio is the median of the rounds'. Steadier than the one-process figure on a quiet machine; under load
+both move.
 
-Used by ``bench/runtime_bench.py``; run alone: ``.venv/bin/python bench/fresh_worker.py [CONCURRENCY] [ROUNDS]``.
+Used by ``bench/runtime_bench.py``; run alone: ``.venv/bin/python bench/fresh_worker.py [CONCURRENCY] [ROUNDS]``
+(defaults 4 and 5; 20,000 messages a worker). A round's two processes run this file as ``worker CONCURRENCY
+MESSAGES`` and ``parts PER_RECEIVE``, each printing its figures as one line of JSON.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -89,8 +94,11 @@ def main(argv: list[str]) -> None:
         parts_sums(per_receive, rounds=1, record=False)
         print(json.dumps([parts_sums(per_receive, rounds=5, record=False)[0]]))
     else:
-        concurrency = int(argv[0]) if argv else 4
-        print(summary(concurrency, rounds(concurrency, 20_000, int(argv[1]) if len(argv) > 1 else 5)))
+        parser = argparse.ArgumentParser(description="The worker over the sum of its parts, in fresh processes.")
+        parser.add_argument("concurrency", nargs="?", type=int, default=4, help="the worker's handlers (default 4)")
+        parser.add_argument("rounds", nargs="?", type=int, default=5, help="rounds of two processes (default 5)")
+        args = parser.parse_args(argv)
+        print(summary(args.concurrency, rounds(args.concurrency, 20_000, args.rounds)))
 
 
 if __name__ == "__main__":

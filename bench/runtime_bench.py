@@ -17,16 +17,17 @@ Run: `.venv/bin/python bench/runtime_bench.py [--quick] [--profile] [--only lamb
    handlers plus one batch ahead (2 a request at concurrency 1, 5 to 8 at 4). Then each part of the worker's work
    timed alone on one thread (``runtime_breakdown``), its receive request and its leases and ``Message`` objects at
    the messages a receive it had in the run (2 at concurrency 1: what its prefetch allows): what they leave of its
-   cost is its threads' hand-offs; the worker's cost over the sum of its parts (also with the receive counted at
-   the hand loop's 10 a request), and the process's voluntary context switches per message, are printed. Last, the
-   floor: the handler path alone on as many threads, taking pre-received messages straight from a list (no
-   receiver, no ready queue, no wait: ``handoff_free_us``), over the same parts less the receive and the leases.
-   Both ratios are also measured paired: in each round the parts and the floor are timed right after the worker,
-   the ratio the median of the rounds' (the figures above time the parts once, after every round). Last, the
-   worker over its parts again, paired, on a fake that keeps no record of its calls (``FakeSQS(record=False)``):
-   the record keeps every message of a run alive, and costs the parts more than the worker. Last, the same ratio
-   with each side in a process of its own, started for it (``bench/fresh_worker.py``, 4 times the messages): in
-   the one long process the figures drift with the heap the earlier ones grew.
+   cost is what no part covers (its threads' hand-offs and waits, the handler loop's and the receive's own calls);
+   the worker's cost over the sum of its parts (also with the receive counted at the hand loop's 10 a request), and
+   the process's voluntary context switches per message, are printed. Then the floor: the handler path alone on as
+   many threads, taking pre-received messages straight from a list (no receiver, no ready queue, no wait:
+   ``handoff_free_us``), over the same parts less the receive and the leases. Both ratios are also measured paired:
+   in each round the parts and the floor are timed right after the worker, the ratio the median of the rounds' (the
+   figures above time the parts once, after every round). Then the worker over its parts again, paired, on a fake
+   that keeps no record of its calls (``FakeSQS(record=False)``): the record keeps every message of a run alive, and
+   costs the parts more than the worker. Last, the same ratio on that fake with each side in a process of its own,
+   started for it (``bench/fresh_worker.py``, 4 times the messages: 20,000, or 4,000 with ``--quick``): in the one
+   long process the figures drift with the heap the earlier ones grew.
 
 CPU is ``time.process_time()`` (every thread of this process), each side measured after a ``gc.collect()``; the ratio
 is the median of the rounds' ratios, each round measuring both sides back to back, so that the load of other work

@@ -1,9 +1,9 @@
 """Where the worker's CPU per message goes: each part of its work timed alone, on one thread, per message.
 
-What the parts do not add up to of the worker's measured cost is the price of its threads: the hand-offs from the
-receiver to the handlers and back (thread wakes, GIL switches, lock contention) and their waits, and the pool's own
-bookkeeping a message (its running table, for the watchdog and the drain). ``handoff_free_us`` measures the floor:
-the handler path with no hand-off at all. Used by ``bench/runtime_bench.py``.
+What the parts do not add up to of the worker's measured cost is what no part covers: its threads' hand-offs
+(thread wakes, GIL switches, lock contention) and their waits, the handler loop's own calls, the pool's bookkeeping
+a message (its running table, for the watchdog and the drain) and a receive's (the turn, the room, the hand-over).
+``handoff_free_us`` measures the floor: the handler path with no hand-off at all. Used by ``bench/runtime_bench.py``.
 """
 
 from __future__ import annotations
@@ -189,7 +189,8 @@ def print_breakdown(worker_us: float, hand_us: float, rounds: int = 5, per_recei
     work = sum(parts.values())
     print(f"         {work:6.2f}  sum of the parts")
     print(
-        f"         {worker_us - work:6.2f}  the rest of the worker's {worker_us:.1f}: its threads' hand-offs and waits "
+        f"         {worker_us - work:6.2f}  the rest of the worker's {worker_us:.1f}, which no part covers: hand-offs, "
+        f"waits, the handler loop's and the receive's own calls "
         f"(the hand loop: {hand_us:.1f})"
     )
     print(f"      the worker's cost over the sum of its parts: {worker_us / work:.2f}x")
