@@ -187,6 +187,28 @@ def test_a_closed_settler_sends_no_batch_from_the_queueing_thread() -> None:
     assert len(scheduler) == 10 and all(lease.state is LeaseState.ACTIVE and lease.settling for lease in scheduler)
 
 
+def test_a_delete_whose_lease_was_lost_while_queued_is_left_out_of_the_batch_its_queueing_thread_sends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a settler that waits a minute for a batch to fill, and 9 deletes queued, the 4th's lease then lost (the
+    # heartbeat found its receipt handle rejected)
+    sqs = ThreadedSQS()
+    scheduler = LeaseScheduler()
+    settler = Settler(sqs, URL, scheduler, linger=60)
+    leases = [scheduler.add(f"rh-{i}", 0.0, 600) for i in range(10)]
+    futures = [settler.delete(lease) for lease in leases[:9]]
+    scheduler.lost(leases[3])
+    # WHEN this thread queues the tenth
+    futures.append(settler.delete(leases[9]))
+    # THEN it sent the batch, without the lost one, whose delete resolved to False with a warning naming it
+    assert sqs.delete_threads == [threading.current_thread().name]
+    assert [e["ReceiptHandle"] for e in sqs.of("DeleteMessageBatch")[0][2]] == [f"rh-{i}" for i in range(10) if i != 3]
+    assert [f.result(timeout=0) for f in futures] == [i != 3 for i in range(10)]
+    assert "delete of rh-3 unconfirmed and its receipt handle now rejected" in caplog.text
+    assert leases[3].state is LeaseState.LOST and len(scheduler) == 0
+    settler.close(timeout=5)
+
+
 def test_a_worker_of_one_handler_sends_its_deletes_from_the_receivers_thread(
     wakes_watched: list[SettleQueue],
 ) -> None:

@@ -105,6 +105,13 @@ class ReadyQueue:
         with self._lock:
             return self._take(now)
 
+    def standard_items(self) -> deque[Message]:
+        """A standard queue's waiting messages, for a handler loop to take from with ``popleft`` as :meth:`take`
+        does, a call less a message: a popleft is atomic, and :meth:`close` pops too, so none is taken twice. The
+        deque stays the same one (only a FIFO group's failure replaces it)."""
+        assert not self.fifo, "a FIFO queue's take marks its group: take()"
+        return self._items
+
     def _take(self, now: float) -> Message | None:
         if not self.fifo:  # no group, nothing parked: the oldest
             return self.take(now)  # (lock-free: another handler's take may empty it meanwhile)

@@ -215,8 +215,16 @@ class HandlerPool(HandlerTimeouts):
     def _handle_loop(self) -> None:
         me, receive = threading.current_thread(), self.receive
         ended: Attempt | None = None  # run here, its end left for the next start to count (_handle)
+        # Handlers that receive (a standard queue: no group to mark, no parked retry) take as ReadyQueue.take does.
+        waiting = self._ready.standard_items() if receive is not None else None
+        handle = self._handle
         while True:
-            message = self._ready.take(0.0) if receive is not None else None  # standard: no parked retry to be due
+            message = None
+            if waiting:
+                try:
+                    message = waiting.popleft()
+                except IndexError:  # another handler took the last one meanwhile
+                    pass
             if message is None and ended is not None:  # counted before this thread polls or waits: its room
                 self._ended(ended, me)
                 ended = None
@@ -226,7 +234,7 @@ class HandlerPool(HandlerTimeouts):
                 message = self._ready.get()
                 if message is None:
                     return
-            ended = self._handle(message, me, ended)
+            ended = handle(message, me, ended)
 
     def _handle(self, message: Message, me: threading.Thread, previous: Attempt | None = None) -> Attempt | None:
         """Run one message taken from the ready queue on this thread (``me``), and count and settle its end.
@@ -253,8 +261,10 @@ class HandlerPool(HandlerTimeouts):
             return None  # (no end left to count with max_processing_time: previous is None)
         attempt = Attempt(message, now)
         with self._running_lock:
-            if previous is not None:
-                self._end(previous, me)
+            if previous is not None:  # ended with no timeout (_ends_later): counted here, its entry replaced below
+                self.processed += 1
+                if self._room_at >= 0:
+                    self._wake_room(len(self._running) - 1)
             self._running[me] = attempt
             # (a running count short of the handlers, the usual case, tells at once: no call)
             if self._when_busy is not None and len(self._running) >= len(self._threads) and self._all_busy():
@@ -292,10 +302,16 @@ class HandlerPool(HandlerTimeouts):
             del self._running[me]
         if not late:
             self.processed += 1
-        if self._room_at >= 0 and len(self._running) + len(self._ready) <= self._room_at:
+        if self._room_at >= 0:
+            self._wake_room(len(self._running))
+        return late
+
+    def _wake_room(self, running: int) -> None:
+        """Wake the receiver waiting for room once ``running`` messages run and the ready ones leave it
+        (``_running_lock`` held)."""
+        if running + len(self._ready) <= self._room_at:
             self._room_at = -1  # one wake: the handlers ending messages before the receiver runs set none
             self._room.set()
-        return late
 
 
 def runs_inline(concurrency: int, fifo: bool) -> bool:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqslease.lease import LeaseState
 from sqslease.lease_table import LeaseScheduler
 from sqslease.retry import EntryOutcome, FatalSqsError, classify_error, classify_exception, may_have_landed
 from sqslease.rules import SQS_MAX_BATCH_ENTRIES
@@ -22,6 +23,7 @@ logger = logging.getLogger("sqslease")
 
 RETRY_BASE_S = 0.05
 RETRY_MAX_S = 1.0
+_LOST = LeaseState.LOST  # looked up once: read for every delete a batch
 POLL_S = 0.01  # how often a change waiting for an extension in flight looks again
 
 
@@ -62,27 +64,28 @@ class SettleSender:
     def _send_ready(self, items: list[SettleItem], operation: str) -> list[SettleItem]:
         """Send the ``items`` ready now, in batches of 10; returns those to look at again (a retry's backoff, an
         extension in flight)."""
-        if operation == "DeleteMessageBatch" and self.before_deletes is not None:
-            self.before_deletes()  # the lines held for these deletes first: none is written after its delete
-        now = self.clock()
-        sendable: list[SettleItem] = []
-        waiting: list[SettleItem] = []
-        for item in items:
-            ready = self._ready(item, operation)
-            if ready is False:
-                continue
-            (sendable if ready and item.not_before <= now else waiting).append(item)
+        if operation == "DeleteMessageBatch":
+            if self.before_deletes is not None:
+                self.before_deletes()  # the lines held for these deletes first: none is written after its delete
+            sendable, waiting = self._deletes_ready(items)
+        else:
+            sendable, waiting = self._changes_ready(items)
         for start in range(0, len(sendable), SQS_MAX_BATCH_ENTRIES):
             waiting += self._send(sendable[start : start + SQS_MAX_BATCH_ENTRIES], operation)
         return waiting
 
-    def _ready(self, item: SettleItem, operation: str) -> bool | None:
-        """True: send now (or after its backoff); None: an extension is still in flight; False: dropped."""
-        lease = item.lease
-        if item.future.done():
-            return False
-        if item.visibility_timeout is None:  # delete: the heartbeat holds the lease meanwhile
-            if lease.lost:
+    def _deletes_ready(self, items: list[SettleItem]) -> tuple[list[SettleItem], list[SettleItem]]:
+        """The deletes to send now, and those whose retry's backoff still runs. A delete is sent while its lease
+        is held (the heartbeat holds it meanwhile); one whose lease was lost is dropped. One loop with no call a
+        delete: a handler runs it for each batch it fills (``bench/runtime_bench.py``)."""
+        now = self.clock()
+        sendable: list[SettleItem] = []
+        waiting: list[SettleItem] = []
+        for item in items:
+            if item.future.done():
+                continue
+            lease = item.lease
+            if lease.state is _LOST:
                 # SQS also rejects the handle once an earlier, timed-out attempt of this delete has landed.
                 logger.warning(
                     "delete of %s unconfirmed and its receipt handle now rejected: deleted by an attempt that timed "
@@ -90,8 +93,30 @@ class SettleSender:
                     lease.receipt_handle[:16],
                 )
                 item.future.set_result(False)
-                return False
-            return True
+            elif item.not_before <= now:
+                sendable.append(item)
+            else:
+                waiting.append(item)
+        return sendable, waiting
+
+    def _changes_ready(self, items: list[SettleItem]) -> tuple[list[SettleItem], list[SettleItem]]:
+        """The visibility changes to send now, and those to look at again: an extension still in flight, or a
+        retry's backoff."""
+        now = self.clock()
+        sendable: list[SettleItem] = []
+        waiting: list[SettleItem] = []
+        for item in items:
+            ready = self._change_ready(item)
+            if ready is False:
+                continue
+            (sendable if ready and item.not_before <= now else waiting).append(item)
+        return sendable, waiting
+
+    def _change_ready(self, item: SettleItem) -> bool | None:
+        """True: send now (or after its backoff); None: an extension is still in flight; False: dropped."""
+        lease = item.lease
+        if item.future.done():
+            return False
         ready = self.scheduler.change_ready(lease)
         if ready is False:
             logger.warning("lease %s was lost before its visibility change", lease.receipt_handle[:16])
