@@ -5,8 +5,8 @@ Measured in the benchmark's one long process, the ratio moved by a third from ru
 starts two processes, one after the other: one runs the worker (``runtime_bench.cpu_worker``, on a fake that keeps
 no record of its calls, after a warm-up run), the other times its parts (``runtime_breakdown.parts_sums``, on the
 same fake, at the messages a receive that worker had, rounded as the one-process figures round them, after a warm-up
-pass). The ratio is the median of the rounds'. Steadier than the one-process figure on a quiet machine; under load
-both move.
+pass). The ratio is the median of the rounds'. Steadier than the one-process figure on a quiet machine, though a
+single run can still land high (docs/benchmarks.md, "The worker's own calls cut"); under load both move.
 
 Used by ``bench/runtime_bench.py``; run alone: ``.venv/bin/python bench/fresh_worker.py [CONCURRENCY] [ROUNDS]``
 (defaults 4 and 5; 20,000 messages a worker). A round's two processes run this file as ``worker CONCURRENCY
@@ -54,8 +54,9 @@ def rounds(concurrency: int, messages: int, count: int) -> list[Round]:
     measured = []
     for _ in range(count):
         worker_us, per_receive = _child("worker", str(concurrency), str(messages))
-        (parts_us,) = _child("parts", str(round(per_receive)))
-        measured.append(Round(worker_us, round(per_receive), parts_us))
+        rounded = round(per_receive)
+        (parts_us,) = _child("parts", str(rounded))
+        measured.append(Round(worker_us, rounded, parts_us))
     return measured
 
 
