@@ -255,8 +255,33 @@ def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
         "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing): "
         "pass the --region or --profile it is deployed with"
     )
-    with pytest.raises(NotFound, match=r"^no job type Receipts in stack CDKToolkit; job types: Prod-Billing/Rec"):
+    with pytest.raises(NotFound) as none_here:
         found.find("CDKToolkit/Receipts")
+    assert str(none_here.value) == (
+        "no job type Receipts in stack CDKToolkit (it has none); Receipts is in: Prod-Billing/Receipts"
+    )
+
+
+def test_an_unknown_name_in_a_stack_lists_that_stacks_job_types_not_every_stacks() -> None:
+    # GIVEN two stacks of job types, one of them Dev's copy of Prod's
+    jobs = [
+        JobType("Receipts", "Prod-Billing", "Prod/Billing/Receipts", None, None),
+        JobType("Invoices", "Prod-Billing", "Prod/Billing/Invoices", None, None),
+        JobType("Receipts", "Dev-Billing", "Dev/Billing/Receipts", None, None),
+        JobType("Emails", "OpsShared", "OpsShared/Emails", None, None),
+    ]
+    found = Discovery(jobs, ["Dev-Billing", "OpsShared", "Prod-Billing"])
+    # WHEN a name is mistyped in one stack, THEN only that stack's job types are listed
+    with pytest.raises(NotFound) as typo:
+        found.find("Prod-Billing/Reciepts")
+    assert str(typo.value) == "no job type Reciepts in stack Prod-Billing; its job types: Invoices, Receipts"
+    # WHEN a job type is named in a stack that does not run it, THEN the stacks that do are named
+    with pytest.raises(NotFound) as elsewhere:
+        found.find("OpsShared/Receipts")
+    assert str(elsewhere.value) == (
+        "no job type Receipts in stack OpsShared; its job types: Emails; Receipts is in: Dev-Billing/Receipts, "
+        "Prod-Billing/Receipts"
+    )
 
 
 class CtrlC:

@@ -106,9 +106,16 @@ class Discovery:
                 f"job type {job_type} is in {len(matches)} stacks ({', '.join(j.stack for j in matches)}): "
                 f"pass --stack, or name it as STACK/{job_type}"
             )
-        known = ", ".join(j.name for j in self.job_types) or "none"
-        where = f"stack {stack}" if stack else f"{len(self.stacks)} stacks searched"
-        raise NotFound(f"no job type {job_type} in {where}; job types: {known}")
+        if stack is None:
+            known = ", ".join(j.name for j in self.job_types) or "none"
+            raise NotFound(f"no job type {job_type} in {len(self.stacks)} stacks searched; job types: {known}")
+        # A stack was named: its own job types (a typo), and the stacks that run this one (the wrong stack)
+        own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
+        elsewhere = sorted(j.name for j in self.job_types if j.job_type == job_type)
+        message = f"no job type {job_type} in stack {stack}" + (
+            f"; its job types: {', '.join(own)}" if own else " (it has none)"
+        )
+        raise NotFound(message + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else ""))
 
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
