@@ -65,6 +65,7 @@ bench: setup
 	$(PY) bench/consumer_synth_bench.py
 	$(PY) bench/lease_bench.py
 	$(PY) bench/runtime_bench.py --quick
+	$(PY) bench/throughput_bench.py --quick
 	$(PY) bench/jobstats_bench.py
 
 # spark-submit --py-files dist/jobstats.zip jobstats/__main__.py profile ... (docs/jobstats.md: on a cluster)
