@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import gc
 import io
-import json
 import math
 import statistics
 import sys
@@ -221,7 +220,6 @@ def main() -> None:
         with running_server() as server:
             bench_recovery(server)
             bench_duplicates(server)
-    print(json.dumps({"done": True}))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ import contextlib
 import cProfile
 import gc
 import io
-import json
 import os
 import pstats
 import resource
@@ -431,7 +430,6 @@ def main() -> None:
         bench_lambda(invocations=2_000 // scale, rounds=5, profile=args.profile)
     if args.only != "lambda":
         bench_worker(messages=5_000 // scale, rounds=5, profile=args.profile)
-    print(json.dumps({"done": True}))
 
 
 if __name__ == "__main__":
