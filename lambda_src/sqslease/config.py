@@ -47,8 +47,8 @@ class ConsumerConfig:
         records on the queue their ARN names, and logs an error when this names another. Default ``None``.
     :param handler: the per-message function, ``package.module:function`` (a Lambda function's may be
         ``module.function``). Required. Default ``None``.
-    :param concurrency: handlers running at once in one worker, at least 1 (10 for jobs of a few milliseconds: a
-        worker receives at most ``min(concurrency, 10)`` a receive round trip). Default 4.
+    :param concurrency: handlers running at once in one worker, at least 1. Default 4. Jobs of a few milliseconds
+        want 10: a worker receives at most ``min(concurrency, 10)`` messages a receive round trip.
     :param log_level: the worker's logging level (``DEBUG``, ``INFO``, ``WARNING``...), its handler's loggers
         included; the AWS SDK's (``sqslease.worker.cli.SDK_LOGGERS``) stay at ``INFO`` at least: at ``DEBUG`` they
         write each signed request and every message body. Default ``INFO``.
