@@ -1,6 +1,6 @@
 """A worker's throughput on short jobs: what one poll at a time and the prefetch bound allow.
 
-Run: `.venv/bin/python bench/throughput_bench.py [--quick] [--job-ms 5] [--receive-ms 15] [--concurrency 1 4 8 16]`.
+Run: `.venv/bin/python bench/throughput_bench.py [--quick] [--job-ms 5] [--receive-ms 15] [--concurrency 1 4 8 10 16]`.
 
 Each round, at each concurrency, the same messages run twice on a ``FakeSQS`` whose ``ReceiveMessage`` takes
 ``--receive-ms`` (an SQS round trip in the region, where a receive finds messages), with a handler that sleeps
@@ -12,9 +12,10 @@ Each round, at each concurrency, the same messages run twice on a ``FakeSQS`` wh
 
 Printed per concurrency: messages a second for each and the worker's share of the baseline's (the median of the
 rounds), the worker's wall time over the ideal (the jobs' time split across its handlers), and its messages a
-receive. What one poll at a time allows is about ``min(concurrency, 10)`` messages a receive round trip: with jobs
-shorter than the round trip a worker runs below its handlers' capacity, and a higher concurrency (up to 10 a receive)
-or more tasks is the remedy (docs/sqslease.md, "Receives and deletes"). Wall-clock figures: run it on a quiet machine.
+receive. With jobs shorter than the receive, one poll at a time allows about ``min(concurrency, 10)`` messages a
+round trip (2 at concurrency 1): a worker runs below its handlers' capacity, and a higher concurrency (up to 10 a
+receive) or more tasks is the remedy (docs/sqslease.md, "Jobs shorter than a receive"). Wall-clock figures: run it
+on a quiet machine.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer messages and rounds")
     parser.add_argument("--job-ms", type=float, default=5.0, help="each job's length (a sleep), ms. Default: 5")
     parser.add_argument("--receive-ms", type=float, default=15.0, help="each receive's round trip, ms. Default: 15")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 16], help="Default: 1 4 8 16")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 10, 16], help="Default: 1 4 8 10 16")
     args = parser.parse_args()
     job_s, receive_s = args.job_ms / 1000, args.receive_ms / 1000
     rounds = 1 if args.quick else 3

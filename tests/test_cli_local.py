@@ -286,7 +286,8 @@ def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
         JobType("Orders", stack, f"{stack}/Orders", None, None, consumer=LambdaConsumer(None, None))
         for stack in ("Dev-Jobs", "Prod-Jobs")
     ]
-    found = Discovery(orders, ["Dev-Jobs", "Prod-Jobs"])
+    # (found on the emulator as on AWS, whose advice for a stack not found is no option of local up)
+    found = Discovery(orders, ["Dev-Jobs", "Prod-Jobs"], not_here="pass the --region or --profile it is deployed with")
     consumed = ["Dev-Jobs/Orders", "Prod-Jobs/Orders"]
     # WHEN --env names the job type alone THEN both deployments get it; STACK/JOB_TYPE one of them
     assert environments(parse_env(["Orders:A=1", "Prod-Jobs/Orders:A=2"]), found, consumed) == {
@@ -297,8 +298,8 @@ def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
     with pytest.raises(NotFound) as unknown:
         environments(parse_env(["Prod-Job/Orders:A=1"]), found, consumed)
     assert str(unknown.value) == (
-        "--env Prod-Job/Orders:...: no job type Prod-Job/Orders in 2 stacks searched; job types: Dev-Jobs/Orders, "
-        "Prod-Jobs/Orders"
+        "--env Prod-Job/Orders:...: no stack Prod-Job in the stacks searched (stacks there: Dev-Jobs, Prod-Jobs); "
+        "Orders is in: Dev-Jobs/Orders, Prod-Jobs/Orders"
     )
 
 

@@ -21,7 +21,7 @@ from support.moto_queues import take_all
 from jobqueues.cli import main
 from jobqueues.cli.context import Aws
 from jobqueues.ops.discovery import Discovery, JobType, discover
-from jobqueues.ops.errors import NotFound
+from jobqueues.ops.errors import BadInput, NotFound
 from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines, send
 
 JOBQUEUES = Path(sys.executable).parent / "jobqueues"
@@ -248,18 +248,63 @@ def test_a_stack_not_in_the_region_asked_is_said_so(
 
 def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
     receipts = JobType("Receipts", "Prod-Billing", "Prod/Billing/Receipts", None, None)
-    found = Discovery([receipts], ["CDKToolkit", "Prod-Billing"], where="region us-east-1, account 123456789012")
+    found = Discovery(
+        [receipts],
+        ["CDKToolkit", "Prod-Billing"],
+        where="region us-east-1, account 123456789012",
+        not_here="pass the --region or --profile it is deployed with",
+    )
     with pytest.raises(NotFound) as missing:
         found.find("Prod-Billng/Receipts")
     assert str(missing.value) == (
-        "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing): "
-        "pass the --region or --profile it is deployed with"
+        "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing); "
+        "Receipts is in: Prod-Billing/Receipts; or pass the --region or --profile it is deployed with"
     )
     with pytest.raises(NotFound) as none_here:
         found.find("CDKToolkit/Receipts")
     assert str(none_here.value) == (
         "no job type Receipts in stack CDKToolkit (it has none); Receipts is in: Prod-Billing/Receipts"
     )
+
+
+def test_a_stack_not_found_names_where_the_job_type_is_and_a_case_slip() -> None:
+    # GIVEN the example app's job types deployed in one region
+    jobs = [
+        JobType("EmailSend", "JobQueuesExample", "JobQueuesExample/EmailSend", None, None),
+        JobType("Transcode", "JobQueuesExample", "JobQueuesExample/Transcode", None, None),
+    ]
+    found = Discovery(
+        jobs,
+        ["CDKToolkit", "JobQueuesExample"],
+        where="region us-east-1",
+        not_here="pass the --region or --profile it is deployed with",
+    )
+    # WHEN a mistyped stack names a job type that is deployed, THEN the line says where it is, then the region hint
+    with pytest.raises(NotFound) as typo:
+        found.find("JobQueuesExampel/EmailSend")
+    assert str(typo.value) == (
+        "no stack JobQueuesExampel in region us-east-1 (stacks there: CDKToolkit, JobQueuesExample); EmailSend is in: "
+        "JobQueuesExample/EmailSend; or pass the --region or --profile it is deployed with"
+    )
+    # WHEN the name's case slipped, THEN the line names the job type as it is spelled
+    for slip in ("jobqueuesexample/emailsend", "JobQueuesExample/emailSend"):
+        with pytest.raises(NotFound) as case:
+            found.find(slip)
+        assert str(case.value).endswith("; did you mean JobQueuesExample/EmailSend? (names are case-sensitive)")
+    # WHEN a part is empty, THEN the line says how a job type is named, not that a stack "" is missing
+    for empty in ("JobQueuesExample/", "/EmailSend", "/"):
+        with pytest.raises(BadInput) as part:
+            found.find(empty)
+        assert str(part.value) == f"{empty!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, neither part empty"
+
+
+def test_an_app_synthesized_is_not_told_to_change_region() -> None:
+    # GIVEN the job types of an app synthesized, not deployed (drift --app, jobqueues local)
+    found = Discovery([JobType("Orders", "Dev-Jobs", "Dev/Jobs/Orders", None, None)], ["Dev-Jobs"], "the app")
+    # WHEN a stack is mistyped THEN its line has no --region advice
+    with pytest.raises(NotFound) as typo:
+        found.find("Dev-Job/Orders")
+    assert str(typo.value) == "no stack Dev-Job in the app (stacks there: Dev-Jobs); Orders is in: Dev-Jobs/Orders"
 
 
 def test_an_unknown_name_in_a_stack_lists_that_stacks_job_types_not_every_stacks() -> None:

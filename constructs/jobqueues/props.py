@@ -141,8 +141,8 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         The directory whose ``Dockerfile`` builds the default image (sqslease and the handlers installed), relative to
         the current directory; missing, or without a ``Dockerfile``, is a synth error. Not with ``image``.
     concurrency:
-        Handlers running at once in one task, 1-1000. Jobs of a few milliseconds want 10: a task receives at most
-        ``min(concurrency, 10)`` messages a receive round trip (docs/sqslease.md).
+        Handlers running at once in one task, 1-1000. Jobs of a few milliseconds want 10: with jobs shorter than a
+        receive, each receive brings about ``concurrency`` messages, at most 10 (docs/sqslease.md).
     min_tasks:
         Tasks when idle.
     max_tasks:

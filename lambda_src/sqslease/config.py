@@ -48,7 +48,8 @@ class ConsumerConfig:
     :param handler: the per-message function, ``package.module:function`` (a Lambda function's may be
         ``module.function``). Required. Default ``None``.
     :param concurrency: handlers running at once in one worker, at least 1. Default 4. Jobs of a few milliseconds
-        want 10: a worker receives at most ``min(concurrency, 10)`` messages a receive round trip.
+        want 10: with jobs shorter than a receive, each receive brings about ``concurrency`` messages, at most 10
+        (docs/sqslease.md).
     :param log_level: the worker's logging level (``DEBUG``, ``INFO``, ``WARNING``...), its handler's loggers
         included; the AWS SDK's (``sqslease.worker.cli.SDK_LOGGERS``) stay at ``INFO`` at least: at ``DEBUG`` they
         write each signed request and every message body. Default ``INFO``.

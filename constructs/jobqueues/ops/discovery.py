@@ -27,7 +27,11 @@ from jobqueues.ops.errors import NotFound, OpsError
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
+from jobqueues.ops.unknown_names import no_job_type_in, no_stack, split_name
 from sqslease.emf import deployment_name
+
+#: The advice for a stack not among the deployed ones listed: it may be in another region or account.
+NOT_HERE = "pass the --region or --profile it is deployed with"
 
 #: Stack states in which a stack's resources exist.
 LIVE_STATES = frozenset(
@@ -87,17 +91,16 @@ class Discovery:
     job_types: list[JobType]
     stacks: list[str]
     where: str = ""
+    not_here: str = ""  # the advice for a stack not among those searched (deployed: the region or profile)
 
     def find(self, job_type: str, stack: str | None = None) -> JobType:
         """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
-        the stacks searched when ``stack`` is none of them."""
-        if "/" in job_type and stack is None:
-            stack, job_type = job_type.rsplit("/", 1)
+        the stacks searched when ``stack`` is none of them (:mod:`jobqueues.ops.unknown_names`)."""
+        if stack is None:
+            stack, job_type = split_name(job_type)
+        names = [j.name for j in self.job_types]
         if stack is not None and stack not in self.stacks:
-            raise NotFound(
-                f"no stack {stack} in {self.where or 'the stacks searched'} (stacks there: "
-                f"{', '.join(self.stacks) or 'none'}): pass the --region or --profile it is deployed with"
-            )
+            raise NotFound(no_stack(stack, job_type, names, self.stacks, self.where, self.not_here))
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
         if len(matches) == 1:
             return matches[0]
@@ -107,15 +110,10 @@ class Discovery:
                 f"pass --stack, or name it as STACK/{job_type}"
             )
         if stack is None:
-            known = ", ".join(j.name for j in self.job_types) or "none"
+            known = ", ".join(names) or "none"
             raise NotFound(f"no job type {job_type} in {len(self.stacks)} stacks searched; job types: {known}")
-        # A stack was named: its own job types (a typo), and the stacks that run this one (the wrong stack)
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
-        elsewhere = sorted(j.name for j in self.job_types if j.job_type == job_type)
-        message = f"no job type {job_type} in stack {stack}" + (
-            f"; its job types: {', '.join(own)}" if own else " (it has none)"
-        )
-        raise NotFound(message + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else ""))
+        raise NotFound(no_job_type_in(stack, job_type, own, names))
 
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
@@ -229,7 +227,7 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
         templates += _load_all(cloudformation, {n: i for n, i in live.items() if n not in searched})
         job_types = job_types_in(templates)
     job_types = [j for j in job_types if j.stack in searched or _consumer_stack(j) in searched]
-    return Discovery(job_types, sorted(searched), _where(cloudformation, live))
+    return Discovery(job_types, sorted(searched), _where(cloudformation, live), NOT_HERE)
 
 
 def _load_all(cloudformation: Any, stacks: dict[str, str]) -> list[StackTemplate]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jobqueues.ops.assembly import stack_artifacts
@@ -56,11 +56,11 @@ def environments(local: LocalEnv, found: Discovery, consumed: Iterable[str]) -> 
     result = {name: dict(local.every) for name in consumed}
     for named, settings in sorted(local.by_job_type.items(), key=lambda item: "/" in item[0]):
         jobs = [j for j in found.job_types if named in (j.name, j.job_type)]
-        if not jobs:
-            known = ", ".join(j.name for j in found.job_types) or "none"
-            raise NotFound(
-                f"--env {named}:...: no job type {named} in {len(found.stacks)} stacks searched; job types: {known}"
-            )
+        if not jobs:  # the line a lookup gives, less the advice of a region: local up has no --region
+            try:
+                jobs = [replace(found, not_here="").find(named)]
+            except (NotFound, BadInput) as error:  # the same line, the value it came from in front
+                raise type(error)(f"--env {named}:...: {error}") from None
         names = [j.name for j in jobs if j.name in consumed]
         if not names:
             raise BadInput(

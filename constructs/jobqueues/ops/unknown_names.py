@@ -1,0 +1,58 @@
+"""What a lookup of a job type by name says when the name is not found: the line the CLI prints, which names what
+exists and what to change (:meth:`jobqueues.ops.discovery.Discovery.find`).
+
+A name is ``JOB_TYPE`` or ``STACK/JOB_TYPE``. For a stack not among those searched, the line names the stacks that
+run the job type (a mistyped stack), a name that differs only in case (CloudFormation's names are case-sensitive),
+and the searcher's advice for a stack that is elsewhere (``--region`` or ``--profile`` for deployed stacks; none for
+an app synthesized, or the emulator). For a job type not in a named stack, it lists that stack's job types (a typo)
+and the stacks that run it (the wrong stack), never every stack's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jobqueues.ops.errors import BadInput
+
+
+def split_name(name: str) -> tuple[str | None, str]:
+    """``(stack, job type)`` of ``JOB_TYPE`` (stack ``None``) or ``STACK/JOB_TYPE``; :class:`BadInput` for an empty
+    part (``STACK/``, ``/JOB_TYPE``), which names neither."""
+    if "/" not in name:
+        return None, name
+    stack, job_type = name.rsplit("/", 1)
+    if not stack or not job_type:
+        raise BadInput(f"{name!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, neither part empty")
+    return stack, job_type
+
+
+def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
+    """The line for ``stack`` not among ``stacks`` (searched ``where``), ``names`` every ``STACK/JOB_TYPE`` found."""
+    line = f"no stack {stack} in {where or 'the stacks searched'} (stacks there: {', '.join(stacks) or 'none'})"
+    slip = _case_slip(f"{stack}/{job_type}", names)
+    if slip is not None:
+        return f"{line}; {slip}"
+    elsewhere = [name for name in names if name.rsplit("/", 1)[1] == job_type]
+    if elsewhere:
+        line += f"; {job_type} is in: {', '.join(sorted(elsewhere))}"
+    if not_here:
+        line += f"; or {not_here}" if elsewhere else f": {not_here}"
+    return line
+
+
+def no_job_type_in(stack: str, job_type: str, own: Sequence[str], names: Sequence[str]) -> str:
+    """The line for ``job_type`` not in ``stack``, whose job types are ``own``."""
+    slip = _case_slip(f"{stack}/{job_type}", names)
+    line = f"no job type {job_type} in stack {stack}" + (
+        f"; its job types: {', '.join(own)}" if own else " (it has none)"
+    )
+    if slip is not None:
+        return f"{line}; {slip}"
+    elsewhere = sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
+    return line + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else "")
+
+
+def _case_slip(name: str, names: Sequence[str]) -> str | None:
+    """``did you mean ...?`` when one name found differs from ``name`` only in case."""
+    same = [found for found in names if found.lower() == name.lower()]
+    return f"did you mean {same[0]}? (names are case-sensitive)" if len(same) == 1 else None
