@@ -272,6 +272,9 @@ def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> No
     }
     with pytest.raises(NotFound, match="no job type Receipt in 2 stacks searched; job types: Prod-Billing/Receipts"):
         environments(parse_env(["Receipt:A=1"]), found, consumed)
+    # a name with an empty part is refused as the values are parsed, before anything starts
+    with pytest.raises(ValueError, match="'Prod-Billing/': name a job type JOB_TYPE or STACK/JOB_TYPE"):
+        parse_env(["Prod-Billing/:A=1"])
     with pytest.raises(BadInput, match="OpsShared/Emails has no consumer that runs locally"):
         environments(parse_env(["Emails:A=1"]), found, consumed)
 

@@ -20,7 +20,7 @@ from support.moto_queues import take_all
 
 from jobqueues.cli import main
 from jobqueues.cli.context import Aws
-from jobqueues.ops.discovery import Discovery, JobType, discover
+from jobqueues.ops.discovery import NOT_HERE, Discovery, JobType, discover
 from jobqueues.ops.errors import BadInput, NotFound
 from jobqueues.ops.send import BATCH_BYTES, batches, bodies_from_lines, send
 
@@ -295,7 +295,47 @@ def test_a_stack_not_found_names_where_the_job_type_is_and_a_case_slip() -> None
     for empty in ("JobQueuesExample/", "/EmailSend", "/"):
         with pytest.raises(BadInput) as part:
             found.find(empty)
-        assert str(part.value) == f"{empty!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, neither part empty"
+        assert (
+            str(part.value) == f"{empty!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, one slash, neither part empty"
+        )
+
+
+def test_the_stack_given_twice_or_by_option_is_looked_up_as_in_the_name() -> None:
+    # GIVEN the example app's job types deployed in one region
+    jobs = [JobType("EmailSend", "JobQueuesExample", "JobQueuesExample/EmailSend", None, None)]
+    found = Discovery(jobs, ["CDKToolkit", "JobQueuesExample"], "region us-east-1", NOT_HERE)
+    # WHEN the stack is in the name and in --stack alike, THEN it is found
+    assert found.find("JobQueuesExample/EmailSend", "JobQueuesExample") is jobs[0]
+    # WHEN they differ, THEN the line says so rather than look up a name with a slash in it
+    with pytest.raises(BadInput) as twice:
+        found.find("JobQueuesExample/EmailSend", "CDKToolkit")
+    assert str(twice.value) == (
+        "'JobQueuesExample/EmailSend' names stack JobQueuesExample and --stack CDKToolkit: give the stack once"
+    )
+    # WHEN --stack has a case slip, or names a stack without the job type, THEN the line is the name's line
+    with pytest.raises(NotFound) as slip:
+        found.find("EmailSend", "jobqueuesexample")
+    assert str(slip.value).endswith("; did you mean JobQueuesExample/EmailSend? (names are case-sensitive)")
+    with pytest.raises(NotFound) as wrong:
+        found.find("EmailSend", "CDKToolkit")
+    assert (
+        str(wrong.value)
+        == "no job type EmailSend in stack CDKToolkit (it has none); EmailSend is in: JobQueuesExample/EmailSend"
+    )
+    # WHEN --stack is empty, or a name has a stack with a slash, THEN it is refused as a name
+    for name, stack in (("EmailSend", ""), ("A//EmailSend", None), (" /EmailSend", None)):
+        with pytest.raises(BadInput, match="name a job type JOB_TYPE or STACK/JOB_TYPE"):
+            found.find(name, stack)
+    # WHEN a bare name's case slipped, THEN the line names it as spelled
+    with pytest.raises(NotFound) as bare:
+        found.find("emailsend")
+    assert str(bare.value).endswith("; did you mean EmailSend? (names are case-sensitive)")
+    # WHEN the region searched has no stack at all, THEN the line says where it looked
+    with pytest.raises(NotFound) as empty:
+        Discovery([], [], "region eu-west-1", NOT_HERE).find("EmailSend")
+    assert str(empty.value) == (
+        "no job type EmailSend: no stacks in region eu-west-1: pass the --region or --profile it is deployed with"
+    )
 
 
 def test_an_app_synthesized_is_not_told_to_change_region() -> None:

@@ -142,11 +142,13 @@ class EcsJobProps(QueueOptions, LeaseOptions, total=False):
         the current directory; missing, or without a ``Dockerfile``, is a synth error. Not with ``image``.
     concurrency:
         Handlers running at once in one task, 1-1000. Jobs of a few milliseconds want 10: with jobs shorter than a
-        receive, each receive brings about ``concurrency`` messages, at most 10 (docs/sqslease.md).
+        receive, each receive brings about ``concurrency`` messages, at most 10 (docs/sqslease.md, "Jobs shorter than a
+        receive").
     min_tasks:
         Tasks when idle.
     max_tasks:
-        Tasks at most.
+        Tasks at most. For jobs shorter than a receive, at least the peak rate over a task's ceiling, about 10
+        messages a receive round trip (docs/sqslease.md, "Jobs shorter than a receive").
     target_backlog_per_task:
         Target of the scaling policy: outstanding messages (visible + in flight) per running task.
     cpu:

@@ -49,7 +49,7 @@ class ConsumerConfig:
         ``module.function``). Required. Default ``None``.
     :param concurrency: handlers running at once in one worker, at least 1. Default 4. Jobs of a few milliseconds
         want 10: with jobs shorter than a receive, each receive brings about ``concurrency`` messages, at most 10
-        (docs/sqslease.md).
+        ("Jobs shorter than a receive" in docs/sqslease.md).
     :param log_level: the worker's logging level (``DEBUG``, ``INFO``, ``WARNING``...), its handler's loggers
         included; the AWS SDK's (``sqslease.worker.cli.SDK_LOGGERS``) stay at ``INFO`` at least: at ``DEBUG`` they
         write each signed request and every message body. Default ``INFO``.

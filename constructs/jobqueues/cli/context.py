@@ -90,8 +90,9 @@ class Aws:
         return discover(self.client("cloudformation"), list(stacks) or None)
 
     def job_type(self, name: str, stack: str | None = None) -> JobType:
-        """One job type by name (or ``STACK/NAME``), searched in ``stack`` or every stack."""
-        return self.discover([stack] if stack else []).find(name, stack)
+        """One job type by name (or ``STACK/NAME``), in ``stack`` when given. Every stack is read, as for
+        ``STACK/NAME``: a line for a name not found says where it is (:mod:`jobqueues.ops.unknown_names`)."""
+        return self.discover().find(name, stack)
 
 
 def _botocore_session(profile: str | None) -> Any:

@@ -27,7 +27,7 @@ from jobqueues.ops.errors import NotFound, OpsError
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
-from jobqueues.ops.unknown_names import no_job_type_in, no_stack, split_name
+from jobqueues.ops.unknown_names import no_job_type, no_job_type_in, no_stack, split_name
 from sqslease.emf import deployment_name
 
 #: The advice for a stack not among the deployed ones listed: it may be in another region or account.
@@ -96,8 +96,7 @@ class Discovery:
     def find(self, job_type: str, stack: str | None = None) -> JobType:
         """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
         the stacks searched when ``stack`` is none of them (:mod:`jobqueues.ops.unknown_names`)."""
-        if stack is None:
-            stack, job_type = split_name(job_type)
+        stack, job_type = split_name(job_type, stack)
         names = [j.name for j in self.job_types]
         if stack is not None and stack not in self.stacks:
             raise NotFound(no_stack(stack, job_type, names, self.stacks, self.where, self.not_here))
@@ -110,8 +109,7 @@ class Discovery:
                 f"pass --stack, or name it as STACK/{job_type}"
             )
         if stack is None:
-            known = ", ".join(names) or "none"
-            raise NotFound(f"no job type {job_type} in {len(self.stacks)} stacks searched; job types: {known}")
+            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here))
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
         raise NotFound(no_job_type_in(stack, job_type, own, names))
 

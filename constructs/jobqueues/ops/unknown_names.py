@@ -15,15 +15,36 @@ from collections.abc import Sequence
 from jobqueues.ops.errors import BadInput
 
 
-def split_name(name: str) -> tuple[str | None, str]:
-    """``(stack, job type)`` of ``JOB_TYPE`` (stack ``None``) or ``STACK/JOB_TYPE``; :class:`BadInput` for an empty
-    part (``STACK/``, ``/JOB_TYPE``), which names neither."""
+def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
+    """``(stack, job type)`` of ``JOB_TYPE`` (``stack``, ``--stack``'s, or ``None``) or ``STACK/JOB_TYPE``;
+    :class:`BadInput` for a part that names nothing (empty, spaced, a second slash), or a stack given twice, two
+    ways."""
+    if stack is not None and not _a_name(stack):
+        raise BadInput(f"--stack {stack!r}: give a stack's name (name a job type JOB_TYPE or STACK/JOB_TYPE)")
     if "/" not in name:
-        return None, name
-    stack, job_type = name.rsplit("/", 1)
-    if not stack or not job_type:
-        raise BadInput(f"{name!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, neither part empty")
-    return stack, job_type
+        return stack, name
+    named, job_type = name.rsplit("/", 1)
+    if not _a_name(named) or not _a_name(job_type):
+        raise BadInput(f"{name!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, one slash, neither part empty")
+    if stack is not None and stack != named:
+        raise BadInput(f"{name!r} names stack {named} and --stack {stack}: give the stack once")
+    return named, job_type
+
+
+def _a_name(part: str) -> bool:
+    return bool(part) and "/" not in part and part.strip() == part
+
+
+def no_job_type(job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
+    """The line for ``job_type`` (no stack named) found in none of ``stacks``."""
+    if not stacks:
+        return f"no job type {job_type}: no stacks in {where or 'the stacks searched'}" + (
+            f": {not_here}" if not_here else ""
+        )
+    counted = f"{len(stacks)} stack{'' if len(stacks) == 1 else 's'} searched"
+    line = f"no job type {job_type} in {counted}; job types: {', '.join(names) or 'none'}"
+    slip = _case_slip(job_type, sorted({name.rsplit("/", 1)[1] for name in names}))
+    return f"{line}; {slip}" if slip is not None else line
 
 
 def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:

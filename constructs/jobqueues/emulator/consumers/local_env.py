@@ -20,6 +20,7 @@ from pathlib import Path
 from jobqueues.ops.assembly import stack_artifacts
 from jobqueues.ops.discovery import Discovery, StackTemplate, discover_templates
 from jobqueues.ops.errors import BadInput, NotFound
+from jobqueues.ops.unknown_names import split_name
 
 #: A variable name as a shell takes it.
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -44,6 +45,11 @@ def parse_env(values: Iterable[str]) -> LocalEnv:
             raise ValueError(
                 f"{value!r} is not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE (one job type's consumer)"
             )
+        if colon:
+            try:
+                split_name(job_type)  # a name with an empty part is refused now, before anything starts
+            except BadInput as error:
+                raise ValueError(str(error)) from error
         (parsed.by_job_type.setdefault(job_type, {}) if colon else parsed.every)[name] = setting
     return parsed
 
