@@ -222,6 +222,29 @@ def test_an_empty_body_is_refused_before_anything_is_asked(capsys: pytest.Captur
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        ["send", "EmailSend", "--body", "x"],
+        ["dlq", "list", "EmailSend"],
+        ["dlq", "redrive", "EmailSend"],
+        ["dlq", "purge", "EmailSend", "--yes"],
+    ],
+)
+def test_stack_given_twice_is_refused_before_any_request(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN --stack twice (a purge of the last one's job type would act on it alone), WHEN run against an endpoint
+    # nothing listens on
+    status = main(
+        [*command, "--stack", "CDKToolkit", "--stack", "JobQueuesExample", "--endpoint-url", "http://localhost:1"]
+    )
+    # THEN one line and status 2, before any request
+    err = capsys.readouterr().err
+    assert status == 2 and "--stack given 2 times (CDKToolkit, JobQueuesExample): give one stack" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
     ("given", "said"),
     [(["--body", "x", "--file", "f"], "both were given"), ([], "neither was given")],
 )
@@ -323,9 +346,23 @@ def test_the_stack_given_twice_or_by_option_is_looked_up_as_in_the_name() -> Non
         == "no job type EmailSend in stack CDKToolkit (it has none); EmailSend is in: JobQueuesExample/EmailSend"
     )
     # WHEN --stack is empty, or a name has a stack with a slash, THEN it is refused as a name
-    for name, stack in (("EmailSend", ""), ("A//EmailSend", None), (" /EmailSend", None)):
+    for name, stack in (("EmailSend", ""), ("A//EmailSend", None)):
         with pytest.raises(BadInput, match="name a job type JOB_TYPE or STACK/JOB_TYPE"):
             found.find(name, stack)
+    # WHEN a name is empty or has spaces around a part, THEN the line says so, the value quoted
+    for name, stack, said in (
+        ("", None, "'': an empty name"),
+        (" EmailSend", None, "' EmailSend': spaces around a name"),
+        ("JobQueuesExample /EmailSend", None, "'JobQueuesExample /EmailSend': spaces around a name"),
+        ("EmailSend", "JobQueuesExample ", "--stack 'JobQueuesExample ': spaces around a name"),
+    ):
+        with pytest.raises(BadInput) as spaced:
+            found.find(name, stack)
+        assert str(spaced.value).startswith(said), str(spaced.value)
+    # WHEN the stack's case slipped and the job type is also wrong, THEN the stack is named as it is spelled
+    with pytest.raises(NotFound) as both:
+        found.find("jobqueuesexample/EmailSnd")
+    assert str(both.value).endswith("; did you mean stack JobQueuesExample? (names are case-sensitive)")
     # WHEN a bare name's case slipped, THEN the line names it as spelled
     with pytest.raises(NotFound) as bare:
         found.find("emailsend")

@@ -95,6 +95,19 @@ class Aws:
         return self.discover().find(name, stack)
 
 
+def _one_stack(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
+    """``--stack`` given at most once: click's last-one-wins would act on one stack of two silently."""
+    if len(values) > 1:
+        raise BadInput(f"--stack given {len(values)} times ({', '.join(values)}): give one stack")
+    return values[0] if values else None
+
+
+#: ``--stack`` of the commands that act on one job type (``send``, ``dlq list|redrive|purge``).
+STACK_OPTION = click.option(
+    "--stack", multiple=True, callback=_one_stack, metavar="STACK", help="The job type's stack, when two have it."
+)
+
+
 def _botocore_session(profile: str | None) -> Any:
     """A new botocore session (of ``profile``, default botocore's) that reads botocore's model and endpoint files
     through :func:`_data_loader`. A client needs nothing boto3 adds to botocore's (its resources, S3's transfers)."""

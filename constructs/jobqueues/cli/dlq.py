@@ -11,11 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from jobqueues.cli.context import Aws, messages, pass_aws, standard_input
+from jobqueues.cli.context import STACK_OPTION, Aws, messages, pass_aws, standard_input
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
 from jobqueues.ops.errors import EXIT_FAILED
-
-STACK_OPTION = click.option("--stack", default=None, metavar="STACK", help="The job type's stack, when two have it.")
 
 
 @click.group("dlq")

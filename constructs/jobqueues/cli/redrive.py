@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from jobqueues.cli.context import Aws, ctrl_c_sets, messages, pass_aws
+from jobqueues.cli.context import STACK_OPTION, Aws, ctrl_c_sets, messages, pass_aws
 from jobqueues.ops.dlq import dead_letter_url
 from jobqueues.ops.dry_run import PEEK_LIMIT, RECEIVE_MAX, DlqCount, count
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, OpsError, aws_error
@@ -87,7 +87,7 @@ def _dry_run_text(name: str, counted: DlqCount) -> str:
 
 @click.command("redrive")
 @click.argument("job_type")
-@click.option("--stack", default=None, metavar="STACK", help="The job type's stack, when two have it.")
+@STACK_OPTION
 @click.option(
     "--max-per-second", "rate", type=click.IntRange(1, 500), default=None, help="Messages per second at most."
 )

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from jobqueues.cli.context import Aws, ctrl_c_sets, messages, pass_aws, standard_input
+from jobqueues.cli.context import STACK_OPTION, Aws, ctrl_c_sets, messages, pass_aws, standard_input
 from jobqueues.ops.errors import EXIT_FAILED, EXIT_INTERRUPTED, BadInput, OpsError
 from jobqueues.ops.send import PayloadBucket, SendResult, bodies_from_lines, send
 
@@ -62,7 +62,7 @@ def _text_lines(file: str) -> list[str]:
     help="The message group: required on FIFO; the tenant on a standard (fair) queue.",
 )
 @click.option("--dedup-id", default=None, metavar="ID", help="FIFO, --body only. Default: content-based, or SHA-256.")
-@click.option("--stack", default=None, metavar="STACK", help="The job type's stack, when two have it.")
+@STACK_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys: docs/cli.md).")
 @pass_aws
 def command(

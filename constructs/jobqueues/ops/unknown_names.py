@@ -19,20 +19,27 @@ def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
     """``(stack, job type)`` of ``JOB_TYPE`` (``stack``, ``--stack``'s, or ``None``) or ``STACK/JOB_TYPE``;
     :class:`BadInput` for a part that names nothing (empty, spaced, a second slash), or a stack given twice, two
     ways."""
-    if stack is not None and not _a_name(stack):
-        raise BadInput(f"--stack {stack!r}: give a stack's name (name a job type JOB_TYPE or STACK/JOB_TYPE)")
+    if stack is not None:
+        _refuse_spaces(f"--stack {stack!r}", stack)
+        if not stack or "/" in stack:
+            raise BadInput(f"--stack {stack!r}: give a stack's name (name a job type JOB_TYPE or STACK/JOB_TYPE)")
+    _refuse_spaces(repr(name), *name.split("/"))
+    if not name:
+        raise BadInput("'': an empty name: name a job type JOB_TYPE or STACK/JOB_TYPE")
     if "/" not in name:
         return stack, name
     named, job_type = name.rsplit("/", 1)
-    if not _a_name(named) or not _a_name(job_type):
+    if not named or not job_type or "/" in named:
         raise BadInput(f"{name!r}: name a job type JOB_TYPE or STACK/JOB_TYPE, one slash, neither part empty")
     if stack is not None and stack != named:
         raise BadInput(f"{name!r} names stack {named} and --stack {stack}: give the stack once")
     return named, job_type
 
 
-def _a_name(part: str) -> bool:
-    return bool(part) and "/" not in part and part.strip() == part
+def _refuse_spaces(given: str, *parts: str) -> None:
+    """:class:`BadInput` when a part has spaces around it (a name never does: a paste's, a quote's)."""
+    if any(part.strip() != part for part in parts):
+        raise BadInput(f"{given}: spaces around a name: give it without them")
 
 
 def no_job_type(job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
@@ -53,6 +60,9 @@ def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[s
     slip = _case_slip(f"{stack}/{job_type}", names)
     if slip is not None:
         return f"{line}; {slip}"
+    same = [found for found in stacks if found.lower() == stack.lower()]
+    if len(same) == 1:  # the stack's case slipped, and the job type is not in it as named
+        return f"{line}; did you mean stack {same[0]}? (names are case-sensitive)"
     elsewhere = [name for name in names if name.rsplit("/", 1)[1] == job_type]
     if elsewhere:
         line += f"; {job_type} is in: {', '.join(sorted(elsewhere))}"
