@@ -63,9 +63,9 @@ def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[s
     same = [found for found in stacks if found.lower() == stack.lower()]
     if len(same) == 1:  # the stack's case slipped, and the job type is not in it as named
         return f"{line}; did you mean stack {same[0]}? (names are case-sensitive)"
-    elsewhere = [name for name in names if name.rsplit("/", 1)[1] == job_type]
+    elsewhere = _running(job_type, names)
     if elsewhere:
-        line += f"; {job_type} is in: {', '.join(sorted(elsewhere))}"
+        line += f"; {job_type} is in: {', '.join(elsewhere)}"
     if not_here:
         line += f"; or {not_here}" if elsewhere else f": {not_here}"
     return line
@@ -79,8 +79,13 @@ def no_job_type_in(stack: str, job_type: str, own: Sequence[str], names: Sequenc
     )
     if slip is not None:
         return f"{line}; {slip}"
-    elsewhere = sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
+    elsewhere = _running(job_type, names)
     return line + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else "")
+
+
+def _running(job_type: str, names: Sequence[str]) -> list[str]:
+    """The ``STACK/JOB_TYPE`` names of ``names`` whose job type is ``job_type``, sorted."""
+    return sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
 
 
 def _case_slip(name: str, names: Sequence[str]) -> str | None:
