@@ -26,7 +26,7 @@ from support.cli_runs import JOBQUEUES, Run, depth, start, until
 
 from jobqueues.cli import main
 from jobqueues.emulator.server import Emulator, free_port
-from jobqueues.ops.discovery import EcsConsumer, JobType, discover
+from jobqueues.ops.discovery import NOT_HERE, EcsConsumer, JobType, discover
 
 pytestmark = pytest.mark.heavy  # a minute-long end-to-end run: scheduled first (tests/conftest.py)
 
@@ -290,7 +290,7 @@ def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
         for stack in ("Dev-Jobs", "Prod-Jobs")
     ]
     # (found on the emulator as on AWS, whose advice for a stack not found is no option of local up)
-    found = Discovery(orders, ["Dev-Jobs", "Prod-Jobs"], not_here="pass the --region or --profile it is deployed with")
+    found = Discovery(orders, ["Dev-Jobs", "Prod-Jobs"], not_here=NOT_HERE)
     consumed = ["Dev-Jobs/Orders", "Prod-Jobs/Orders"]
     # WHEN --env names the job type alone THEN both deployments get it; STACK/JOB_TYPE one of them
     assert environments(parse_env(["Orders:A=1", "Prod-Jobs/Orders:A=2"]), found, consumed) == {

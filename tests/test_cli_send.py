@@ -275,7 +275,7 @@ def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
         [receipts],
         ["CDKToolkit", "Prod-Billing"],
         where="region us-east-1, account 123456789012",
-        not_here="pass the --region or --profile it is deployed with",
+        not_here=NOT_HERE,
     )
     with pytest.raises(NotFound) as missing:
         found.find("Prod-Billng/Receipts")
@@ -300,7 +300,7 @@ def test_a_stack_not_found_names_where_the_job_type_is_and_a_case_slip() -> None
         jobs,
         ["CDKToolkit", "JobQueuesExample"],
         where="region us-east-1",
-        not_here="pass the --region or --profile it is deployed with",
+        not_here=NOT_HERE,
     )
     # WHEN a mistyped stack names a job type that is deployed, THEN the line says where it is, then the region hint
     with pytest.raises(NotFound) as typo:
