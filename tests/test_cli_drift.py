@@ -207,7 +207,7 @@ def test_drift_of_one_stack_and_an_unknown_one(
     # an unknown stack names those that exist, status 2
     assert main([*args, "--stack", "Nope"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: no deployed stack Nope; stacks: ") and "OpsShared" in err and "Prod-Billing" in err
+    assert err.startswith("error: no deployed stack Nope in region ") and "OpsShared" in err and "Prod-Billing" in err
 
 
 def test_a_bad_profiles_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

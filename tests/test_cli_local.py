@@ -254,7 +254,7 @@ def test_consumers_get_local_settings_and_not_the_shell_s(up_run: UpRun) -> None
 
 def test_env_values_are_parsed_before_anything_starts(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["local", "up", "--env", "GREETING"]) == 2
-    assert "'GREETING' is not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE" in capsys.readouterr().err
+    assert "--env 'GREETING': not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE" in capsys.readouterr().err
 
 
 def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> None:
@@ -273,7 +273,7 @@ def test_env_of_an_unknown_job_type_or_one_without_a_consumer_is_refused() -> No
     with pytest.raises(NotFound, match="no job type Receipt in 2 stacks searched; job types: Prod-Billing/Receipts"):
         environments(parse_env(["Receipt:A=1"]), found, consumed)
     # a name with an empty part is refused as the values are parsed, before anything starts
-    with pytest.raises(ValueError, match="'Prod-Billing/': name a job type JOB_TYPE or STACK/JOB_TYPE"):
+    with pytest.raises(BadInput, match="'Prod-Billing/': name a job type JOB_TYPE or STACK/JOB_TYPE"):
         parse_env(["Prod-Billing/:A=1"])
     with pytest.raises(BadInput, match="OpsShared/Emails has no consumer that runs locally"):
         environments(parse_env(["Emails:A=1"]), found, consumed)

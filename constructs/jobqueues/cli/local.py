@@ -51,10 +51,7 @@ def _local_env(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
     """``--env`` values, parsed before anything starts (:mod:`jobqueues.emulator.consumers.local_env`)."""
     from jobqueues.emulator.consumers.local_env import parse_env
 
-    try:
-        return parse_env(values)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    return parse_env(values)  # a BadInput: one line, as every refusal of a value (not click's usage block)
 
 
 def _require_moto() -> None:

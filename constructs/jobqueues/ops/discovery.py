@@ -27,7 +27,14 @@ from jobqueues.ops.errors import NotFound, OpsError
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
-from jobqueues.ops.unknown_names import no_job_type, no_job_type_in, no_stack, split_name
+from jobqueues.ops.unknown_names import (
+    check_stack,
+    no_deployed_stacks,
+    no_job_type,
+    no_job_type_in,
+    no_stack,
+    split_name,
+)
 from sqslease.emf import deployment_name
 
 #: The advice for a stack not among the deployed ones listed: it may be in another region or account.
@@ -109,9 +116,18 @@ class Discovery:
                 f"pass --stack, or name it as STACK/{job_type}"
             )
         if stack is None:
-            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here))
+            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here, self._queues()))
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
         raise NotFound(no_job_type_in(stack, job_type, own, names))
+
+    def _queues(self) -> dict[str, str]:
+        """What each queue's name (its URL's last part) is, for one given where a job type's name goes."""
+        queues = {}
+        for job in self.job_types:
+            for url, kind in ((job.queue_url, "the queue"), (job.dead_letter_queue_url, "the dead-letter queue")):
+                if url:
+                    queues[url.rsplit("/", 1)[1]] = f"{kind} of {job.name}"
+        return queues
 
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
@@ -211,12 +227,14 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
     one: a named stack's consumer of another stack's job queue, or a named stack's job queue without a consumer
     there (it may be another stack's), has the other stacks read too, to join them.
     """
+    for name in stack_names or ():
+        check_stack(name)
     live = _live_stacks(cloudformation)
     searched = live
     if stack_names:
         missing = [n for n in stack_names if n not in live]
         if missing:
-            raise NotFound(f"no deployed stack {', '.join(missing)}; stacks: {', '.join(sorted(live)) or 'none'}")
+            raise NotFound(no_deployed_stacks(missing, list(live), _where(cloudformation, live), NOT_HERE))
         searched = {n: live[n] for n in stack_names}
     templates = _load_all(cloudformation, searched)
     job_types = job_types_in(templates)

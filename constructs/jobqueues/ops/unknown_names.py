@@ -5,12 +5,14 @@ A name is ``JOB_TYPE`` or ``STACK/JOB_TYPE``. For a stack not among those search
 run the job type (a mistyped stack), a name that differs only in case (CloudFormation's names are case-sensitive),
 and the searcher's advice for a stack that is elsewhere (``--region`` or ``--profile`` for deployed stacks; none for
 an app synthesized, or the emulator). For a job type not in a named stack, it lists that stack's job types (a typo)
-and the stacks that run it (the wrong stack), never every stack's.
+and the stacks that run it (the wrong stack), never every stack's. A stack's or a queue's name given as the job
+type is named as what it is. ``--stack`` of ``status`` and ``drift`` (:func:`no_deployed_stacks`) is checked as a
+name's stack is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jobqueues.ops.errors import BadInput
 
@@ -20,9 +22,7 @@ def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
     :class:`BadInput` for a part that names nothing (empty, spaced, a second slash), or a stack given twice, two
     ways."""
     if stack is not None:
-        _refuse_spaces(f"--stack {stack!r}", stack)
-        if not stack or "/" in stack:
-            raise BadInput(f"--stack {stack!r}: give a stack's name (name a job type JOB_TYPE or STACK/JOB_TYPE)")
+        check_stack(stack, " (name a job type JOB_TYPE or STACK/JOB_TYPE)")
     _refuse_spaces(repr(name), *name.split("/"))
     if not name:
         raise BadInput("'': an empty name: name a job type JOB_TYPE or STACK/JOB_TYPE")
@@ -36,14 +36,38 @@ def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
     return named, job_type
 
 
+def check_stack(stack: str, how: str = "") -> None:
+    """:class:`BadInput` for a ``--stack`` value that names no stack: empty, spaced, or with a slash (``how``: how
+    else to name it)."""
+    _refuse_spaces(f"--stack {stack!r}", stack)
+    if not stack or "/" in stack:
+        raise BadInput(f"--stack {stack!r}: give a stack's name{how}")
+
+
+def no_deployed_stacks(missing: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
+    """The line for ``--stack`` values (``missing``) among none of the deployed ``stacks`` (listed ``where``)."""
+    named = f"stack{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    line = f"no deployed {named} in {where} (stacks there: {', '.join(sorted(stacks)) or 'none'})"
+    slips = [slip for stack in missing if (slip := _case_slip(stack, stacks, "stack ")) is not None]
+    return f"{line}; {'; '.join(slips)}" if slips else f"{line}: {not_here}"
+
+
 def _refuse_spaces(given: str, *parts: str) -> None:
     """:class:`BadInput` when a part has spaces around it (a name never does: a paste's, a quote's)."""
     if any(part.strip() != part for part in parts):
         raise BadInput(f"{given}: spaces around a name: give it without them")
 
 
-def no_job_type(job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
-    """The line for ``job_type`` (no stack named) found in none of ``stacks``."""
+def no_job_type(
+    job_type: str,
+    names: Sequence[str],
+    stacks: Sequence[str],
+    where: str,
+    not_here: str,
+    queues: Mapping[str, str] | None = None,
+) -> str:
+    """The line for ``job_type`` (no stack named) found in none of ``stacks``; ``queues``: what each queue's name
+    is (``the queue of STACK/JOB_TYPE``), for one given as the job type."""
     if not stacks:
         return f"no job type {job_type}: no stacks in {where or 'the stacks searched'}" + (
             f": {not_here}" if not_here else ""
@@ -51,7 +75,14 @@ def no_job_type(job_type: str, names: Sequence[str], stacks: Sequence[str], wher
     counted = f"{len(stacks)} stack{'' if len(stacks) == 1 else 's'} searched"
     line = f"no job type {job_type} in {counted}; job types: {', '.join(names) or 'none'}"
     slip = _case_slip(job_type, sorted({name.rsplit("/", 1)[1] for name in names}))
-    return f"{line}; {slip}" if slip is not None else line
+    if slip is not None:
+        return f"{line}; {slip}"
+    if job_type in stacks:  # a stack's name where a job type's goes
+        own = sorted(name for name in names if name.rsplit("/", 1)[0] == job_type)
+        kind = "name one of its job types as STACK/JOB_TYPE, e.g. " + own[0] if own else "without job types"
+        return f"{line}; {job_type} is a stack{':' if own else ''} {kind}"
+    queue = (queues or {}).get(job_type)
+    return f"{line}; {job_type} is {queue}" if queue is not None else line
 
 
 def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
@@ -60,9 +91,9 @@ def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[s
     slip = _case_slip(f"{stack}/{job_type}", names)
     if slip is not None:
         return f"{line}; {slip}"
-    same = [found for found in stacks if found.lower() == stack.lower()]
-    if len(same) == 1:  # the stack's case slipped, and the job type is not in it as named
-        return f"{line}; did you mean stack {same[0]}? (names are case-sensitive)"
+    slip = _case_slip(stack, stacks, "stack ")
+    if slip is not None:  # the stack's case slipped, and the job type is not in it as named
+        return f"{line}; {slip}"
     elsewhere = _running(job_type, names)
     if elsewhere:
         line += f"; {job_type} is in: {', '.join(elsewhere)}"
@@ -88,7 +119,7 @@ def _running(job_type: str, names: Sequence[str]) -> list[str]:
     return sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
 
 
-def _case_slip(name: str, names: Sequence[str]) -> str | None:
-    """``did you mean ...?`` when one name found differs from ``name`` only in case."""
+def _case_slip(name: str, names: Sequence[str], kind: str = "") -> str | None:
+    """``did you mean ...?`` when one name found differs from ``name`` only in case (``kind``: what it names)."""
     same = [found for found in names if found.lower() == name.lower()]
-    return f"did you mean {same[0]}? (names are case-sensitive)" if len(same) == 1 else None
+    return f"did you mean {kind}{same[0]}? (names are case-sensitive)" if len(same) == 1 else None

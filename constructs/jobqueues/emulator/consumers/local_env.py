@@ -35,21 +35,21 @@ class LocalEnv:
 
 
 def parse_env(values: Iterable[str]) -> LocalEnv:
-    """``NAME=VALUE`` and ``JOB_TYPE:NAME=VALUE`` values (the later of two for one name wins); a ``ValueError``
-    saying what a value should look like."""
+    """``NAME=VALUE`` and ``JOB_TYPE:NAME=VALUE`` values (the later of two for one name wins); a :class:`BadInput`
+    naming the value and what it should look like."""
     parsed = LocalEnv()
     for value in values:
         target, equals, setting = value.partition("=")
         job_type, colon, name = target.rpartition(":")
         if not equals or not NAME.fullmatch(name) or (colon and not job_type):
-            raise ValueError(
-                f"{value!r} is not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE (one job type's consumer)"
+            raise BadInput(
+                f"--env {value!r}: not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE (one job type's consumer)"
             )
         if colon:
             try:
                 split_name(job_type)  # a name with an empty part is refused now, before anything starts
             except BadInput as error:
-                raise ValueError(str(error)) from error
+                raise BadInput(f"--env {value!r}: {error}") from None
         (parsed.by_job_type.setdefault(job_type, {}) if colon else parsed.every)[name] = setting
     return parsed
 
@@ -62,9 +62,14 @@ def environments(local: LocalEnv, found: Discovery, consumed: Iterable[str]) -> 
     result = {name: dict(local.every) for name in consumed}
     for named, settings in sorted(local.by_job_type.items(), key=lambda item: "/" in item[0]):
         jobs = [j for j in found.job_types if named in (j.name, j.job_type)]
-        if not jobs:  # the line a lookup gives, less the advice of a region: local up has no --region
+        if not jobs:  # a lookup's line among those run locally (the others take no --env), less the advice of a
+            # region: local up has no --region
             try:
-                jobs = [replace(found, not_here="").find(named)]
+                jobs = [
+                    replace(found, job_types=[j for j in found.job_types if j.name in consumed], not_here="").find(
+                        named
+                    )
+                ]
             except (NotFound, BadInput) as error:  # the same line, the value it came from in front
                 raise type(error)(f"--env {named}:...: {error}") from None
         names = [j.name for j in jobs if j.name in consumed]

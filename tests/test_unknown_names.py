@@ -1,0 +1,155 @@
+"""The lines for names not found that a lookup of a job type does not give: ``--stack`` of ``status`` and ``drift``
+(:func:`jobqueues.ops.discovery.discover`), a stack's or a queue's name given as a job type, and ``local up``'s
+``--env`` in a form it does not take. GIVEN/WHEN/THEN, on fake clients: no network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from jobqueues.cli import main
+from jobqueues.ops.discovery import NOT_HERE, Discovery, JobType, LambdaConsumer, discover
+from jobqueues.ops.errors import BadInput, NotFound
+from jobqueues.profiles_document import SUPPORTED_SCHEMA_VERSION
+
+ACCOUNT = "123456789012"
+
+
+class ListingOnly:
+    """A CloudFormation client that lists ``stacks`` (in us-east-1) and has no template to give: a lookup that
+    refuses a stack must do so before it reads one."""
+
+    meta = SimpleNamespace(region_name="us-east-1")
+
+    def __init__(self, *stacks: str) -> None:
+        self.stacks = stacks
+
+    def get_paginator(self, operation: str) -> Any:
+        assert operation == "list_stacks", operation
+        summaries = [
+            {
+                "StackName": name,
+                "StackId": f"arn:aws:cloudformation:us-east-1:{ACCOUNT}:stack/{name}/1",
+                "StackStatus": "CREATE_COMPLETE",
+            }
+            for name in self.stacks
+        ]
+        return SimpleNamespace(paginate=lambda: [{"StackSummaries": summaries}])
+
+    def get_template(self, **kwargs: Any) -> Any:
+        raise AssertionError(f"a template was read: {kwargs}")
+
+
+def test_a_stack_option_that_names_no_deployed_stack_says_where_it_looked_and_what_to_change() -> None:
+    # GIVEN three deployed stacks in one region
+    cloudformation = ListingOnly("CDKToolkit", "OpsShared", "Prod-Billing")
+    # WHEN --stack names none of them, THEN the line names the region, the stacks there and the region advice
+    with pytest.raises(NotFound) as typo:
+        discover(cloudformation, ["Billing"])
+    assert str(typo.value) == (
+        f"no deployed stack Billing in region us-east-1, account {ACCOUNT} (stacks there: CDKToolkit, OpsShared, "
+        f"Prod-Billing): {NOT_HERE}"
+    )
+    # WHEN its case slipped, THEN the line names the stack as it is spelled
+    with pytest.raises(NotFound) as slip:
+        discover(cloudformation, ["OpsShared", "prod-billing"])
+    assert str(slip.value).endswith("; did you mean stack Prod-Billing? (names are case-sensitive)"), slip.value
+    # WHEN two are missing, THEN both are named
+    with pytest.raises(NotFound) as two:
+        discover(cloudformation, ["Dev-Billing", "Nope"])
+    assert str(two.value).startswith("no deployed stacks Dev-Billing, Nope in region us-east-1"), two.value
+
+
+def test_a_stack_option_that_names_nothing_is_refused_as_bad_input() -> None:
+    # GIVEN deployed stacks
+    cloudformation = ListingOnly("OpsShared", "Prod-Billing")
+    # WHEN --stack is empty, spaced, or a job type's STACK/JOB_TYPE, THEN it is refused, the value quoted
+    for given, said in (
+        ("", "--stack '': give a stack's name"),
+        (" Prod-Billing", "--stack ' Prod-Billing': spaces around a name: give it without them"),
+        ("Prod-Billing/Invoices", "--stack 'Prod-Billing/Invoices': give a stack's name"),
+    ):
+        with pytest.raises(BadInput) as refused:
+            discover(cloudformation, ["OpsShared", given])
+        assert str(refused.value).startswith(said), refused.value
+
+
+def test_a_stack_option_that_names_nothing_is_one_line_and_status_2_in_status_and_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a region whose stacks are listed by a fake client, and a profiles file of no deployment
+    from jobqueues.cli.context import Aws
+
+    monkeypatch.setattr(Aws, "client", lambda self, service: ListingOnly("OpsShared", "Prod-Billing"))
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"schema_version": SUPPORTED_SCHEMA_VERSION, "deployments": {}}))
+    for command in (["status"], ["drift", "--profiles", str(profiles)]):
+        # WHEN the command is given an empty --stack, or one whose case slipped
+        assert main([*command, "--stack", ""]) == 2
+        # THEN each is one line on stderr, status 2
+        assert capsys.readouterr().err == "error: --stack '': give a stack's name\n"
+        assert main([*command, "--stack", "opsshared"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.endswith("did you mean stack OpsShared? (names are case-sensitive)\n"), err
+
+
+def test_a_stack_or_queue_name_given_as_the_job_type_is_named_as_what_it_is() -> None:
+    # GIVEN a deployed FIFO job type and a stack without job types
+    invoices = JobType(
+        "Invoices",
+        "Prod-Billing",
+        "Prod/Billing/Invoices",
+        f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/Prod-Billing-Invoices.fifo",
+        f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/Prod-Billing-Invoices-dlq.fifo",
+    )
+    found = Discovery([invoices], ["CDKToolkit", "Prod-Billing"], "region us-east-1", NOT_HERE)
+    # WHEN the stack's name is given as the job type, THEN the line says it is a stack and how to name its job types
+    with pytest.raises(NotFound) as stack:
+        found.find("Prod-Billing")
+    assert str(stack.value).endswith(
+        "; Prod-Billing is a stack: name one of its job types as STACK/JOB_TYPE, e.g. Prod-Billing/Invoices"
+    ), stack.value
+    with pytest.raises(NotFound) as empty:
+        found.find("CDKToolkit")
+    assert str(empty.value).endswith("; CDKToolkit is a stack without job types"), empty.value
+    # WHEN a queue's name (copied from the console) is given, THEN the line names the job type it belongs to
+    with pytest.raises(NotFound) as queue:
+        found.find("Prod-Billing-Invoices.fifo")
+    assert str(queue.value).endswith("; Prod-Billing-Invoices.fifo is the queue of Prod-Billing/Invoices"), queue.value
+    with pytest.raises(NotFound) as dead:
+        found.find("Prod-Billing-Invoices-dlq.fifo")
+    assert str(dead.value).endswith(
+        "; Prod-Billing-Invoices-dlq.fifo is the dead-letter queue of Prod-Billing/Invoices"
+    ), dead.value
+
+
+def test_env_in_a_form_local_up_does_not_take_is_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    # WHEN --env is not NAME=VALUE, or names a job type with an empty part
+    for value, said in (
+        ("GREETING", "not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE"),
+        ("Prod-Billing/:A=1", "'Prod-Billing/': name a job type JOB_TYPE or STACK/JOB_TYPE"),
+    ):
+        assert main(["local", "up", "--env", value]) == 2
+        # THEN it is one line naming the option, not click's usage block, before anything starts
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --env {value!r}: {said}") and err.count("\n") == 1, err
+
+
+def test_env_of_an_unknown_job_type_lists_only_those_run_locally() -> None:
+    from jobqueues.emulator.consumers.local_env import environments, parse_env
+
+    # GIVEN a job type consumed locally and one without a consumer
+    receipts = JobType("Receipts", "Prod-Billing", "Prod-Billing/Receipts", None, None, LambdaConsumer(None, None))
+    emails = JobType("Emails", "OpsShared", "OpsShared/Emails", None, None)
+    found = Discovery([receipts, emails], ["OpsShared", "Prod-Billing"])
+    # WHEN --env names a job type that is not there, THEN the line lists those an --env can name: run locally
+    with pytest.raises(NotFound) as unknown:
+        environments(parse_env(["Receipt:A=1"]), found, ["Prod-Billing/Receipts"])
+    assert str(unknown.value) == (
+        "--env Receipt:...: no job type Receipt in 2 stacks searched; job types: Prod-Billing/Receipts"
+    )
