@@ -33,17 +33,20 @@ def test_env_of_an_unknown_job_type_is_refused_before_the_deploy() -> None:
 
 
 @NEEDS_CDK
-def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
-    # GIVEN an app of a top-level stack and two Stages (small: the ops app's own deploy is up_run's)
+def test_local_up_runs_an_app_whose_adopted_queue_the_emulator_lacks(tmp_path: Path) -> None:
+    # GIVEN an app of a top-level stack and two Stages, whose top-level stack adopts legacy-billing, which no stack
+    # creates (a docs-only trial saw `local up` end at once on SQS's "The specified queue does not exist", naming no
+    # queue)
     app = Path(__file__).resolve().parent / "emulator_apps" / "stages_app.py"
-    # WHEN `jobqueues local deploy` deploys it from a directory without a cdk.json
-    run = start("local", "deploy", "--app", f"{sys.executable} {app}", cwd=tmp_path)
+    # WHEN `jobqueues local up` runs it until idle, from a directory without a cdk.json
+    run = start("local", "up", "--app", f"{sys.executable} {app}", "--until-idle", "2", cwd=tmp_path)
     status = run.wait(240)
-    # THEN every stack is deployed and verified, and the endpoint printed for the other commands
+    # THEN it runs and ends as usual: every stack deployed and verified, the endpoint printed for the other commands
     assert status == 0, run.text()
+    assert "consumers running" in run.text() and "Traceback" not in run.text()
     assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
     assert all(f"stack {name}: " in run.text() for name in ("EmulatorShared", "Dev-EmulatorJobs", "Prod-EmulatorJobs"))
-    # ... the queue it adopts, which no stack creates, said to be missing with the command that creates it
+    # ... the queue it adopts said to be missing, with the command that creates it
     assert re.search(
         r"^note: EmulatorShared/Billing adopts queue legacy-billing \(JobQueue.from_queue_attributes\), which no stack "
         r"creates: create it before its consumer runs: aws --endpoint-url http://localhost:\d+ sqs create-queue "
@@ -52,22 +55,7 @@ def test_local_deploy_prints_the_endpoint(tmp_path: Path) -> None:
         run.text(),
         re.MULTILINE,
     ), run.text()
-    # ... and, the emulator gone with the command, what to run next
-    assert run.lines[-1].startswith("emulator stopped. Next: `jobqueues local up` in your app's directory"), run.text()
-
-
-@NEEDS_CDK
-def test_local_up_runs_an_app_whose_adopted_queue_the_emulator_lacks(tmp_path: Path) -> None:
-    # GIVEN the same app, whose top-level stack adopts legacy-billing, which no stack creates (a docs-only trial saw
-    # `local up` end at once on SQS's "The specified queue does not exist", naming no queue)
-    app = Path(__file__).resolve().parent / "emulator_apps" / "stages_app.py"
-    # WHEN `jobqueues local up` runs it until idle
-    run = start("local", "up", "--app", f"{sys.executable} {app}", "--until-idle", "2", cwd=tmp_path)
-    status = run.wait(240)
-    # THEN it runs and ends as usual: the deploy's note names the queue, and its row in the table says it is missing
-    assert status == 0, run.text()
-    assert "consumers running" in run.text() and "Traceback" not in run.text()
-    assert "note: EmulatorShared/Billing adopts queue legacy-billing" in run.text(), run.text()
+    # ... and its row in the table says it is missing
     assert "DLQ missing" in run.text(), run.text()  # the cell "queue and DLQ missing", wrapped at its width
 
 
@@ -80,6 +68,20 @@ app = cdk.App()
 sqs.Queue(cdk.Stack(app, "KeepRunning"), "Queue", enforce_ssl=True)
 app.synth()
 """
+
+
+@NEEDS_CDK
+def test_local_deploy_prints_the_endpoint_then_what_to_run_next(tmp_path: Path) -> None:
+    # GIVEN the smallest app (the stages app's deploy is checked through `local up`, above)
+    (tmp_path / "app.py").write_text(TINY_APP)
+    # WHEN `jobqueues local deploy` deploys it
+    run = start("local", "deploy", "--app", f"{sys.executable} app.py", cwd=tmp_path)
+    status = run.wait(240)
+    # THEN it is deployed, the endpoint printed, and, the emulator gone with the command, what to run next
+    assert status == 0, run.text()
+    assert "stack KeepRunning: " in run.text()
+    assert re.search(r"^export AWS_ENDPOINT_URL=http://localhost:\d+$", run.text(), re.MULTILINE)
+    assert run.lines[-1].startswith("emulator stopped. Next: `jobqueues local up` in your app's directory"), run.text()
 
 
 @NEEDS_CDK
