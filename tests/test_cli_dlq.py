@@ -441,7 +441,9 @@ def test_an_unknown_job_type_exits_2_naming_those_that_exist(
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "dlq", subcommand, "Invoice", *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no job type Invoice in ") and err.count("\n") == 1
-    assert "; job types: OpsShared/Emails, Prod-Billing/Invoices, Prod-Billing/Receipts\n" in err
+    assert (
+        "; job types: OpsShared/Emails, Prod-Billing/Invoices, Prod-Billing/Receipts; did you mean Invoices?\n" in err
+    )
 
 
 def test_a_failure_line_is_found_behind_a_prefix_and_only_a_failure_line() -> None:

@@ -302,7 +302,7 @@ def test_env_of_a_job_type_two_stages_deploy_applies_to_both() -> None:
         environments(parse_env(["Prod-Job/Orders:A=1"]), found, consumed)
     assert str(unknown.value) == (
         "--env Prod-Job/Orders:...: no stack Prod-Job in the stacks searched (stacks there: Dev-Jobs, Prod-Jobs); "
-        "Orders is in: Dev-Jobs/Orders, Prod-Jobs/Orders"
+        "did you mean Prod-Jobs/Orders?"
     )
 
 

@@ -95,11 +95,12 @@ def test_fifo_needs_a_group_and_standard_refuses_a_dedup_id(
     assert jq(ops_deployment, "send", "Invoices", "--body", "{}") == 2
     assert (
         capsys.readouterr().err
-        == "error: this job type's queue is FIFO: pass --group GROUP (the message group to send to)\n"
+        == "error: Prod-Billing/Invoices's queue is FIFO: pass --group GROUP (the message group to send to)\n"
     )
     assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--dedup-id", "d") == 2
     assert capsys.readouterr().err == (
-        "error: --dedup-id is for FIFO queues; this job type's queue is a standard one (--group names a tenant there)\n"
+        "error: --dedup-id is for FIFO queues; OpsShared/Emails's queue is a standard one (--group names a tenant "
+        "there)\n"
     )
     jobs = tmp_path / "one.jsonl"
     jobs.write_text('{"n": 1}\n')
@@ -278,10 +279,16 @@ def test_a_stack_of_no_job_type_and_a_stack_not_found_are_told_apart() -> None:
         not_here=NOT_HERE,
     )
     with pytest.raises(NotFound) as missing:
-        found.find("Prod-Billng/Receipts")
+        found.find("Staging/Receipts")
     assert str(missing.value) == (
-        "no stack Prod-Billng in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing); "
+        "no stack Staging in region us-east-1, account 123456789012 (stacks there: CDKToolkit, Prod-Billing); "
         "Receipts is in: Prod-Billing/Receipts; or pass the --region or --profile it is deployed with"
+    )
+    # a typo's stack gets the name it is closest to, and still the advice of a stack elsewhere
+    with pytest.raises(NotFound) as typo:
+        found.find("Prod-Billng/Receipts")
+    assert str(typo.value).endswith(
+        "; did you mean Prod-Billing/Receipts? or pass the --region or --profile it is deployed with"
     )
     with pytest.raises(NotFound) as none_here:
         found.find("CDKToolkit/Receipts")
@@ -302,11 +309,11 @@ def test_a_stack_not_found_names_where_the_job_type_is_and_a_case_slip() -> None
         where="region us-east-1",
         not_here=NOT_HERE,
     )
-    # WHEN a mistyped stack names a job type that is deployed, THEN the line says where it is, then the region hint
-    with pytest.raises(NotFound) as typo:
-        found.find("JobQueuesExampel/EmailSend")
-    assert str(typo.value) == (
-        "no stack JobQueuesExampel in region us-east-1 (stacks there: CDKToolkit, JobQueuesExample); EmailSend is in: "
+    # WHEN a stack not deployed here names a job type that is, THEN the line says where it is, then the region hint
+    with pytest.raises(NotFound) as elsewhere:
+        found.find("Staging/EmailSend")
+    assert str(elsewhere.value) == (
+        "no stack Staging in region us-east-1 (stacks there: CDKToolkit, JobQueuesExample); EmailSend is in: "
         "JobQueuesExample/EmailSend; or pass the --region or --profile it is deployed with"
     )
     # WHEN the name's case slipped, THEN the line names the job type as it is spelled
@@ -346,8 +353,11 @@ def test_the_stack_given_twice_or_by_option_is_looked_up_as_in_the_name() -> Non
         == "no job type EmailSend in stack CDKToolkit (it has none); EmailSend is in: JobQueuesExample/EmailSend"
     )
     # WHEN --stack is empty, or a name has a stack with a slash, THEN it is refused as a name
-    for name, stack in (("EmailSend", ""), ("A//EmailSend", None)):
-        with pytest.raises(BadInput, match="name a job type JOB_TYPE or STACK/JOB_TYPE"):
+    for name, stack, said in (
+        ("EmailSend", "", "--stack '': give a stack's name"),
+        ("A//EmailSend", None, "name a job type JOB_TYPE or STACK/JOB_TYPE"),
+    ):
+        with pytest.raises(BadInput, match=said):
             found.find(name, stack)
     # WHEN a name is empty or has spaces around a part, THEN the line says so, the value quoted
     for name, stack, said in (
@@ -378,10 +388,13 @@ def test_the_stack_given_twice_or_by_option_is_looked_up_as_in_the_name() -> Non
 def test_an_app_synthesized_is_not_told_to_change_region() -> None:
     # GIVEN the job types of an app synthesized, not deployed (drift --app, jobqueues local)
     found = Discovery([JobType("Orders", "Dev-Jobs", "Dev/Jobs/Orders", None, None)], ["Dev-Jobs"], "the app")
-    # WHEN a stack is mistyped THEN its line has no --region advice
+    # WHEN a stack is mistyped, or not there, THEN its line has no --region advice
     with pytest.raises(NotFound) as typo:
         found.find("Dev-Job/Orders")
-    assert str(typo.value) == "no stack Dev-Job in the app (stacks there: Dev-Jobs); Orders is in: Dev-Jobs/Orders"
+    assert str(typo.value) == "no stack Dev-Job in the app (stacks there: Dev-Jobs); did you mean Dev-Jobs/Orders?"
+    with pytest.raises(NotFound) as elsewhere:
+        found.find("Prod/Orders")
+    assert str(elsewhere.value) == "no stack Prod in the app (stacks there: Dev-Jobs); Orders is in: Dev-Jobs/Orders"
 
 
 def test_an_unknown_name_in_a_stack_lists_that_stacks_job_types_not_every_stacks() -> None:
@@ -396,7 +409,10 @@ def test_an_unknown_name_in_a_stack_lists_that_stacks_job_types_not_every_stacks
     # WHEN a name is mistyped in one stack, THEN only that stack's job types are listed
     with pytest.raises(NotFound) as typo:
         found.find("Prod-Billing/Reciepts")
-    assert str(typo.value) == "no job type Reciepts in stack Prod-Billing; its job types: Invoices, Receipts"
+    assert str(typo.value) == (
+        "no job type Reciepts in stack Prod-Billing; its job types: Invoices, Receipts; did you mean "
+        "Prod-Billing/Receipts?"
+    )
     # WHEN a job type is named in a stack that does not run it, THEN the stacks that do are named
     with pytest.raises(NotFound) as elsewhere:
         found.find("OpsShared/Receipts")

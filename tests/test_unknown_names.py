@@ -20,16 +20,18 @@ from jobqueues.profiles_document import SUPPORTED_SCHEMA_VERSION
 ACCOUNT = "123456789012"
 
 
-class ListingOnly:
-    """A CloudFormation client that lists ``stacks`` (in us-east-1) and has no template to give: a lookup that
-    refuses a stack must do so before it reads one."""
+class Deployed:
+    """A CloudFormation client (in us-east-1) of ``templates``' stacks (name -> template), none with a physical
+    resource."""
 
     meta = SimpleNamespace(region_name="us-east-1")
 
-    def __init__(self, *stacks: str) -> None:
-        self.stacks = stacks
+    def __init__(self, templates: dict[str, dict[str, Any]]) -> None:
+        self.templates = templates
 
     def get_paginator(self, operation: str) -> Any:
+        if operation == "list_stack_resources":
+            return SimpleNamespace(paginate=lambda StackName: [{"StackResourceSummaries": []}])
         assert operation == "list_stacks", operation
         summaries = [
             {
@@ -37,17 +39,22 @@ class ListingOnly:
                 "StackId": f"arn:aws:cloudformation:us-east-1:{ACCOUNT}:stack/{name}/1",
                 "StackStatus": "CREATE_COMPLETE",
             }
-            for name in self.stacks
+            for name in self.templates
         ]
         return SimpleNamespace(paginate=lambda: [{"StackSummaries": summaries}])
 
-    def get_template(self, **kwargs: Any) -> Any:
-        raise AssertionError(f"a template was read: {kwargs}")
+    def get_template(self, StackName: str, TemplateStage: str) -> Any:
+        return {"TemplateBody": json.dumps(self.templates[StackName])}
+
+
+def listing(*stacks: str) -> Deployed:
+    """Stacks without a job type."""
+    return Deployed({name: {} for name in stacks})
 
 
 def test_a_stack_option_that_names_no_deployed_stack_says_where_it_looked_and_what_to_change() -> None:
     # GIVEN three deployed stacks in one region
-    cloudformation = ListingOnly("CDKToolkit", "OpsShared", "Prod-Billing")
+    cloudformation = listing("CDKToolkit", "OpsShared", "Prod-Billing")
     # WHEN --stack names none of them, THEN the line names the region, the stacks there and the region advice
     with pytest.raises(NotFound) as typo:
         discover(cloudformation, ["Billing"])
@@ -67,7 +74,7 @@ def test_a_stack_option_that_names_no_deployed_stack_says_where_it_looked_and_wh
 
 def test_a_stack_option_that_names_nothing_is_refused_as_bad_input() -> None:
     # GIVEN deployed stacks
-    cloudformation = ListingOnly("OpsShared", "Prod-Billing")
+    cloudformation = listing("OpsShared", "Prod-Billing")
     # WHEN --stack is empty, spaced, or a job type's STACK/JOB_TYPE, THEN it is refused, the value quoted
     for given, said in (
         ("", "--stack '': give a stack's name"),
@@ -85,7 +92,7 @@ def test_a_stack_option_that_names_nothing_is_one_line_and_status_2_in_status_an
     # GIVEN a region whose stacks are listed by a fake client, and a profiles file of no deployment
     from jobqueues.cli.context import Aws
 
-    monkeypatch.setattr(Aws, "client", lambda self, service: ListingOnly("OpsShared", "Prod-Billing"))
+    monkeypatch.setattr(Aws, "client", lambda self, service: listing("OpsShared", "Prod-Billing"))
     profiles = tmp_path / "profiles.json"
     profiles.write_text(json.dumps({"schema_version": SUPPORTED_SCHEMA_VERSION, "deployments": {}}))
     for command in (["status"], ["drift", "--profiles", str(profiles)]):
@@ -151,5 +158,144 @@ def test_env_of_an_unknown_job_type_lists_only_those_run_locally() -> None:
     with pytest.raises(NotFound) as unknown:
         environments(parse_env(["Receipt:A=1"]), found, ["Prod-Billing/Receipts"])
     assert str(unknown.value) == (
-        "--env Receipt:...: no job type Receipt in 2 stacks searched; job types: Prod-Billing/Receipts"
+        "--env Receipt:...: no job type Receipt in 2 stacks searched; job types: Prod-Billing/Receipts; did you mean "
+        "Receipts?"
     )
+
+
+def test_a_queue_url_or_arn_given_as_the_job_type_names_its_job_type() -> None:
+    # GIVEN a deployed FIFO job type
+    base = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}"
+    invoices = JobType(
+        "Invoices",
+        "Prod-Billing",
+        "Prod/Billing/Invoices",
+        f"{base}/Prod-Billing-Invoices.fifo",
+        f"{base}/Prod-Billing-Invoices-dlq.fifo",
+    )
+    found = Discovery([invoices], ["Prod-Billing"], "region us-east-1", NOT_HERE)
+    # WHEN the queue's URL or ARN (what the console shows) is given, THEN the line names the job type to give
+    for given in (f"{base}/Prod-Billing-Invoices.fifo", f"arn:aws:sqs:us-east-1:{ACCOUNT}:Prod-Billing-Invoices.fifo"):
+        with pytest.raises(NotFound) as queue:
+            found.find(given)
+        assert str(queue.value) == f"{given} names a queue, not a job type: it is the queue of Prod-Billing/Invoices"
+    with pytest.raises(NotFound) as dead:
+        found.find(f"{base}/Prod-Billing-Invoices-dlq.fifo")
+    assert str(dead.value).endswith(
+        "names a queue, not a job type: it is the dead-letter queue of Prod-Billing/Invoices"
+    )
+    # WHEN it is no job type's queue, THEN the line says so and lists the job types
+    with pytest.raises(NotFound) as other:
+        found.find(f"{base}/Legacy")
+    assert str(other.value) == (
+        f"{base}/Legacy names a queue, not a job type, and no job type's queue is Legacy; job types: "
+        "Prod-Billing/Invoices"
+    )
+
+
+def test_a_queue_name_is_recognised_as_typed_in_a_hurry() -> None:
+    # GIVEN a deployed FIFO job type
+    invoices = JobType(
+        "Invoices",
+        "Prod-Billing",
+        "Prod/Billing/Invoices",
+        f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/Prod-Billing-Invoices.fifo",
+        None,
+    )
+    found = Discovery([invoices], ["Prod-Billing"], "region us-east-1", NOT_HERE)
+    # WHEN its queue's name is given in another case, without .fifo, or in its stack, THEN the line names the job type
+    for name, stack in (
+        ("prod-billing-invoices.fifo", None),
+        ("Prod-Billing-Invoices", None),
+        ("Prod-Billing/Prod-Billing-Invoices.fifo", None),
+        ("Prod-Billing-Invoices.fifo", "Prod-Billing"),
+    ):
+        with pytest.raises(NotFound) as queue:
+            found.find(name, stack)
+        assert str(queue.value).endswith("is the queue of Prod-Billing/Invoices"), queue.value
+
+
+def test_a_typo_gets_the_name_it_is_closest_to() -> None:
+    # GIVEN the example app's job types
+    jobs = [
+        JobType("EmailSend", "JobQueuesExample", "JobQueuesExample/EmailSend", None, None),
+        JobType("Transcode", "JobQueuesExample", "JobQueuesExample/Transcode", None, None),
+    ]
+    found = Discovery(jobs, ["CDKToolkit", "JobQueuesExample"], "region us-east-1", NOT_HERE)
+    # WHEN a job type or a stack is mistyped, THEN the line suggests the closest name, in place of other advice
+    for name, meant in (
+        ("EmailSnd", "did you mean EmailSend?"),
+        ("JobQueuesExample/EmailSnd", "did you mean JobQueuesExample/EmailSend?"),
+        ("JobQueuesExampl/EmailSend", "did you mean JobQueuesExample/EmailSend?"),
+        ("JobQueuesExampl/EmailSnd", "did you mean JobQueuesExample/EmailSend?"),
+    ):
+        with pytest.raises(NotFound) as typo:
+            found.find(name)
+        assert f"; {meant}" in str(typo.value), typo.value  # (a stack's with the region advice after it)
+    # WHEN nothing is close, THEN no suggestion
+    with pytest.raises(NotFound) as far:
+        found.find("Billing")
+    assert "did you mean" not in str(far.value)
+    # WHEN a --stack of status is mistyped, THEN the same
+    with pytest.raises(NotFound) as stack:
+        discover(listing("CDKToolkit", "JobQueuesExample"), ["JobQueuesExampl"])
+    assert str(stack.value).endswith("; did you mean stack JobQueuesExample?"), stack.value
+
+
+def test_a_job_type_or_a_job_types_name_given_to_stack_names_its_stack() -> None:
+    # GIVEN a deployed app of one job queue (synthesized for real)
+    import aws_cdk as cdk
+    from aws_cdk import Duration
+
+    from jobqueues import JobQueue
+
+    app = cdk.App()
+    JobQueue(cdk.Stack(app, "JobQueuesExample"), "EmailSend", processing_p99=Duration.seconds(5))
+    template = app.synth().get_stack_by_name("JobQueuesExample").template
+    cloudformation = Deployed({"CDKToolkit": {}, "JobQueuesExample": template})
+    # WHEN status's --stack is given the job type, THEN the line names its stack
+    with pytest.raises(NotFound) as job_type:
+        discover(cloudformation, ["EmailSend"])
+    assert str(job_type.value).endswith(
+        "; EmailSend is a job type of stack JobQueuesExample: --stack JobQueuesExample"
+    ), job_type.value
+    # WHEN it is given STACK/JOB_TYPE, THEN the line says what to give
+    with pytest.raises(BadInput) as both:
+        discover(cloudformation, ["JobQueuesExample/EmailSend"])
+    assert str(both.value) == (
+        "--stack 'JobQueuesExample/EmailSend': give a stack's name, not STACK/JOB_TYPE: --stack JobQueuesExample"
+    )
+
+
+def test_an_env_variable_name_that_a_shell_would_refuse_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    from jobqueues.emulator.consumers.local_env import parse_env
+
+    # WHEN --env's variable name is not one a shell takes, THEN the line says it is the name that is wrong
+    for value, name in (("1A=x", "1A"), (" A=1", " A"), ("A B=1", "A B"), ("Job:1A=x", "1A")):
+        with pytest.raises(BadInput) as bad:
+            parse_env([value])
+        assert str(bad.value) == (
+            f"--env {value!r}: {name!r} is not a variable name (letters, digits and _, not starting with a digit)"
+        )
+
+
+def test_the_aws_options_given_to_local_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # WHEN `jobqueues --endpoint-url ... local up` is run, THEN it is refused in one line, status 2
+    assert main(["--endpoint-url", "http://localhost:4566", "local", "up"]) == 2
+    assert capsys.readouterr().err == ("error: --endpoint-url: not for jobqueues local, which runs its own emulator\n")
+
+
+def test_the_same_stack_given_twice_is_that_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a command that acts on one job type, its lookup recorded
+    from jobqueues.cli.context import Aws
+
+    asked: list[tuple[str, str | None]] = []
+
+    def job_type(self: Aws, name: str, stack: str | None = None) -> JobType:
+        asked.append((name, stack))
+        raise NotFound("recorded")
+
+    monkeypatch.setattr(Aws, "job_type", job_type)
+    # WHEN --stack names one stack twice, THEN it is looked up in that stack (two different stacks are refused)
+    assert main(["dlq", "list", "EmailSend", "--stack", "JobQueuesExample", "--stack", "JobQueuesExample"]) == 2
+    assert asked == [("EmailSend", "JobQueuesExample")]

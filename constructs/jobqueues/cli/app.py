@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from jobqueues.cli.context import Aws, aws_parameters, given_aws_options, run_command
+from jobqueues.ops.errors import BadInput
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -24,7 +25,7 @@ def cli(ctx: click.Context) -> None:
     given = given_aws_options(ctx)
     if ctx.invoked_subcommand in OWN_EMULATOR and given:
         command = ctx.invoked_subcommand
-        raise click.UsageError(f"{', '.join(given)}: not for jobqueues {command}, which runs its own emulator")
+        raise BadInput(f"{', '.join(given)}: not for jobqueues {command}, which runs its own emulator")
 
 
 cli.params += aws_parameters(read_environment=True)

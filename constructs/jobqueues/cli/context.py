@@ -96,15 +96,20 @@ class Aws:
 
 
 def _one_stack(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
-    """``--stack`` given at most once: click's last-one-wins would act on one stack of two silently."""
-    if len(values) > 1:
+    """``--stack`` of one stack: click's last-one-wins would act on one stack of two silently (the same stack
+    given twice is that stack)."""
+    if len(set(values)) > 1:
         raise BadInput(f"--stack given {len(values)} times ({', '.join(values)}): give one stack")
     return values[0] if values else None
 
 
 #: ``--stack`` of the commands that act on one job type (``send``, ``dlq list|redrive|purge``).
 STACK_OPTION = click.option(
-    "--stack", multiple=True, callback=_one_stack, metavar="STACK", help="The job type's stack, when two have it."
+    "--stack",
+    multiple=True,
+    callback=_one_stack,
+    metavar="STACK",
+    help="The job type's stack, when two have it (or name the job type STACK/JOB_TYPE).",
 )
 
 

@@ -92,7 +92,14 @@ def command(
     payloads = PayloadBucket(aws.client("s3"), job.payload_bucket) if job.payload_bucket else None
     with ctrl_c_sets(lambda: STOPPING) as stop:
         result = send(
-            aws.client("sqs"), job.queue_url, bodies, group=group, dedup_id=dedup_id, stop=stop, payloads=payloads
+            aws.client("sqs"),
+            job.queue_url,
+            bodies,
+            group=group,
+            dedup_id=dedup_id,
+            stop=stop,
+            payloads=payloads,
+            name=job.name,
         )
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))

@@ -32,7 +32,9 @@ from jobqueues.ops.unknown_names import (
     no_deployed_stacks,
     no_job_type,
     no_job_type_in,
+    no_queue,
     no_stack,
+    queue_named,
     split_name,
 )
 from sqslease.emf import deployment_name
@@ -103,8 +105,11 @@ class Discovery:
     def find(self, job_type: str, stack: str | None = None) -> JobType:
         """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
         the stacks searched when ``stack`` is none of them (:mod:`jobqueues.ops.unknown_names`)."""
-        stack, job_type = split_name(job_type, stack)
         names = [j.name for j in self.job_types]
+        queue = queue_named(job_type)
+        if queue is not None:  # a queue's URL or ARN, as the console shows it
+            raise NotFound(no_queue(job_type, queue, names, self._queues()))
+        stack, job_type = split_name(job_type, stack)
         if stack is not None and stack not in self.stacks:
             raise NotFound(no_stack(stack, job_type, names, self.stacks, self.where, self.not_here))
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
@@ -118,16 +123,21 @@ class Discovery:
         if stack is None:
             raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here, self._queues()))
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
-        raise NotFound(no_job_type_in(stack, job_type, own, names))
+        raise NotFound(no_job_type_in(stack, job_type, own, names, self._queues()))
 
-    def _queues(self) -> dict[str, str]:
-        """What each queue's name (its URL's last part) is, for one given where a job type's name goes."""
-        queues = {}
-        for job in self.job_types:
-            for url, kind in ((job.queue_url, "the queue"), (job.dead_letter_queue_url, "the dead-letter queue")):
-                if url:
-                    queues[url.rsplit("/", 1)[1]] = f"{kind} of {job.name}"
-        return queues
+    def _queues(self) -> dict[str, tuple[str, str]]:
+        return queue_names(self.job_types)
+
+
+def queue_names(job_types: Iterable[JobType]) -> dict[str, tuple[str, str]]:
+    """What each queue's name (its URL's last part) is, and of which job type, for one given where a job type's
+    name goes (:mod:`jobqueues.ops.unknown_names`)."""
+    queues = {}
+    for job in job_types:
+        for url, kind in ((job.queue_url, "the queue"), (job.dead_letter_queue_url, "the dead-letter queue")):
+            if url:
+                queues[url.rsplit("/", 1)[1]] = (kind, job.name)
+    return queues
 
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
@@ -233,8 +243,10 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
     searched = live
     if stack_names:
         missing = [n for n in stack_names if n not in live]
-        if missing:
-            raise NotFound(no_deployed_stacks(missing, list(live), _where(cloudformation, live), NOT_HERE))
+        if missing:  # every stack read, for a job type's or a queue's name given as a stack's
+            every = job_types_in(_load_all(cloudformation, live))
+            where, names = _where(cloudformation, live), [j.name for j in every]
+            raise NotFound(no_deployed_stacks(missing, list(live), where, NOT_HERE, names, queue_names(every)))
         searched = {n: live[n] for n in stack_names}
     templates = _load_all(cloudformation, searched)
     job_types = job_types_in(templates)

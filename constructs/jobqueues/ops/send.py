@@ -177,6 +177,7 @@ def send(
     dedup_id: str | None = None,
     stop: threading.Event | None = None,
     payloads: PayloadBucket | None = None,
+    name: str = "this job type",
 ) -> SendResult:
     """Send ``bodies`` ((line, body) pairs) to ``url``; refused entries are reported, never retried blindly.
 
@@ -186,14 +187,16 @@ def send(
     :param stop: set it to stop after the batch in hand (the result is then ``interrupted``). Default: never.
     :param payloads: the job type's payload bucket, for bodies larger than the queue takes. Default none: such a
         body is refused.
+    :param name: the job type's name (``STACK/JOB_TYPE``), for the lines that refuse an option. Default: "this job
+        type".
     """
     kind = queue_kind(sqs, url)
     fifo = kind.fifo
     if fifo and not group:
-        raise BadInput("this job type's queue is FIFO: pass --group GROUP (the message group to send to)")
+        raise BadInput(f"{name}'s queue is FIFO: pass --group GROUP (the message group to send to)")
     if not fifo and dedup_id:
         raise BadInput(
-            "--dedup-id is for FIFO queues; this job type's queue is a standard one (--group names a tenant there)"
+            f"--dedup-id is for FIFO queues; {name}'s queue is a standard one (--group names a tenant there)"
         )
     result = SendResult()
     pending = batches(bodies)

@@ -41,9 +41,13 @@ def parse_env(values: Iterable[str]) -> LocalEnv:
     for value in values:
         target, equals, setting = value.partition("=")
         job_type, colon, name = target.rpartition(":")
-        if not equals or not NAME.fullmatch(name) or (colon and not job_type):
+        if not equals or not name or (colon and not job_type):
             raise BadInput(
                 f"--env {value!r}: not NAME=VALUE (every consumer) or JOB_TYPE:NAME=VALUE (one job type's consumer)"
+            )
+        if not NAME.fullmatch(name):
+            raise BadInput(
+                f"--env {value!r}: {name!r} is not a variable name (letters, digits and _, not starting with a digit)"
             )
         if colon:
             try:
