@@ -18,12 +18,16 @@ from sqslease.idempotency import create_table_request
 
 pytestmark = pytest.mark.waits  # mostly waits in real time: started early, beside others' work (tests/conftest.py)
 
+#: The read timeout of a client whose request the proxy holds or drops: what is checked is that it ends the wait.
 READ_TIMEOUT_S = 0.5
+#: The read timeout of a client that is answered: generous, since a loaded machine can take seconds to answer.
+ANSWERED_TIMEOUT_S = 30.0
 
 
-def dynamodb_through(proxy: FaultProxy) -> object:
-    """A client as ``sqslease.idempotency_store.store_client`` builds it: a short read timeout, no retries."""
-    config = Config(connect_timeout=READ_TIMEOUT_S, read_timeout=READ_TIMEOUT_S, retries={"total_max_attempts": 1})
+def dynamodb_through(proxy: FaultProxy, read_timeout_s: float = ANSWERED_TIMEOUT_S) -> object:
+    """A client as ``sqslease.idempotency_store.store_client`` builds it: no retries; ``read_timeout_s`` short
+    only where the proxy never answers in time."""
+    config = Config(connect_timeout=read_timeout_s, read_timeout=read_timeout_s, retries={"total_max_attempts": 1})
     return boto3.client(
         "dynamodb",
         endpoint_url=proxy.endpoint,
@@ -67,7 +71,8 @@ def test_a_held_request_is_applied_and_a_dropped_one_is_not(local_aws: LocalServ
     with FaultProxy(local_aws.endpoint, dynamodb_rule=rule) as proxy:
         # WHEN a client puts an item through it
         with pytest.raises((ReadTimeoutError, ConnectionClosedError)):
-            dynamodb_through(proxy).put_item(TableName=table, Item={"pk": {"S": "k"}})  # type: ignore[attr-defined]
+            client = dynamodb_through(proxy, READ_TIMEOUT_S)
+            client.put_item(TableName=table, Item={"pk": {"S": "k"}})  # type: ignore[attr-defined]
     # THEN the client never gets an answer; the server applied a held request, and never saw a dropped one
     item = local_aws.client("dynamodb").get_item(TableName=table, Key={"pk": {"S": "k"}}, ConsistentRead=True)
     assert ("Item" in item) is applied

@@ -299,3 +299,19 @@ def test_the_same_stack_given_twice_is_that_stack(monkeypatch: pytest.MonkeyPatc
     # WHEN --stack names one stack twice, THEN it is looked up in that stack (two different stacks are refused)
     assert main(["dlq", "list", "EmailSend", "--stack", "JobQueuesExample", "--stack", "JobQueuesExample"]) == 2
     assert asked == [("EmailSend", "JobQueuesExample")]
+
+
+def test_status_of_stacks_without_job_types_says_where_it_looked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a region of stacks without job types
+    from jobqueues.cli.context import Aws
+
+    monkeypatch.setattr(Aws, "client", lambda self, service: listing("CDKToolkit", "Network"))
+    # WHEN status is asked for one of them, or for all, THEN it says where it looked
+    assert main(["status", "--stack", "CDKToolkit"]) == 0
+    assert capsys.readouterr().out == (
+        f"no job types in region us-east-1, account {ACCOUNT} (stacks searched: CDKToolkit)\n"
+    )
+    assert main(["status"]) == 0
+    assert capsys.readouterr().out.endswith("(stacks searched: CDKToolkit, Network)\n")

@@ -119,12 +119,14 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
         raise click.UsageError("--json prints once: drop --watch (or run it in a loop)")
     if watch is not None:
         return _watch(aws, stacks, watch)
-    job_types = aws.discover(stacks).job_types
-    rows = _read(aws, job_types)
+    found = aws.discover(stacks)
+    rows = _read(aws, found.job_types)
     if as_json:
         click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
+    elif not rows:  # where it looked, and which stacks: another region's, or the wrong --stack
+        click.echo(f"no job types in {found.where} (stacks searched: {', '.join(found.stacks) or 'none'})")
     else:
-        _console().print(status_view(rows) if job_types else "no job types in the stacks searched")
+        _console().print(status_view(rows))
     return 0
 
 
