@@ -256,14 +256,16 @@ def test_app_refuses_the_options_of_a_deployment(
     assert main(argv) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     given = ", ".join(o for o in aws_options if o.startswith("--"))
-    assert lines[-1] == f"Error: {given}: not with --app, which synthesizes the app and reads no deployment", lines
+    assert lines == [f"error: {given}: not with --app, which synthesizes the app and reads no deployment"], lines
 
 
 def test_app_refuses_stack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     profiles = tmp_path / "profiles.json"
     profiles.write_text(json.dumps({"schema_version": 2, "deployments": {}}))
     assert main(["drift", "--profiles", str(profiles), "--app", "python app.py", "--stack", "S"]) == 2
-    assert "--stack reads deployed stacks, --app synthesizes the app: pass one of them" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "error: --stack reads deployed stacks, --app synthesizes the app: pass one of them\n"
+    )
 
 
 @NEEDS_CDK

@@ -102,9 +102,10 @@ def test_stack_narrows_and_an_unknown_one_names_those_that_exist(
         "Prod-Billing/Receipts",
     ]
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--stack", "Billing"]) == 2
-    assert capsys.readouterr().err.startswith(
+    # (the stack's id in its Stage: the stack of that Stage is named)
+    assert capsys.readouterr().err == (
         "error: no deployed stack Billing in region us-east-1, account 123456789012 (stacks there: CDKToolkit, "
-        "OpsShared, Prod-Billing): pass the --region or --profile it is deployed with"
+        "OpsShared, Prod-Billing); a Stage's stacks are named STAGE-STACK: Prod-Billing\n"
     )
 
 
@@ -185,7 +186,7 @@ def test_json_and_watch_together_is_a_usage_error(
     ops_deployment: Deployment, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--json", "--watch"]) == 2
-    assert "--json prints once" in capsys.readouterr().err
+    assert capsys.readouterr().err == "error: --json prints once: drop --watch (or run it in a loop)\n"
 
 
 def test_an_unreachable_endpoint_is_one_error_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:

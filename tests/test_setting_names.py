@@ -28,6 +28,7 @@ NOT_A_SETTING = {
     ("constructs/jobqueues/cli/", "--stack"): "the jobqueues command's own option: the stack to read",
     ("constructs/jobqueues/ops/discovery.py", "--stack"): "the jobqueues command's own option, in its error",
     ("constructs/jobqueues/ops/unknown_names.py", "--stack"): "the jobqueues command's own option, in its errors",
+    ("constructs/jobqueues/ops/name_hints.py", "--stack"): "the jobqueues command's own option, in its hints",
     ("constructs/jobqueues/emulator/demo/run.py", "--stack"): "the demo command's own option: the stack to run on",
 }
 _OPTIONS = re.compile("|".join(rf"(?<![\w-]){re.escape(s.option)}(?![\w-])" for s in SETTINGS.values()))

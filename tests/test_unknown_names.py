@@ -56,10 +56,10 @@ def test_a_stack_option_that_names_no_deployed_stack_says_where_it_looked_and_wh
     # GIVEN three deployed stacks in one region
     cloudformation = listing("CDKToolkit", "OpsShared", "Prod-Billing")
     # WHEN --stack names none of them, THEN the line names the region, the stacks there and the region advice
-    with pytest.raises(NotFound) as typo:
-        discover(cloudformation, ["Billing"])
-    assert str(typo.value) == (
-        f"no deployed stack Billing in region us-east-1, account {ACCOUNT} (stacks there: CDKToolkit, OpsShared, "
+    with pytest.raises(NotFound) as elsewhere:
+        discover(cloudformation, ["Payments"])
+    assert str(elsewhere.value) == (
+        f"no deployed stack Payments in region us-east-1, account {ACCOUNT} (stacks there: CDKToolkit, OpsShared, "
         f"Prod-Billing): {NOT_HERE}"
     )
     # WHEN its case slipped, THEN the line names the stack as it is spelled
@@ -79,7 +79,7 @@ def test_a_stack_option_that_names_nothing_is_refused_as_bad_input() -> None:
     for given, said in (
         ("", "--stack '': give a stack's name"),
         (" Prod-Billing", "--stack ' Prod-Billing': spaces around a name: give it without them"),
-        ("Prod-Billing/Invoices", "--stack 'Prod-Billing/Invoices': give a stack's name"),
+        ("/", "--stack '/': give a stack's name"),
     ):
         with pytest.raises(BadInput) as refused:
             discover(cloudformation, ["OpsShared", given])
@@ -260,10 +260,10 @@ def test_a_job_type_or_a_job_types_name_given_to_stack_names_its_stack() -> None
         "; EmailSend is a job type of stack JobQueuesExample: --stack JobQueuesExample"
     ), job_type.value
     # WHEN it is given STACK/JOB_TYPE, THEN the line says what to give
-    with pytest.raises(BadInput) as both:
+    with pytest.raises(NotFound) as both:
         discover(cloudformation, ["JobQueuesExample/EmailSend"])
-    assert str(both.value) == (
-        "--stack 'JobQueuesExample/EmailSend': give a stack's name, not STACK/JOB_TYPE: --stack JobQueuesExample"
+    assert str(both.value).endswith("; JobQueuesExample/EmailSend is STACK/JOB_TYPE: --stack JobQueuesExample"), (
+        both.value
     )
 
 
@@ -315,3 +315,103 @@ def test_status_of_stacks_without_job_types_says_where_it_looked(
     )
     assert main(["status"]) == 0
     assert capsys.readouterr().out.endswith("(stacks searched: CDKToolkit, Network)\n")
+
+
+def two_stages() -> Discovery:
+    """A Dev and a Prod Stage, each of stack Billing (CloudFormation: Dev-Billing, Prod-Billing) with Invoices."""
+    jobs = [
+        JobType("Invoices", f"{stage}-Billing", f"{stage}/Billing/Invoices", None, None) for stage in ("Dev", "Prod")
+    ]
+    return Discovery(jobs, ["CDKToolkit", "Dev-Billing", "Prod-Billing"], "region us-east-1", NOT_HERE)
+
+
+def test_a_cdk_path_is_told_the_name_cloudformation_gives_it() -> None:
+    found = two_stages()
+    # WHEN a job type is named by its construct path (as the cdk CLI and the markers spell it), THEN the line gives
+    # its name
+    with pytest.raises(NotFound) as path:
+        found.find("Dev/Billing/Invoices")
+    assert str(path.value) == "'Dev/Billing/Invoices' is a construct path: name the job type Dev-Billing/Invoices"
+    # WHEN --stack is a stack's construct path (`cdk deploy Dev/Billing`), THEN the line gives the stack's name
+    with pytest.raises(NotFound) as stack:
+        found.find("Invoices", "Dev/Billing")
+    assert str(stack.value).endswith("; Dev/Billing is the construct path of stack Dev-Billing: --stack Dev-Billing")
+
+
+def test_a_stage_or_a_stacks_id_in_its_stages_is_told_the_stacks_names() -> None:
+    found = two_stages()
+    # WHEN a Stage's name, or a stack's id in its Stages, is given as the stack, THEN the stacks it meant are named,
+    # not the advice of another region
+    for given in ("Dev", "Billing"):
+        with pytest.raises(NotFound) as stage:
+            found.find(f"{given}/Invoices")
+        said = str(stage.value)
+        assert "a Stage's stacks are named STAGE-STACK" in said and "--region" not in said, said
+    with pytest.raises(NotFound) as both:
+        found.find("Billing/Invoices")
+    assert "Dev-Billing, Prod-Billing" in str(both.value), both.value
+    # WHEN a job type is given as the stack of send, THEN it is named so
+    with pytest.raises(NotFound) as job_type:
+        found.find("Receipts", "Invoices")
+    assert "Invoices is a job type of stacks Dev-Billing, Prod-Billing" in str(job_type.value), job_type.value
+
+
+def test_a_stacks_name_in_another_case_given_as_the_job_type_is_a_stack() -> None:
+    with pytest.raises(NotFound) as case:
+        two_stages().find("dev-billing")
+    assert str(case.value).endswith(
+        "; dev-billing is stack Dev-Billing in another case (names are case-sensitive): name one of its job types "
+        "as STACK/JOB_TYPE, e.g. Dev-Billing/Invoices"
+    ), case.value
+
+
+def test_a_stack_option_that_is_a_path_a_list_or_a_pattern_is_told_what_to_give() -> None:
+    # GIVEN deployed Stages
+    cloudformation = listing("CDKToolkit", "Dev-Billing", "Prod-Billing")
+    # WHEN status's --stack is a construct path, THEN the line gives the stack's name
+    with pytest.raises(NotFound) as path:
+        discover(cloudformation, ["Dev/Billing"])
+    assert str(path.value).endswith("; Dev/Billing is the construct path of stack Dev-Billing: --stack Dev-Billing")
+    # WHEN it is a list or a pattern (`cdk deploy '**'`), THEN it is refused: one name a --stack
+    for given in ("Dev-Billing,Prod-Billing", "Dev*", "**"):
+        with pytest.raises(BadInput) as many:
+            discover(cloudformation, [given])
+        assert str(many.value) == f"--stack {given!r}: one stack's name, not a list or a pattern: repeat --stack"
+    # WHEN two typos are missing, THEN each suggestion says which it is for
+    with pytest.raises(NotFound) as two:
+        discover(cloudformation, ["Devv-Billing", "Prodd-Billing"])
+    assert str(two.value).endswith(
+        "; Devv-Billing: did you mean stack Dev-Billing?; Prodd-Billing: did you mean stack Prod-Billing?"
+    ), two.value
+
+
+def test_a_stack_arn_is_not_taken_for_a_queue() -> None:
+    arn = f"arn:aws:cloudformation:us-east-1:{ACCOUNT}:stack/Dev-Billing/1"
+    with pytest.raises((NotFound, BadInput)) as stack:
+        two_stages().find(arn)
+    assert "names a queue" not in str(stack.value), stack.value
+
+
+def test_an_empty_or_invalid_group_or_dedup_id_is_refused_before_anything_is_sent(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a lookup that must not be reached: the options are checked first
+    from jobqueues.cli.context import Aws
+
+    monkeypatch.setattr(Aws, "job_type", lambda self, name, stack=None: pytest.fail("looked up"))
+    for options, said in (
+        (["--group", ""], "--group '': empty: give the message group"),
+        (["--group", "a b"], "--group 'a b': SQS takes 1 to 128 characters"),
+        (["--group", "x" * 129], f"--group '{'x' * 129}': SQS takes 1 to 128 characters"),
+        (["--dedup-id", ""], "--dedup-id '': empty: give the deduplication id"),
+    ):
+        # WHEN send is given it
+        assert main(["send", "Invoices", "--body", "{}", *options]) == 2
+        # THEN one line, status 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {said}") and err.count("\n") == 1, err
+    # WHEN options that cannot go together are given, THEN one line too (not click's usage block)
+    for options in (["--body", "x", "--file", "f"], [], ["--file", "f", "--dedup-id", "d"]):
+        assert main(["send", "Invoices", *options]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err

@@ -77,12 +77,12 @@ def command(
     more than 1 + TOLERANCE times above it, with the change to make in stack code; 2 for a bad profiles.json."""
     profiles = load_profiles(profiles_path)
     if app is not None and stacks:
-        raise click.UsageError("--stack reads deployed stacks, --app synthesizes the app: pass one of them")
+        raise BadInput("--stack reads deployed stacks, --app synthesizes the app: pass one of them")
     ctx = click.get_current_context()
     given = [flag for c in (ctx.parent, ctx) if c is not None for flag in given_aws_options(c)]
     if app is not None and given:  # an AWS variable of the shell is no mistake: only options given here are
         given_once = ", ".join(dict.fromkeys(given))
-        raise click.UsageError(f"{given_once}: not with --app, which synthesizes the app and reads no deployment")
+        raise BadInput(f"{given_once}: not with --app, which synthesizes the app and reads no deployment")
     deployed: dict[str, Deployed] = {}
     if app is not None:
         from jobqueues.ops.assembly import stack_artifacts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import string
 
 import click
 
@@ -79,11 +80,13 @@ def command(
     larger than the queue takes goes through the job type's payload bucket (the SQS Extended Client's format)."""
     if (body is None) == (file is None):
         given = "both were given" if body is not None else "neither was given"
-        raise click.UsageError(f"pass exactly one of --body TEXT or --file FILE ({given})")
+        raise BadInput(f"pass exactly one of --body TEXT or --file FILE ({given})")
     if body == "":
         raise BadInput("--body is empty: SQS takes no empty message")
     if dedup_id is not None and file is not None:
-        raise click.UsageError("--dedup-id names one message: use it with --body (a file's bodies are their own ids)")
+        raise BadInput("--dedup-id names one message: use it with --body (a file's bodies are their own ids)")
+    _check_id("--group", group, "message group")
+    _check_id("--dedup-id", dedup_id, "deduplication id")
     # A file is read whole first: one that is not text sends nothing, rather than stopping half-way.
     bodies = [(1, body)] if body is not None else list(bodies_from_lines(_text_lines(file or "-")))
     job = aws.job_type(job_type, stack)
@@ -134,3 +137,19 @@ def _interrupted(result: SendResult, fifo: bool) -> str:
     )
     unconfirmed = f"lines {first} to {last} were being sent, unconfirmed (SQS may have taken them)"
     return f"interrupted: {unconfirmed}; {after}: {resume} ({twice})"
+
+
+#: What SQS takes as a message group id or a deduplication id: 1 to 128 of these (letters, digits, punctuation).
+ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + string.punctuation)
+ID_MAX_LENGTH = 128
+
+
+def _check_id(option: str, value: str | None, what: str) -> None:
+    """:class:`BadInput` for an id SQS would refuse (the emulator takes more), before anything is sent."""
+    if value is None:
+        return
+    if not value:
+        raise BadInput(f"{option} '': empty: give the {what}")
+    if len(value) > ID_MAX_LENGTH or not ID_CHARACTERS.issuperset(value):
+        takes = f"1 to {ID_MAX_LENGTH} characters, letters, digits and punctuation (no spaces)"
+        raise BadInput(f"{option} {value!r}: SQS takes {takes}")

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from jobqueues.cli.context import CTRL_C_LOOK_S, Aws, CtrlCStop, ctrl_c_sets, pass_aws
-from jobqueues.ops.errors import aws_error
+from jobqueues.ops.errors import BadInput, aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
 
 T = TypeVar("T")
@@ -116,7 +116,7 @@ def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -
 def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: bool) -> int:
     """One row per job type: visible, in flight, delayed, oldest message, DLQ, VT, max receives, consumer."""
     if as_json and watch is not None:
-        raise click.UsageError("--json prints once: drop --watch (or run it in a loop)")
+        raise BadInput("--json prints once: drop --watch (or run it in a loop)")
     if watch is not None:
         return _watch(aws, stacks, watch)
     found = aws.discover(stacks)

@@ -24,6 +24,7 @@ from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
 from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
 from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
+from jobqueues.ops.name_hints import queue_named
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
@@ -34,7 +35,6 @@ from jobqueues.ops.unknown_names import (
     no_job_type_in,
     no_queue,
     no_stack,
-    queue_named,
     split_name,
 )
 from sqslease.emf import deployment_name
@@ -109,9 +109,13 @@ class Discovery:
         queue = queue_named(job_type)
         if queue is not None:  # a queue's URL or ARN, as the console shows it
             raise NotFound(no_queue(job_type, queue, names, self._queues()))
+        pathed = [j.name for j in self.job_types if j.path == job_type != j.name]
+        if pathed:  # its construct path, as the markers and `cdk` spell it (a top-level stack's is its name)
+            raise NotFound(f"{job_type!r} is a construct path: name the job type {', '.join(pathed)}")
         stack, job_type = split_name(job_type, stack)
         if stack is not None and stack not in self.stacks:
-            raise NotFound(no_stack(stack, job_type, names, self.stacks, self.where, self.not_here))
+            where, not_here = self.where, self.not_here
+            raise NotFound(no_stack(stack, job_type, names, self.stacks, where, not_here, self._queues()))
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
         if len(matches) == 1:
             return matches[0]

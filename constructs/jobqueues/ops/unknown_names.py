@@ -2,27 +2,29 @@
 exists and what to change (:meth:`jobqueues.ops.discovery.Discovery.find`).
 
 A name is ``JOB_TYPE`` or ``STACK/JOB_TYPE``. For a stack not among those searched, the line names the stacks that
-run the job type (a mistyped stack), a name close to the one given (a case slip: CloudFormation's names are
-case-sensitive; or a typo), and the searcher's advice for a stack that is elsewhere (``--region`` or ``--profile``
-for deployed stacks; none for an app synthesized, or the emulator). For a job type not in a named stack, it lists
-that stack's job types and the stacks that run it (the wrong stack), never every stack's. What is not a job type's
-name is named as what it is: a stack's name, a queue's name, URL or ARN (what the SQS console shows), and, given to
-``--stack`` of ``status`` and ``drift`` (:func:`no_deployed_stacks`), a job type's.
+run the job type (a mistyped stack), a name close to the one given, what the name is instead
+(:mod:`jobqueues.ops.name_hints`), and, when nothing here fits, the searcher's advice for a stack that is elsewhere
+(``--region`` or ``--profile`` for deployed stacks; none for an app synthesized, or the emulator). For a job type
+not in a named stack, it lists that stack's job types and the stacks that run it, never every stack's. ``--stack``
+of ``status`` and ``drift`` is :func:`no_deployed_stacks`'.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from jobqueues.ops.errors import BadInput
-
-#: A queue's name -> what it is (``the queue`` or ``the dead-letter queue``) and of which ``STACK/JOB_TYPE``.
-Queues = Mapping[str, tuple[str, str]]
-
-CASE = "(names are case-sensitive)"
-#: How alike (difflib's ratio) a name found must be to the one given to be suggested for a typo.
-CLOSE = 0.8
+from jobqueues.ops.name_hints import (
+    Queues,
+    case,
+    close,
+    is_queue,
+    queue_key,
+    running,
+    stack_as_job_type,
+    stack_given,
+    what,
+)
 
 
 def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
@@ -45,13 +47,13 @@ def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
 
 
 def check_stack(stack: str) -> None:
-    """:class:`BadInput` for a ``--stack`` value that names no stack: empty, spaced, or with a slash."""
+    """:class:`BadInput` for a ``--stack`` value that names no stack: empty, spaced, a list or a pattern. One with
+    a slash is left to the lookup, which says what it is (a construct path, ``STACK/JOB_TYPE``)."""
     _refuse_spaces(f"--stack {stack!r}", stack)
-    named, slash, job_type = stack.partition("/")
-    if slash and named and job_type and "/" not in job_type:
-        raise BadInput(f"--stack {stack!r}: give a stack's name, not STACK/JOB_TYPE: --stack {named}")
-    if not stack or slash:
+    if not stack.strip("/"):
         raise BadInput(f"--stack {stack!r}: give a stack's name")
+    if any(mark in stack for mark in ",*?"):  # `cdk deploy '**'`, or several at once
+        raise BadInput(f"--stack {stack!r}: one stack's name, not a list or a pattern: repeat --stack")
 
 
 def _refuse_spaces(given: str, *parts: str) -> None:
@@ -60,18 +62,11 @@ def _refuse_spaces(given: str, *parts: str) -> None:
         raise BadInput(f"{given}: spaces around a name: give it without them")
 
 
-def queue_named(given: str) -> str | None:
-    """The queue's name in a queue's URL or ARN, None for anything else."""
-    if "://" in given:
-        return given.rstrip("/").rsplit("/", 1)[1]
-    return given.rsplit(":", 1)[1] if given.startswith("arn:") else None
-
-
 def no_queue(given: str, queue: str, names: Sequence[str], queues: Queues) -> str:
     """The line for a queue's URL or ARN (``given``, of queue ``queue``) given as a job type."""
-    hint = _queue_hint(queue, queues)
-    if hint is not None:
-        return f"{given} names a queue, not a job type: it is {_what(queues[hint])}"
+    key = queue_key(queue, queues)
+    if key is not None:
+        return f"{given} names a queue, not a job type: it is {what(queues[key])}"
     return f"{given} names a queue, not a job type, and no job type's queue is {queue}; job types: {_listed(names)}"
 
 
@@ -87,20 +82,13 @@ def no_deployed_stacks(
     ``names`` and ``queues``, those of every stack's job types, for a job type's or a queue's name given."""
     named = f"stack{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     line = f"no deployed {named} in {where} (stacks there: {_listed(sorted(stacks))})"
-    hints = [hint for stack in missing if (hint := _not_a_stack(stack, stacks, names, queues or {})) is not None]
+    hints = []
+    for given in missing:
+        hint = case(given, stacks, "stack ") or stack_given(given, stacks, names, queues or {})
+        hint = hint or close(given, stacks, "stack ")
+        if hint is not None:  # with several, each suggestion says which name it is for
+            hints.append(f"{given}: {hint}" if len(missing) > 1 and hint.startswith("did you") else hint)
     return f"{line}; {'; '.join(hints)}" if hints else f"{line}: {not_here}"
-
-
-def _not_a_stack(given: str, stacks: Sequence[str], names: Sequence[str], queues: Queues) -> str | None:
-    """What ``given`` to ``--stack`` is instead: a stack's name mistyped, a job type's, a queue's; or None."""
-    near = _near(given, stacks, "stack ")
-    if near is not None:
-        return near
-    theirs = sorted(name.rsplit("/", 1)[0] for name in names if name.rsplit("/", 1)[1] == given)
-    if theirs:
-        return f"{given} is a job type of stack {', '.join(theirs)}: --stack {theirs[0]}"
-    hint = _queue_hint(given, queues)
-    return f"{given} is {_what(queues[hint])}: --stack {queues[hint][1].split('/')[0]}" if hint else None
 
 
 def no_job_type(
@@ -119,25 +107,31 @@ def no_job_type(
         )
     counted = f"{len(stacks)} stack{'' if len(stacks) == 1 else 's'} searched"
     line = f"no job type {job_type} in {counted}; job types: {_listed(names)}"
-    hint = _near(job_type, sorted({name.rsplit("/", 1)[1] for name in names}), exact_case_only=True)
-    if hint is None and job_type in stacks:  # a stack's name where a job type's goes
-        own = sorted(name for name in names if name.rsplit("/", 1)[0] == job_type)
-        kind = "name one of its job types as STACK/JOB_TYPE, e.g. " + own[0] if own else "without job types"
-        hint = f"{job_type} is a stack{':' if own else ''} {kind}"
-    hint = hint or _is_queue(job_type, queues) or _near(job_type, sorted({n.rsplit("/", 1)[1] for n in names}))
+    bare = sorted({name.rsplit("/", 1)[1] for name in names})
+    hint = case(job_type, bare) or stack_as_job_type(job_type, stacks, names) or is_queue(job_type, queues)
+    hint = hint or close(job_type, bare)
     return f"{line}; {hint}" if hint is not None else line
 
 
-def no_stack(stack: str, job_type: str, names: Sequence[str], stacks: Sequence[str], where: str, not_here: str) -> str:
+def no_stack(
+    stack: str,
+    job_type: str,
+    names: Sequence[str],
+    stacks: Sequence[str],
+    where: str,
+    not_here: str,
+    queues: Queues | None = None,
+) -> str:
     """The line for ``stack`` not among ``stacks`` (searched ``where``), ``names`` every ``STACK/JOB_TYPE`` found."""
     line = f"no stack {stack} in {where or 'the stacks searched'} (stacks there: {_listed(stacks)})"
     full = f"{stack}/{job_type}"
-    near = (
-        _case(full, names) or _case(stack, stacks, "stack ") or _close(full, names) or _close(stack, stacks, "stack ")
-    )
-    if near is not None:  # the name's or the stack's case slipped, or a typo (the stack may still be elsewhere)
-        return f"{line}; {near}" + (f" or {not_here}" if not_here and not near.endswith(CASE) else "")
-    elsewhere = _running(job_type, names)
+    hint = case(full, names) or case(stack, stacks, "stack ") or stack_given(stack, stacks, names, queues or {})
+    if hint is not None:
+        return f"{line}; {hint}"
+    near = close(full, names) or close(stack, stacks, "stack ")
+    if near is not None:  # a typo (the stack may still be elsewhere)
+        return f"{line}; {near}" + (f" or {not_here}" if not_here else "")
+    elsewhere = running(job_type, names)
     if elsewhere:
         line += f"; {job_type} is in: {', '.join(elsewhere)}"
     if not_here:
@@ -152,52 +146,13 @@ def no_job_type_in(
     line = f"no job type {job_type} in stack {stack}" + (
         f"; its job types: {', '.join(own)}" if own else " (it has none)"
     )
-    hint = _near(f"{stack}/{job_type}", names) or _is_queue(job_type, queues)
+    full = f"{stack}/{job_type}"
+    hint = case(full, names) or is_queue(job_type, queues) or close(full, names)
     if hint is not None:
         return f"{line}; {hint}"
-    elsewhere = _running(job_type, names)
+    elsewhere = running(job_type, names)
     return line + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else "")
-
-
-def _running(job_type: str, names: Sequence[str]) -> list[str]:
-    """The ``STACK/JOB_TYPE`` names of ``names`` whose job type is ``job_type``, sorted."""
-    return sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
 
 
 def _listed(names: Sequence[str]) -> str:
     return ", ".join(names) or "none"
-
-
-def _near(name: str, names: Sequence[str], kind: str = "", exact_case_only: bool = False) -> str | None:
-    """``did you mean ...?`` (``kind``: what it names) when one name found differs from ``name`` only in case, or,
-    but with ``exact_case_only``, is the closest to it and at least :data:`CLOSE` alike (a typo)."""
-    return _case(name, names, kind) or (None if exact_case_only else _close(name, names, kind))
-
-
-def _case(name: str, names: Sequence[str], kind: str = "") -> str | None:
-    same = [found for found in names if found.lower() == name.lower()]
-    return f"did you mean {kind}{same[0]}? {CASE}" if len(same) == 1 else None
-
-
-def _close(name: str, names: Sequence[str], kind: str = "") -> str | None:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=CLOSE)
-    return f"did you mean {kind}{close[0]}?" if close else None
-
-
-def _is_queue(name: str, queues: Queues | None) -> str | None:
-    """``NAME is the queue of STACK/JOB_TYPE`` when ``name`` is a queue's name, as typed in a hurry; else None."""
-    hint = _queue_hint(name, queues or {})
-    return f"{name} is {_what((queues or {})[hint])}" if hint is not None else None
-
-
-def _what(queue: tuple[str, str]) -> str:
-    return f"{queue[0]} of {queue[1]}"
-
-
-def _queue_hint(name: str, queues: Queues) -> str | None:
-    """The queue of ``queues`` that ``name`` names: as spelled, else the one alike but for case and ``.fifo``."""
-    if name in queues:
-        return name
-    folded = name.lower().removesuffix(".fifo")
-    alike = [queue for queue in queues if queue.lower().removesuffix(".fifo") == folded]
-    return alike[0] if len(alike) == 1 else None

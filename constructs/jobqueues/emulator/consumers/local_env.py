@@ -78,8 +78,9 @@ def environments(local: LocalEnv, found: Discovery, consumed: Iterable[str]) -> 
                 raise type(error)(f"--env {named}:...: {error}") from None
         names = [j.name for j in jobs if j.name in consumed]
         if not names:
+            have = "has no consumer that runs" if len(jobs) == 1 else "have no consumer that runs"
             raise BadInput(
-                f"--env {named}:...: {', '.join(j.name for j in jobs)} has no consumer that runs locally; "
+                f"--env {named}:...: {', '.join(j.name for j in jobs)} {have} locally; "
                 f"consumers: {', '.join(sorted(consumed)) or 'none'}"
             )
         for name in names:

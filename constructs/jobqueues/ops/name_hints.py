@@ -1,0 +1,99 @@
+"""What a name given to the CLI is, when it is not the job type or the stack asked for: the hints of the lines in
+:mod:`jobqueues.ops.unknown_names`.
+
+A name found that differs only in case (CloudFormation's names are case-sensitive) or by a typo; a stack's
+construct path (``Dev/Billing``, as ``cdk deploy`` takes it) for its name (``Dev-Billing``); a Stage's name or a
+stack's id in its Stages for the stacks it names; ``STACK/JOB_TYPE`` or a job type where a stack goes; a stack's
+name where a job type goes; a queue's name, URL or ARN (what the SQS console shows). ``names`` are the
+``STACK/JOB_TYPE`` names of the job types found.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+
+#: A queue's name -> what it is (``the queue`` or ``the dead-letter queue``) and of which ``STACK/JOB_TYPE``.
+Queues = Mapping[str, tuple[str, str]]
+CASE = "(names are case-sensitive)"
+#: How alike (difflib's ratio) a name found must be to the one given to be suggested for a typo.
+CLOSE = 0.8
+
+
+def case(name: str, names: Sequence[str], kind: str = "") -> str | None:
+    """``did you mean ...?`` (``kind``: what it names) when one of ``names`` differs from ``name`` only in case."""
+    same = [found for found in names if found.lower() == name.lower()]
+    return f"did you mean {kind}{same[0]}? {CASE}" if len(same) == 1 else None
+
+
+def close(name: str, names: Sequence[str], kind: str = "") -> str | None:
+    """``did you mean ...?`` when one of ``names`` is the closest to ``name``, at least :data:`CLOSE` alike."""
+    found = difflib.get_close_matches(name, names, n=1, cutoff=CLOSE)
+    return f"did you mean {kind}{found[0]}?" if found else None
+
+
+def stack_given(given: str, stacks: Sequence[str], names: Sequence[str], queues: Queues) -> str | None:
+    """What ``given`` where a stack's name goes is, but for a case slip or a typo (:func:`case`, :func:`close`)."""
+    dashed = given.replace("/", "-")
+    if "/" in given and dashed in stacks:  # `cdk deploy Dev/Billing` deploys the stack CloudFormation calls Dev-Billing
+        return f"{given} is the construct path of stack {dashed}: --stack {dashed}"
+    named, slash, job_type = given.partition("/")
+    if slash and named in stacks and job_type:
+        return f"{given} is STACK/JOB_TYPE: --stack {named}"
+    staged = [stack for stack in stacks if stack.startswith(f"{given}-") or stack.endswith(f"-{given}")]
+    if staged:  # a Stage's name (Dev), or a stack's id in its Stages (Billing)
+        return f"a Stage's stacks are named STAGE-STACK: {', '.join(staged)}"
+    theirs = running(given, names)
+    if theirs:
+        stacks_of = [name.rsplit("/", 1)[0] for name in theirs]
+        return f"{given} is a job type of {_stacks(stacks_of)}: --stack {stacks_of[0]}"
+    queue = queue_key(given, queues)
+    return f"{given} is {what(queues[queue])}: --stack {queues[queue][1].split('/')[0]}" if queue else None
+
+
+def stack_as_job_type(job_type: str, stacks: Sequence[str], names: Sequence[str]) -> str | None:
+    """What a stack's name (as spelled, or in another case) given where a job type's goes says; else None."""
+    same = [stack for stack in stacks if stack.lower() == job_type.lower()]
+    if len(same) != 1:
+        return None
+    own = sorted(name for name in names if name.rsplit("/", 1)[0] == same[0])
+    stack = f"{job_type} is a stack" if same[0] == job_type else f"{job_type} is stack {same[0]} in another case {CASE}"
+    return (
+        f"{stack}: name one of its job types as STACK/JOB_TYPE, e.g. {own[0]}" if own else f"{stack} without job types"
+    )
+
+
+def running(job_type: str, names: Sequence[str]) -> list[str]:
+    """The ``STACK/JOB_TYPE`` names of ``names`` whose job type is ``job_type``, sorted."""
+    return sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
+
+
+def queue_named(given: str) -> str | None:
+    """The queue's name in a queue's URL or ARN, None for anything else."""
+    if "://" in given:
+        return given.rstrip("/").rsplit("/", 1)[1]
+    parts = given.split(":")
+    return parts[-1] if len(parts) == 6 and parts[0] == "arn" and parts[2] == "sqs" else None
+
+
+def is_queue(name: str, queues: Queues | None) -> str | None:
+    """``NAME is the queue of STACK/JOB_TYPE`` when ``name`` is a queue's name, as typed in a hurry; else None."""
+    queue = queue_key(name, queues or {})
+    return f"{name} is {what((queues or {})[queue])}" if queue is not None else None
+
+
+def what(queue: tuple[str, str]) -> str:
+    return f"{queue[0]} of {queue[1]}"
+
+
+def queue_key(name: str, queues: Queues) -> str | None:
+    """The queue of ``queues`` that ``name`` names: as spelled, else the one alike but for case and ``.fifo``."""
+    if name in queues:
+        return name
+    folded = name.lower().removesuffix(".fifo")
+    alike = [queue for queue in queues if queue.lower().removesuffix(".fifo") == folded]
+    return alike[0] if len(alike) == 1 else None
+
+
+def _stacks(stacks: Sequence[str]) -> str:
+    return f"stack{'s' if len(stacks) > 1 else ''} {', '.join(stacks)}"
