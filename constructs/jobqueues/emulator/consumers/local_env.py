@@ -68,12 +68,9 @@ def environments(local: LocalEnv, found: Discovery, consumed: Iterable[str]) -> 
         jobs = [j for j in found.job_types if named in (j.name, j.job_type)]
         if not jobs:  # a lookup's line among those run locally (the others take no --env), less the advice of a
             # region: local up has no --region
+            locally = replace(found, job_types=[j for j in found.job_types if j.name in consumed], not_here="")
             try:
-                jobs = [
-                    replace(found, job_types=[j for j in found.job_types if j.name in consumed], not_here="").find(
-                        named
-                    )
-                ]
+                jobs = [locally.find(named)]
             except (NotFound, BadInput) as error:  # the same line, the value it came from in front
                 raise type(error)(f"--env {named}:...: {error}") from None
         names = [j.name for j in jobs if j.name in consumed]
