@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -415,3 +416,110 @@ def test_an_empty_or_invalid_group_or_dedup_id_is_refused_before_anything_is_sen
         assert main(["send", "Invoices", *options]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def trial_app() -> Discovery:
+    """A top-level stack's job type, and a Stage's EcsJob (its job queue one level down) and nested JobQueue."""
+    jobs = [JobType("Emails", "Shared", "Shared/Emails", None, None)]
+    for stage in ("Staging", "Live"):
+        jobs.append(JobType("Invoices", f"{stage}-Orders", f"{stage}/Orders/Invoices/Queue", None, None))
+        jobs.append(JobType("Refunds", f"{stage}-Orders", f"{stage}/Orders/Billing/Refunds", None, None))
+    return Discovery(jobs, ["CDKToolkit", "Live-Orders", "Shared", "Staging-Orders"], "region us-east-1", NOT_HERE)
+
+
+def test_a_consumers_construct_path_names_its_job_type() -> None:
+    found = trial_app()
+    # WHEN an EcsJob's path (its job queue is one level down), or a nested job queue's, is given, THEN it is named
+    for path, name in (
+        ("Staging/Orders/Invoices", "Staging-Orders/Invoices"),
+        ("Staging/Orders/Invoices/Queue", "Staging-Orders/Invoices"),
+        ("Live/Orders/Billing/Refunds", "Live-Orders/Refunds"),
+    ):
+        with pytest.raises(NotFound) as pathed:
+            found.find(path)
+        assert str(pathed.value) == f"{path!r} is a construct path: name the job type {name}"
+    # WHEN it is given as the stack, THEN the line gives the job type's stack
+    with pytest.raises(NotFound) as stack:
+        found.find("Invoices", "Staging/Orders/Invoices")
+    assert str(stack.value).endswith(
+        "; Staging/Orders/Invoices is the construct path of job type Staging-Orders/Invoices: --stack Staging-Orders"
+    ), stack.value
+
+
+def test_a_job_type_of_two_stacks_given_as_the_stack_picks_neither() -> None:
+    with pytest.raises(NotFound) as two:
+        trial_app().find("Refunds", "Invoices")
+    assert str(two.value).endswith(
+        "; Invoices is a job type of stacks Live-Orders, Staging-Orders: give one of them to --stack"
+    ), two.value
+
+
+def test_arns_are_named_as_what_they_are() -> None:
+    found = trial_app()
+    stack_arn = f"arn:aws:cloudformation:us-east-1:{ACCOUNT}:stack/Staging-Orders/0f1e"
+    queue_arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:Staging-Orders-Invoices.fifo"
+    found = replace(
+        found,
+        job_types=[
+            replace(j, queue_url=f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/Staging-Orders-Invoices.fifo")
+            if j.name == "Staging-Orders/Invoices"
+            else j
+            for j in found.job_types
+        ],
+    )
+    # WHEN a stack's ARN is given as the job type, THEN the line says it is a stack and how to name its job types
+    with pytest.raises(NotFound) as as_job_type:
+        found.find(stack_arn)
+    assert str(as_job_type.value) == (
+        f"{stack_arn} is a stack's ARN, not a job type; Staging-Orders is a stack: name one of its job types as "
+        "STACK/JOB_TYPE, e.g. Staging-Orders/Invoices"
+    )
+    # WHEN a stack's or a queue's ARN is given as the stack, THEN the line gives the stack to name
+    with pytest.raises(NotFound) as as_stack:
+        found.find("Invoices", stack_arn)
+    assert str(as_stack.value).endswith(f"; {stack_arn} is the ARN of stack Staging-Orders: --stack Staging-Orders")
+    with pytest.raises(NotFound) as queue_as_stack:
+        found.find("Invoices", queue_arn)
+    assert str(queue_as_stack.value).endswith(
+        f"; {queue_arn} is the queue of Staging-Orders/Invoices: --stack Staging-Orders"
+    ), queue_as_stack.value
+
+
+def test_a_stage_a_stack_id_a_list_or_a_pattern_given_as_the_job_type() -> None:
+    found = trial_app()
+    # WHEN a Stage's name or a stack's id in its Stages is given as the job type, THEN its stacks are named
+    for given, stacks in (("Live", "Live-Orders"), ("Orders", "Live-Orders, Staging-Orders")):
+        with pytest.raises(NotFound) as staged:
+            found.find(given)
+        assert str(staged.value).endswith(
+            f"; a Stage's stacks are named STAGE-STACK ({stacks}): name a job type as STACK/JOB_TYPE, e.g. "
+            f"{stacks.split(',')[0]}/Invoices"
+        ), staged.value
+    # WHEN it is a list or a pattern, THEN it is refused
+    for given in ("**", "Live-Orders/*", "Invoices,Refunds"):
+        with pytest.raises(BadInput) as many:
+            found.find(given)
+        assert str(many.value) == f"{given!r}: one job type's name, not a list or a pattern"
+
+
+def test_a_value_too_long_says_how_long_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["send", "Invoices", "--body", "{}", "--group", "g" * 130]) == 2
+    assert capsys.readouterr().err.endswith(" (130 given)\n")
+
+
+def test_env_of_a_construct_path_is_told_the_job_types_name() -> None:
+    from jobqueues.emulator.consumers.local_env import environments, parse_env
+
+    # GIVEN the trial's app, its EcsJob consumed locally
+    found = trial_app()
+    consumed = ["Staging-Orders/Invoices", "Live-Orders/Invoices"]
+    # WHEN --env names the EcsJob by its construct path, THEN the line, after the synth, gives its name
+    with pytest.raises(NotFound) as pathed:
+        environments(parse_env(["Staging/Orders/Invoices:A=1"]), found, consumed)
+    assert str(pathed.value) == (
+        "--env Staging/Orders/Invoices:...: 'Staging/Orders/Invoices' is a construct path: name the job type "
+        "Staging-Orders/Invoices"
+    )
+    # ... while a name with an empty part is still refused as it is parsed
+    with pytest.raises(BadInput):
+        parse_env(["Staging//Invoices:A=1"])

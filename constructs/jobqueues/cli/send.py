@@ -152,4 +152,4 @@ def _check_id(option: str, value: str | None, what: str) -> None:
         raise BadInput(f"{option} '': empty: give the {what}")
     if len(value) > ID_MAX_LENGTH or not ID_CHARACTERS.issuperset(value):
         takes = f"1 to {ID_MAX_LENGTH} characters, letters, digits and punctuation (no spaces)"
-        raise BadInput(f"{option} {value!r}: SQS takes {takes}")
+        raise BadInput(f"{option} {value!r}: SQS takes {takes} ({len(value)} given)")

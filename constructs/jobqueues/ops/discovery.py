@@ -24,7 +24,7 @@ from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
 from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
 from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
-from jobqueues.ops.name_hints import queue_named
+from jobqueues.ops.name_hints import construct_paths, queue_named, queue_names, stack_as_job_type, stack_named
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
@@ -109,13 +109,17 @@ class Discovery:
         queue = queue_named(job_type)
         if queue is not None:  # a queue's URL or ARN, as the console shows it
             raise NotFound(no_queue(job_type, queue, names, self._queues()))
-        pathed = [j.name for j in self.job_types if j.path == job_type != j.name]
-        if pathed:  # its construct path, as the markers and `cdk` spell it (a top-level stack's is its name)
-            raise NotFound(f"{job_type!r} is a construct path: name the job type {', '.join(pathed)}")
+        paths = construct_paths(self.job_types)
+        if job_type in paths:  # as `cdk` and the console spell it
+            raise NotFound(f"{job_type!r} is a construct path: name the job type {paths[job_type]}")
+        arn = stack_named(job_type)
+        if arn is not None:
+            hint = stack_as_job_type(arn, self.stacks, names) or f"no stack {arn} in {self.where or 'those searched'}"
+            raise NotFound(f"{job_type} is a stack's ARN, not a job type; {hint}")
         stack, job_type = split_name(job_type, stack)
         if stack is not None and stack not in self.stacks:
-            where, not_here = self.where, self.not_here
-            raise NotFound(no_stack(stack, job_type, names, self.stacks, where, not_here, self._queues()))
+            where, not_here, queues = self.where, self.not_here, self._queues()
+            raise NotFound(no_stack(stack, job_type, names, self.stacks, where, not_here, queues, paths))
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
         if len(matches) == 1:
             return matches[0]
@@ -131,17 +135,6 @@ class Discovery:
 
     def _queues(self) -> dict[str, tuple[str, str]]:
         return queue_names(self.job_types)
-
-
-def queue_names(job_types: Iterable[JobType]) -> dict[str, tuple[str, str]]:
-    """What each queue's name (its URL's last part) is, and of which job type, for one given where a job type's
-    name goes (:mod:`jobqueues.ops.unknown_names`)."""
-    queues = {}
-    for job in job_types:
-        for url, kind in ((job.queue_url, "the queue"), (job.dead_letter_queue_url, "the dead-letter queue")):
-            if url:
-                queues[url.rsplit("/", 1)[1]] = (kind, job.name)
-    return queues
 
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
@@ -249,8 +242,8 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
         missing = [n for n in stack_names if n not in live]
         if missing:  # every stack read, for a job type's or a queue's name given as a stack's
             every = job_types_in(_load_all(cloudformation, live))
-            where, names = _where(cloudformation, live), [j.name for j in every]
-            raise NotFound(no_deployed_stacks(missing, list(live), where, NOT_HERE, names, queue_names(every)))
+            where, names, paths = _where(cloudformation, live), [j.name for j in every], construct_paths(every)
+            raise NotFound(no_deployed_stacks(missing, list(live), where, NOT_HERE, names, queue_names(every), paths))
         searched = {n: live[n] for n in stack_names}
     templates = _load_all(cloudformation, searched)
     job_types = job_types_in(templates)

@@ -2,16 +2,33 @@
 :mod:`jobqueues.ops.unknown_names`.
 
 A name found that differs only in case (CloudFormation's names are case-sensitive) or by a typo; a stack's
-construct path (``Dev/Billing``, as ``cdk deploy`` takes it) for its name (``Dev-Billing``); a Stage's name or a
-stack's id in its Stages for the stacks it names; ``STACK/JOB_TYPE`` or a job type where a stack goes; a stack's
-name where a job type goes; a queue's name, URL or ARN (what the SQS console shows). ``names`` are the
-``STACK/JOB_TYPE`` names of the job types found.
+construct path (``Dev/Billing``, as ``cdk deploy`` takes it) for its name (``Dev-Billing``), and a job type's
+(``Dev/Billing/Invoices``); a Stage's name or a stack's id in its Stages for the stacks it names;
+``STACK/JOB_TYPE`` or a job type where a stack goes; a stack's name or ARN where a job type goes; a queue's name,
+URL or ARN (what the SQS console shows). ``names`` are the ``STACK/JOB_TYPE`` names of the job types found.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+
+class Found(Protocol):
+    """What the hints read of a job type found (:class:`jobqueues.ops.discovery.JobType`)."""
+
+    @property
+    def name(self) -> str: ...  # STACK/JOB_TYPE
+    @property
+    def job_type(self) -> str: ...
+    @property
+    def path(self) -> str: ...  # its job queue's construct path
+    @property
+    def queue_url(self) -> str | None: ...
+    @property
+    def dead_letter_queue_url(self) -> str | None: ...
+
 
 #: A queue's name -> what it is (``the queue`` or ``the dead-letter queue``) and of which ``STACK/JOB_TYPE``.
 Queues = Mapping[str, tuple[str, str]]
@@ -32,23 +49,48 @@ def close(name: str, names: Sequence[str], kind: str = "") -> str | None:
     return f"did you mean {kind}{found[0]}?" if found else None
 
 
-def stack_given(given: str, stacks: Sequence[str], names: Sequence[str], queues: Queues) -> str | None:
-    """What ``given`` where a stack's name goes is, but for a case slip or a typo (:func:`case`, :func:`close`)."""
+def stack_given(
+    given: str, stacks: Sequence[str], names: Sequence[str], queues: Queues, paths: Mapping[str, str]
+) -> str | None:
+    """What ``given`` where a stack's name goes is, but for a case slip or a typo (:func:`case`, :func:`close`);
+    ``paths``: each job type's construct paths (:func:`construct_paths`)."""
     dashed = given.replace("/", "-")
     if "/" in given and dashed in stacks:  # `cdk deploy Dev/Billing` deploys the stack CloudFormation calls Dev-Billing
         return f"{given} is the construct path of stack {dashed}: --stack {dashed}"
+    if given in paths:
+        return f"{given} is the construct path of job type {paths[given]}: --stack {_stack_of(paths[given])}"
+    arn = stack_named(given)
+    if arn is not None and arn in stacks:
+        return f"{given} is the ARN of stack {arn}: --stack {arn}"
+    queue = queue_key(queue_named(given) or given, queues)
+    if queue is not None:
+        return f"{given} is {what(queues[queue])}: --stack {_stack_of(queues[queue][1])}"
     named, slash, job_type = given.partition("/")
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
-    staged = [stack for stack in stacks if stack.startswith(f"{given}-") or stack.endswith(f"-{given}")]
-    if staged:  # a Stage's name (Dev), or a stack's id in its Stages (Billing)
-        return f"a Stage's stacks are named STAGE-STACK: {', '.join(staged)}"
-    theirs = running(given, names)
-    if theirs:
-        stacks_of = [name.rsplit("/", 1)[0] for name in theirs]
-        return f"{given} is a job type of {_stacks(stacks_of)}: --stack {stacks_of[0]}"
-    queue = queue_key(given, queues)
-    return f"{given} is {what(queues[queue])}: --stack {queues[queue][1].split('/')[0]}" if queue else None
+    if staged(given, stacks):  # a Stage's name (Dev), or a stack's id in its Stages (Billing)
+        return f"a Stage's stacks are named STAGE-STACK: {', '.join(staged(given, stacks))}"
+    theirs = [_stack_of(name) for name in running(given, names)]
+    if len(theirs) > 1:  # neither picked: one may be production
+        return f"{given} is a job type of stacks {', '.join(theirs)}: give one of them to --stack"
+    return f"{given} is a job type of stack {theirs[0]}: --stack {theirs[0]}" if theirs else None
+
+
+def staged(given: str, stacks: Sequence[str]) -> list[str]:
+    """The stacks of Stage ``given``, or of id ``given`` in their Stages (CloudFormation names them STAGE-STACK)."""
+    return [stack for stack in stacks if stack.startswith(f"{given}-") or stack.endswith(f"-{given}")]
+
+
+def stack_named(given: str) -> str | None:
+    """The stack's name in a CloudFormation stack's ARN (``arn:aws:cloudformation:R:A:stack/NAME/ID``), else None."""
+    parts = given.split(":")
+    if len(parts) == 6 and parts[0] == "arn" and parts[2] == "cloudformation" and parts[5].startswith("stack/"):
+        return parts[5].split("/")[1]
+    return None
+
+
+def _stack_of(name: str) -> str:
+    return name.rsplit("/", 1)[0]
 
 
 def stack_as_job_type(job_type: str, stacks: Sequence[str], names: Sequence[str]) -> str | None:
@@ -95,5 +137,23 @@ def queue_key(name: str, queues: Queues) -> str | None:
     return alike[0] if len(alike) == 1 else None
 
 
-def _stacks(stacks: Sequence[str]) -> str:
-    return f"stack{'s' if len(stacks) > 1 else ''} {', '.join(stacks)}"
+def construct_paths(job_types: Iterable[Found]) -> dict[str, str]:
+    """Each job type's construct path (its job queue's) -> ``STACK/JOB_TYPE``, and its consumer's when the job queue
+    is the consumer's child (an ``EcsJob`` or a ``LambdaJob`` of the job type's name); none that is its name."""
+    paths: dict[str, str] = {}
+    for job in job_types:
+        parent = job.path.rsplit("/", 1)[0]
+        for path in (job.path, parent if parent.rsplit("/", 1)[-1] == job.job_type else ""):
+            if path and path != job.name:
+                paths.setdefault(path, job.name)
+    return paths
+
+
+def queue_names(job_types: Iterable[Found]) -> dict[str, tuple[str, str]]:
+    """What each queue's name (its URL's last part) is, and of which job type."""
+    queues = {}
+    for job in job_types:
+        for url, kind in ((job.queue_url, "the queue"), (job.dead_letter_queue_url, "the dead-letter queue")):
+            if url:
+                queues[url.rsplit("/", 1)[1]] = (kind, job.name)
+    return queues

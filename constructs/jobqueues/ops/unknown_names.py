@@ -11,7 +11,7 @@ of ``status`` and ``drift`` is :func:`no_deployed_stacks`'.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jobqueues.ops.errors import BadInput
 from jobqueues.ops.name_hints import (
@@ -23,8 +23,12 @@ from jobqueues.ops.name_hints import (
     running,
     stack_as_job_type,
     stack_given,
+    staged,
     what,
 )
+
+#: What no name has, and a list or a pattern (`cdk deploy '**'`) does.
+LIST_OR_PATTERN = ",*?"
 
 
 def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
@@ -36,6 +40,8 @@ def split_name(name: str, stack: str | None = None) -> tuple[str | None, str]:
     _refuse_spaces(repr(name), *name.split("/"))
     if not name:
         raise BadInput("'': an empty name: name a job type JOB_TYPE or STACK/JOB_TYPE")
+    if any(mark in name for mark in LIST_OR_PATTERN):
+        raise BadInput(f"{name!r}: one job type's name, not a list or a pattern")
     if "/" not in name:
         return stack, name
     named, job_type = name.rsplit("/", 1)
@@ -52,7 +58,7 @@ def check_stack(stack: str) -> None:
     _refuse_spaces(f"--stack {stack!r}", stack)
     if not stack.strip("/"):
         raise BadInput(f"--stack {stack!r}: give a stack's name")
-    if any(mark in stack for mark in ",*?"):  # `cdk deploy '**'`, or several at once
+    if any(mark in stack for mark in LIST_OR_PATTERN):  # `cdk deploy '**'`, or several at once
         raise BadInput(f"--stack {stack!r}: one stack's name, not a list or a pattern: repeat --stack")
 
 
@@ -77,14 +83,15 @@ def no_deployed_stacks(
     not_here: str,
     names: Sequence[str] = (),
     queues: Queues | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> str:
     """The line for ``--stack`` values (``missing``) among none of the deployed ``stacks`` (listed ``where``);
-    ``names`` and ``queues``, those of every stack's job types, for a job type's or a queue's name given."""
+    ``names``, ``queues`` and ``paths``, those of every stack's job types, for what else ``missing`` may be."""
     named = f"stack{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     line = f"no deployed {named} in {where} (stacks there: {_listed(sorted(stacks))})"
     hints = []
     for given in missing:
-        hint = case(given, stacks, "stack ") or stack_given(given, stacks, names, queues or {})
+        hint = case(given, stacks, "stack ") or stack_given(given, stacks, names, queues or {}, paths or {})
         hint = hint or close(given, stacks, "stack ")
         if hint is not None:  # with several, each suggestion says which name it is for
             hints.append(f"{given}: {hint}" if len(missing) > 1 and hint.startswith("did you") else hint)
@@ -109,6 +116,11 @@ def no_job_type(
     line = f"no job type {job_type} in {counted}; job types: {_listed(names)}"
     bare = sorted({name.rsplit("/", 1)[1] for name in names})
     hint = case(job_type, bare) or stack_as_job_type(job_type, stacks, names) or is_queue(job_type, queues)
+    in_stages = staged(job_type, stacks)
+    if hint is None and in_stages:  # a Stage's name, or a stack's id in its Stages
+        example = next((name for name in names if name.startswith(f"{in_stages[0]}/")), None)
+        hint = f"a Stage's stacks are named STAGE-STACK ({', '.join(in_stages)}): name a job type as STACK/JOB_TYPE"
+        hint += f", e.g. {example}" if example else ""
     hint = hint or close(job_type, bare)
     return f"{line}; {hint}" if hint is not None else line
 
@@ -121,11 +133,13 @@ def no_stack(
     where: str,
     not_here: str,
     queues: Queues | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> str:
     """The line for ``stack`` not among ``stacks`` (searched ``where``), ``names`` every ``STACK/JOB_TYPE`` found."""
     line = f"no stack {stack} in {where or 'the stacks searched'} (stacks there: {_listed(stacks)})"
     full = f"{stack}/{job_type}"
-    hint = case(full, names) or case(stack, stacks, "stack ") or stack_given(stack, stacks, names, queues or {})
+    hint = case(full, names) or case(stack, stacks, "stack ")
+    hint = hint or stack_given(stack, stacks, names, queues or {}, paths or {})
     if hint is not None:
         return f"{line}; {hint}"
     near = close(full, names) or close(stack, stacks, "stack ")

@@ -49,13 +49,18 @@ def parse_env(values: Iterable[str]) -> LocalEnv:
             raise BadInput(
                 f"--env {value!r}: {name!r} is not a variable name (letters, digits and _, not starting with a digit)"
             )
-        if colon:
+        if colon and not _a_path(job_type):
             try:
                 split_name(job_type)  # a name with an empty part is refused now, before anything starts
             except BadInput as error:
                 raise BadInput(f"--env {value!r}: {error}") from None
         (parsed.by_job_type.setdefault(job_type, {}) if colon else parsed.every)[name] = setting
     return parsed
+
+
+def _a_path(name: str) -> bool:
+    """Whether ``name`` may be a construct path (``Dev/Billing/Invoices``): the lookup after the synth names it."""
+    return name.count("/") > 1 and all(part and part.strip() == part for part in name.split("/"))
 
 
 def environments(local: LocalEnv, found: Discovery, consumed: Iterable[str]) -> dict[str, dict[str, str]]:
