@@ -68,8 +68,9 @@ def stack_given(
     named, slash, job_type = given.partition("/")
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
-    if staged(given, stacks):  # a Stage's name (Dev), or a stack's id in its Stages (Billing)
-        return f"a Stage's stacks are named STAGE-STACK: {', '.join(staged(given, stacks))}"
+    in_stages = staged(given, stacks)
+    if in_stages:  # a Stage's name (Dev), or a stack's id in its Stages (Billing)
+        return f"a Stage's stacks are named STAGE-STACK: {', '.join(in_stages)}"
     theirs = [_stack_of(name) for name in running(given, names)]
     if len(theirs) > 1:  # neither picked: one may be production
         return f"{given} is a job type of stacks {', '.join(theirs)}: give one of them to --stack"
