@@ -95,12 +95,12 @@ def test_fifo_needs_a_group_and_standard_refuses_a_dedup_id(
     assert jq(ops_deployment, "send", "Invoices", "--body", "{}") == 2
     assert (
         capsys.readouterr().err
-        == "error: Prod-Billing/Invoices's queue is FIFO: pass --group GROUP (the message group to send to)\n"
+        == "error: the queue of Prod-Billing/Invoices is FIFO: pass --group GROUP (the message group to send to)\n"
     )
     assert jq(ops_deployment, "send", "Emails", "--body", "{}", "--dedup-id", "d") == 2
     assert capsys.readouterr().err == (
-        "error: --dedup-id is for FIFO queues; OpsShared/Emails's queue is a standard one (--group names a tenant "
-        "there)\n"
+        "error: --dedup-id is for FIFO queues; the queue of OpsShared/Emails is a standard one (--group names a "
+        "tenant there)\n"
     )
     jobs = tmp_path / "one.jsonl"
     jobs.write_text('{"n": 1}\n')

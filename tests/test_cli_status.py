@@ -102,10 +102,10 @@ def test_stack_narrows_and_an_unknown_one_names_those_that_exist(
         "Prod-Billing/Receipts",
     ]
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--stack", "Billing"]) == 2
-    # (the stack's id in its Stage: the stack of that Stage is named)
+    # (the stack's id in its Stage: the stack is named)
     assert capsys.readouterr().err == (
         "error: no deployed stack Billing in region us-east-1, account 123456789012 (stacks there: CDKToolkit, "
-        "OpsShared, Prod-Billing); a Stage's stacks are named STAGE-STACK: Prod-Billing\n"
+        "OpsShared, Prod-Billing); Billing is in the construct path of stack Prod-Billing: --stack Prod-Billing\n"
     )
 
 

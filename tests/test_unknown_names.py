@@ -347,10 +347,12 @@ def test_a_stage_or_a_stacks_id_in_its_stages_is_told_the_stacks_names() -> None
         with pytest.raises(NotFound) as stage:
             found.find(f"{given}/Invoices")
         said = str(stage.value)
-        assert "a Stage's stacks are named STAGE-STACK" in said and "--region" not in said, said
+        assert f"{given} is in the construct path" in said and "--region" not in said, said
     with pytest.raises(NotFound) as both:
         found.find("Billing/Invoices")
-    assert "Dev-Billing, Prod-Billing" in str(both.value), both.value
+    assert str(both.value).endswith(
+        "; Billing is in the construct path of stacks Dev-Billing, Prod-Billing: give one of them to --stack"
+    ), both.value
     # WHEN a job type is given as the stack of send, THEN it is named so
     with pytest.raises(NotFound) as job_type:
         found.find("Receipts", "Invoices")
@@ -377,7 +379,9 @@ def test_a_stack_option_that_is_a_path_a_list_or_a_pattern_is_told_what_to_give(
     for given in ("Dev-Billing,Prod-Billing", "Dev*", "**"):
         with pytest.raises(BadInput) as many:
             discover(cloudformation, [given])
-        assert str(many.value) == f"--stack {given!r}: one stack's name, not a list or a pattern: repeat --stack"
+        assert str(many.value) == (
+            f"--stack {given!r}: one stack's name, not a list or a pattern (status and drift take --stack again)"
+        )
     # WHEN two typos are missing, THEN each suggestion says which it is for
     with pytest.raises(NotFound) as two:
         discover(cloudformation, ["Devv-Billing", "Prodd-Billing"])
@@ -402,8 +406,9 @@ def test_an_empty_or_invalid_group_or_dedup_id_is_refused_before_anything_is_sen
     monkeypatch.setattr(Aws, "job_type", lambda self, name, stack=None: pytest.fail("looked up"))
     for options, said in (
         (["--group", ""], "--group '': empty: give the message group"),
-        (["--group", "a b"], "--group 'a b': SQS takes 1 to 128 characters"),
-        (["--group", "x" * 129], f"--group '{'x' * 129}': SQS takes 1 to 128 characters"),
+        (["--group", "a b"], "--group 'a b': SQS takes 1 to 128 ASCII letters, digits and punctuation, not ' '"),
+        (["--group", "é"], "--group 'é': SQS takes 1 to 128 ASCII letters, digits and punctuation, not 'é'"),
+        (["--group", "x" * 129], f"--group '{'x' * 129}': SQS takes 1 to 128 ASCII letters"),
         (["--dedup-id", ""], "--dedup-id '': empty: give the deduplication id"),
     ):
         # WHEN send is given it
@@ -488,12 +493,12 @@ def test_arns_are_named_as_what_they_are() -> None:
 def test_a_stage_a_stack_id_a_list_or_a_pattern_given_as_the_job_type() -> None:
     found = trial_app()
     # WHEN a Stage's name or a stack's id in its Stages is given as the job type, THEN its stacks are named
-    for given, stacks in (("Live", "Live-Orders"), ("Orders", "Live-Orders, Staging-Orders")):
+    for given, stacks in (("Live", "stack Live-Orders"), ("Orders", "stacks Live-Orders, Staging-Orders")):
         with pytest.raises(NotFound) as staged:
             found.find(given)
         assert str(staged.value).endswith(
-            f"; a Stage's stacks are named STAGE-STACK ({stacks}): name a job type as STACK/JOB_TYPE, e.g. "
-            f"{stacks.split(',')[0]}/Invoices"
+            f"; {given} is in the construct path of {stacks}: name a job type as STACK/JOB_TYPE, e.g. "
+            f"{stacks.split(',')[0].split()[-1]}/Invoices"
         ), staged.value
     # WHEN it is a list or a pattern, THEN it is refused
     for given in ("**", "Live-Orders/*", "Invoices,Refunds"):
@@ -523,3 +528,26 @@ def test_env_of_a_construct_path_is_told_the_job_types_name() -> None:
     # ... while a name with an empty part is still refused as it is parsed
     with pytest.raises(BadInput):
         parse_env(["Staging//Invoices:A=1"])
+
+
+def test_stacks_named_by_the_app_are_found_by_their_construct_paths() -> None:
+    # GIVEN Stages Dev and Prd whose stack (id Jobs) the app names itself: jobs-dev, jobs-prd
+    jobs = [
+        JobType(job, f"jobs-{stage.lower()}", f"{stage}/Jobs/{job}{suffix}", None, None)
+        for stage in ("Dev", "Prd")
+        for job, suffix in (("Orders", "/Queue"), ("Emails", ""))
+    ]
+    found = Discovery(jobs, ["CDKToolkit", "jobs-dev", "jobs-prd"], "region us-east-1", NOT_HERE)
+    # WHEN a Stage's name, the stack's id or its path is given as the stack, THEN the stack's own name is given
+    for given, said in (
+        ("Dev", "Dev is in the construct path of stack jobs-dev: --stack jobs-dev"),
+        ("Dev/Jobs", "Dev/Jobs is in the construct path of stack jobs-dev: --stack jobs-dev"),
+        ("Jobs", "Jobs is in the construct path of stacks jobs-dev, jobs-prd: give one of them to --stack"),
+    ):
+        with pytest.raises(NotFound) as pathed:
+            found.find("Emails", given)
+        assert str(pathed.value).endswith(f"; {said}"), pathed.value
+    # WHEN a fragment of a stack's name is given, THEN no Stage is made up for it
+    with pytest.raises(NotFound) as fragment:
+        found.find("Emails", "dev")
+    assert "construct path" not in str(fragment.value) and "Stage" not in str(fragment.value), fragment.value

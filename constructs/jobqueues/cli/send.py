@@ -139,7 +139,8 @@ def _interrupted(result: SendResult, fifo: bool) -> str:
     return f"interrupted: {unconfirmed}; {after}: {resume} ({twice})"
 
 
-#: What SQS takes as a message group id or a deduplication id: 1 to 128 of these (letters, digits, punctuation).
+#: What SQS takes as a message group id or a deduplication id: 1 to 128 of these (ASCII letters, digits and
+#: punctuation).
 ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + string.punctuation)
 ID_MAX_LENGTH = 128
 
@@ -150,6 +151,9 @@ def _check_id(option: str, value: str | None, what: str) -> None:
         return
     if not value:
         raise BadInput(f"{option} '': empty: give the {what}")
-    if len(value) > ID_MAX_LENGTH or not ID_CHARACTERS.issuperset(value):
-        takes = f"1 to {ID_MAX_LENGTH} characters, letters, digits and punctuation (no spaces)"
-        raise BadInput(f"{option} {value!r}: SQS takes {takes} ({len(value)} given)")
+    takes = f"SQS takes 1 to {ID_MAX_LENGTH} ASCII letters, digits and punctuation"
+    if len(value) > ID_MAX_LENGTH:
+        raise BadInput(f"{option} {value!r}: {takes} ({len(value)} given)")
+    bad = next((c for c in value if c not in ID_CHARACTERS), None)
+    if bad is not None:
+        raise BadInput(f"{option} {value!r}: {takes}, not {bad!r}")

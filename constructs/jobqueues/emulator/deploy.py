@@ -42,6 +42,8 @@ class DeployReport:
     stacks: dict[str, dict[str, str]]  # stack name -> logical id -> resource type
     queues: list[QueueReport]
     properties_compared: int = 0
+    #: stack name -> why cdk did not deploy it (:func:`skipped_by_cdk`)
+    skipped: dict[str, str] = field(default_factory=dict)
     #: resource type -> what cannot be verified locally, for the types the app deployed
     not_verifiable: dict[str, str] = field(default_factory=dict)
 
@@ -59,8 +61,13 @@ def verify(server: LocalServer, assembly_dir: Path) -> DeployReport:
     stacks: dict[str, dict[str, str]] = {}
     problems: list[str] = []
     compared = 0
+    skipped = {}
     for artifact in stack_artifacts(assembly_dir):
         stack_name = artifact.name
+        why = skipped_by_cdk(stack_name, json.loads(artifact.template_file.read_text()))
+        if why is not None:  # as on AWS: not a failure of the deploy, but its job types are unseen
+            skipped[stack_name] = why
+            continue
         try:
             deployed = DeployedStack.load(server, stack_name)
         except DeployedError as error:
@@ -89,6 +96,7 @@ def verify(server: LocalServer, assembly_dir: Path) -> DeployReport:
         queues=describe_queues(server),
         properties_compared=compared,
         not_verifiable={t: why for t, why in NOT_VERIFIABLE.items() if t in deployed_types},
+        skipped=skipped,
     )
 
 
@@ -109,11 +117,27 @@ def describe_queues(server: LocalServer) -> list[QueueReport]:
     return reports
 
 
+def skipped_by_cdk(stack_name: str, template: dict[str, Any]) -> str | None:
+    """Why ``cdk deploy`` does not deploy this stack (none for one it deploys): it skips a stack without resources
+    but its CDK metadata, and the job types declared in it (an adopted queue's marker is in the template's own
+    ``Metadata``) are then in no deployed template, for the ``jobqueues`` command to find."""
+    if any(r.get("Type") != "AWS::CDK::Metadata" for r in template.get("Resources", {}).values()):
+        return None
+    from jobqueues.ops.discovery import discover_templates
+    from jobqueues.ops.stack_template import StackTemplate
+
+    names = [job.name for job in discover_templates([StackTemplate(stack_name, template)]).job_types]
+    unseen = f": the jobqueues command will not see {', '.join(names)} (give the stack a resource)" if names else ""
+    return f"cdk does not deploy a stack without resources{unseen}"
+
+
 def format_report(report: DeployReport) -> str:
     """Human summary: one block per queue."""
     lines = []
     for stack, resources in report.stacks.items():
         lines.append(f"stack {stack}: {len(resources)} resources created, none skipped")
+    for stack, why in report.skipped.items():
+        lines.append(f"stack {stack}: not deployed: {why}")
     for queue in report.queues:
         a = queue.attributes
         line = (

@@ -129,7 +129,8 @@ class Discovery:
                 f"pass --stack, or name it as STACK/{job_type}"
             )
         if stack is None:
-            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here, self._queues()))
+            where, not_here, queues = self.where, self.not_here, self._queues()
+            raise NotFound(no_job_type(job_type, names, self.stacks, where, not_here, queues, paths))
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
         raise NotFound(no_job_type_in(stack, job_type, own, names, self._queues()))
 

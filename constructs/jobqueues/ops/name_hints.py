@@ -68,18 +68,24 @@ def stack_given(
     named, slash, job_type = given.partition("/")
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
-    in_stages = staged(given, stacks)
-    if in_stages:  # a Stage's name (Dev), or a stack's id in its Stages (Billing)
-        return f"a Stage's stacks are named STAGE-STACK: {', '.join(in_stages)}"
-    theirs = [_stack_of(name) for name in running(given, names)]
+    theirs, kind = [_stack_of(name) for name in running(given, names)], "a job type of"
+    if not theirs:  # a Stage's name (Dev), a stack's id (Billing) or path, whatever its stack is named
+        theirs, kind = within(given, paths), "in the construct path of"
     if len(theirs) > 1:  # neither picked: one may be production
-        return f"{given} is a job type of stacks {', '.join(theirs)}: give one of them to --stack"
-    return f"{given} is a job type of stack {theirs[0]}: --stack {theirs[0]}" if theirs else None
+        return f"{given} is {kind} stacks {', '.join(theirs)}: give one of them to --stack"
+    return f"{given} is {kind} stack {theirs[0]}: --stack {theirs[0]}" if theirs else None
 
 
-def staged(given: str, stacks: Sequence[str]) -> list[str]:
-    """The stacks of Stage ``given``, or of id ``given`` in their Stages (CloudFormation names them STAGE-STACK)."""
-    return [stack for stack in stacks if stack.startswith(f"{given}-") or stack.endswith(f"-{given}")]
+def within(given: str, paths: Mapping[str, str]) -> list[str]:
+    """The stacks whose job types' construct paths (:func:`construct_paths`) hold ``given``'s parts in a row before
+    their own last part: a Stage's name, a stack's id or path, whatever CloudFormation names the stack."""
+    run = given.split("/")
+    holding = set()
+    for path, name in paths.items():
+        parts = path.split("/")[:-1]
+        if any(parts[i : i + len(run)] == run for i in range(len(parts) - len(run) + 1)):
+            holding.add(_stack_of(name))
+    return sorted(holding)
 
 
 def stack_named(given: str) -> str | None:

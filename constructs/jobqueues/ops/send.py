@@ -193,10 +193,10 @@ def send(
     kind = queue_kind(sqs, url)
     fifo = kind.fifo
     if fifo and not group:
-        raise BadInput(f"{name}'s queue is FIFO: pass --group GROUP (the message group to send to)")
+        raise BadInput(f"the queue of {name} is FIFO: pass --group GROUP (the message group to send to)")
     if not fifo and dedup_id:
         raise BadInput(
-            f"--dedup-id is for FIFO queues; {name}'s queue is a standard one (--group names a tenant there)"
+            f"--dedup-id is for FIFO queues; the queue of {name} is a standard one (--group names a tenant there)"
         )
     result = SendResult()
     pending = batches(bodies)

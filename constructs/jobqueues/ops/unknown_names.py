@@ -23,8 +23,8 @@ from jobqueues.ops.name_hints import (
     running,
     stack_as_job_type,
     stack_given,
-    staged,
     what,
+    within,
 )
 
 #: What no name has, and a list or a pattern (`cdk deploy '**'`) does.
@@ -59,7 +59,9 @@ def check_stack(stack: str) -> None:
     if not stack.strip("/"):
         raise BadInput(f"--stack {stack!r}: give a stack's name")
     if any(mark in stack for mark in LIST_OR_PATTERN):  # `cdk deploy '**'`, or several at once
-        raise BadInput(f"--stack {stack!r}: one stack's name, not a list or a pattern: repeat --stack")
+        raise BadInput(
+            f"--stack {stack!r}: one stack's name, not a list or a pattern (status and drift take --stack again)"
+        )
 
 
 def _refuse_spaces(given: str, *parts: str) -> None:
@@ -105,9 +107,10 @@ def no_job_type(
     where: str,
     not_here: str,
     queues: Queues | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> str:
-    """The line for ``job_type`` (no stack named) found in none of ``stacks``; ``queues``: what each queue's name
-    is, for one given as the job type."""
+    """The line for ``job_type`` (no stack named) found in none of ``stacks``; ``queues`` and ``paths``: what each
+    queue's name and construct path is, for one given as the job type."""
     if not stacks:
         return f"no job type {job_type}: no stacks in {where or 'the stacks searched'}" + (
             f": {not_here}" if not_here else ""
@@ -116,11 +119,11 @@ def no_job_type(
     line = f"no job type {job_type} in {counted}; job types: {_listed(names)}"
     bare = sorted({name.rsplit("/", 1)[1] for name in names})
     hint = case(job_type, bare) or stack_as_job_type(job_type, stacks, names) or is_queue(job_type, queues)
-    in_stages = staged(job_type, stacks)
-    if hint is None and in_stages:  # a Stage's name, or a stack's id in its Stages
-        example = next((name for name in names if name.startswith(f"{in_stages[0]}/")), None)
-        hint = f"a Stage's stacks are named STAGE-STACK ({', '.join(in_stages)}): name a job type as STACK/JOB_TYPE"
-        hint += f", e.g. {example}" if example else ""
+    holding = within(job_type, paths or {})
+    if hint is None and holding:  # a Stage's name, a stack's id or path
+        example = next(name for name in names if name.startswith(f"{holding[0]}/"))
+        where = f"stack {holding[0]}" if len(holding) == 1 else f"stacks {', '.join(holding)}"
+        hint = f"{job_type} is in the construct path of {where}: name a job type as STACK/JOB_TYPE, e.g. {example}"
     hint = hint or close(job_type, bare)
     return f"{line}; {hint}" if hint is not None else line
 
