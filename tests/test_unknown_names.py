@@ -240,7 +240,7 @@ def test_a_typo_gets_the_name_it_is_closest_to() -> None:
     # WHEN a --stack of status is mistyped, THEN the same
     with pytest.raises(NotFound) as stack:
         discover(listing("CDKToolkit", "JobQueuesExample"), ["JobQueuesExampl"])
-    assert str(stack.value).endswith("; did you mean stack JobQueuesExample?"), stack.value
+    assert "; did you mean stack JobQueuesExample? or pass the --region" in str(stack.value), stack.value
 
 
 def test_a_job_type_or_a_job_types_name_given_to_stack_names_its_stack() -> None:
@@ -386,7 +386,8 @@ def test_a_stack_option_that_is_a_path_a_list_or_a_pattern_is_told_what_to_give(
     with pytest.raises(NotFound) as two:
         discover(cloudformation, ["Devv-Billing", "Prodd-Billing"])
     assert str(two.value).endswith(
-        "; Devv-Billing: did you mean stack Dev-Billing?; Prodd-Billing: did you mean stack Prod-Billing?"
+        "; Devv-Billing: did you mean stack Dev-Billing?; Prodd-Billing: did you mean stack Prod-Billing? or "
+        f"{NOT_HERE}"
     ), two.value
 
 
@@ -547,7 +548,77 @@ def test_stacks_named_by_the_app_are_found_by_their_construct_paths() -> None:
         with pytest.raises(NotFound) as pathed:
             found.find("Emails", given)
         assert str(pathed.value).endswith(f"; {said}"), pathed.value
-    # WHEN a fragment of a stack's name is given, THEN no Stage is made up for it
+    # WHEN the Stage's name is given in another case (also a fragment of the stack's name), THEN it is found as the
+    # Stage, and no Stage is made up from the stack's name ("jobs-dev" is no STAGE-STACK)
     with pytest.raises(NotFound) as fragment:
         found.find("Emails", "dev")
-    assert "construct path" not in str(fragment.value) and "Stage" not in str(fragment.value), fragment.value
+    assert str(fragment.value).endswith("; dev is in the construct path of stack jobs-dev: --stack jobs-dev")
+    with pytest.raises(NotFound) as nothing:
+        found.find("Emails", "ev")
+    assert "construct path" not in str(nothing.value) and "Stage" not in str(nothing.value), nothing.value
+
+
+def named_by_the_app() -> Discovery:
+    """Stages Test and Main, each of stack Work named by the app (work-test, work-main), a construct Pipeline in it
+    holding a LambdaJob Thumbnails (its job queue one level down) and a JobQueue EmailSend."""
+    jobs = [
+        JobType(job, f"work-{stage.lower()}", f"{stage}/Work/Pipeline/{job}{suffix}", None, None)
+        for stage in ("Test", "Main")
+        for job, suffix in (("Thumbnails", "/Queue"), ("EmailSend", ""))
+    ]
+    return Discovery(jobs, ["Adopted2", "CDKToolkit", "work-main", "work-test"], "region us-east-1", NOT_HERE)
+
+
+def test_the_fifth_trials_names_get_what_they_are() -> None:
+    found = named_by_the_app()
+    for name, stack, said in (
+        # the stack's default name (docs: <stage>-<stack>), which the app overrode
+        ("EmailSend", "Test-Work", "Test-Work is in the construct path of stack work-test: --stack work-test"),
+        # a Stage's or a stack id's case slip
+        ("EmailSend", "test", "test is in the construct path of stack work-test: --stack work-test"),
+        (
+            "EmailSend",
+            "work",
+            "work is in the construct path of stacks work-main, work-test: give one of them to --stack",
+        ),
+        # a path inside a job type's construct
+        (
+            "EmailSend",
+            "Test/Work/Pipeline/Thumbnails/Function",
+            "Test/Work/Pipeline/Thumbnails/Function is in the construct of job type work-test/Thumbnails: --stack "
+            "work-test",
+        ),
+        # a stack's path given as STACK/JOB_TYPE: what to name instead
+        (
+            "Test/Work",
+            None,
+            "Test/Work is in the construct path of stack work-test: name a job type as work-test/JOB_TYPE",
+        ),
+    ):
+        with pytest.raises(NotFound) as line:
+            found.find(name, stack)
+        assert str(line.value).endswith(f"; {said}"), line.value
+    # WHEN a path in a stack, or inside a job type's construct, is given as the job type, THEN it is named
+    for name, said in (
+        (
+            "Test/Work/Pipeline",
+            "'Test/Work/Pipeline' is in the construct path of stack work-test: name a job type as work-test/JOB_TYPE",
+        ),
+        (
+            "Test/Work/Pipeline/Thumbnails/Function",
+            "'Test/Work/Pipeline/Thumbnails/Function' is a construct path: name the job type work-test/Thumbnails",
+        ),
+    ):
+        with pytest.raises(NotFound) as line:
+            found.find(name)
+        assert str(line.value) == said
+    # WHEN a typo's stack lacks the job type, THEN it is not suggested
+    with pytest.raises(NotFound) as lacking:
+        found.find("EmailSend", "Adopted")
+    assert "Adopted2" not in str(lacking.value).split("stacks there")[1].split(")", 1)[1], lacking.value
+
+
+def test_a_typo_of_a_stack_is_followed_by_the_region_advice_in_status_too() -> None:
+    with pytest.raises(NotFound) as typo:
+        discover(listing("CDKToolkit", "work-test"), ["work-tst"])
+    assert str(typo.value).endswith(f"; did you mean stack work-test? or {NOT_HERE}"), typo.value

@@ -24,7 +24,15 @@ from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
 from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
 from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
-from jobqueues.ops.name_hints import construct_paths, queue_named, queue_names, stack_as_job_type, stack_named
+from jobqueues.ops.name_hints import (
+    construct_paths,
+    inside,
+    queue_named,
+    queue_names,
+    stack_as_job_type,
+    stack_named,
+    within,
+)
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
@@ -110,8 +118,13 @@ class Discovery:
         if queue is not None:  # a queue's URL or ARN, as the console shows it
             raise NotFound(no_queue(job_type, queue, names, self._queues()))
         paths = construct_paths(self.job_types)
-        if job_type in paths:  # as `cdk` and the console spell it
-            raise NotFound(f"{job_type!r} is a construct path: name the job type {paths[job_type]}")
+        pathed = paths.get(job_type) or (inside(job_type, paths) if job_type.count("/") > 1 else None)
+        if pathed:  # as `cdk` and the console spell it, or a path in the job type's construct
+            raise NotFound(f"{job_type!r} is a construct path: name the job type {pathed}")
+        holding = within(job_type, paths) if job_type.count("/") > 1 else []
+        if holding:  # a path in a stack, above any job type
+            where = f"stack {holding[0]}: name a job type as {holding[0]}/JOB_TYPE"
+            raise NotFound(f"{job_type!r} is in the construct path of {where}")
         arn = stack_named(job_type)
         if arn is not None:
             hint = stack_as_job_type(arn, self.stacks, names) or f"no stack {arn} in {self.where or 'those searched'}"

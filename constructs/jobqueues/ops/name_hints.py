@@ -59,18 +59,22 @@ def stack_given(
         return f"{given} is the construct path of stack {dashed}: --stack {dashed}"
     if given in paths:
         return f"{given} is the construct path of job type {paths[given]}: --stack {_stack_of(paths[given])}"
+    inner = inside(given, paths)
+    if inner is not None:  # a resource's path in a job type's construct (its function, its queue's Resource)
+        return f"{given} is in the construct of job type {inner}: --stack {_stack_of(inner)}"
     arn = stack_named(given)
     if arn is not None and arn in stacks:
         return f"{given} is the ARN of stack {arn}: --stack {arn}"
-    queue = queue_key(queue_named(given) or given, queues)
-    if queue is not None:
-        return f"{given} is {what(queues[queue])}: --stack {_stack_of(queues[queue][1])}"
     named, slash, job_type = given.partition("/")
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
     theirs, kind = [_stack_of(name) for name in running(given, names)], "a job type of"
-    if not theirs:  # a Stage's name (Dev), a stack's id (Billing) or path, whatever its stack is named
-        theirs, kind = within(given, paths), "in the construct path of"
+    queue = None if theirs else queue_key(queue_named(given) or given, queues)
+    if queue is not None:
+        return f"{given} is {what(queues[queue])}: --stack {_stack_of(queues[queue][1])}"
+    if not theirs:  # a Stage's name (Dev), a stack's id (Billing) or path, whatever its stack is named; also its
+        # default name (Dev-Billing) when the app named it, and any of these in another case
+        theirs, kind = within(given, paths) or within(given.replace("-", "/"), paths), "in the construct path of"
     if len(theirs) > 1:  # neither picked: one may be production
         return f"{given} is {kind} stacks {', '.join(theirs)}: give one of them to --stack"
     return f"{given} is {kind} stack {theirs[0]}: --stack {theirs[0]}" if theirs else None
@@ -78,14 +82,24 @@ def stack_given(
 
 def within(given: str, paths: Mapping[str, str]) -> list[str]:
     """The stacks whose job types' construct paths (:func:`construct_paths`) hold ``given``'s parts in a row before
-    their own last part: a Stage's name, a stack's id or path, whatever CloudFormation names the stack."""
-    run = given.split("/")
-    holding = set()
-    for path, name in paths.items():
-        parts = path.split("/")[:-1]
-        if any(parts[i : i + len(run)] == run for i in range(len(parts) - len(run) + 1)):
-            holding.add(_stack_of(name))
-    return sorted(holding)
+    their own last part: a Stage's name, a stack's id or path, whatever CloudFormation names the stack. Compared as
+    spelled, else in any case."""
+    for fold in (str, str.lower):
+        run = [fold(part) for part in given.split("/")]
+        holding = set()
+        for path, name in paths.items():
+            parts = [fold(part) for part in path.split("/")[:-1]]
+            if any(parts[i : i + len(run)] == run for i in range(len(parts) - len(run) + 1)):
+                holding.add(_stack_of(name))
+        if holding:
+            return sorted(holding)
+    return []
+
+
+def inside(given: str, paths: Mapping[str, str]) -> str | None:
+    """The job type (``STACK/JOB_TYPE``) whose construct holds ``given``, a path under its construct path."""
+    held = [path for path in paths if given.startswith(f"{path}/")]
+    return paths[max(held, key=len)] if held else None
 
 
 def stack_named(given: str) -> str | None:

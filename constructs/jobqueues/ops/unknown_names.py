@@ -91,13 +91,17 @@ def no_deployed_stacks(
     ``names``, ``queues`` and ``paths``, those of every stack's job types, for what else ``missing`` may be."""
     named = f"stack{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     line = f"no deployed {named} in {where} (stacks there: {_listed(sorted(stacks))})"
-    hints = []
+    hints, typo = [], False
     for given in missing:
         hint = case(given, stacks, "stack ") or stack_given(given, stacks, names, queues or {}, paths or {})
-        hint = hint or close(given, stacks, "stack ")
+        if hint is None:
+            hint = close(given, stacks, "stack ")
+            typo = typo or hint is not None  # the stack may still be elsewhere: the advice follows
         if hint is not None:  # with several, each suggestion says which name it is for
             hints.append(f"{given}: {hint}" if len(missing) > 1 and hint.startswith("did you") else hint)
-    return f"{line}; {'; '.join(hints)}" if hints else f"{line}: {not_here}"
+    if not hints:
+        return f"{line}: {not_here}"
+    return f"{line}; {'; '.join(hints)}" + (f" or {not_here}" if typo else "")
 
 
 def no_job_type(
@@ -141,11 +145,17 @@ def no_stack(
     """The line for ``stack`` not among ``stacks`` (searched ``where``), ``names`` every ``STACK/JOB_TYPE`` found."""
     line = f"no stack {stack} in {where or 'the stacks searched'} (stacks there: {_listed(stacks)})"
     full = f"{stack}/{job_type}"
+    holding = within(full, paths or {})
+    if holding:  # a stack's construct path (Dev/Billing) read as STACK/JOB_TYPE
+        return (
+            f"{line}; {full} is in the construct path of stack {holding[0]}: name a job type as {holding[0]}/JOB_TYPE"
+        )
     hint = case(full, names) or case(stack, stacks, "stack ")
     hint = hint or stack_given(stack, stacks, names, queues or {}, paths or {})
     if hint is not None:
         return f"{line}; {hint}"
-    near = close(full, names) or close(stack, stacks, "stack ")
+    having = [name.rsplit("/", 1)[0] for name in running(job_type, names)]  # a stack without it is no answer
+    near = close(full, names) or close(stack, having, "stack ")
     if near is not None:  # a typo (the stack may still be elsewhere)
         return f"{line}; {near}" + (f" or {not_here}" if not_here else "")
     elsewhere = running(job_type, names)
