@@ -24,15 +24,7 @@ from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
 from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
 from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
-from jobqueues.ops.name_hints import (
-    construct_paths,
-    inside,
-    queue_named,
-    queue_names,
-    stack_as_job_type,
-    stack_named,
-    within,
-)
+from jobqueues.ops.name_hints import construct_paths, queue_names
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
@@ -41,8 +33,8 @@ from jobqueues.ops.unknown_names import (
     no_deployed_stacks,
     no_job_type,
     no_job_type_in,
-    no_queue,
     no_stack,
+    not_a_name,
     split_name,
 )
 from sqslease.emf import deployment_name
@@ -113,25 +105,13 @@ class Discovery:
     def find(self, job_type: str, stack: str | None = None) -> JobType:
         """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
         the stacks searched when ``stack`` is none of them (:mod:`jobqueues.ops.unknown_names`)."""
-        names = [j.name for j in self.job_types]
-        queue = queue_named(job_type)
-        if queue is not None:  # a queue's URL or ARN, as the console shows it
-            raise NotFound(no_queue(job_type, queue, names, self._queues()))
-        paths = construct_paths(self.job_types)
-        pathed = paths.get(job_type) or (inside(job_type, paths) if job_type.count("/") > 1 else None)
-        if pathed:  # as `cdk` and the console spell it, or a path in the job type's construct
-            raise NotFound(f"{job_type!r} is a construct path: name the job type {pathed}")
-        holding = within(job_type, paths) if job_type.count("/") > 1 else []
-        if holding:  # a path in a stack, above any job type
-            where = f"stack {holding[0]}: name a job type as {holding[0]}/JOB_TYPE"
-            raise NotFound(f"{job_type!r} is in the construct path of {where}")
-        arn = stack_named(job_type)
-        if arn is not None:
-            hint = stack_as_job_type(arn, self.stacks, names) or f"no stack {arn} in {self.where or 'those searched'}"
-            raise NotFound(f"{job_type} is a stack's ARN, not a job type; {hint}")
+        names, paths, queues = [j.name for j in self.job_types], construct_paths(self.job_types), self._queues()
+        line = not_a_name(job_type, names, self.stacks, self.where, queues, paths)
+        if line is not None:  # a URL, an ARN or a construct path, as `cdk` and the console spell them
+            raise NotFound(line)
         stack, job_type = split_name(job_type, stack)
         if stack is not None and stack not in self.stacks:
-            where, not_here, queues = self.where, self.not_here, self._queues()
+            where, not_here = self.where, self.not_here
             raise NotFound(no_stack(stack, job_type, names, self.stacks, where, not_here, queues, paths))
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
         if len(matches) == 1:
@@ -142,10 +122,9 @@ class Discovery:
                 f"pass --stack, or name it as STACK/{job_type}"
             )
         if stack is None:
-            where, not_here, queues = self.where, self.not_here, self._queues()
-            raise NotFound(no_job_type(job_type, names, self.stacks, where, not_here, queues, paths))
+            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here, queues, paths))
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
-        raise NotFound(no_job_type_in(stack, job_type, own, names, self._queues()))
+        raise NotFound(no_job_type_in(stack, job_type, own, names, queues))
 
     def _queues(self) -> dict[str, tuple[str, str]]:
         return queue_names(self.job_types)

@@ -18,11 +18,14 @@ from jobqueues.ops.name_hints import (
     Queues,
     case,
     close,
+    inside,
     is_queue,
     queue_key,
+    queue_named,
     running,
     stack_as_job_type,
     stack_given,
+    stack_named,
     what,
     within,
 )
@@ -68,6 +71,29 @@ def _refuse_spaces(given: str, *parts: str) -> None:
     """:class:`BadInput` when a part has spaces around it (a name never does: a paste's, a quote's)."""
     if any(part.strip() != part for part in parts):
         raise BadInput(f"{given}: spaces around a name: give it without them")
+
+
+def not_a_name(
+    given: str, names: Sequence[str], stacks: Sequence[str], where: str, queues: Queues, paths: Mapping[str, str]
+) -> str | None:
+    """The line for what is not a job type's name but says which one is meant: a queue's URL or ARN, a construct
+    path (a job type's, one under it, one above it in a stack), a stack's ARN; None for a name."""
+    queue = queue_named(given)
+    if queue is not None:
+        return no_queue(given, queue, names, queues)
+    deep = given.count("/") > 1  # STACK/JOB_TYPE has one slash
+    pathed = paths.get(given) or (inside(given, paths) if deep else None)
+    if pathed:
+        return f"{given!r} is a construct path: name the job type {pathed}"
+    holding = within(given, paths) if deep else []
+    if holding:
+        return f"{given!r} is in the construct path of stack {holding[0]}: name a job type as {holding[0]}/JOB_TYPE"
+    arn = stack_named(given)
+    if arn is None:
+        return None
+    return f"{given} is a stack's ARN, not a job type; " + (
+        stack_as_job_type(arn, stacks, names) or f"no stack {arn} in {where or 'those searched'}"
+    )
 
 
 def no_queue(given: str, queue: str, names: Sequence[str], queues: Queues) -> str:
