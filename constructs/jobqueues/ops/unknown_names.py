@@ -87,7 +87,7 @@ def not_a_name(
         return f"{given!r} is a construct path: name the job type {pathed}"
     holding = within(given, paths) if deep else []
     if holding:
-        return f"{given!r} is in the construct path of stack {holding[0]}: name a job type as {holding[0]}/JOB_TYPE"
+        return _in_stack_path(repr(given), holding[0])
     arn = stack_named(given)
     if arn is None:
         return None
@@ -173,18 +173,16 @@ def no_stack(
     full = f"{stack}/{job_type}"
     holding = within(full, paths or {})
     if holding:  # a stack's construct path (Dev/Billing) read as STACK/JOB_TYPE
-        return (
-            f"{line}; {full} is in the construct path of stack {holding[0]}: name a job type as {holding[0]}/JOB_TYPE"
-        )
+        return f"{line}; {_in_stack_path(full, holding[0])}"
     hint = case(full, names) or case(stack, stacks, "stack ")
     hint = hint or stack_given(stack, stacks, names, queues or {}, paths or {})
     if hint is not None:
         return f"{line}; {hint}"
-    having = [name.rsplit("/", 1)[0] for name in running(job_type, names)]  # a stack without it is no answer
+    elsewhere = running(job_type, names)
+    having = [name.rsplit("/", 1)[0] for name in elsewhere]  # a stack without the job type is no answer
     near = close(full, names) or close(stack, having, "stack ")
     if near is not None:  # a typo (the stack may still be elsewhere)
         return f"{line}; {near}" + (f" or {not_here}" if not_here else "")
-    elsewhere = running(job_type, names)
     if elsewhere:
         line += f"; {job_type} is in: {', '.join(elsewhere)}"
     if not_here:
@@ -205,6 +203,11 @@ def no_job_type_in(
         return f"{line}; {hint}"
     elsewhere = running(job_type, names)
     return line + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else "")
+
+
+def _in_stack_path(given: str, stack: str) -> str:
+    """``given``, a path in ``stack``'s construct tree above any job type: what to name instead."""
+    return f"{given} is in the construct path of stack {stack}: name a job type as {stack}/JOB_TYPE"
 
 
 def _listed(names: Sequence[str]) -> str:
