@@ -71,6 +71,9 @@ def test_one_row_per_job_type_with_what_the_stacks_declared(
     assert (emails["consumer"], emails["visibility_timeout_s"], emails["max_receive_count"]) == ("none", 10, 5)
     # the emulator publishes no CloudWatch metrics: unknown, never zero
     assert invoices["oldest_age_s"] is None and receipts["lambda_errors"] is None
+    # a job type named, as send and dlq take it: its row alone
+    named = status_json(ops_deployment, capsys, "Emails", "Prod-Billing/Invoices")
+    assert sorted(named) == ["OpsShared/Emails", "Prod-Billing/Invoices"]
 
 
 @NEEDS_CDK

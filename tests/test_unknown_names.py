@@ -622,3 +622,55 @@ def test_a_typo_of_a_stack_is_followed_by_the_region_advice_in_status_too() -> N
     with pytest.raises(NotFound) as typo:
         discover(listing("CDKToolkit", "work-test"), ["work-tst"])
     assert str(typo.value).endswith(f"; did you mean stack work-test? or {NOT_HERE}"), typo.value
+
+
+def test_status_given_job_types_shows_only_theirs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN two Stages' Invoices and a shared Emails, their reads recorded
+    import jobqueues.cli.status as status
+    from jobqueues.cli.context import Aws
+
+    found = two_stages()
+    emails = JobType("Emails", "OpsShared", "OpsShared/Emails", None, None)
+    found = replace(found, job_types=[*found.job_types, emails], stacks=[*found.stacks, "OpsShared"])
+    searched: list[tuple[str, ...]] = []
+    read: list[list[str]] = []
+
+    def discover(self: Aws, stacks: tuple[str, ...] | list[str] = ()) -> Discovery:
+        searched.append(tuple(stacks))
+        chosen = [j for j in found.job_types if not stacks or j.stack in stacks]
+        return replace(found, job_types=chosen, stacks=list(stacks) or found.stacks)
+
+    monkeypatch.setattr(Aws, "discover", discover)
+    monkeypatch.setattr(status, "_read", lambda aws, job_types: read.append([j.name for j in job_types]) or [])
+    # WHEN status is given a job type (as send and dlq are), THEN only its rows are read: both Stages' for a name
+    # two stacks have (status acts on neither), one for STACK/JOB_TYPE
+    assert main(["status", "Invoices"]) == 0
+    assert main(["status", "Prod-Billing/Invoices", "Emails"]) == 0
+    assert main(["status", "Invoices", "--stack", "Dev-Billing"]) == 0
+    assert read == [
+        ["Dev-Billing/Invoices", "Prod-Billing/Invoices"],
+        ["Prod-Billing/Invoices", "OpsShared/Emails"],
+        ["Dev-Billing/Invoices"],
+    ]
+    capsys.readouterr()
+    # WHEN a name is no job type there, THEN it is the lookup's one line, status 2, and nothing is read
+    assert main(["status", "Invoice"]) == 2
+    assert capsys.readouterr().err.endswith("did you mean Invoices?\n")
+    assert main(["status", "Emails", "--stack", "Dev-Billing"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no job type Emails in stack Dev-Billing") and err.count("\n") == 1, err
+    assert len(read) == 3
+
+
+def test_dlq_given_a_job_type_before_what_to_do_says_what_to_give(capsys: pytest.CaptureFixture[str]) -> None:
+    # WHEN dlq is given a job type where its subcommand goes
+    assert main(["dlq", "Thumbnails"]) == 2
+    # THEN it is one line naming the three, with the job type where it goes
+    assert capsys.readouterr().err == (
+        "error: dlq Thumbnails: say what to do first: jobqueues dlq list|purge|redrive Thumbnails\n"
+    )
+    # WHEN it is a subcommand's typo, THEN click's suggestion stays
+    assert main(["dlq", "lst", "Thumbnails"]) == 2
+    assert "Did you mean 'list'?" in capsys.readouterr().err

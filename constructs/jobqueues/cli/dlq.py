@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 
 import click
@@ -13,10 +14,24 @@ from rich.table import Table
 
 from jobqueues.cli.context import STACK_OPTION, Aws, messages, pass_aws, standard_input
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
-from jobqueues.ops.errors import EXIT_FAILED
+from jobqueues.ops.errors import EXIT_FAILED, BadInput
 
 
-@click.group("dlq")
+class _Subcommands(click.Group):
+    """``dlq``'s subcommands; a job type given where the subcommand goes (``dlq Thumbnails``, as ``send`` takes
+    it) is told where it goes, in one line. A subcommand's typo (as alike as click finds it) keeps click's
+    suggestion."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        given = args[0] if args else ""
+        if given and given not in self.commands and not difflib.get_close_matches(given, self.commands):
+            raise BadInput(f"dlq {given}: say what to do first: jobqueues dlq {'|'.join(self.commands)} {given}")
+        return super().resolve_command(ctx, args)
+
+
+@click.group("dlq", cls=_Subcommands)
 def command() -> None:
     """A job type's dead-letter queue: list its messages and why, redrive them, or purge it."""
 

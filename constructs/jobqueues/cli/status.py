@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from jobqueues.cli.context import CTRL_C_LOOK_S, Aws, CtrlCStop, ctrl_c_sets, pass_aws
+from jobqueues.ops.discovery import Discovery, JobType
 from jobqueues.ops.errors import BadInput, aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
 
@@ -101,6 +102,7 @@ def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -
 
 
 @click.command("status")
+@click.argument("names", nargs=-1, metavar="[JOB_TYPE]...")
 @click.option("--stack", "stacks", multiple=True, metavar="STACK", help="Only this stack (repeatable). Default: all.")
 @click.option(
     "--watch",
@@ -113,14 +115,15 @@ def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (keys: docs/cli.md) instead of a table.")
 @pass_aws
-def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: bool) -> int:
-    """One row per job type: visible, in flight, delayed, oldest message, DLQ, VT, max receives, consumer."""
+def command(aws: Aws, names: tuple[str, ...], stacks: tuple[str, ...], watch: float | None, as_json: bool) -> int:
+    """One row per job type (each JOB_TYPE's, or all): visible, in flight, delayed, oldest message, DLQ, VT, max
+    receives, consumer."""
     if as_json and watch is not None:
         raise BadInput("--json prints once: drop --watch (or run it in a loop)")
     if watch is not None:
-        return _watch(aws, stacks, watch)
+        return _watch(aws, stacks, names, watch)
     found = aws.discover(stacks)
-    rows = _read(aws, found.job_types)
+    rows = _read(aws, _named(found, names, stacks))
     if as_json:
         click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
     elif not rows:  # where it looked, and which stacks: another region's, or the wrong --stack
@@ -128,6 +131,19 @@ def command(aws: Aws, stacks: tuple[str, ...], watch: float | None, as_json: boo
     else:
         _console().print(status_view(rows))
     return 0
+
+
+def _named(found: Discovery, names: tuple[str, ...], stacks: tuple[str, ...]) -> list[JobType]:
+    """The job types ``names`` name (``JOB_TYPE`` or ``STACK/JOB_TYPE``, as ``send`` takes them), in the
+    discovery's order; all when none is named. A name two stacks have is both rows: status acts on neither. A
+    name found nowhere is the lookup's line (:meth:`Discovery.find`), in the one ``--stack`` given."""
+    if not names:
+        return found.job_types
+    chosen: set[str] = set()
+    for name in names:
+        same = {j.name for j in found.job_types if name in (j.job_type, j.name)}
+        chosen |= same or {found.find(name, stacks[0] if len(set(stacks)) == 1 else None).name}
+    return [j for j in found.job_types if j.name in chosen]
 
 
 def _read(aws: Aws, job_types: list[Any]) -> list[JobTypeStatus]:
@@ -175,7 +191,7 @@ def _wait(stop: threading.Event, seconds: float) -> bool:
     return stop.wait(seconds)
 
 
-def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
+def _watch(aws: Aws, stacks: tuple[str, ...], names: tuple[str, ...], every_s: float) -> int:
     """``--watch``: the table every ``every_s`` seconds until Ctrl-C, which ends it with 0 from the command's start
     (a second one at once). Ctrl-C only sets a flag the loop reads: a ``KeyboardInterrupt`` raised where Python
     ignores exceptions (a destructor, as a refresh's dropped clients and threads run them) was lost, and the watch
@@ -185,7 +201,7 @@ def _watch(aws: Aws, stacks: tuple[str, ...], every_s: float) -> int:
 
     try:
         with ctrl_c_sets(None) as stop:
-            job_types = _until_stopped(stop, lambda: aws.discover(stacks).job_types)
+            job_types = _until_stopped(stop, lambda: _named(aws.discover(stacks), names, stacks))
             # the first read fails as a plain run does: one error line, its status
             rows = _until_stopped(stop, lambda: _read(aws, job_types))
             console = _console()
