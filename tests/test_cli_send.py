@@ -109,6 +109,10 @@ def test_fifo_needs_a_group_and_standard_refuses_a_dedup_id(
     assert jq(ops_deployment, "send", "Emails") == 2  # neither --body nor --file
     assert jq(ops_deployment, "send", "Nope", "--body", "x") == 2
     assert "job types: OpsShared/Emails, Prod-Billing/Invoices, Prod-Billing/Receipts" in capsys.readouterr().err
+    # the consumer's function, as the Lambda console names it, names its job type
+    function = getattr(job(ops_deployment, "Receipts").consumer, "function_name", None)
+    assert function is not None and jq(ops_deployment, "send", function, "--body", "x") == 2
+    assert capsys.readouterr().err.endswith(f"; {function} is the Lambda function of Prod-Billing/Receipts\n")
 
 
 @NEEDS_CDK

@@ -16,6 +16,8 @@ import pytest
 from jobqueues.cli import main
 from jobqueues.ops.discovery import NOT_HERE, Discovery, JobType, LambdaConsumer, discover
 from jobqueues.ops.errors import BadInput, NotFound
+from jobqueues.ops.name_hints import resource_names
+from jobqueues.ops.unknown_names import no_deployed_stacks
 from jobqueues.profiles_document import SUPPORTED_SCHEMA_VERSION
 
 ACCOUNT = "123456789012"
@@ -152,7 +154,9 @@ def test_env_of_an_unknown_job_type_lists_only_those_run_locally() -> None:
     from jobqueues.emulator.consumers.local_env import environments, parse_env
 
     # GIVEN a job type consumed locally and one without a consumer
-    receipts = JobType("Receipts", "Prod-Billing", "Prod-Billing/Receipts", None, None, LambdaConsumer(None, None))
+    receipts = JobType(
+        "Receipts", "Prod-Billing", "Prod-Billing/Receipts", None, None, consumer=LambdaConsumer(None, None)
+    )
     emails = JobType("Emails", "OpsShared", "OpsShared/Emails", None, None)
     found = Discovery([receipts, emails], ["OpsShared", "Prod-Billing"])
     # WHEN --env names a job type that is not there, THEN the line lists those an --env can name: run locally
@@ -674,3 +678,34 @@ def test_dlq_given_a_job_type_before_what_to_do_says_what_to_give(capsys: pytest
     # WHEN it is a subcommand's typo, THEN click's suggestion stays
     assert main(["dlq", "lst", "Thumbnails"]) == 2
     assert "Did you mean 'list'?" in capsys.readouterr().err
+
+
+def test_a_consumers_function_or_service_name_given_as_the_job_type_names_its_job_type() -> None:
+    # GIVEN a job type consumed by a Lambda function and one by an ECS service, as the console names them
+    from jobqueues.ops.discovery import EcsConsumer
+
+    service = f"arn:aws:ecs:us-east-1:{ACCOUNT}:service/Prod-Cluster/Prod-Billing-InvoicesService-AbC123"
+    receipts = JobType(
+        "Receipts", "Prod-Billing", "Prod/Billing/Receipts", None, None,
+        consumer=LambdaConsumer("Prod-Billing-ReceiptsFunction-XyZ", None),
+    )  # fmt: skip
+    invoices = JobType(
+        "Invoices", "Prod-Billing", "Prod/Billing/Invoices", None, None, consumer=EcsConsumer(service, None, None, None)
+    )
+    found = Discovery([receipts, invoices], ["Prod-Billing"], "region us-east-1", NOT_HERE)
+    # WHEN the function's or the service's name is given where the job type goes, THEN the line names its job type
+    for given, what in (
+        ("Prod-Billing-ReceiptsFunction-XyZ", "the Lambda function of Prod-Billing/Receipts"),
+        ("Prod-Billing-InvoicesService-AbC123", "the ECS service of Prod-Billing/Invoices"),
+    ):
+        with pytest.raises(NotFound) as named:
+            found.find(given)
+        assert str(named.value).endswith(f"; {given} is {what}"), named.value
+    # WHEN it is given as the stack, THEN the line names the stack to give
+    names, resources = [receipts.name, invoices.name], resource_names(found.job_types)
+    line = no_deployed_stacks(
+        ["Prod-Billing-ReceiptsFunction-XyZ"], ["Prod-Billing"], "here", NOT_HERE, names, resources
+    )
+    assert line.endswith(
+        "; Prod-Billing-ReceiptsFunction-XyZ is the Lambda function of Prod-Billing/Receipts: --stack Prod-Billing"
+    ), line

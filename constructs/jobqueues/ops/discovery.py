@@ -24,7 +24,7 @@ from jobqueues.ops.consumers import EcsConsumer as EcsConsumer
 from jobqueues.ops.consumers import LambdaConsumer as LambdaConsumer
 from jobqueues.ops.consumers import consumer_of
 from jobqueues.ops.errors import NotFound, OpsError
-from jobqueues.ops.name_hints import construct_paths, queue_names
+from jobqueues.ops.name_hints import construct_paths, resource_names
 from jobqueues.ops.parallel_reads import read_pool
 from jobqueues.ops.stack_template import StackTemplate as StackTemplate
 from jobqueues.ops.stack_template import imported_stacks
@@ -105,14 +105,14 @@ class Discovery:
     def find(self, job_type: str, stack: str | None = None) -> JobType:
         """The job type named ``job_type`` (or ``stack/job type``); :class:`NotFound` naming those that exist, or
         the stacks searched when ``stack`` is none of them (:mod:`jobqueues.ops.unknown_names`)."""
-        names, paths, queues = [j.name for j in self.job_types], construct_paths(self.job_types), self._queues()
-        line = not_a_name(job_type, names, self.stacks, self.where, queues, paths)
+        names, paths, resources = [j.name for j in self.job_types], construct_paths(self.job_types), self._resources()
+        line = not_a_name(job_type, names, self.stacks, self.where, resources, paths)
         if line is not None:  # a URL, an ARN or a construct path, as `cdk` and the console spell them
             raise NotFound(line)
         stack, job_type = split_name(job_type, stack)
         if stack is not None and stack not in self.stacks:
             where, not_here = self.where, self.not_here
-            raise NotFound(no_stack(stack, job_type, names, self.stacks, where, not_here, queues, paths))
+            raise NotFound(no_stack(stack, job_type, names, self.stacks, where, not_here, resources, paths))
         matches = [j for j in self.job_types if j.job_type == job_type and stack in (None, j.stack, _consumer_stack(j))]
         if len(matches) == 1:
             return matches[0]
@@ -122,12 +122,12 @@ class Discovery:
                 f"pass --stack, or name it as STACK/{job_type}"
             )
         if stack is None:
-            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here, queues, paths))
+            raise NotFound(no_job_type(job_type, names, self.stacks, self.where, self.not_here, resources, paths))
         own = sorted({j.job_type for j in self.job_types if stack in (j.stack, _consumer_stack(j))})
-        raise NotFound(no_job_type_in(stack, job_type, own, names, queues))
+        raise NotFound(no_job_type_in(stack, job_type, own, names, resources))
 
-    def _queues(self) -> dict[str, tuple[str, str]]:
-        return queue_names(self.job_types)
+    def _resources(self) -> dict[str, tuple[str, str]]:
+        return resource_names(self.job_types)
 
 
 def job_types_in(stacks: Iterable[StackTemplate]) -> list[JobType]:
@@ -236,7 +236,8 @@ def discover(cloudformation: Any, stack_names: list[str] | None = None) -> Disco
         if missing:  # every stack read, for a job type's or a queue's name given as a stack's
             every = job_types_in(_load_all(cloudformation, live))
             where, names, paths = _where(cloudformation, live), [j.name for j in every], construct_paths(every)
-            raise NotFound(no_deployed_stacks(missing, list(live), where, NOT_HERE, names, queue_names(every), paths))
+            resources = resource_names(every)
+            raise NotFound(no_deployed_stacks(missing, list(live), where, NOT_HERE, names, resources, paths))
         searched = {n: live[n] for n in stack_names}
     templates = _load_all(cloudformation, searched)
     job_types = job_types_in(templates)

@@ -5,7 +5,8 @@ A name found that differs only in case (CloudFormation's names are case-sensitiv
 construct path (``Dev/Billing``, as ``cdk deploy`` takes it) for its name (``Dev-Billing``), and a job type's
 (``Dev/Billing/Invoices``); a Stage's name or a stack's id in its Stages for the stacks it names;
 ``STACK/JOB_TYPE`` or a job type where a stack goes; a stack's name or ARN where a job type goes; a queue's name,
-URL or ARN (what the SQS console shows). ``names`` are the ``STACK/JOB_TYPE`` names of the job types found.
+URL or ARN (what the SQS console shows), a consumer's function or service name. ``names`` are the
+``STACK/JOB_TYPE`` names of the job types found.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
+
+from jobqueues.ops.consumers import EcsConsumer, LambdaConsumer
 
 
 class Found(Protocol):
@@ -28,10 +31,13 @@ class Found(Protocol):
     def queue_url(self) -> str | None: ...
     @property
     def dead_letter_queue_url(self) -> str | None: ...
+    @property
+    def consumer(self) -> LambdaConsumer | EcsConsumer | None: ...
 
 
-#: A queue's name -> what it is (``the queue`` or ``the dead-letter queue``) and of which ``STACK/JOB_TYPE``.
-Queues = Mapping[str, tuple[str, str]]
+#: A queue's or a consumer's name -> what it is (``the queue``, ``the dead-letter queue``, ``the Lambda function``,
+#: ``the ECS service``) and of which ``STACK/JOB_TYPE`` (:func:`resource_names`).
+Resources = Mapping[str, tuple[str, str]]
 CASE = "(names are case-sensitive)"
 #: How alike (difflib's ratio) a name found must be to the one given to be suggested for a typo.
 CLOSE = 0.8
@@ -50,7 +56,7 @@ def close(name: str, names: Sequence[str], kind: str = "") -> str | None:
 
 
 def stack_given(
-    given: str, stacks: Sequence[str], names: Sequence[str], queues: Queues, paths: Mapping[str, str]
+    given: str, stacks: Sequence[str], names: Sequence[str], resources: Resources, paths: Mapping[str, str]
 ) -> str | None:
     """What ``given`` where a stack's name goes is, but for a case slip or a typo (:func:`case`, :func:`close`);
     ``paths``: each job type's construct paths (:func:`construct_paths`)."""
@@ -69,9 +75,9 @@ def stack_given(
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
     theirs, kind = [_stack_of(name) for name in running(given, names)], "a job type of"
-    queue = None if theirs else queue_key(queue_named(given) or given, queues)
+    queue = None if theirs else queue_key(queue_named(given) or given, resources)
     if queue is not None:
-        return f"{given} is {what(queues[queue])}: --stack {_stack_of(queues[queue][1])}"
+        return f"{given} is {what(resources[queue])}: --stack {_stack_of(resources[queue][1])}"
     if not theirs:  # a Stage's name (Dev), a stack's id (Billing) or path, whatever its stack is named; also its
         # default name (Dev-Billing) when the app named it, and any of these in another case
         theirs, kind = within(given, paths) or within(given.replace("-", "/"), paths), "in the construct path of"
@@ -139,22 +145,23 @@ def queue_named(given: str) -> str | None:
     return parts[-1] if len(parts) == 6 and parts[0] == "arn" and parts[2] == "sqs" else None
 
 
-def is_queue(name: str, queues: Queues | None) -> str | None:
-    """``NAME is the queue of STACK/JOB_TYPE`` when ``name`` is a queue's name, as typed in a hurry; else None."""
-    queue = queue_key(name, queues or {})
-    return f"{name} is {what((queues or {})[queue])}" if queue is not None else None
+def is_resource(name: str, resources: Resources | None) -> str | None:
+    """``NAME is the queue of STACK/JOB_TYPE`` (or its function, its service) when ``name`` is one's name, as typed
+    in a hurry; else None."""
+    queue = queue_key(name, resources or {})
+    return f"{name} is {what((resources or {})[queue])}" if queue is not None else None
 
 
 def what(queue: tuple[str, str]) -> str:
     return f"{queue[0]} of {queue[1]}"
 
 
-def queue_key(name: str, queues: Queues) -> str | None:
-    """The queue of ``queues`` that ``name`` names: as spelled, else the one alike but for case and ``.fifo``."""
-    if name in queues:
+def queue_key(name: str, resources: Resources) -> str | None:
+    """The name in ``resources`` that ``name`` names: as spelled, else the one alike but for case and ``.fifo``."""
+    if name in resources:
         return name
     folded = name.lower().removesuffix(".fifo")
-    alike = [queue for queue in queues if queue.lower().removesuffix(".fifo") == folded]
+    alike = [queue for queue in resources if queue.lower().removesuffix(".fifo") == folded]
     return alike[0] if len(alike) == 1 else None
 
 
@@ -170,11 +177,20 @@ def construct_paths(job_types: Iterable[Found]) -> dict[str, str]:
     return paths
 
 
-def queue_names(job_types: Iterable[Found]) -> dict[str, tuple[str, str]]:
-    """What each queue's name (its URL's last part) is, and of which job type."""
-    queues = {}
+def resource_names(job_types: Iterable[Found]) -> dict[str, tuple[str, str]]:
+    """What each queue's name (its URL's last part) and each consumer's name (its function's, its ECS service's, as
+    the consoles show them) is, and of which job type."""
+    resources = {}
     for job in job_types:
-        for url, kind in ((job.queue_url, "the queue"), (job.dead_letter_queue_url, "the dead-letter queue")):
-            if url:
-                queues[url.rsplit("/", 1)[1]] = (kind, job.name)
-    return queues
+        consumer = job.consumer
+        function = consumer.function_name if isinstance(consumer, LambdaConsumer) else None
+        service = consumer.service if isinstance(consumer, EcsConsumer) else None
+        for name, kind in (
+            (job.queue_url, "the queue"),
+            (job.dead_letter_queue_url, "the dead-letter queue"),
+            (function, "the Lambda function"),
+            (service, "the ECS service"),  # its ARN's last part
+        ):
+            if name:
+                resources[name.rsplit("/", 1)[-1]] = (kind, job.name)
+    return resources

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 
 from jobqueues.ops.errors import BadInput
 from jobqueues.ops.name_hints import (
-    Queues,
+    Resources,
     case,
     close,
     inside,
-    is_queue,
+    is_resource,
     queue_key,
     queue_named,
     running,
@@ -74,13 +74,13 @@ def _refuse_spaces(given: str, *parts: str) -> None:
 
 
 def not_a_name(
-    given: str, names: Sequence[str], stacks: Sequence[str], where: str, queues: Queues, paths: Mapping[str, str]
+    given: str, names: Sequence[str], stacks: Sequence[str], where: str, resources: Resources, paths: Mapping[str, str]
 ) -> str | None:
     """The line for what is not a job type's name but says which one is meant: a queue's URL or ARN, a construct
     path (a job type's, one under it, one above it in a stack), a stack's ARN; None for a name."""
     queue = queue_named(given)
     if queue is not None:
-        return no_queue(given, queue, names, queues)
+        return no_queue(given, queue, names, resources)
     deep = given.count("/") > 1  # STACK/JOB_TYPE has one slash
     pathed = paths.get(given) or (inside(given, paths) if deep else None)
     if pathed:
@@ -96,11 +96,11 @@ def not_a_name(
     )
 
 
-def no_queue(given: str, queue: str, names: Sequence[str], queues: Queues) -> str:
+def no_queue(given: str, queue: str, names: Sequence[str], resources: Resources) -> str:
     """The line for a queue's URL or ARN (``given``, of queue ``queue``) given as a job type."""
-    key = queue_key(queue, queues)
+    key = queue_key(queue, resources)
     if key is not None:
-        return f"{given} names a queue, not a job type: it is {what(queues[key])}"
+        return f"{given} names a queue, not a job type: it is {what(resources[key])}"
     return f"{given} names a queue, not a job type, and no job type's queue is {queue}; job types: {_listed(names)}"
 
 
@@ -110,16 +110,16 @@ def no_deployed_stacks(
     where: str,
     not_here: str,
     names: Sequence[str] = (),
-    queues: Queues | None = None,
+    resources: Resources | None = None,
     paths: Mapping[str, str] | None = None,
 ) -> str:
     """The line for ``--stack`` values (``missing``) among none of the deployed ``stacks`` (listed ``where``);
-    ``names``, ``queues`` and ``paths``, those of every stack's job types, for what else ``missing`` may be."""
+    ``names``, ``resources`` and ``paths``, those of every stack's job types, for what else ``missing`` may be."""
     named = f"stack{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     line = f"no deployed {named} in {where} (stacks there: {_listed(sorted(stacks))})"
     hints, typo = [], False
     for given in missing:
-        hint = case(given, stacks, "stack ") or stack_given(given, stacks, names, queues or {}, paths or {})
+        hint = case(given, stacks, "stack ") or stack_given(given, stacks, names, resources or {}, paths or {})
         if hint is None:
             hint = close(given, stacks, "stack ")
             typo = typo or hint is not None  # the stack may still be elsewhere: the advice follows
@@ -136,10 +136,10 @@ def no_job_type(
     stacks: Sequence[str],
     where: str,
     not_here: str,
-    queues: Queues | None = None,
+    resources: Resources | None = None,
     paths: Mapping[str, str] | None = None,
 ) -> str:
-    """The line for ``job_type`` (no stack named) found in none of ``stacks``; ``queues`` and ``paths``: what each
+    """The line for ``job_type`` (no stack named) found in none of ``stacks``; ``resources`` and ``paths``: what each
     queue's name and construct path is, for one given as the job type."""
     if not stacks:
         return f"no job type {job_type}: no stacks in {where or 'the stacks searched'}" + (
@@ -148,7 +148,7 @@ def no_job_type(
     counted = f"{len(stacks)} stack{'' if len(stacks) == 1 else 's'} searched"
     line = f"no job type {job_type} in {counted}; job types: {_listed(names)}"
     bare = sorted({name.rsplit("/", 1)[1] for name in names})
-    hint = case(job_type, bare) or stack_as_job_type(job_type, stacks, names) or is_queue(job_type, queues)
+    hint = case(job_type, bare) or stack_as_job_type(job_type, stacks, names) or is_resource(job_type, resources)
     holding = within(job_type, paths or {})
     if hint is None and holding:  # a Stage's name, a stack's id or path
         example = next(name for name in names if name.startswith(f"{holding[0]}/"))
@@ -165,7 +165,7 @@ def no_stack(
     stacks: Sequence[str],
     where: str,
     not_here: str,
-    queues: Queues | None = None,
+    resources: Resources | None = None,
     paths: Mapping[str, str] | None = None,
 ) -> str:
     """The line for ``stack`` not among ``stacks`` (searched ``where``), ``names`` every ``STACK/JOB_TYPE`` found."""
@@ -175,7 +175,7 @@ def no_stack(
     if holding:  # a stack's construct path (Dev/Billing) read as STACK/JOB_TYPE
         return f"{line}; {_in_stack_path(full, holding[0])}"
     hint = case(full, names) or case(stack, stacks, "stack ")
-    hint = hint or stack_given(stack, stacks, names, queues or {}, paths or {})
+    hint = hint or stack_given(stack, stacks, names, resources or {}, paths or {})
     if hint is not None:
         return f"{line}; {hint}"
     elsewhere = running(job_type, names)
@@ -191,14 +191,14 @@ def no_stack(
 
 
 def no_job_type_in(
-    stack: str, job_type: str, own: Sequence[str], names: Sequence[str], queues: Queues | None = None
+    stack: str, job_type: str, own: Sequence[str], names: Sequence[str], resources: Resources | None = None
 ) -> str:
     """The line for ``job_type`` not in ``stack``, whose job types are ``own``."""
     line = f"no job type {job_type} in stack {stack}" + (
         f"; its job types: {', '.join(own)}" if own else " (it has none)"
     )
     full = f"{stack}/{job_type}"
-    hint = case(full, names) or is_queue(job_type, queues) or close(full, names)
+    hint = case(full, names) or is_resource(job_type, resources) or close(full, names)
     if hint is not None:
         return f"{line}; {hint}"
     elsewhere = running(job_type, names)
