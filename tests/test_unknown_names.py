@@ -661,7 +661,7 @@ def test_status_given_job_types_shows_only_theirs(
     capsys.readouterr()
     # WHEN a name is no job type there, THEN it is the lookup's one line, status 2, and nothing is read
     assert main(["status", "Invoice"]) == 2
-    assert capsys.readouterr().err.endswith("did you mean Invoices?\n")
+    assert capsys.readouterr().err.endswith("did you mean Dev-Billing/Invoices or Prod-Billing/Invoices?\n")
     assert main(["status", "Emails", "--stack", "Dev-Billing"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no job type Emails in stack Dev-Billing") and err.count("\n") == 1, err
@@ -709,3 +709,14 @@ def test_a_consumers_function_or_service_name_given_as_the_job_type_names_its_jo
     assert line.endswith(
         "; Prod-Billing-ReceiptsFunction-XyZ is the Lambda function of Prod-Billing/Receipts: --stack Prod-Billing"
     ), line
+
+
+def test_a_case_slip_or_typo_of_a_job_type_two_stacks_have_suggests_both_names() -> None:
+    # GIVEN Invoices in two Stages' stacks
+    found = two_stages()
+    # WHEN its case slipped or it is mistyped, THEN the suggestion is each stack's name of it (the bare name would
+    # be refused next as in two stacks), neither picked
+    for given in ("invoices", "Invoice"):
+        with pytest.raises(NotFound) as slip:
+            found.find(given)
+        assert "; did you mean Dev-Billing/Invoices or Prod-Billing/Invoices?" in str(slip.value), slip.value

@@ -43,16 +43,27 @@ CASE = "(names are case-sensitive)"
 CLOSE = 0.8
 
 
-def case(name: str, names: Sequence[str], kind: str = "") -> str | None:
-    """``did you mean ...?`` (``kind``: what it names) when one of ``names`` differs from ``name`` only in case."""
+def case(name: str, names: Sequence[str], kind: str = "", spell: Mapping[str, str] | None = None) -> str | None:
+    """``did you mean ...?`` (``kind``: what it names) when one of ``names`` differs from ``name`` only in case;
+    ``spell``: how to say a name found, when not as it is (:func:`job_types_named`)."""
     same = [found for found in names if found.lower() == name.lower()]
-    return f"did you mean {kind}{same[0]}? {CASE}" if len(same) == 1 else None
+    return f"did you mean {kind}{(spell or {}).get(same[0], same[0])}? {CASE}" if len(same) == 1 else None
 
 
-def close(name: str, names: Sequence[str], kind: str = "") -> str | None:
+def close(name: str, names: Sequence[str], kind: str = "", spell: Mapping[str, str] | None = None) -> str | None:
     """``did you mean ...?`` when one of ``names`` is the closest to ``name``, at least :data:`CLOSE` alike."""
     found = difflib.get_close_matches(name, names, n=1, cutoff=CLOSE)
-    return f"did you mean {kind}{found[0]}?" if found else None
+    return f"did you mean {kind}{(spell or {}).get(found[0], found[0])}?" if found else None
+
+
+def job_types_named(names: Sequence[str]) -> dict[str, str]:
+    """Each job type's name (``names``: ``STACK/JOB_TYPE``) -> how to give it: itself, or each stack's name of it
+    when two stacks have it (the name alone would be refused next), neither picked."""
+    spelled = {}
+    for job_type in sorted({name.rsplit("/", 1)[1] for name in names}):
+        stacks = running(job_type, names)
+        spelled[job_type] = " or ".join(stacks) if len(stacks) > 1 else job_type
+    return spelled
 
 
 def stack_given(

@@ -20,6 +20,7 @@ from jobqueues.ops.name_hints import (
     close,
     inside,
     is_resource,
+    job_types_named,
     queue_key,
     queue_named,
     running,
@@ -147,14 +148,16 @@ def no_job_type(
         )
     counted = f"{len(stacks)} stack{'' if len(stacks) == 1 else 's'} searched"
     line = f"no job type {job_type} in {counted}; job types: {_listed(names)}"
-    bare = sorted({name.rsplit("/", 1)[1] for name in names})
-    hint = case(job_type, bare) or stack_as_job_type(job_type, stacks, names) or is_resource(job_type, resources)
+    spell = job_types_named(names)
+    bare = sorted(spell)
+    hint = case(job_type, bare, spell=spell) or stack_as_job_type(job_type, stacks, names)
+    hint = hint or is_resource(job_type, resources)
     holding = within(job_type, paths or {})
     if hint is None and holding:  # a Stage's name, a stack's id or path
         example = next(name for name in names if name.startswith(f"{holding[0]}/"))
         where = f"stack {holding[0]}" if len(holding) == 1 else f"stacks {', '.join(holding)}"
         hint = f"{job_type} is in the construct path of {where}: name a job type as STACK/JOB_TYPE, e.g. {example}"
-    hint = hint or close(job_type, bare)
+    hint = hint or close(job_type, bare, spell=spell)
     return f"{line}; {hint}" if hint is not None else line
 
 
