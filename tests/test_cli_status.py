@@ -307,7 +307,7 @@ def test_the_table_shows_the_quota_share_from_1_percent_and_what_could_not_be_re
         "S/Near (FIFO)", "3", "1,200 (1% of quota)", "0", "-", "4", "30 s", "5", "Lambda 2 errors - throttles"
     ]  # fmt: skip
     assert cells["S/Low"] == ["S/Low", "0", "1,199", "-", "2 min", "0", "-", "-", "ECS 1/3 tasks"]
-    assert cells["S/Gone"] == ["S/Gone", *["-"] * 7, "- (note below)"]  # the note under the table (status_view)
+    assert cells["S/Gone"] == ["S/Gone", *["-"] * 7, "none (note below)"]  # the note under the table (status_view)
     # a DLQ with messages is red, an empty one is not
     red = Console(width=300, record=True, force_terminal=True, color_system="standard")
     red.print(table([near]))
@@ -602,3 +602,30 @@ def test_a_row_s_note_is_printed_under_the_table_and_leaves_every_column_readabl
     # THEN every name and VT is whole, and the note follows the table, naming its row
     assert "Trial/Emails" in text and "Trial/Orders" in text and text.count("30 s") == 2, text
     assert f"Trial/Orders: {gone.note}" in " ".join(text.split()), text
+
+
+def test_on_an_80_column_terminal_every_figure_is_whole_and_a_job_type_without_consumer_says_none() -> None:
+    # GIVEN a two-Stage app's rows, long names and a Lambda consumer's long cell (a docs-only trial's app: on an
+    # 80-column terminal the DLQ and VT columns shrank to nothing and the headers to "…")
+    rows = [
+        JobTypeStatus(
+            f"{stage}-Media/{job}", job, f"{stage}-Media", fifo, visible=12_345, in_flight=0, delayed=0,
+            dead_letter=7, visibility_timeout_s=180, max_receive_count=5, consumer=consumer,
+        )
+        for stage in ("Staging", "Live")
+        for job, fifo, consumer in (("Thumbnails", False, "lambda"), ("Transcode", True, "ecs"))
+    ]  # fmt: skip
+    rows.append(JobTypeStatus("Shared/Emails", "Emails", "Shared", False, visible=0, dead_letter=0, consumer="none"))
+    # WHEN the table is printed 80 columns wide
+    console = Console(width=80, record=True, color_system=None)
+    console.print(table(rows))
+    text = console.export_text()
+    # THEN every header and every figure is whole (a name or a consumer may wrap), and no cell is cut short
+    assert "…" not in text, text
+    for header in ("visible", "DLQ", "VT", "max", "oldest"):
+        assert header in text, text
+    assert text.count("12,345") == 4 and text.count("180 s") == 4, text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    # AND a job type without a consumer says none, where "-" is a figure that could not be read
+    emails = next(line for line in text_of(table(rows)).splitlines() if "Shared/Emails" in line)
+    assert emails.rstrip().rstrip("│").rstrip().endswith("none"), emails

@@ -720,3 +720,88 @@ def test_a_case_slip_or_typo_of_a_job_type_two_stacks_have_suggests_both_names()
         with pytest.raises(NotFound) as slip:
             found.find(given)
         assert "; did you mean Dev-Billing/Invoices or Prod-Billing/Invoices?" in str(slip.value), slip.value
+
+
+def media_app() -> Discovery:
+    """A docs-only trial's app: Stages Staging and Live, each with stack Media (Thumbnails, Transcode), and a stack
+    Shared with Emails."""
+    jobs = [
+        JobType(job, f"{stage}-Media", f"{stage}/Media/{job}/Queue", None, None)  # a LambdaJob's job queue
+        for stage in ("Staging", "Live")
+        for job in ("Thumbnails", "Transcode")
+    ]
+    jobs.append(JobType("Emails", "Shared", "Shared/Emails", None, None))
+    return Discovery(jobs, ["Live-Media", "Shared", "Staging-Media"], "region us-east-1", NOT_HERE)
+
+
+def test_a_job_type_named_in_the_wrong_stack_is_told_where_it_is_not_a_neighbour_of_the_stacks_name() -> None:
+    found = media_app()
+    # WHEN a job type is named in a stack that does not have it, THEN the line names the stacks that have it; no
+    # other job type of that stack is suggested for it (a trial was told "did you mean Live-Media/Thumbnails?" for
+    # Live-Media/Emails, and the next purge would have purged that)
+    for name, stack, where in (
+        ("Live-Media/Emails", None, "Emails is in: Shared/Emails"),
+        ("Emails", "Live-Media", "Emails is in: Shared/Emails"),
+        ("Thumbnails", "Shared", "Thumbnails is in: Live-Media/Thumbnails, Staging-Media/Thumbnails"),
+    ):
+        with pytest.raises(NotFound) as wrong:
+            found.find(name, stack)
+        assert str(wrong.value).endswith(f"; {where}") and "did you mean" not in str(wrong.value), wrong.value
+    # WHEN the job type's name or the stack's is mistyped, THEN the name meant is suggested
+    for name, meant in (
+        ("Live-Media/Thumbnals", "Live-Media/Thumbnails"),
+        ("Live-Meda/Thumbnails", "Live-Media/Thumbnails"),
+    ):
+        with pytest.raises(NotFound) as typo:
+            found.find(name)
+        assert f"did you mean {meant}?" in str(typo.value), typo.value
+
+
+def test_a_construct_path_two_stages_share_names_both_stacks_and_the_job_types_to_give() -> None:
+    found = media_app()
+    # WHEN a path in both Stages' stacks is given as the job type, or as the stack of one, THEN both are named,
+    # neither picked, with the job type's full names when it is known
+    both = "is in the construct path of stacks Live-Media, Staging-Media: name the job type Live-Media/Thumbnails or "
+    for name, stack in (
+        ("Media/Thumbnails", None),
+        ("Thumbnails", "Media"),
+        ("Staging/Media/Thumbnails/Function", None),
+    ):
+        with pytest.raises(NotFound) as path:
+            found.find(name, stack)
+        said = str(path.value)
+        if name.startswith("Staging/"):  # under one job type's construct: that one
+            assert said.endswith("is a construct path: name the job type Staging-Media/Thumbnails"), said
+        else:
+            assert f"Media/Thumbnails {both}Staging-Media/Thumbnails" in said, said
+    # WHEN the path is one stack's, THEN that stack's job type is named
+    with pytest.raises(NotFound) as one:
+        found.find("Live/Media")
+    assert "is in the construct path of stack Live-Media: name a job type as Live-Media/JOB_TYPE" in str(one.value)
+
+
+def test_a_consumers_arn_names_its_job_type() -> None:
+    # GIVEN a job type consumed by a Lambda function and one by an ECS service (what the CLIs list: ARNs)
+    from jobqueues.ops.discovery import EcsConsumer
+
+    service = f"arn:aws:ecs:us-east-1:{ACCOUNT}:service/Live-Cluster/Live-Media-TranscodeService-AbC123"
+    function = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:Live-Media-ThumbnailsFunction-XyZ"
+    jobs = [
+        JobType("Thumbnails", "Live-Media", "Live/Media/Thumbnails", None, None,
+                consumer=LambdaConsumer("Live-Media-ThumbnailsFunction-XyZ", None)),
+        JobType("Transcode", "Live-Media", "Live/Media/Transcode", None, None,
+                consumer=EcsConsumer(service, None, None, None)),
+    ]  # fmt: skip
+    found = Discovery(jobs, ["Live-Media"], "region us-east-1", NOT_HERE)
+    # WHEN its ARN is given as the job type (a function's also with a version), THEN the line names its job type
+    for given, noun, what in (
+        (service, "an ECS service", "the ECS service of Live-Media/Transcode"),
+        (function, "a Lambda function", "the Lambda function of Live-Media/Thumbnails"),
+        (f"{function}:3", "a Lambda function", "the Lambda function of Live-Media/Thumbnails"),
+    ):
+        with pytest.raises(NotFound) as named:
+            found.find(given)
+        assert str(named.value) == f"{given} names {noun}, not a job type: it is {what}", named.value
+    # WHEN it is given as the stack, THEN the stack to give, not the region advice
+    line = no_deployed_stacks([service], ["Live-Media"], "here", NOT_HERE, [j.name for j in jobs], resource_names(jobs))
+    assert line.endswith("is the ECS service of Live-Media/Transcode: --stack Live-Media"), line

@@ -49,7 +49,7 @@ def _consumer(row: JobTypeStatus) -> str:
         errors = "-" if row.lambda_errors is None else f"{row.lambda_errors:g}"
         throttles = "-" if row.lambda_throttles is None else f"{row.lambda_throttles:g}"
         return f"Lambda {errors} errors {throttles} throttles"
-    return "-"
+    return "none"  # ("-" is a figure that could not be read)
 
 
 def _noisy_groups(row: JobTypeStatus) -> str:
@@ -61,30 +61,43 @@ def _noisy_groups(row: JobTypeStatus) -> str:
 
 
 def table(rows: list[JobTypeStatus]) -> Table:
-    """The status table: one row per job type."""
+    """The status table: one row per job type. On a narrow terminal a name or a consumer wraps, and a figure never
+    does: each figure's column is at least as wide as its widest figure (rich squeezed them to "…")."""
     view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
-    columns = ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer")
-    for column in columns:
-        left = column in ("job type", "consumer")
-        view.add_column(column, justify="left" if left else "right", no_wrap=True)
+    columns = ["job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer"]
     fair = any(row.fair for row in rows)
     if fair:  # only with a fair queue: the others have no noisy groups
-        view.add_column("noisy groups", justify="right", no_wrap=True)
-    for row in rows:
-        dlq = _count(row.dead_letter)
-        view.add_row(
-            row.name + (" (FIFO)" if row.fifo else " (fair)" if row.fair else ""),
-            _count(row.visible),
-            _in_flight(row),
-            _count(row.delayed),
-            _age(row.oldest_age_s),
-            f"[bold red]{dlq}[/]" if row.dead_letter else dlq,
-            "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
-            _count(row.max_receive_count),
-            _consumer(row) + (" (note below)" if row.note else ""),
-            *([_noisy_groups(row)] if fair else []),
-        )
+        columns.append("noisy groups")
+    cells = [_cells(row, fair) for row in rows]
+    for i, column in enumerate(columns):
+        if column in ("job type", "consumer"):
+            view.add_column(column, justify="left", overflow="fold")
+            continue
+        # whole figures, and a header's longest word ("in flight" may wrap; its quota share's words may too)
+        words = [word for cell in cells for word in ([cell[i]] if i != 2 else cell[i].split())]
+        widest = max((len(word) for word in words + column.split()), default=0)
+        view.add_column(column, justify="right", min_width=widest)
+    for row, values in zip(rows, cells, strict=True):
+        if row.dead_letter:
+            values[5] = f"[bold red]{values[5]}[/]"
+        view.add_row(*values)
     return view
+
+
+def _cells(row: JobTypeStatus, fair: bool) -> list[str]:
+    """A row's cells as text, in the table's column order."""
+    return [
+        row.name + (" (FIFO)" if row.fifo else " (fair)" if row.fair else ""),
+        _count(row.visible),
+        _in_flight(row),
+        _count(row.delayed),
+        _age(row.oldest_age_s),
+        _count(row.dead_letter),
+        "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
+        _count(row.max_receive_count),
+        _consumer(row) + (" (note below)" if row.note else ""),
+        *([_noisy_groups(row)] if fair else []),
+    ]
 
 
 def status_view(rows: list[JobTypeStatus]) -> RenderableType:

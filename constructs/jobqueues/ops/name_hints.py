@@ -56,6 +56,20 @@ def close(name: str, names: Sequence[str], kind: str = "", spell: Mapping[str, s
     return f"did you mean {kind}{(spell or {}).get(found[0], found[0])}?" if found else None
 
 
+def close_name(name: str, names: Sequence[str]) -> str | None:
+    """``did you mean STACK/JOB_TYPE?`` for ``name`` (``STACK/JOB_TYPE``) when one of ``names`` is alike in each
+    part, at least :data:`CLOSE` (a typo in the stack's name, the job type's, or both). Alike as a whole is not
+    enough: ``Live-Media/Emails`` is as alike to ``Live-Media/Thumbnails`` by its stack alone."""
+    stack, _, job_type = name.rpartition("/")
+
+    def alike(given: str, found: str) -> bool:
+        return given == found or difflib.SequenceMatcher(None, given, found).ratio() >= CLOSE
+
+    each = [found for found in names if all(map(alike, (stack, job_type), found.rsplit("/", 1)))]
+    best = difflib.get_close_matches(name, each, n=1, cutoff=0)
+    return f"did you mean {best[0]}?" if best else None
+
+
 def job_types_named(names: Sequence[str]) -> dict[str, str]:
     """Each job type's name (``names``: ``STACK/JOB_TYPE``) -> how to give it: itself, or each stack's name of it
     when two stacks have it (the name alone would be refused next), neither picked."""
@@ -86,7 +100,7 @@ def stack_given(
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
     theirs, kind = [_stack_of(name) for name in running(given, names)], "a job type of"
-    queue = None if theirs else queue_key(queue_named(given) or given, resources)
+    queue = None if theirs else queue_key((resource_named(given) or ("", given))[1], resources)
     if queue is not None:
         return f"{given} is {what(resources[queue])}: --stack {_stack_of(resources[queue][1])}"
     if not theirs:  # a Stage's name (Dev), a stack's id (Billing) or path, whatever its stack is named; also its
@@ -148,12 +162,22 @@ def running(job_type: str, names: Sequence[str]) -> list[str]:
     return sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
 
 
-def queue_named(given: str) -> str | None:
-    """The queue's name in a queue's URL or ARN, None for anything else."""
+def resource_named(given: str) -> tuple[str, str] | None:
+    """What a URL or ARN the consoles and CLIs show names, and its name: ``("queue", NAME)`` for a queue's URL or
+    ARN, ``("Lambda function", NAME)`` for a function's ARN (a version or alias after it too), ``("ECS service",
+    NAME)`` for a service's ARN; None for anything else."""
     if "://" in given:
-        return given.rstrip("/").rsplit("/", 1)[1]
+        return "queue", given.rstrip("/").rsplit("/", 1)[1]
     parts = given.split(":")
-    return parts[-1] if len(parts) == 6 and parts[0] == "arn" and parts[2] == "sqs" else None
+    if len(parts) < 6 or parts[0] != "arn":
+        return None
+    if parts[2] == "sqs" and len(parts) == 6:
+        return "queue", parts[5]
+    if parts[2] == "lambda" and parts[5] == "function" and len(parts) in (7, 8):
+        return "Lambda function", parts[6]
+    if parts[2] == "ecs" and len(parts) == 6 and parts[5].startswith("service/"):
+        return "ECS service", parts[5].rsplit("/", 1)[1]  # service/CLUSTER/NAME, or the old service/NAME
+    return None
 
 
 def is_resource(name: str, resources: Resources | None) -> str | None:

@@ -18,11 +18,12 @@ from jobqueues.ops.name_hints import (
     Resources,
     case,
     close,
+    close_name,
     inside,
     is_resource,
     job_types_named,
     queue_key,
-    queue_named,
+    resource_named,
     running,
     stack_as_job_type,
     stack_given,
@@ -79,16 +80,16 @@ def not_a_name(
 ) -> str | None:
     """The line for what is not a job type's name but says which one is meant: a queue's URL or ARN, a construct
     path (a job type's, one under it, one above it in a stack), a stack's ARN; None for a name."""
-    queue = queue_named(given)
-    if queue is not None:
-        return no_queue(given, queue, names, resources)
+    named = resource_named(given)
+    if named is not None:
+        return no_resource(given, *named, names, resources)
     deep = given.count("/") > 1  # STACK/JOB_TYPE has one slash
     pathed = paths.get(given) or (inside(given, paths) if deep else None)
     if pathed:
         return f"{given!r} is a construct path: name the job type {pathed}"
     holding = within(given, paths) if deep else []
     if holding:
-        return _in_stack_path(repr(given), holding[0])
+        return _in_stack_path(repr(given), holding, names)
     arn = stack_named(given)
     if arn is None:
         return None
@@ -97,12 +98,13 @@ def not_a_name(
     )
 
 
-def no_queue(given: str, queue: str, names: Sequence[str], resources: Resources) -> str:
-    """The line for a queue's URL or ARN (``given``, of queue ``queue``) given as a job type."""
-    key = queue_key(queue, resources)
+def no_resource(given: str, noun: str, name: str, names: Sequence[str], resources: Resources) -> str:
+    """The line for a URL or ARN (``given``, of the ``noun`` (``queue``, ``Lambda function``, ``ECS service``)
+    ``name``) given as a job type."""
+    key = queue_key(name, resources)
     if key is not None:
-        return f"{given} names a queue, not a job type: it is {what(resources[key])}"
-    return f"{given} names a queue, not a job type, and no job type's queue is {queue}; job types: {_listed(names)}"
+        return f"{given} names {_a(noun)}, not a job type: it is {what(resources[key])}"
+    return f"{given} names {_a(noun)}, not a job type, and no job type's {noun} is {name}; job types: {_listed(names)}"
 
 
 def no_deployed_stacks(
@@ -176,14 +178,14 @@ def no_stack(
     full = f"{stack}/{job_type}"
     holding = within(full, paths or {})
     if holding:  # a stack's construct path (Dev/Billing) read as STACK/JOB_TYPE
-        return f"{line}; {_in_stack_path(full, holding[0])}"
+        return f"{line}; {_in_stack_path(full, holding, names)}"
     hint = case(full, names) or case(stack, stacks, "stack ")
     hint = hint or stack_given(stack, stacks, names, resources or {}, paths or {})
     if hint is not None:
         return f"{line}; {hint}"
     elsewhere = running(job_type, names)
     having = [name.rsplit("/", 1)[0] for name in elsewhere]  # a stack without the job type is no answer
-    near = close(full, names) or close(stack, having, "stack ")
+    near = close_name(full, names) or close(stack, having, "stack ")
     if near is not None:  # a typo (the stack may still be elsewhere)
         return f"{line}; {near}" + (f" or {not_here}" if not_here else "")
     if elsewhere:
@@ -201,16 +203,28 @@ def no_job_type_in(
         f"; its job types: {', '.join(own)}" if own else " (it has none)"
     )
     full = f"{stack}/{job_type}"
-    hint = case(full, names) or is_resource(job_type, resources) or close(full, names)
+    hint = case(full, names) or is_resource(job_type, resources) or close_name(full, names)
     if hint is not None:
         return f"{line}; {hint}"
     elsewhere = running(job_type, names)
     return line + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere else "")
 
 
-def _in_stack_path(given: str, stack: str) -> str:
-    """``given``, a path in ``stack``'s construct tree above any job type: what to name instead."""
-    return f"{given} is in the construct path of stack {stack}: name a job type as {stack}/JOB_TYPE"
+def _in_stack_path(given: str, stacks: Sequence[str], names: Sequence[str]) -> str:
+    """``given``, a path in the construct trees of ``stacks`` (of two Stages, both: neither is picked): the job
+    type to name instead when its last part is one of theirs, else how to name one."""
+    job_type = given.strip("'").rsplit("/", 1)[-1]
+    theirs = [name for name in running(job_type, names) if name.rsplit("/", 1)[0] in stacks]
+    held = f"stack {stacks[0]}" if len(stacks) == 1 else f"stacks {', '.join(stacks)}"
+    if theirs:
+        return f"{given} is in the construct path of {held}: name the job type {' or '.join(theirs)}"
+    return f"{given} is in the construct path of {held}: name a job type as " + (
+        f"{stacks[0]}/JOB_TYPE" if len(stacks) == 1 else "STACK/JOB_TYPE, STACK one of them"
+    )
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[0] in 'AEIOU' else 'a'} {noun}"
 
 
 def _listed(names: Sequence[str]) -> str:
