@@ -112,7 +112,10 @@ def test_fifo_needs_a_group_and_standard_refuses_a_dedup_id(
     # the consumer's function, as the Lambda console names it, names its job type
     function = getattr(job(ops_deployment, "Receipts").consumer, "function_name", None)
     assert function is not None and jq(ops_deployment, "send", function, "--body", "x") == 2
-    assert capsys.readouterr().err.endswith(f"; {function} is the Lambda function of Prod-Billing/Receipts\n")
+    assert capsys.readouterr().err == (
+        f"error: {function} names a Lambda function, not a job type: it is the Lambda function of "
+        "Prod-Billing/Receipts\n"
+    )
 
 
 @NEEDS_CDK

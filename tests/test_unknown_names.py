@@ -127,15 +127,19 @@ def test_a_stack_or_queue_name_given_as_the_job_type_is_named_as_what_it_is() ->
     with pytest.raises(NotFound) as empty:
         found.find("CDKToolkit")
     assert str(empty.value).endswith("; CDKToolkit is a stack without job types"), empty.value
-    # WHEN a queue's name (copied from the console) is given, THEN the line names the job type it belongs to
+    # WHEN a queue's name (copied from the console) is given, THEN the line names the job type it belongs to, as
+    # for its URL (one line of what it is, not the list of every job type)
     with pytest.raises(NotFound) as queue:
         found.find("Prod-Billing-Invoices.fifo")
-    assert str(queue.value).endswith("; Prod-Billing-Invoices.fifo is the queue of Prod-Billing/Invoices"), queue.value
+    assert str(queue.value) == (
+        "Prod-Billing-Invoices.fifo names a queue, not a job type: it is the queue of Prod-Billing/Invoices"
+    )
     with pytest.raises(NotFound) as dead:
         found.find("Prod-Billing-Invoices-dlq.fifo")
-    assert str(dead.value).endswith(
-        "; Prod-Billing-Invoices-dlq.fifo is the dead-letter queue of Prod-Billing/Invoices"
-    ), dead.value
+    assert str(dead.value) == (
+        "Prod-Billing-Invoices-dlq.fifo names a dead-letter queue, not a job type: it is the dead-letter queue of "
+        "Prod-Billing/Invoices"
+    )
 
 
 def test_env_in_a_form_local_up_does_not_take_is_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -694,13 +698,13 @@ def test_a_consumers_function_or_service_name_given_as_the_job_type_names_its_jo
     )
     found = Discovery([receipts, invoices], ["Prod-Billing"], "region us-east-1", NOT_HERE)
     # WHEN the function's or the service's name is given where the job type goes, THEN the line names its job type
-    for given, what in (
-        ("Prod-Billing-ReceiptsFunction-XyZ", "the Lambda function of Prod-Billing/Receipts"),
-        ("Prod-Billing-InvoicesService-AbC123", "the ECS service of Prod-Billing/Invoices"),
+    for given, noun, what in (
+        ("Prod-Billing-ReceiptsFunction-XyZ", "a Lambda function", "the Lambda function of Prod-Billing/Receipts"),
+        ("Prod-Billing-InvoicesService-AbC123", "an ECS service", "the ECS service of Prod-Billing/Invoices"),
     ):
         with pytest.raises(NotFound) as named:
             found.find(given)
-        assert str(named.value).endswith(f"; {given} is {what}"), named.value
+        assert str(named.value) == f"{given} names {noun}, not a job type: it is {what}", named.value
     # WHEN it is given as the stack, THEN the line names the stack to give
     names, resources = [receipts.name, invoices.name], resource_names(found.job_types)
     line = no_deployed_stacks(

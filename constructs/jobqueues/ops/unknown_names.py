@@ -153,7 +153,9 @@ def no_job_type(
     spell = job_types_named(names)
     bare = sorted(spell)
     hint = case(job_type, bare, spell=spell) or stack_as_job_type(job_type, stacks, names)
-    hint = hint or is_resource(job_type, resources)
+    key = None if hint is not None else queue_key(job_type, resources or {})
+    if key is not None:  # a queue's or a consumer's name: said as its URL or ARN is, not after every job type
+        return no_resource(job_type, (resources or {})[key][0].removeprefix("the "), key, names, resources or {})
     holding = within(job_type, paths or {})
     if hint is None and holding:  # a Stage's name, a stack's id or path
         example = next(name for name in names if name.startswith(f"{holding[0]}/"))
