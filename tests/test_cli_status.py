@@ -26,7 +26,7 @@ from rich.console import Console
 from support.cli_runs import as_from_a_terminal
 
 from jobqueues.cli import main
-from jobqueues.cli.status import table, watch_view
+from jobqueues.cli.status_table import table, watch_view
 from jobqueues.emulator.server import LocalServer
 from jobqueues.marker_format import QUEUE_MARKER
 from jobqueues.ops.discovery import EcsConsumer, JobType, LambdaConsumer, StackTemplate, discover, discover_templates
@@ -590,7 +590,7 @@ def test_a_row_s_note_is_printed_under_the_table_and_leaves_every_column_readabl
     # column of the table to a few letters, healthy rows included)
     from rich.console import Console
 
-    from jobqueues.cli.status import status_view
+    from jobqueues.cli.status_table import status_view
 
     job = JobType("Orders", "Trial", "Trial/Orders", "https://q/Trial-Orders", "https://q/Trial-Orders-dlq")
     healthy = job_status(0, replace(job, job_type="Emails"), {"VisibilityTimeout": "30"}, {}, {}, {})
@@ -604,9 +604,12 @@ def test_a_row_s_note_is_printed_under_the_table_and_leaves_every_column_readabl
     assert f"Trial/Orders: {gone.note}" in " ".join(text.split()), text
 
 
-def test_on_an_80_column_terminal_every_figure_is_whole_and_a_job_type_without_consumer_says_none() -> None:
-    # GIVEN a two-Stage app's rows, long names and a Lambda consumer's long cell (a docs-only trial's app: on an
-    # 80-column terminal the DLQ and VT columns shrank to nothing and the headers to "…")
+def test_on_a_narrow_terminal_every_name_and_figure_is_whole_and_a_job_type_without_consumer_says_none() -> None:
+    # GIVEN a two-Stage app's rows: long names, a Lambda consumer's long cell (two docs-only trials' app: on an
+    # 80-column terminal the DLQ and VT columns shrank to nothing, at 60 whole columns were dropped, and names were
+    # split mid-word at 100)
+    from jobqueues.cli.status_table import status_view, table_width
+
     rows = [
         JobTypeStatus(
             f"{stage}-Media/{job}", job, f"{stage}-Media", fifo, visible=12_345, in_flight=0, delayed=0,
@@ -616,16 +619,21 @@ def test_on_an_80_column_terminal_every_figure_is_whole_and_a_job_type_without_c
         for job, fifo, consumer in (("Thumbnails", False, "lambda"), ("Transcode", True, "ecs"))
     ]  # fmt: skip
     rows.append(JobTypeStatus("Shared/Emails", "Emails", "Shared", False, visible=0, dead_letter=0, consumer="none"))
-    # WHEN the table is printed 80 columns wide
-    console = Console(width=80, record=True, color_system=None)
-    console.print(table(rows))
-    text = console.export_text()
-    # THEN every header and every figure is whole (a name or a consumer may wrap), and no cell is cut short
-    assert "…" not in text, text
-    for header in ("visible", "DLQ", "VT", "max", "oldest"):
-        assert header in text, text
-    assert text.count("12,345") == 4 and text.count("180 s") == 4, text
-    assert max(len(line) for line in text.splitlines()) <= 80
+    for width in (140, table_width(rows), 80, 60, 40):
+        # WHEN the status is printed that wide
+        console = Console(width=width, record=True, color_system=None)
+        console.print(status_view(rows))
+        text = console.export_text()
+        lines = text.splitlines()
+        # THEN no line is wider, nothing is cut short, and every name and figure is whole
+        assert max(len(line) for line in lines) <= width and "…" not in text, text
+        for row in rows:
+            assert any(row.name in line for line in lines), (width, row.name, text)
+        assert text.count("12,345") == 4 and text.count("180 s") == 4 and text.count(" 7 ") >= 4, text
+        for label in ("visible", "flight", "delayed", "oldest", "DLQ", "VT", "rcv", "consumer", "throttles"):
+            assert label in text, (width, label, text)
+        # AND the table while it fits (its headers may wrap), else a block per job type
+        assert ("┃" in text) == (width >= table_width(rows)), (width, text)
     # AND a job type without a consumer says none, where "-" is a figure that could not be read
     emails = next(line for line in text_of(table(rows)).splitlines() if "Shared/Emails" in line)
     assert emails.rstrip().rstrip("│").rstrip().endswith("none"), emails

@@ -16,7 +16,7 @@ import pytest
 from jobqueues.cli import main
 from jobqueues.ops.discovery import NOT_HERE, Discovery, JobType, LambdaConsumer, discover
 from jobqueues.ops.errors import BadInput, NotFound
-from jobqueues.ops.name_hints import resource_names
+from jobqueues.ops.name_hints import construct_paths, resource_names
 from jobqueues.ops.unknown_names import no_deployed_stacks
 from jobqueues.profiles_document import SUPPORTED_SCHEMA_VERSION
 
@@ -809,3 +809,83 @@ def test_a_consumers_arn_names_its_job_type() -> None:
     # WHEN it is given as the stack, THEN the stack to give, not the region advice
     line = no_deployed_stacks([service], ["Live-Media"], "here", NOT_HERE, [j.name for j in jobs], resource_names(jobs))
     assert line.endswith("is the ECS service of Live-Media/Transcode: --stack Live-Media"), line
+
+
+def test_a_count_of_messages_is_written_as_status_writes_counts() -> None:
+    from jobqueues.cli.context import messages
+
+    assert (messages(1), messages(2), messages(1_200)) == ("1 message", "2 messages", "1,200 messages")
+
+
+def orders_app() -> Discovery:
+    """A second trial's app: Stages Qa and Prod with stack Orders named orders-qa and orders-prod by the app
+    (Fulfil, an EcsJob; Notify, a LambdaJob), and a top-level stack Billing (Invoices, a LambdaJob; Refunds)."""
+    jobs = [
+        JobType(job, f"orders-{stage.lower()}", f"{stage}/Orders/{job}/Queue", None, None)
+        for stage in ("Qa", "Prod")
+        for job in ("Fulfil", "Notify")
+    ]
+    jobs += [
+        JobType("Invoices", "Billing", "Billing/Invoices/Queue", None, None),
+        JobType("Refunds", "Billing", "Billing/Refunds", None, None),
+    ]
+    return Discovery(jobs, ["Billing", "CDKToolkit", "orders-prod", "orders-qa"], "region us-east-1", NOT_HERE)
+
+
+def test_a_path_under_a_top_level_stacks_job_type_names_it() -> None:
+    found = orders_app()
+    # WHEN a path under a top-level stack's job queue (its aws:cdk:path) is given as the job type or the stack
+    for given, job in (
+        ("Billing/Refunds/Queue", "Billing/Refunds"),
+        ("Billing/Refunds/Queue/Resource", "Billing/Refunds"),
+        ("Billing/Invoices/Function/Resource", "Billing/Invoices"),
+    ):
+        with pytest.raises(NotFound) as path:
+            found.find(given)
+        # THEN it names the job type (it was refused as "one slash")
+        assert str(path.value) == f"'{given}' is a construct path: name the job type {job}", path.value
+    line = no_deployed_stacks(["Billing/Invoices/Function/Resource"], found.stacks, "here", NOT_HERE,
+                              [j.name for j in found.job_types], {}, construct_paths(found.job_types))  # fmt: skip
+    assert line.endswith("is in the construct of job type Billing/Invoices: --stack Billing"), line
+    # AND the job type's own name is still its name
+    assert found.find("Billing/Refunds").name == "Billing/Refunds"
+
+
+def test_a_job_type_given_with_a_stack_that_lacks_it_names_where_it_is() -> None:
+    found = orders_app()
+    # WHEN the stack given is a Stage's name whose stack lacks the job type, THEN the line says where it is
+    with pytest.raises(NotFound) as stage:
+        found.find("Invoices", "Qa")
+    assert str(stage.value).endswith("; Invoices is in: Billing/Invoices"), stage.value
+    # WHEN a Stage stack's default name is given as the job type, THEN it is named as the stack's
+    with pytest.raises(NotFound) as default:
+        found.find("Qa-Orders")
+    assert "Qa-Orders is in the construct path of stack orders-qa" in str(default.value), default.value
+    # WHEN a top-level STACK/JOB_TYPE's case slipped, THEN it is suggested as spelled
+    with pytest.raises(NotFound) as slip:
+        found.find("billing/invoices")
+    assert str(slip.value).endswith("did you mean Billing/Invoices? (names are case-sensitive)"), slip.value
+    # WHEN an ARN of no job type's queue, function or service is given (a cluster's), THEN it is said to be one
+    cluster = f"arn:aws:ecs:us-east-1:{ACCOUNT}:cluster/orders-qa-Cluster"
+    with pytest.raises(NotFound) as arn:
+        found.find(cluster)
+    assert str(arn.value).startswith(f"{cluster} is an ARN, not a job type's name; job types: "), arn.value
+
+
+def test_status_of_a_job_type_with_a_stack_that_lacks_it_names_where_it_is(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jobqueues.cli.status as status
+    from jobqueues.cli.context import Aws
+
+    found = orders_app()
+
+    def discover(self: Aws, stacks: tuple[str, ...] | list[str] = ()) -> Discovery:
+        chosen = [j for j in found.job_types if not stacks or j.stack in stacks]
+        return replace(found, job_types=chosen, stacks=list(stacks) or found.stacks)
+
+    monkeypatch.setattr(Aws, "discover", discover)
+    monkeypatch.setattr(status, "_read", lambda aws, job_types: [])
+    # WHEN status is given a job type and a --stack without it, THEN the line names the stack that has it
+    assert main(["status", "Refunds", "--stack", "orders-qa"]) == 2
+    assert capsys.readouterr().err.endswith("; Refunds is in: Billing/Refunds\n")

@@ -306,5 +306,5 @@ def standard_input() -> TextIO | None:
 
 
 def messages(count: int) -> str:
-    """``1 message``, ``2 messages``."""
-    return f"{count} message" if count == 1 else f"{count} messages"
+    """``1 message``, ``1,200 messages``."""
+    return f"{count:,} message" if count == 1 else f"{count:,} messages"  # 1,200, as status prints counts

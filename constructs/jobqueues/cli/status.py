@@ -8,110 +8,15 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import click
-from rich.console import Console, Group, RenderableType
-from rich.markup import escape
-from rich.table import Table
+from rich.console import Console
 
 from jobqueues.cli.context import CTRL_C_LOOK_S, Aws, CtrlCStop, ctrl_c_sets, pass_aws
+from jobqueues.cli.status_table import status_view, watch_view
 from jobqueues.ops.discovery import Discovery, JobType
 from jobqueues.ops.errors import BadInput, aws_error
 from jobqueues.ops.status import JobTypeStatus, read_status
 
 T = TypeVar("T")
-
-
-def _count(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _in_flight(row: JobTypeStatus) -> str:
-    share = row.in_flight_share
-    text = _count(row.in_flight)
-    # Only worth a glance near SQS's in-flight quota: past it, receives return nothing.
-    return f"{text} ({share:.0%} of quota)" if share is not None and share >= 0.01 else text
-
-
-def _consumer(row: JobTypeStatus) -> str:
-    if row.consumer == "ecs":
-        tasks = f"{_count(row.ecs_running)}/{_count(row.ecs_desired)} tasks"
-        return f"ECS {tasks}"
-    if row.consumer == "lambda":
-        errors = "-" if row.lambda_errors is None else f"{row.lambda_errors:g}"
-        throttles = "-" if row.lambda_throttles is None else f"{row.lambda_throttles:g}"
-        return f"Lambda {errors} errors {throttles} throttles"
-    return "none"  # ("-" is a figure that could not be read)
-
-
-def _noisy_groups(row: JobTypeStatus) -> str:
-    """A fair queue's noisy groups; one word when CloudWatch has no datapoint (never an invented 0); blank for a
-    queue that is not fair."""
-    if not row.fair:
-        return ""
-    return "unknown" if row.noisy_groups is None else f"{row.noisy_groups:,.0f}"
-
-
-def table(rows: list[JobTypeStatus]) -> Table:
-    """The status table: one row per job type. On a narrow terminal a name or a consumer wraps, and a figure never
-    does: each figure's column is at least as wide as its widest figure (rich squeezed them to "…")."""
-    view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
-    columns = ["job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer"]
-    fair = any(row.fair for row in rows)
-    if fair:  # only with a fair queue: the others have no noisy groups
-        columns.append("noisy groups")
-    cells = [_cells(row, fair) for row in rows]
-    for i, column in enumerate(columns):
-        if column in ("job type", "consumer"):
-            view.add_column(column, justify="left", overflow="fold")
-            continue
-        # whole figures, and a header's longest word ("in flight" may wrap; its quota share's words may too)
-        words = [word for cell in cells for word in ([cell[i]] if i != 2 else cell[i].split())]
-        widest = max((len(word) for word in words + column.split()), default=0)
-        view.add_column(column, justify="right", min_width=widest)
-    for row, values in zip(rows, cells, strict=True):
-        if row.dead_letter:
-            values[5] = f"[bold red]{values[5]}[/]"
-        view.add_row(*values)
-    return view
-
-
-def _cells(row: JobTypeStatus, fair: bool) -> list[str]:
-    """A row's cells as text, in the table's column order."""
-    return [
-        row.name + (" (FIFO)" if row.fifo else " (fair)" if row.fair else ""),
-        _count(row.visible),
-        _in_flight(row),
-        _count(row.delayed),
-        _age(row.oldest_age_s),
-        _count(row.dead_letter),
-        "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
-        _count(row.max_receive_count),
-        _consumer(row) + (" (note below)" if row.note else ""),
-        *([_noisy_groups(row)] if fair else []),
-    ]
-
-
-def status_view(rows: list[JobTypeStatus]) -> RenderableType:
-    """The table, then each row's note (why a figure is missing) under it: in a cell, a long note squeezed every
-    column of the table."""
-    return Group(table(rows), *(f"{escape(row.name)}: {escape(row.note)}" for row in rows if row.note))
-
-
-def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
-    """The ``--watch`` view: the last table read, and why the latest refresh failed (if it did)."""
-    footer = f"refreshed every {every_s:g} s; Ctrl-C ends"
-    if failure is not None:
-        footer = f"[bold red]refresh failed: {escape(failure)}[/] (the table is the last one read); {footer}"
-    return Group(status_view(rows), footer)
 
 
 @click.command("status")
@@ -136,7 +41,7 @@ def command(aws: Aws, names: tuple[str, ...], stacks: tuple[str, ...], watch: fl
     if watch is not None:
         return _watch(aws, stacks, names, watch)
     found = aws.discover(stacks)
-    rows = _read(aws, _named(found, names, stacks))
+    rows = _read(aws, _named(aws, found, names, stacks))
     if as_json:
         click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
     elif not rows:  # where it looked, and which stacks: another region's, or the wrong --stack
@@ -146,16 +51,19 @@ def command(aws: Aws, names: tuple[str, ...], stacks: tuple[str, ...], watch: fl
     return 0
 
 
-def _named(found: Discovery, names: tuple[str, ...], stacks: tuple[str, ...]) -> list[JobType]:
-    """The job types ``names`` name (``JOB_TYPE`` or ``STACK/JOB_TYPE``, as ``send`` takes them), in the
-    discovery's order; all when none is named. A name two stacks have is both rows: status acts on neither. A
-    name found nowhere is the lookup's line (:meth:`Discovery.find`), in the one ``--stack`` given."""
+def _named(aws: Aws, found: Discovery, names: tuple[str, ...], stacks: tuple[str, ...]) -> list[JobType]:
+    """The job types ``names`` name (``JOB_TYPE`` or ``STACK/JOB_TYPE``, as ``send`` takes them) among those found
+    in ``stacks``, in the discovery's order; all when none is named. A name two stacks have is both rows: status
+    acts on neither. A name found nowhere is the lookup's line (:meth:`Discovery.find`); with one ``--stack``, every
+    stack's lookup, which names the stacks that have it."""
     if not names:
         return found.job_types
     chosen: set[str] = set()
     for name in names:
         same = {j.name for j in found.job_types if name in (j.job_type, j.name)}
-        chosen |= same or {found.find(name, stacks[0] if len(set(stacks)) == 1 else None).name}
+        if not same and len(set(stacks)) == 1:
+            aws.job_type(name, stacks[0])  # raises: not in that stack (found holds all of its job types)
+        chosen |= same or {found.find(name).name}
     return [j for j in found.job_types if j.name in chosen]
 
 
@@ -214,7 +122,7 @@ def _watch(aws: Aws, stacks: tuple[str, ...], names: tuple[str, ...], every_s: f
 
     try:
         with ctrl_c_sets(None) as stop:
-            job_types = _until_stopped(stop, lambda: _named(aws.discover(stacks), names, stacks))
+            job_types = _until_stopped(stop, lambda: _named(aws, aws.discover(stacks), names, stacks))
             # the first read fails as a plain run does: one error line, its status
             rows = _until_stopped(stop, lambda: _read(aws, job_types))
             console = _console()

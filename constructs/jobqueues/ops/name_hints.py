@@ -88,7 +88,7 @@ def stack_given(
     dashed = given.replace("/", "-")
     if "/" in given and dashed in stacks:  # `cdk deploy Dev/Billing` deploys the stack CloudFormation calls Dev-Billing
         return f"{given} is the construct path of stack {dashed}: --stack {dashed}"
-    if given in paths:
+    if given in paths and given not in names:
         return f"{given} is the construct path of job type {paths[given]}: --stack {_stack_of(paths[given])}"
     inner = inside(given, paths)
     if inner is not None:  # a resource's path in a job type's construct (its function, its queue's Resource)
@@ -162,6 +162,12 @@ def running(job_type: str, names: Sequence[str]) -> list[str]:
     return sorted(name for name in names if name.rsplit("/", 1)[1] == job_type)
 
 
+def is_arn(given: str) -> bool:
+    """Whether ``given`` has an ARN's form (``arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE``)."""
+    parts = given.split(":", 5)
+    return len(parts) == 6 and parts[0] == "arn"
+
+
 def resource_named(given: str) -> tuple[str, str] | None:
     """What a URL or ARN the consoles and CLIs show names, and its name: ``("queue", NAME)`` for a queue's URL or
     ARN, ``("Lambda function", NAME)`` for a function's ARN (a version or alias after it too), ``("ECS service",
@@ -202,12 +208,13 @@ def queue_key(name: str, resources: Resources) -> str | None:
 
 def construct_paths(job_types: Iterable[Found]) -> dict[str, str]:
     """Each job type's construct path (its job queue's) -> ``STACK/JOB_TYPE``, and its consumer's when the job queue
-    is the consumer's child (an ``EcsJob`` or a ``LambdaJob`` of the job type's name); none that is its name."""
+    is the consumer's child (an ``EcsJob`` or a ``LambdaJob`` of the job type's name). A top-level stack's job
+    queue's path may be its name (``Billing/Refunds``): a lookup of a path as spelled skips the names."""
     paths: dict[str, str] = {}
     for job in job_types:
         parent = job.path.rsplit("/", 1)[0]
         for path in (job.path, parent if parent.rsplit("/", 1)[-1] == job.job_type else ""):
-            if path and path != job.name:
+            if path:
                 paths.setdefault(path, job.name)
     return paths
 

@@ -20,6 +20,7 @@ from jobqueues.ops.name_hints import (
     close,
     close_name,
     inside,
+    is_arn,
     is_resource,
     job_types_named,
     queue_key,
@@ -84,7 +85,7 @@ def not_a_name(
     if named is not None:
         return no_resource(given, *named, names, resources)
     deep = given.count("/") > 1  # STACK/JOB_TYPE has one slash
-    pathed = paths.get(given) or (inside(given, paths) if deep else None)
+    pathed = (None if given in names else paths.get(given)) or (inside(given, paths) if deep else None)
     if pathed:
         return f"{given!r} is a construct path: name the job type {pathed}"
     holding = within(given, paths) if deep else []
@@ -92,7 +93,8 @@ def not_a_name(
         return _in_stack_path(repr(given), holding, names)
     arn = stack_named(given)
     if arn is None:
-        return None
+        # another ARN (an ECS cluster's, say): not read as STACK/JOB_TYPE at its slash
+        return f"{given} is an ARN, not a job type's name; job types: {_listed(names)}" if is_arn(given) else None
     return f"{given} is a stack's ARN, not a job type; " + (
         stack_as_job_type(arn, stacks, names) or f"no stack {arn} in {where or 'those searched'}"
     )
@@ -156,8 +158,8 @@ def no_job_type(
     key = None if hint is not None else queue_key(job_type, resources or {})
     if key is not None:  # a queue's or a consumer's name: said as its URL or ARN is, not after every job type
         return no_resource(job_type, (resources or {})[key][0].removeprefix("the "), key, names, resources or {})
-    holding = within(job_type, paths or {})
-    if hint is None and holding:  # a Stage's name, a stack's id or path
+    holding = within(job_type, paths or {}) or within(job_type.replace("-", "/"), paths or {})
+    if hint is None and holding:  # a Stage's name, a stack's id or path, or its default name (Qa-Orders)
         example = next(name for name in names if name.startswith(f"{holding[0]}/"))
         where = f"stack {holding[0]}" if len(holding) == 1 else f"stacks {', '.join(holding)}"
         hint = f"{job_type} is in the construct path of {where}: name a job type as STACK/JOB_TYPE, e.g. {example}"
@@ -178,14 +180,17 @@ def no_stack(
     """The line for ``stack`` not among ``stacks`` (searched ``where``), ``names`` every ``STACK/JOB_TYPE`` found."""
     line = f"no stack {stack} in {where or 'the stacks searched'} (stacks there: {_listed(stacks)})"
     full = f"{stack}/{job_type}"
+    slip = case(full, names)
+    if slip is not None:
+        return f"{line}; {slip}"
     holding = within(full, paths or {})
     if holding:  # a stack's construct path (Dev/Billing) read as STACK/JOB_TYPE
         return f"{line}; {_in_stack_path(full, holding, names)}"
-    hint = case(full, names) or case(stack, stacks, "stack ")
-    hint = hint or stack_given(stack, stacks, names, resources or {}, paths or {})
-    if hint is not None:
-        return f"{line}; {hint}"
     elsewhere = running(job_type, names)
+    hint = case(stack, stacks, "stack ") or stack_given(stack, stacks, names, resources or {}, paths or {})
+    if hint is not None:  # and, when the stacks it names lack the job type, those that have it
+        theirs = [name for name in elsewhere if name.rsplit("/", 1)[0] in hint]
+        return f"{line}; {hint}" + (f"; {job_type} is in: {', '.join(elsewhere)}" if elsewhere and not theirs else "")
     having = [name.rsplit("/", 1)[0] for name in elsewhere]  # a stack without the job type is no answer
     near = close_name(full, names) or close(stack, having, "stack ")
     if near is not None:  # a typo (the stack may still be elsewhere)

@@ -1,0 +1,171 @@
+"""The ``jobqueues status`` view: the table of job types, sized to the terminal, or a block per job type where
+the table would not fit (:mod:`jobqueues.cli.status`)."""
+
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+
+from jobqueues.ops.status import JobTypeStatus
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _in_flight(row: JobTypeStatus) -> str:
+    share = row.in_flight_share
+    text = _count(row.in_flight)
+    # Only worth a glance near SQS's in-flight quota: past it, receives return nothing.
+    return f"{text} ({share:.0%} of quota)" if share is not None and share >= 0.01 else text
+
+
+def _consumer(row: JobTypeStatus) -> str:
+    if row.consumer == "ecs":
+        tasks = f"{_count(row.ecs_running)}/{_count(row.ecs_desired)} tasks"
+        return f"ECS {tasks}"
+    if row.consumer == "lambda":
+        errors = "-" if row.lambda_errors is None else f"{row.lambda_errors:g}"
+        throttles = "-" if row.lambda_throttles is None else f"{row.lambda_throttles:g}"
+        return f"Lambda {errors} errors {throttles} throttles"
+    return "none"  # ("-" is a figure that could not be read)
+
+
+def _noisy_groups(row: JobTypeStatus) -> str:
+    """A fair queue's noisy groups; one word when CloudWatch has no datapoint (never an invented 0); blank for a
+    queue that is not fair."""
+    if not row.fair:
+        return ""
+    return "unknown" if row.noisy_groups is None else f"{row.noisy_groups:,.0f}"
+
+
+#: The status table's columns, left to right (``noisy groups`` only with a fair queue).
+COLUMNS = ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT", "max rcv", "consumer")
+
+
+def table(rows: list[JobTypeStatus], width: int | None = None) -> Table:
+    """The status table: one row per job type, as wide as it needs (``width``: the terminal's, when narrower, down
+    to :func:`table_width`). A name is never split (its `` (FIFO)`` may wrap), nor a figure: rich, left to size the
+    columns, squeezed figures to "…"; a header and a consumer wrap at their spaces. On a terminal narrower than
+    :func:`table_width`, the view is :func:`stacked` (:func:`status_view` picks)."""
+    view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
+    columns, cells, least, natural = _columns(rows)
+    spare = (width if width is not None else _borders(len(columns)) + sum(natural)) - _borders(len(columns))
+    widths = list(least)
+    spare -= sum(least)
+    for i in range(len(columns)):  # left to right, each column given what it needs to be on one line
+        grow = min(max(0, spare), natural[i] - least[i])
+        widths[i] += grow
+        spare -= grow
+    for column, column_width in zip(columns, widths, strict=True):
+        left = column in ("job type", "consumer")
+        view.add_column(column, justify="left" if left else "right", width=column_width)
+    for row, values in zip(rows, cells, strict=True):
+        if row.dead_letter:
+            values[5] = f"[bold red]{values[5]}[/]"
+        view.add_row(*values)
+    return view
+
+
+def _borders(columns: int) -> int:
+    return 3 * columns + 1  # a space each side of a cell, and a rule before each column and after the last
+
+
+def table_width(rows: list[JobTypeStatus]) -> int:
+    """The columns :func:`table` needs at least: every name and figure whole, each header and consumer word whole,
+    and the borders."""
+    columns, _, least, _ = _columns(rows)
+    return sum(least) + _borders(len(columns))
+
+
+def _columns(rows: list[JobTypeStatus]) -> tuple[list[str], list[list[str]], list[int], list[int]]:
+    """The columns, each row's cells, and each column's least width (a figure whole, the in-flight quota share's
+    words may wrap; else the longest word of a name, a consumer or a header) and its width on one line."""
+    fair = any(row.fair for row in rows)
+    columns = [*COLUMNS, *(["noisy groups"] if fair else [])]  # the others have no noisy groups
+    cells = [_cells(row, fair) for row in rows]
+    least, natural = [], []
+    for i, column in enumerate(columns):
+        whole = column not in ("job type", "in flight", "consumer")
+        words = [word for row in cells for word in ([row[i]] if whole else row[i].split())]
+        least.append(max(len(word) for word in [*words, *column.split()]))
+        natural.append(max(len(text) for text in [column, *(row[i] for row in cells)]))
+    return columns, cells, least, natural
+
+
+def stacked(rows: list[JobTypeStatus], width: int) -> RenderableType:
+    """The status of a terminal too narrow for :func:`table`: each job type's name on a line of its own, then its
+    figures as ``label value`` pairs, as many a line as ``width`` takes."""
+    fair = any(row.fair for row in rows)
+    labels = [*COLUMNS[1:], *(["noisy groups"] if fair else [])]
+    cells = [_cells(row, fair)[1:] for row in rows]
+    pair = max(len(label) for label in labels) + 1 + max((len(c) for row in cells for c in row), default=1) + 2
+    per_line = max(1, (width - 2) // pair)
+    blocks: list[RenderableType] = ["jobqueues status"]
+    for row, values in zip(rows, cells, strict=True):
+        grid = Table.grid(padding=(0, 1))
+        for _ in range(per_line):
+            grid.add_column(style="dim", no_wrap=True)
+            grid.add_column(overflow="fold")
+        pairs = [(label, escape(value)) for label, value in zip(labels, values, strict=True)]
+        if row.dead_letter:  # red, as in the table
+            pairs[4] = ("DLQ", f"[bold red]{escape(pairs[4][1])}[/]")
+        for start in range(0, len(pairs), per_line):
+            line = pairs[start : start + per_line]
+            grid.add_row(*[text for label, value in line for text in (label, value)])
+        blocks += [f"[bold]{escape(_cells(row, fair)[0])}[/]", Padding(grid, (0, 0, 0, 2), expand=False)]
+    return Group(*blocks)
+
+
+class _Fitted:
+    """:func:`table` where the terminal is wide enough for it, else :func:`stacked`: measured at each render, so a
+    ``--watch`` follows a resized terminal."""
+
+    def __init__(self, rows: list[JobTypeStatus]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        yield table(self.rows, width) if table_width(self.rows) <= width else stacked(self.rows, width)
+
+
+def _cells(row: JobTypeStatus, fair: bool) -> list[str]:
+    """A row's cells as text, in the table's column order."""
+    return [
+        row.name + (" (FIFO)" if row.fifo else " (fair)" if row.fair else ""),
+        _count(row.visible),
+        _in_flight(row),
+        _count(row.delayed),
+        _age(row.oldest_age_s),
+        _count(row.dead_letter),
+        "-" if row.visibility_timeout_s is None else f"{row.visibility_timeout_s} s",
+        _count(row.max_receive_count),
+        _consumer(row) + (" (note below)" if row.note else ""),
+        *([_noisy_groups(row)] if fair else []),
+    ]
+
+
+def status_view(rows: list[JobTypeStatus]) -> RenderableType:
+    """The table, then each row's note (why a figure is missing) under it: in a cell, a long note squeezed every
+    column of the table."""
+    return Group(_Fitted(rows), *(f"{escape(row.name)}: {escape(row.note)}" for row in rows if row.note))
+
+
+def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
+    """The ``--watch`` view: the last table read, and why the latest refresh failed (if it did)."""
+    footer = f"refreshed every {every_s:g} s; Ctrl-C ends"
+    if failure is not None:
+        footer = f"[bold red]refresh failed: {escape(failure)}[/] (the table is the last one read); {footer}"
+    return Group(status_view(rows), footer)
