@@ -304,7 +304,7 @@ def test_the_table_shows_the_quota_share_from_1_percent_and_what_could_not_be_re
         if "S/" in line and (row := [cell.strip() for cell in line.split("│")[1:-1]])
     }
     assert cells["S/Near"] == [
-        "S/Near (FIFO)", "3", "1,200 (1% of quota)", "0", "-", "4", "30 s", "5", "Lambda 2 errors - throttles"
+        "S/Near (FIFO)", "3", "1,200 (1% of quota)", "0", "-", "4", "30 s", "5", "Lambda, errors 2, throttles -"
     ]  # fmt: skip
     assert cells["S/Low"] == ["S/Low", "0", "1,199", "-", "2 min", "0", "-", "-", "ECS 1/3 tasks"]
     assert cells["S/Gone"] == ["S/Gone", *["-"] * 7, "none (note below)"]  # the note under the table (status_view)
@@ -637,3 +637,68 @@ def test_on_a_narrow_terminal_every_name_and_figure_is_whole_and_a_job_type_with
     # AND a job type without a consumer says none, where "-" is a figure that could not be read
     emails = next(line for line in text_of(table(rows)).splitlines() if "Shared/Emails" in line)
     assert emails.rstrip().rstrip("│").rstrip().endswith("none"), emails
+
+
+def test_a_watch_names_every_dead_letter_count_above_what_a_short_terminal_crops() -> None:
+    # GIVEN job types of which two hold dead letters (a trial's 80x24 watch cropped the last block, its red DLQ
+    # count with it, and the footer)
+    rows = [JobTypeStatus(f"S/J{i}", f"J{i}", "S", False, visible=i, dead_letter=i % 3) for i in range(1, 7)]
+    # WHEN the watch's view is drawn on a short terminal
+    console = Console(width=80, height=12, record=True, color_system=None)
+    console.print(watch_view(rows, "throttled", 2))
+    first = console.export_text().splitlines()[:2]
+    # THEN its first lines, which a crop keeps, say how it refreshes, the failure, and each DLQ that holds messages
+    assert first[0].startswith("refreshed every 2 s; Ctrl-C ends"), first
+    assert "refresh failed: throttled" in " ".join(first), first
+    assert "dead letters: S/J1 1, S/J2 2, S/J4 1, S/J5 2" in " ".join(first), first
+
+
+def test_a_stacked_name_too_long_for_the_terminal_breaks_after_its_stack() -> None:
+    from jobqueues.cli.status_table import stacked
+
+    row = JobTypeStatus(
+        "Eu-Platform/NightlyInvoiceReconciliationJob", "NightlyInvoiceReconciliationJob", "Eu-Platform", False
+    )
+    console = Console(width=40, record=True, color_system=None)
+    console.print(stacked([row], 40))
+    assert console.export_text().splitlines()[1:3] == ["Eu-Platform/", "NightlyInvoiceReconciliationJob"]
+
+
+def test_a_lambda_consumers_figures_stay_beside_their_labels_when_the_cell_wraps() -> None:
+    row = JobTypeStatus("S/F", "F", "S", False, consumer="lambda", lambda_errors=2.0)
+    console = Console(width=100, record=True, color_system=None)
+    console.print(table([row], 60))
+    text = console.export_text()
+    assert "errors 2," in text and "throttles -" in text, text
+
+
+def test_the_docs_example_of_the_table_and_its_blocks_is_what_status_prints() -> None:
+    # GIVEN the rows of docs/cli.md's example
+    from jobqueues.cli.status_table import status_view
+
+    rows = [
+        JobTypeStatus(
+            "Prod-Billing/Invoices", "Invoices", "Prod-Billing", True, visible=42, in_flight=3, delayed=0,
+            oldest_age_s=95, dead_letter=2, visibility_timeout_s=10, max_receive_count=2, consumer="ecs",
+            ecs_running=2, ecs_desired=2,
+        ),
+        JobTypeStatus(
+            "Prod-Billing/Receipts", "Receipts", "Prod-Billing", False, visible=0, in_flight=0, delayed=0,
+            dead_letter=0, visibility_timeout_s=18, max_receive_count=5, consumer="lambda", lambda_errors=0,
+            lambda_throttles=0,
+        ),
+        JobTypeStatus(
+            "OpsShared/Emails", "Emails", "OpsShared", False, visible=7, in_flight=0, delayed=0, dead_letter=0,
+            visibility_timeout_s=10, max_receive_count=5, consumer="none",
+        ),
+    ]  # fmt: skip
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    example = docs[docs.index("For example, on a terminal of 120 columns") :]
+    blocks = [block.split("\n", 1)[1] for block in example.split("```console")[1:3]]
+    for width, block in zip((120, 80), blocks, strict=True):
+        # WHEN it is printed that wide, THEN it is the docs' block (the 120's after its `$ jobqueues status` line)
+        console = Console(width=width, record=True, color_system=None)
+        console.print(status_view(rows))
+        printed = [line.rstrip() for line in console.export_text().splitlines()]
+        shown = block.split("```")[0].splitlines()
+        assert printed == [line for line in shown if not line.startswith("$ ")], (width, printed)

@@ -889,3 +889,23 @@ def test_status_of_a_job_type_with_a_stack_that_lacks_it_names_where_it_is(
     # WHEN status is given a job type and a --stack without it, THEN the line names the stack that has it
     assert main(["status", "Refunds", "--stack", "orders-qa"]) == 2
     assert capsys.readouterr().err.endswith("; Refunds is in: Billing/Refunds\n")
+
+
+def test_a_job_type_named_in_a_stack_that_lacks_it_is_not_offered_another_deployments() -> None:
+    # GIVEN a top-level stack Platform with Render, and a Stage's Eu-Platform without it (a third trial was asked
+    # "did you mean Platform/Render?" for Eu-Platform/Render: another deployment offered as a typo's fix)
+    jobs = [
+        JobType("Render", "Platform", "Platform/Render/Queue", None, None),
+        JobType("Resize", "Eu-Platform", "Eu/Platform/Resize/Queue", None, None),
+    ]
+    found = Discovery(jobs, ["Eu-Platform", "Platform"], "region us-east-1", NOT_HERE)
+    # WHEN the job type is named in the stack that lacks it, THEN where it is, and no "did you mean"
+    with pytest.raises(NotFound) as other:
+        found.find("Eu-Platform/Render")
+    assert str(other.value) == (
+        "no job type Render in stack Eu-Platform; its job types: Resize; Render is in: Platform/Render"
+    ), other.value
+    # WHEN it is a typo of one of that stack's job types, THEN that one
+    with pytest.raises(NotFound) as typo:
+        found.find("Eu-Platform/Resise")
+    assert str(typo.value).endswith("; did you mean Eu-Platform/Resize?"), typo.value

@@ -39,7 +39,7 @@ def _consumer(row: JobTypeStatus) -> str:
     if row.consumer == "lambda":
         errors = "-" if row.lambda_errors is None else f"{row.lambda_errors:g}"
         throttles = "-" if row.lambda_throttles is None else f"{row.lambda_throttles:g}"
-        return f"Lambda {errors} errors {throttles} throttles"
+        return f"Lambda, errors {errors}, throttles {throttles}"  # wraps between its figures (_columns)
     return "none"  # ("-" is a figure that could not be read)
 
 
@@ -99,33 +99,44 @@ def _columns(rows: list[JobTypeStatus]) -> tuple[list[str], list[list[str]], lis
     least, natural = [], []
     for i, column in enumerate(columns):
         whole = column not in ("job type", "in flight", "consumer")
-        words = [word for row in cells for word in ([row[i]] if whole else row[i].split())]
+        # a consumer's parts ("errors 2") whole: a figure stays beside its label
+        parts = (lambda cell: cell.split(", ")) if column == "consumer" else str.split
+        words = [word for row in cells for word in ([row[i]] if whole else parts(row[i]))]
         least.append(max(len(word) for word in [*words, *column.split()]))
         natural.append(max(len(text) for text in [column, *(row[i] for row in cells)]))
     return columns, cells, least, natural
 
 
 def stacked(rows: list[JobTypeStatus], width: int) -> RenderableType:
-    """The status of a terminal too narrow for :func:`table`: each job type's name on a line of its own, then its
-    figures as ``label value`` pairs, as many a line as ``width`` takes."""
+    """The status of a terminal too narrow for :func:`table`: each job type's name on a line of its own, its figures
+    as ``label value`` pairs, as many a line as ``width`` takes, then its consumer on a line of its own."""
     fair = any(row.fair for row in rows)
-    labels = [*COLUMNS[1:], *(["noisy groups"] if fair else [])]
-    cells = [_cells(row, fair)[1:] for row in rows]
-    pair = max(len(label) for label in labels) + 1 + max((len(c) for row in cells for c in row), default=1) + 2
+    labels = [label for label in (*COLUMNS[1:], *(["noisy groups"] if fair else [])) if label != "consumer"]
+    consumer = COLUMNS.index("consumer")
+    cells = [_cells(row, fair) for row in rows]
+    figures = [[cell for i, cell in enumerate(row) if i not in (0, consumer)] for row in cells]
+    pair = max(len(label) for label in labels) + 1 + max((len(c) for row in figures for c in row), default=1) + 2
     per_line = max(1, (width - 2) // pair)
     blocks: list[RenderableType] = ["jobqueues status"]
-    for row, values in zip(rows, cells, strict=True):
+    for row, values, texts in zip(rows, figures, cells, strict=True):
         grid = Table.grid(padding=(0, 1))
         for _ in range(per_line):
             grid.add_column(style="dim", no_wrap=True)
             grid.add_column(overflow="fold")
         pairs = [(label, escape(value)) for label, value in zip(labels, values, strict=True)]
         if row.dead_letter:  # red, as in the table
-            pairs[4] = ("DLQ", f"[bold red]{escape(pairs[4][1])}[/]")
+            pairs[4] = ("DLQ", f"[bold red]{pairs[4][1]}[/]")
         for start in range(0, len(pairs), per_line):
             line = pairs[start : start + per_line]
             grid.add_row(*[text for label, value in line for text in (label, value)])
-        blocks += [f"[bold]{escape(_cells(row, fair)[0])}[/]", Padding(grid, (0, 0, 0, 2), expand=False)]
+        name = texts[0]
+        if len(name) > width and "/" in name:  # break after the stack, not inside the job type's name
+            name = name.replace("/", "/\n", 1)
+        blocks += [
+            f"[bold]{escape(name)}[/]",
+            Padding(grid, (0, 0, 0, 2), expand=False),
+            Padding(f"[dim]consumer[/] {escape(texts[consumer])}", (0, 0, 0, 2), expand=False),
+        ]
     return Group(*blocks)
 
 
@@ -164,8 +175,13 @@ def status_view(rows: list[JobTypeStatus]) -> RenderableType:
 
 
 def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
-    """The ``--watch`` view: the last table read, and why the latest refresh failed (if it did)."""
-    footer = f"refreshed every {every_s:g} s; Ctrl-C ends"
+    """The ``--watch`` view: how it refreshes, why the latest refresh failed (if it did) and every dead-letter queue
+    that holds messages, then the last table read. Those lines come first: a terminal shorter than the view crops
+    its end (a trial's 80x24 watch lost the last job type's red DLQ count)."""
+    head = f"refreshed every {every_s:g} s; Ctrl-C ends"
     if failure is not None:
-        footer = f"[bold red]refresh failed: {escape(failure)}[/] (the table is the last one read); {footer}"
-    return Group(status_view(rows), footer)
+        head += f"; [bold red]refresh failed: {escape(failure)}[/] (the table is the last one read)"
+    dead = [f"{escape(row.name)} {row.dead_letter:,}" for row in rows if row.dead_letter]
+    if dead:
+        head += f"; [bold red]dead letters: {', '.join(dead)}[/]"
+    return Group(head, status_view(rows))

@@ -210,7 +210,10 @@ def no_job_type_in(
         f"; its job types: {', '.join(own)}" if own else " (it has none)"
     )
     full = f"{stack}/{job_type}"
-    hint = case(full, names) or is_resource(job_type, resources) or close_name(full, names)
+    # A typo among this stack's own job types only: the stack exists as given, and one alike in another stack (a
+    # Stage's) is another deployment, not a fix (the line names the stacks that have the job type).
+    near = close(job_type, own, spell={name: f"{stack}/{name}" for name in own})
+    hint = case(full, names) or is_resource(job_type, resources) or near
     if hint is not None:
         return f"{line}; {hint}"
     elsewhere = running(job_type, names)
