@@ -533,3 +533,25 @@ def test_the_error_a_dead_letter_copy_carries_reads_as_its_type_and_its_text(
     # GIVEN the error sqslease wrote on its DLQ copy: repr(error), at most 1,000 characters
     # WHEN dlq list reads it (no log line found) THEN the row says "type: text", not the type twice
     assert attribute_error(written) == LastError(error_type, text, None, "attribute")
+
+
+def test_on_a_narrow_terminal_a_message_id_and_the_headers_are_never_split() -> None:
+    # GIVEN dead letters of a FIFO queue (a trial at 80 columns saw each id split at a hyphen, so it could not be
+    # copied, and at 40 ids in 3-letter pieces and headers as "mes/sag/e id")
+    from jobqueues.cli.dlq import dead_letters_view
+
+    error = LastError("RuntimeError", "card declined for order 7 after three tries", None, "attribute")
+    ids = ["0f8fad5b-d9cb-469f-a165-70867728950e", "7c9e6679-7425-40de-944b-e07fc1f90ae7"]
+    rows = [DeadLetter(i, i, 3, 62.0, "customer-7", '{"order": 7, "card": "4242"}', 28, error) for i in ids]
+    for width in (200, 80, 60, 40):
+        # WHEN they are listed that wide
+        console = Console(width=width, record=True, color_system=None)
+        console.print(dead_letters_view(rows))
+        text = console.export_text()
+        # THEN no line is wider, each id is whole on a line, and so is each header or label
+        assert max(len(line) for line in text.splitlines()) <= width and "…" not in text, text
+        for message_id in ids:
+            assert any(message_id in line for line in text.splitlines()), (width, text)
+        for label in ("receives", "age", "group", "body"):
+            assert label in text, (width, label, text)
+        assert "last" in text and "error" in text and "card declined" in text

@@ -8,10 +8,12 @@ import difflib
 import json
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
+from jobqueues.cli.column_widths import Parts, folds, least_width, whole, widths
 from jobqueues.cli.context import STACK_OPTION, Aws, messages, pass_aws, standard_input
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
 from jobqueues.ops.errors import EXIT_FAILED, BadInput
@@ -40,26 +42,77 @@ def _age(seconds: float) -> str:
     return str(datetime.timedelta(seconds=round(seconds)))
 
 
-def dead_letter_table(rows: list[DeadLetter]) -> Table:
-    """The DLQ's rows: the id each message was sent with, its receives, age, group, body and last error."""
+#: The DLQ table's columns, and what each keeps whole (:mod:`jobqueues.cli.column_widths`): an id (to copy),
+#: a count, an age; a group, a body and an error fold.
+DEAD_LETTER_COLUMNS: tuple[tuple[str, Parts], ...] = (
+    ("message id", whole),
+    ("receives", whole),
+    ("age", whole),
+    ("group", folds),
+    ("body", folds),
+    ("last error", folds),
+)
+
+
+def dead_letter_table(rows: list[DeadLetter], width: int | None = None) -> Table:
+    """The DLQ's rows: the id each message was sent with, its receives, age, group, body and last error, sized to
+    ``width`` (None: as wide as they need) without splitting an id (:func:`dead_letters_view` picks)."""
     view = Table(title_justify="left")
-    for column in ("message id", "receives", "age", "group", "body", "last error"):
-        view.add_column(column, justify="right" if column == "receives" else "left", overflow="fold")
-    for row in rows:
-        error = row.last_error
-        text = "-" if error is None else f"{error.error_type}: {error.error}"
-        body = escape(row.body) + ("..." if row.body_bytes > len(row.body.encode()) else "")
-        if row.payload_pointer is not None:  # kept in S3: its size and object, not the pointer's JSON
-            body = escape(f"payload of {row.payload_bytes:,} bytes in {row.payload_pointer}")
-        view.add_row(
-            row.source_message_id,  # a dead-letter copy's original: the id the consumer's log lines name
-            str(row.receive_count),
-            _age(row.age_s),
-            row.group or "-",
-            body,
-            escape(text),
+    headers, parts = [c for c, _ in DEAD_LETTER_COLUMNS], [p for _, p in DEAD_LETTER_COLUMNS]
+    cells = [_cells(row) for row in rows]
+    for header, split, column_width in zip(headers, parts, widths(headers, cells, parts, width), strict=True):
+        view.add_column(
+            header,
+            justify="right" if header == "receives" else "left",
+            width=column_width,
+            overflow="fold" if split is folds else "ellipsis",
         )
+    for values in cells:
+        view.add_row(*(escape(value) for value in values))
     return view
+
+
+def _cells(row: DeadLetter) -> list[str]:
+    """A dead letter's cells as text, in the table's column order."""
+    error = row.last_error
+    body = row.body + ("..." if row.body_bytes > len(row.body.encode()) else "")
+    if row.payload_pointer is not None:  # kept in S3: its size and object, not the pointer's JSON
+        body = f"payload of {row.payload_bytes:,} bytes in {row.payload_pointer}"
+    return [
+        row.source_message_id,  # a dead-letter copy's original: the id the consumer's log lines name
+        str(row.receive_count),
+        _age(row.age_s),
+        row.group or "-",
+        body,
+        "-" if error is None else f"{error.error_type}: {error.error}",
+    ]
+
+
+class _Fitted:
+    """:func:`dead_letter_table` where the terminal is wide enough for it, else a block per message."""
+
+    def __init__(self, rows: list[DeadLetter]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        cells = [_cells(row) for row in self.rows]
+        headers, parts = [c for c, _ in DEAD_LETTER_COLUMNS], [p for _, p in DEAD_LETTER_COLUMNS]
+        if least_width(headers, cells, parts) <= options.max_width:
+            yield dead_letter_table(self.rows, options.max_width)
+            return
+        for values in cells:  # its id on a line of its own, then each figure and text under it
+            yield f"[bold]{escape(values[0])}[/]"
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(style="dim", no_wrap=True)
+            grid.add_column(overflow="fold")
+            for header, value in zip(headers[1:], values[1:], strict=True):
+                grid.add_row(header, escape(value))
+            yield Padding(grid, (0, 0, 0, 2), expand=False)
+
+
+def dead_letters_view(rows: list[DeadLetter]) -> RenderableType:
+    """``dlq list``'s view of ``rows``: the table, or a block per message on a terminal too narrow for it."""
+    return _Fitted(rows)
 
 
 @command.command("list")
@@ -101,7 +154,7 @@ def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool)
     console.print(f"{job.name}'s DLQ: {shown}, peeked, not consumed")
     for note in notes:
         console.print(f"note: {escape(note)}")
-    console.print(dead_letter_table(found.rows))
+    console.print(dead_letters_view(found.rows))
 
 
 @command.command("purge")

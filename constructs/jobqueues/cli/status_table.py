@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
+from jobqueues.cli.column_widths import Parts, least_width, whole, widths, words
 from jobqueues.ops.status import JobTypeStatus
 
 
@@ -57,19 +58,12 @@ COLUMNS = ("job type", "visible", "in flight", "delayed", "oldest", "DLQ", "VT",
 
 def table(rows: list[JobTypeStatus], width: int | None = None) -> Table:
     """The status table: one row per job type, as wide as it needs (``width``: the terminal's, when narrower, down
-    to :func:`table_width`). A name is never split (its `` (FIFO)`` may wrap), nor a figure: rich, left to size the
-    columns, squeezed figures to "…"; a header and a consumer wrap at their spaces. On a terminal narrower than
+    to :func:`table_width`). A name is never split (its `` (FIFO)`` may wrap), nor a figure; a header and a
+    consumer wrap at their spaces (:mod:`jobqueues.cli.column_widths`). On a terminal narrower than
     :func:`table_width`, the view is :func:`stacked` (:func:`status_view` picks)."""
     view = Table(title="jobqueues status", title_justify="default")  # left, without padding to the table's width
-    columns, cells, least, natural = _columns(rows)
-    spare = (width if width is not None else _borders(len(columns)) + sum(natural)) - _borders(len(columns))
-    widths = list(least)
-    spare -= sum(least)
-    for i in range(len(columns)):  # left to right, each column given what it needs to be on one line
-        grow = min(max(0, spare), natural[i] - least[i])
-        widths[i] += grow
-        spare -= grow
-    for column, column_width in zip(columns, widths, strict=True):
+    columns, cells, parts = _columns(rows)
+    for column, column_width in zip(columns, widths(columns, cells, parts, width), strict=True):
         left = column in ("job type", "consumer")
         view.add_column(column, justify="left" if left else "right", width=column_width)
     for row, values in zip(rows, cells, strict=True):
@@ -79,32 +73,23 @@ def table(rows: list[JobTypeStatus], width: int | None = None) -> Table:
     return view
 
 
-def _borders(columns: int) -> int:
-    return 3 * columns + 1  # a space each side of a cell, and a rule before each column and after the last
-
-
 def table_width(rows: list[JobTypeStatus]) -> int:
     """The columns :func:`table` needs at least: every name and figure whole, each header and consumer word whole,
     and the borders."""
-    columns, _, least, _ = _columns(rows)
-    return sum(least) + _borders(len(columns))
+    return least_width(*_columns(rows))
 
 
-def _columns(rows: list[JobTypeStatus]) -> tuple[list[str], list[list[str]], list[int], list[int]]:
-    """The columns, each row's cells, and each column's least width (a figure whole, the in-flight quota share's
-    words may wrap; else the longest word of a name, a consumer or a header) and its width on one line."""
+def _consumer_parts(cell: str) -> list[str]:
+    return cell.split(", ")  # "errors 2" whole: a figure stays beside its label
+
+
+def _columns(rows: list[JobTypeStatus]) -> tuple[list[str], list[list[str]], list[Parts]]:
+    """The columns, each row's cells, and what each column keeps whole: a figure (the in-flight quota share's words
+    may wrap), a name's words, a consumer's parts."""
     fair = any(row.fair for row in rows)
     columns = [*COLUMNS, *(["noisy groups"] if fair else [])]  # the others have no noisy groups
-    cells = [_cells(row, fair) for row in rows]
-    least, natural = [], []
-    for i, column in enumerate(columns):
-        whole = column not in ("job type", "in flight", "consumer")
-        # a consumer's parts ("errors 2") whole: a figure stays beside its label
-        parts = (lambda cell: cell.split(", ")) if column == "consumer" else str.split
-        words = [word for row in cells for word in ([row[i]] if whole else parts(row[i]))]
-        least.append(max(len(word) for word in [*words, *column.split()]))
-        natural.append(max(len(text) for text in [column, *(row[i] for row in cells)]))
-    return columns, cells, least, natural
+    special: dict[str, Parts] = {"job type": words, "in flight": words, "consumer": _consumer_parts}
+    return columns, [_cells(row, fair) for row in rows], [special.get(column, whole) for column in columns]
 
 
 def stacked(rows: list[JobTypeStatus], width: int) -> RenderableType:

@@ -1,0 +1,65 @@
+"""Column widths for the CLI's tables that never split what must stay whole.
+
+rich, left to size a table on a narrow terminal, squeezed figures to "…", split names and message ids mid-word, and
+dropped whole columns (docs-only trials at 80, 60 and 40 columns). Here a table is sized from its own cells: each
+column is given its least width (what it holds whole: a figure, an id, a name's longest word), then what it needs
+on one line, left to right, as far as the terminal's width goes; a table whose least widths do not fit is shown
+another way by its caller (a block per row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+#: How a cell may wrap: the parts it must keep whole.
+Parts = Callable[[str], list[str]]
+#: The least a text that may fold anywhere (a body, an error) is given.
+FOLD_LEAST = 10
+
+
+def whole(cell: str) -> list[str]:
+    """A cell kept on one line: a figure, an id."""
+    return [cell]
+
+
+def words(cell: str) -> list[str]:
+    """A cell that wraps at its spaces: a name with ``(FIFO)``, a header."""
+    return cell.split()
+
+
+def folds(cell: str) -> list[str]:
+    """A cell that may fold anywhere (a body, an error), given at least :data:`FOLD_LEAST` columns."""
+    return [cell[:FOLD_LEAST]]
+
+
+def borders(columns: int) -> int:
+    """What a rich table's box takes: a space each side of a cell, a rule before each column and after the last."""
+    return 3 * columns + 1
+
+
+def least_width(headers: Sequence[str], rows: Sequence[Sequence[str]], parts: Sequence[Parts]) -> int:
+    """The terminal width the table needs at least, its borders included."""
+    return sum(_least(headers, rows, parts)) + borders(len(headers))
+
+
+def widths(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], parts: Sequence[Parts], width: int | None
+) -> list[int]:
+    """Each column's width in a table ``width`` columns wide at most (``None``: as wide as it needs): its least,
+    then what it needs on one line, left to right, while the width lasts. At least :func:`least_width`."""
+    least = _least(headers, rows, parts)
+    natural = [max(len(text) for text in [header, *(row[i] for row in rows)]) for i, header in enumerate(headers)]
+    spare = (sum(natural) if width is None else width - borders(len(headers))) - sum(least)
+    given = []
+    for low, high in zip(least, natural, strict=True):
+        grow = min(max(0, spare), max(0, high - low))
+        given.append(low + grow)
+        spare -= grow
+    return given
+
+
+def _least(headers: Sequence[str], rows: Sequence[Sequence[str]], parts: Sequence[Parts]) -> list[int]:
+    return [
+        max(len(part) for part in [*words(header), *(p for row in rows for p in split(row[i]))])
+        for i, (header, split) in enumerate(zip(headers, parts, strict=True))
+    ]
