@@ -100,7 +100,7 @@ def stack_given(
     if slash and named in stacks and job_type:
         return f"{given} is STACK/JOB_TYPE: --stack {named}"
     theirs, kind = [_stack_of(name) for name in running(given, names)], "a job type of"
-    queue = None if theirs else queue_key((resource_named(given) or ("", given))[1], resources)
+    queue = None if theirs else resource_key((resource_named(given) or ("", given))[1], resources)
     if queue is not None:
         return f"{given} is {what(resources[queue])}: --stack {_stack_of(resources[queue][1])}"
     if not theirs:  # a Stage's name (Dev), a stack's id (Billing) or path, whatever its stack is named; also its
@@ -189,7 +189,7 @@ def resource_named(given: str) -> tuple[str, str] | None:
 def is_resource(name: str, resources: Resources | None) -> str | None:
     """``NAME is the queue of STACK/JOB_TYPE`` (or its function, its service) when ``name`` is one's name, as typed
     in a hurry; else None."""
-    queue = queue_key(name, resources or {})
+    queue = resource_key(name, resources or {})
     return f"{name} is {what((resources or {})[queue])}" if queue is not None else None
 
 
@@ -197,7 +197,7 @@ def what(queue: tuple[str, str]) -> str:
     return f"{queue[0]} of {queue[1]}"
 
 
-def queue_key(name: str, resources: Resources) -> str | None:
+def resource_key(name: str, resources: Resources) -> str | None:
     """The name in ``resources`` that ``name`` names: as spelled, else the one alike but for case and ``.fifo``."""
     if name in resources:
         return name

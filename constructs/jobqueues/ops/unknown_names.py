@@ -23,7 +23,7 @@ from jobqueues.ops.name_hints import (
     is_arn,
     is_resource,
     job_types_named,
-    queue_key,
+    resource_key,
     resource_named,
     running,
     stack_as_job_type,
@@ -103,7 +103,7 @@ def not_a_name(
 def no_resource(given: str, noun: str, name: str, names: Sequence[str], resources: Resources) -> str:
     """The line for a URL or ARN (``given``, of the ``noun`` (``queue``, ``Lambda function``, ``ECS service``)
     ``name``) given as a job type."""
-    key = queue_key(name, resources)
+    key = resource_key(name, resources)
     if key is not None:
         return f"{given} names {_a(noun)}, not a job type: it is {what(resources[key])}"
     return f"{given} names {_a(noun)}, not a job type, and no job type's {noun} is {name}; job types: {_listed(names)}"
@@ -155,7 +155,7 @@ def no_job_type(
     spell = job_types_named(names)
     bare = sorted(spell)
     hint = case(job_type, bare, spell=spell) or stack_as_job_type(job_type, stacks, names)
-    key = None if hint is not None else queue_key(job_type, resources or {})
+    key = None if hint is not None else resource_key(job_type, resources or {})
     if key is not None:  # a queue's or a consumer's name: said as its URL or ARN is, not after every job type
         return no_resource(job_type, (resources or {})[key][0].removeprefix("the "), key, names, resources or {})
     holding = within(job_type, paths or {}) or within(job_type.replace("-", "/"), paths or {})
