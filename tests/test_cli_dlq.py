@@ -555,3 +555,19 @@ def test_on_a_narrow_terminal_a_message_id_and_the_headers_are_never_split() -> 
         for label in ("receives", "age", "group", "body"):
             assert label in text, (width, label, text)
         assert "last" in text and "error" in text and "card declined" in text
+
+
+def test_a_fifo_group_is_never_split_and_a_short_body_is_not_wrapped() -> None:
+    # GIVEN FIFO dead letters of a long group and a short JSON body (a trial at 100-120 columns saw the group split
+    # as another group's name, and a 14-character body wrapped)
+    from jobqueues.cli.dlq import dead_letters_view
+
+    group = "customer-with-a-long-group-name-0001"
+    rows = [DeadLetter("0f8fad5b-d9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950e", 2, 5.0,
+                       group, '{"order": 500}', 14, None)]  # fmt: skip
+    for width in (200, 120, 100, 80):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(dead_letters_view(rows))
+        text = console.export_text()
+        assert any(group in line for line in text.splitlines()), (width, text)
+        assert any('{"order": 500}' in line for line in text.splitlines()), (width, text)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 #: How a cell may wrap: the parts it must keep whole.
 Parts = Callable[[str], list[str]]
-#: The least a text that may fold anywhere (a body, an error) is given.
-FOLD_LEAST = 10
+#: The least a text that may fold anywhere (a body, an error) is given: narrower, a short JSON body took 7 lines.
+FOLD_LEAST = 20
 
 
 def whole(cell: str) -> list[str]:

@@ -42,13 +42,13 @@ def _age(seconds: float) -> str:
     return str(datetime.timedelta(seconds=round(seconds)))
 
 
-#: The DLQ table's columns, and what each keeps whole (:mod:`jobqueues.cli.column_widths`): an id (to copy),
-#: a count, an age; a group, a body and an error fold.
+#: The DLQ table's columns, and what each keeps whole (:mod:`jobqueues.cli.column_widths`): an id and a group
+#: (to copy), a count, an age; a body and an error fold.
 DEAD_LETTER_COLUMNS: tuple[tuple[str, Parts], ...] = (
     ("message id", whole),
     ("receives", whole),
     ("age", whole),
-    ("group", folds),
+    ("group", whole),
     ("body", folds),
     ("last error", folds),
 )

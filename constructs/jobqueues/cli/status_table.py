@@ -111,6 +111,7 @@ def stacked(rows: list[JobTypeStatus], width: int) -> RenderableType:
         pairs = [(label, escape(value)) for label, value in zip(labels, values, strict=True)]
         if row.dead_letter:  # red, as in the table
             pairs[4] = ("DLQ", f"[bold red]{pairs[4][1]}[/]")
+        pairs = [(label, value) for label, value in pairs if value]  # noisy groups: only a fair queue's
         for start in range(0, len(pairs), per_line):
             line = pairs[start : start + per_line]
             grid.add_row(*[text for label, value in line for text in (label, value)])
@@ -166,7 +167,7 @@ def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -
     head = f"refreshed every {every_s:g} s; Ctrl-C ends"
     if failure is not None:
         head += f"; [bold red]refresh failed: {escape(failure)}[/] (the table is the last one read)"
-    dead = [f"{escape(row.name)} {row.dead_letter:,}" for row in rows if row.dead_letter]
+    dead = [f"{escape(row.name)}\u00a0{row.dead_letter:,}" for row in rows if row.dead_letter]  # never apart
     if dead:
         head += f"; [bold red]dead letters: {', '.join(dead)}[/]"
     return Group(head, status_view(rows))
