@@ -4,12 +4,14 @@ rich, left to size a table on a narrow terminal, squeezed figures to "…", spli
 dropped whole columns (docs-only trials at 80, 60 and 40 columns). Here a table is sized from its own cells: each
 column is given its least width (what it holds whole: a figure, an id, a name's longest word), then what it needs
 on one line, left to right, as far as the terminal's width goes; a table whose least widths do not fit is shown
-another way by its caller (a block per row).
+another way, a block per row (:class:`Fitted` picks at each render).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 
 #: How a cell may wrap: the parts it must keep whole.
 Parts = Callable[[str], list[str]]
@@ -63,3 +65,17 @@ def _least(headers: Sequence[str], rows: Sequence[Sequence[str]], parts: Sequenc
         max(len(part) for part in [*words(header), *(p for row in rows for p in split(row[i]))])
         for i, (header, split) in enumerate(zip(headers, parts, strict=True))
     ]
+
+
+class Fitted:
+    """A table where the terminal is at least ``least`` columns wide, else the rows another way: ``table(width)``
+    or ``blocks(width)``, picked at each render, so a ``--watch`` follows a resized terminal."""
+
+    def __init__(
+        self, least: int, table: Callable[[int], RenderableType], blocks: Callable[[int], RenderableType]
+    ) -> None:
+        self.least, self.table, self.blocks = least, table, blocks
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        yield self.table(width) if self.least <= width else self.blocks(width)

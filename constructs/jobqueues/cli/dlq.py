@@ -8,12 +8,12 @@ import difflib
 import json
 
 import click
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from jobqueues.cli.column_widths import Parts, folds, least_width, whole, widths
+from jobqueues.cli.column_widths import Fitted, Parts, folds, least_width, whole, widths
 from jobqueues.cli.context import STACK_OPTION, Aws, messages, pass_aws, standard_input
 from jobqueues.ops.dlq import DeadLetter, dead_letter_url, depth, list_dead_letters, purge
 from jobqueues.ops.errors import EXIT_FAILED, BadInput
@@ -52,15 +52,15 @@ DEAD_LETTER_COLUMNS: tuple[tuple[str, Parts], ...] = (
     ("body", folds),
     ("last error", folds),
 )
+_HEADERS, _PARTS = [column for column, _ in DEAD_LETTER_COLUMNS], [parts for _, parts in DEAD_LETTER_COLUMNS]
 
 
 def dead_letter_table(rows: list[DeadLetter], width: int | None = None) -> Table:
     """The DLQ's rows: the id each message was sent with, its receives, age, group, body and last error, sized to
     ``width`` (None: as wide as they need) without splitting an id (:func:`dead_letters_view` picks)."""
     view = Table(title_justify="left")
-    headers, parts = [c for c, _ in DEAD_LETTER_COLUMNS], [p for _, p in DEAD_LETTER_COLUMNS]
     cells = [_cells(row) for row in rows]
-    for header, split, column_width in zip(headers, parts, widths(headers, cells, parts, width), strict=True):
+    for header, split, column_width in zip(_HEADERS, _PARTS, widths(_HEADERS, cells, _PARTS, width), strict=True):
         view.add_column(
             header,
             justify="right" if header == "receives" else "left",
@@ -88,31 +88,24 @@ def _cells(row: DeadLetter) -> list[str]:
     ]
 
 
-class _Fitted:
-    """:func:`dead_letter_table` where the terminal is wide enough for it, else a block per message."""
-
-    def __init__(self, rows: list[DeadLetter]) -> None:
-        self.rows = rows
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        cells = [_cells(row) for row in self.rows]
-        headers, parts = [c for c, _ in DEAD_LETTER_COLUMNS], [p for _, p in DEAD_LETTER_COLUMNS]
-        if least_width(headers, cells, parts) <= options.max_width:
-            yield dead_letter_table(self.rows, options.max_width)
-            return
-        for values in cells:  # its id on a line of its own, then each figure and text under it
-            yield f"[bold]{escape(values[0])}[/]"
-            grid = Table.grid(padding=(0, 1))
-            grid.add_column(style="dim", no_wrap=True)
-            grid.add_column(overflow="fold")
-            for header, value in zip(headers[1:], values[1:], strict=True):
-                grid.add_row(header, escape(value))
-            yield Padding(grid, (0, 0, 0, 2), expand=False)
+def _blocks(rows: list[DeadLetter]) -> RenderableType:
+    """A block per message, for a terminal too narrow for the table: its id on a line of its own, then each figure
+    and text under it."""
+    blocks: list[RenderableType] = []
+    for values in (_cells(row) for row in rows):
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for header, value in zip(_HEADERS[1:], values[1:], strict=True):
+            grid.add_row(header, escape(value))
+        blocks += [f"[bold]{escape(values[0])}[/]", Padding(grid, (0, 0, 0, 2), expand=False)]
+    return Group(*blocks)
 
 
 def dead_letters_view(rows: list[DeadLetter]) -> RenderableType:
     """``dlq list``'s view of ``rows``: the table, or a block per message on a terminal too narrow for it."""
-    return _Fitted(rows)
+    least = least_width(_HEADERS, [_cells(row) for row in rows], _PARTS)
+    return Fitted(least, lambda width: dead_letter_table(rows, width), lambda width: _blocks(rows))
 
 
 @command.command("list")

@@ -3,12 +3,12 @@ the table would not fit (:mod:`jobqueues.cli.status`)."""
 
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from jobqueues.cli.column_widths import Parts, least_width, whole, widths, words
+from jobqueues.cli.column_widths import Fitted, Parts, least_width, whole, widths, words
 from jobqueues.ops.status import JobTypeStatus
 
 
@@ -126,18 +126,6 @@ def stacked(rows: list[JobTypeStatus], width: int) -> RenderableType:
     return Group(*blocks)
 
 
-class _Fitted:
-    """:func:`table` where the terminal is wide enough for it, else :func:`stacked`: measured at each render, so a
-    ``--watch`` follows a resized terminal."""
-
-    def __init__(self, rows: list[JobTypeStatus]) -> None:
-        self.rows = rows
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
-        yield table(self.rows, width) if table_width(self.rows) <= width else stacked(self.rows, width)
-
-
 def _cells(row: JobTypeStatus, fair: bool) -> list[str]:
     """A row's cells as text, in the table's column order."""
     return [
@@ -157,7 +145,8 @@ def _cells(row: JobTypeStatus, fair: bool) -> list[str]:
 def status_view(rows: list[JobTypeStatus]) -> RenderableType:
     """The table, then each row's note (why a figure is missing) under it: in a cell, a long note squeezed every
     column of the table."""
-    return Group(_Fitted(rows), *(f"{escape(row.name)}: {escape(row.note)}" for row in rows if row.note))
+    fitted = Fitted(table_width(rows), lambda width: table(rows, width), lambda width: stacked(rows, width))
+    return Group(fitted, *(f"{escape(row.name)}: {escape(row.note)}" for row in rows if row.note))
 
 
 def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
