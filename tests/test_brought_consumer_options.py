@@ -16,7 +16,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
-from cdk_helpers import ENV, new_stack
+from cdk_helpers import ENV, lint_template, new_stack
 from test_idempotency_constructs import REGISTRY_IMAGE, JobsStack, inline_function
 
 from jobqueues import JobQueue, JobQueueError
@@ -151,9 +151,7 @@ def test_a_brought_worker_command_that_gives_other_settings_is_refused() -> None
 
 
 def test_the_template_is_cfn_lint_clean(synthesized: dict) -> None:
-    from cfnlint.api import ManualArgs, lint_file
-
-    findings = lint_file(synthesized["dir"] / "Jobs.template.json", config=ManualArgs(regions=["us-east-1"]))
+    findings = lint_template(synthesized["dir"] / "Jobs.template.json")
     assert [f"{m.rule.id} {m.message}" for m in findings] == []
 
 

@@ -316,11 +316,20 @@ def test_the_table_shows_the_quota_share_from_1_percent_and_what_could_not_be_re
     assert "\x1b[1;31m" not in red.export_text(styles=True)
 
 
-def test_a_failed_refresh_keeps_the_last_table_and_says_why() -> None:
+#: When the tests' watches read their table.
+READ_AT = datetime.datetime(2026, 11, 29, 14, 2, 31)
+
+
+def test_a_failed_refresh_keeps_the_last_table_and_says_why_and_how_old_it_is() -> None:
+    # GIVEN a table read at 14:02:31, WHEN a later refresh fails
     row = JobTypeStatus("S/J", "J", "S", False, visible=7)
-    shown = text_of(watch_view([row], "cannot reach http://x: is it running? [x]", 2))
+    shown = text_of(watch_view([row], "cannot reach http://x: is it running? [x]", 2, READ_AT))
+    # THEN the table is kept, with why the refresh failed and when the table kept was read (a network down for
+    # ten minutes would otherwise show a ten-minute-old backlog as the present one)
     assert "S/J" in shown and "refresh failed: cannot reach http://x: is it running? [x]" in shown
-    assert "refreshed every 2 s" in text_of(watch_view([row], None, 2))
+    assert "(the table is the last one read, at 14:02:31)" in shown
+    assert "refreshed every 2 s" in text_of(watch_view([row], None, 2, READ_AT))
+    assert "14:02:31" not in text_of(watch_view([row], None, 2, READ_AT))  # a fresh table needs no time
 
 
 @NEEDS_CDK
@@ -347,16 +356,23 @@ def test_watch_survives_a_failed_refresh(
 
     shown: list[str | None] = []
 
-    def view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> Any:
+    read_at: list[datetime.datetime] = []
+
+    def view(rows: list[JobTypeStatus], failure: str | None, every_s: float, read: datetime.datetime) -> Any:
         shown.append(failure)
-        return watch_view(rows, failure, every_s)
+        read_at.append(read)
+        return watch_view(rows, failure, every_s, read)
 
     monkeypatch.setattr(cli_status, "read_status", read_status)
     monkeypatch.setattr(cli_status, "watch_view", view)
     monkeypatch.setattr(cli_status, "_wait", wait)
+    clock = iter([READ_AT, READ_AT + datetime.timedelta(seconds=4)])  # read when each successful read returned
+    monkeypatch.setattr(cli_status, "_now", lambda: next(clock))
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--watch", "2"]) == 0
     # the failed refresh kept the table and said why; the next one cleared it
     assert shown == [None, "cannot reach http://sqs.down: is it running?", None]
+    # ... and the failed refresh's view gave the time of the table it kept, the first one's
+    assert read_at == [READ_AT, READ_AT, READ_AT + datetime.timedelta(seconds=4)]
     assert "OpsShared/Emails" in capsys.readouterr().out
 
 
@@ -645,7 +661,7 @@ def test_a_watch_names_every_dead_letter_count_above_what_a_short_terminal_crops
     rows = [JobTypeStatus(f"S/J{i}", f"J{i}", "S", False, visible=i, dead_letter=i % 3) for i in range(1, 7)]
     # WHEN the watch's view is drawn on a short terminal
     console = Console(width=80, height=12, record=True, color_system=None)
-    console.print(watch_view(rows, "throttled", 2))
+    console.print(watch_view(rows, "throttled", 2, READ_AT))
     first = console.export_text().splitlines()[:2]
     # THEN its first lines, which a crop keeps, say how it refreshes, the failure, and each DLQ that holds messages
     assert first[0].startswith("refreshed every 2 s; Ctrl-C ends"), first

@@ -12,6 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Validations
+from cdk_helpers import lint_template
 from emulator_apps.cross_stack_app import CONSUMERS_STACK, QUEUES_STACK, build_app
 
 from jobqueues.fleet_dashboard import FLEET_DASHBOARD_SUFFIX
@@ -70,9 +71,7 @@ def test_the_binding_creates_its_resources_in_the_consumer_s_stack(synthesized: 
 
 @pytest.mark.parametrize("stack", [QUEUES_STACK, CONSUMERS_STACK])
 def test_the_templates_are_cfn_lint_clean(synthesized: dict, stack: str) -> None:
-    from cfnlint.api import ManualArgs, lint_file
-
-    findings = lint_file(synthesized["dir"] / f"{stack}.template.json", config=ManualArgs(regions=["us-east-1"]))
+    findings = lint_template(synthesized["dir"] / f"{stack}.template.json")
     assert [
         f"{m.rule.id} {m.message}"
         for m in findings

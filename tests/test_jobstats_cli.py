@@ -5,9 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -66,31 +63,21 @@ def write_logs(directory: Path) -> dict[str, np.ndarray]:
     return {"Email": email, "Rare": rare}
 
 
-def test_cli_profiles_every_format_and_writes_plots(tmp_path: Path) -> None:
+def test_cli_profiles_every_format_and_writes_plots(
+    spark,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``main`` as ``python -m jobstats`` calls it, on the session's SparkSession (a JVM of its own costs about 13 s
+    of CPU; the demo runs the command itself, ``tests/test_demo.py``, and a cluster runs the shipped entry point,
+    ``tests/test_jobstats_cluster.py``)."""
     values = write_logs(tmp_path / "logs")
     out = tmp_path / "profiles.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "lambda_src")])}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jobstats",
-            "profile",
-            str(tmp_path / "logs"),
-            "--out",
-            str(out),
-            "--plots",
-            str(tmp_path / "plots"),
-            "--master",
-            "local[2]",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    argv = ["profile", str(tmp_path / "logs"), "--out", str(out), "--plots", str(tmp_path / "plots")]
+    assert main(argv) == 0
     document = json.loads(out.read_text())
     email = document["deployments"]["Email"]
     assert email["count"] == 1_500
@@ -104,10 +91,11 @@ def test_cli_profiles_every_format_and_writes_plots(tmp_path: Path) -> None:
     report = document["input_report"]
     assert report["malformed_lines"] == 3 and "this line is not JSON" in report["malformed_sample"]
     assert report["files_without_records"] == [f"file://{tmp_path / 'logs' / 'notes.txt'}"]
-    assert "no well-formed record in" in result.stderr and "notes.txt" in result.stderr
+    assert "no well-formed record in" in caplog.text and "notes.txt" in caplog.text
     plots = tmp_path / "plots"
     assert (plots / plot_file_name("Email")).stat().st_size > 10_000 and (plots / plot_file_name("Rare")).exists()
-    assert "Email: 1,500 messages" in result.stdout and "Rare: 20 messages" in result.stdout
+    printed = capsys.readouterr().out
+    assert "Email: 1,500 messages" in printed and "Rare: 20 messages" in printed
 
 
 def test_since_keeps_only_later_records(spark, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from aws_cdk import Duration, Validations, cx_api
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
+from cdk_helpers import lint_template
 from cdk_nag import AwsSolutionsChecks
 from emulator_apps import consumers_app, ecs_options_app, stages_app
 
@@ -57,8 +58,6 @@ def test_nag_is_live_and_job_queues_pass_it() -> None:
 def test_cfn_lint_and_nag_pass_on_every_template_of_the_example_and_emulator_apps_with_no_lookup(
     example_app: tuple[cdk.App, cx_api.CloudAssembly], tmp_path: Path
 ) -> None:
-    from cfnlint.api import ManualArgs, lint_file
-
     consumers = consumers_app.build_app(cdk.App(outdir=str(tmp_path / "consumers.out"))).synth()
     stages = stages_app.build_app(cdk.App(outdir=str(tmp_path / "stages.out"))).synth()
     ecs_options_app.build_app(options := cdk.App(outdir=str(tmp_path / "ecs_options.out")))
@@ -75,6 +74,29 @@ def test_cfn_lint_and_nag_pass_on_every_template_of_the_example_and_emulator_app
     findings = [
         f"{template.name}: {match.rule.id} {match.message}"
         for template in templates
-        for match in lint_file(template, config=ManualArgs(regions=["us-east-1"]))
+        for match in lint_template(template)
     ]
     assert findings == []  # errors and warnings
+
+
+def test_the_tests_lint_finds_what_cfn_lint_finds_template_after_template(tmp_path: Path) -> None:
+    """``lint_template`` builds cfn-lint's rules once a process; each template still gets every finding."""
+    from cfnlint.api import ManualArgs, lint_file
+
+    # GIVEN two templates, each with its own mistakes (an unknown property, a VT over SQS's 12 h, a missing
+    # resource, a runtime long retired), linted one after the other
+    queue = {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": 999_999, "Bogus": 1}}
+    function = {
+        "Type": "AWS::Lambda::Function",
+        "Properties": {"Runtime": "python2.7", "Handler": "a.b", "Code": {"ZipFile": "x"}, "Role": "arn:x"},
+        "DependsOn": "Missing",
+    }
+    templates = []
+    for name, resource in (("Queue", queue), ("Function", function)):
+        templates.append(tmp_path / f"{name}.template.json")
+        templates[-1].write_text(json.dumps({"Resources": {name: resource}}))
+    for template in templates:
+        # WHEN the tests' helper lints it THEN it finds what cfn-lint's own lint_file finds, and finds something
+        found = sorted((m.rule.id, m.message) for m in lint_template(template))
+        assert found == sorted((m.rule.id, m.message) for m in lint_file(template, ManualArgs(regions=["us-east-1"])))
+        assert found, template.name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar, cast
 
 import click
@@ -112,6 +113,11 @@ def _wait(stop: threading.Event, seconds: float) -> bool:
     return stop.wait(seconds)
 
 
+def _now() -> datetime:
+    """The local time, with its zone: when a watch's table was read."""
+    return datetime.now().astimezone()
+
+
 def _watch(aws: Aws, stacks: tuple[str, ...], names: tuple[str, ...], every_s: float) -> int:
     """``--watch``: the table every ``every_s`` seconds until Ctrl-C, which ends it with 0 from the command's start
     (a second one at once). Ctrl-C only sets a flag the loop reads: a ``KeyboardInterrupt`` raised where Python
@@ -125,6 +131,7 @@ def _watch(aws: Aws, stacks: tuple[str, ...], names: tuple[str, ...], every_s: f
             job_types = _until_stopped(stop, lambda: _named(aws, aws.discover(stacks), names, stacks))
             # the first read fails as a plain run does: one error line, its status
             rows = _until_stopped(stop, lambda: _read(aws, job_types))
+            read_at = _now()
             console = _console()
             # On a terminal the table is redrawn in place; elsewhere (a pipe, a CI log) each refresh prints it again.
             live: Any = Live(console=console, refresh_per_second=1) if console.is_terminal else None
@@ -132,15 +139,16 @@ def _watch(aws: Aws, stacks: tuple[str, ...], names: tuple[str, ...], every_s: f
             if live is not None:
                 live.start()
             try:
-                show(watch_view(rows, None, every_s))
+                show(watch_view(rows, None, every_s, read_at))
                 while not _wait(stop, every_s):
                     failure = None
                     try:
                         rows = _until_stopped(stop, lambda: _read(aws, job_types))
+                        read_at = _now()
                     except (BotoCoreError, ClientError) as error:
                         # A throttled or dropped request should not end an operator's watch: show it, try again.
                         failure = str(aws_error(error, aws.endpoint_url) or error)
-                    show(watch_view(rows, failure, every_s))
+                    show(watch_view(rows, failure, every_s, read_at))
             finally:
                 if live is not None:
                     live.stop()

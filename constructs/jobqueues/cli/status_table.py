@@ -3,6 +3,8 @@ the table would not fit (:mod:`jobqueues.cli.status`)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.padding import Padding
@@ -149,13 +151,15 @@ def status_view(rows: list[JobTypeStatus]) -> RenderableType:
     return Group(fitted, *(f"{escape(row.name)}: {escape(row.note)}" for row in rows if row.note))
 
 
-def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float) -> RenderableType:
-    """The ``--watch`` view: how it refreshes, why the latest refresh failed (if it did) and every dead-letter queue
-    that holds messages, then the last table read. Those lines come first: a terminal shorter than the view crops
-    its end (a trial's 80x24 watch lost the last job type's red DLQ count)."""
+def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float, read_at: datetime) -> RenderableType:
+    """The ``--watch`` view: how it refreshes, why the latest refresh failed (if it did), with when the table kept
+    was read (``read_at``, as the clock shows it), and every dead-letter queue that holds messages, then the last
+    table read. Those lines come first: a terminal shorter than the view crops its end (a trial's 80x24 watch lost
+    the last job type's red DLQ count)."""
     head = f"refreshed every {every_s:g} s; Ctrl-C ends"
     if failure is not None:
-        head += f"; [bold red]refresh failed: {escape(failure)}[/] (the table is the last one read)"
+        kept = f"the table is the last one read, at {read_at:%H:%M:%S}"  # refreshes can fail for minutes
+        head += f"; [bold red]refresh failed: {escape(failure)}[/] ({kept})"
     dead = [f"{escape(row.name)}\u00a0{row.dead_letter:,}" for row in rows if row.dead_letter]  # never apart
     if dead:
         head += f"; [bold red]dead letters: {', '.join(dead)}[/]"
