@@ -555,6 +555,8 @@ def test_on_a_narrow_terminal_a_message_id_and_the_headers_are_never_split() -> 
         for label in ("receives", "age", "group", "body"):
             assert label in text, (width, label, text)
         assert "last" in text and "error" in text and "card declined" in text
+        # AND no line, table or block, ends in blanks (a grid pads each cell to its column: a copied line got them)
+        assert [line for line in text.splitlines() if line != line.rstrip()] == [], (width, text)
 
 
 def test_a_fifo_group_is_never_split_and_a_short_body_is_not_wrapped() -> None:

@@ -69,8 +69,10 @@ def test_one_row_per_job_type_with_what_the_stacks_declared(
     assert (invoices["consumer"], invoices["ecs_running"], invoices["ecs_desired"]) == ("ecs", 0, 0)
     assert (receipts["consumer"], receipts["visibility_timeout_s"]) == ("lambda", 18)  # 6 x 3 s
     assert (emails["consumer"], emails["visibility_timeout_s"], emails["max_receive_count"]) == ("none", 10, 5)
-    # the emulator publishes no CloudWatch metrics: unknown, never zero
-    assert invoices["oldest_age_s"] is None and receipts["lambda_errors"] is None
+    # the emulator publishes no queue metric: the oldest message's age is unknown, never zero; a function not
+    # invoked in the window (nothing ran it since the deploy) has no error and no throttle, read as 0
+    assert invoices["oldest_age_s"] is None
+    assert (receipts["lambda_errors"], receipts["lambda_throttles"]) == (0, 0)
     # a job type named, as send and dlq take it: its row alone
     named = status_json(ops_deployment, capsys, "Emails", "Prod-Billing/Invoices")
     assert sorted(named) == ["OpsShared/Emails", "Prod-Billing/Invoices"]
@@ -152,6 +154,19 @@ def test_a_queue_that_does_not_exist_is_a_note_that_says_the_way_back() -> None:
     assert job_status(0, adopted, None, None, {}, {}).note == (
         "its queue Gone does not exist (adopted with JobQueue.from_queue_attributes: its owner creates it)"
     )
+
+
+def test_a_function_without_a_datapoint_in_the_window_had_no_error_and_no_throttle() -> None:
+    # GIVEN a Lambda job type, and a metric read that succeeded (a failed one is the command's error line)
+    job = JobType("Fn", "S", "S/Fn", "https://q/S-Fn", None, consumer=LambdaConsumer("fn", None))
+    # WHEN CloudWatch had no datapoint for its function in the window (Lambda publishes Errors and Throttles only
+    # when the function is invoked; an idle function, or one just deployed, has none)
+    row = job_status(0, job, {}, None, {}, {})
+    # THEN it had no error and no throttle: 0, not "-", which says a figure could not be read, with no note
+    assert (row.lambda_errors, row.lambda_throttles, row.note) == (0, 0, None)
+    assert "Lambda, errors 0, throttles 0" in text_of(table([row]))
+    # AND a datapoint is counted as before
+    assert job_status(0, job, {}, None, {"errors0": 2.0, "throttles0": 1.0}, {}).lambda_errors == 2
 
 
 def test_a_dead_letter_queue_that_does_not_exist_is_a_note_too() -> None:
@@ -679,6 +694,23 @@ def test_a_stacked_name_too_long_for_the_terminal_breaks_after_its_stack() -> No
     console = Console(width=40, record=True, color_system=None)
     console.print(stacked([row], 40))
     assert console.export_text().splitlines()[1:3] == ["Eu-Platform/", "NightlyInvoiceReconciliationJob"]
+
+
+def test_the_blocks_lines_end_without_padding() -> None:
+    # GIVEN job types whose figures differ in width, WHEN status is shown on a terminal too narrow for the table
+    from jobqueues.cli.status_table import status_view
+
+    rows = [
+        JobTypeStatus("Prod-Billing/Invoices", "Invoices", "Prod-Billing", True, visible=12_345, dead_letter=2),
+        JobTypeStatus("OpsShared/Emails", "Emails", "OpsShared", False, visible=7, consumer="lambda"),
+    ]
+    for width in (60, 40):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(status_view(rows))
+        lines = console.export_text().splitlines()
+        # THEN they are blocks, and no line ends in blanks (a grid pads each cell to its column's width)
+        assert "┃" not in "".join(lines) and "Prod-Billing/Invoices (FIFO)" in lines, lines
+        assert [line for line in lines if line != line.rstrip()] == [], lines
 
 
 def test_a_lambda_consumers_figures_stay_beside_their_labels_when_the_cell_wraps() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
 
 #: How a cell may wrap: the parts it must keep whole.
 Parts = Callable[[str], list[str]]
@@ -78,4 +79,22 @@ class Fitted:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
-        yield self.table(width) if self.least <= width else self.blocks(width)
+        if self.least <= width:
+            yield self.table(width)
+            return
+        for line in console.render_lines(self.blocks(width), options, pad=False):
+            yield from without_trailing_blanks(line)
+            yield Segment.line()
+
+
+def without_trailing_blanks(line: list[Segment]) -> list[Segment]:
+    """``line`` without the blanks after its last text: a block's grid pads each cell to its column's width, and an
+    operator's copy of a line (a message id, a group) got them. Blanks with a background colour are kept."""
+    line = list(line)
+    while line and not line[-1].control and not (line[-1].style and line[-1].style.bgcolor):
+        text = line[-1].text.rstrip(" ")
+        if text:
+            line[-1] = Segment(text, line[-1].style)
+            break
+        line.pop()
+    return line

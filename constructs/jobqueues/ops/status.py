@@ -45,7 +45,8 @@ class JobTypeStatus:
     """One job type's state now. A figure that could not be read is ``None`` (``note`` says why when known).
 
     Counts are SQS's approximate ones; ``oldest_age_s`` and ``visibility_timeout_s`` are seconds;
-    ``lambda_errors`` and ``lambda_throttles`` are sums over the last :data:`METRIC_WINDOW_S` seconds;
+    ``lambda_errors`` and ``lambda_throttles`` are sums over the last :data:`METRIC_WINDOW_S` seconds (0 without a
+    datapoint: a function not invoked in the window);
     ``noisy_groups``, a fair queue's ``ApproximateNumberOfNoisyGroups`` (``None`` for a queue that is not fair, or
     without a datapoint: the emulator publishes none).
     """
@@ -219,7 +220,8 @@ def job_status(
             notes.append("the ECS service was not found")
     elif isinstance(job.consumer, LambdaConsumer):
         consumer = "lambda"
-        errors, throttles = metrics.get(f"errors{index}"), metrics.get(f"throttles{index}")
+        # Lambda publishes Errors and Throttles only for a function invoked: no datapoint in the window is none.
+        errors, throttles = metrics.get(f"errors{index}", 0.0), metrics.get(f"throttles{index}", 0.0)
     return JobTypeStatus(
         name=job.name,
         job_type=job.job_type,
