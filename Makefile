@@ -44,13 +44,14 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Six processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute, so more processes
-# than cores keep both busy (docs/testing.md: how long it takes with 4, 6 and 8). The work units are a test, a
-# module whose tests share a module-scoped fixture, or all the tests sharing a deployed app or the SparkSession,
-# the shared ones first (tests/conftest.py).
-# On a fresh clone nothing is compiled yet, and six processes starting at once would each compile what they all
+# Five processes on 2 cores: most tests wait on leases, deploys and Spark rather than compute, so more processes
+# than cores keep both busy; each process also collects every test and starts its own emulator and CDK kernel, so
+# six cost more CPU than they saved (docs/testing.md: how long it takes with 4, 5, 6 and 8). The work units are a
+# test, a module whose tests share a module-scoped fixture, or all the tests sharing a deployed app or the
+# SparkSession, the shared ones first (tests/conftest.py).
+# On a fresh clone nothing is compiled yet, and five processes starting at once would each compile what they all
 # import: beside the lint, one process compiles it first (tests/support/warm_caches.py).
-PYTEST_PROCESSES ?= 6
+PYTEST_PROCESSES ?= 5
 test: setup
 	@echo "compiling what the tests import (tests/support/warm_caches.py), beside the lint"
 	@$(PY) tests/support/warm_caches.py & warming=$$!; $(MAKE) --no-print-directory lint; linted=$$?; wait $$warming; exit $$linted
