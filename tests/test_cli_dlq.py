@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -433,6 +434,33 @@ def test_a_job_type_without_a_consumer_says_why_no_error_is_shown(
 
 
 @NEEDS_CDK
+def test_on_a_narrow_terminal_the_title_and_notes_are_never_broken_into_lines(
+    ops_deployment: Deployment, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a DLQ message of a job type without a consumer (its note names why no error is shown), and a terminal
+    # of 40 columns (a docs-only trial there saw a job type's name and a log group's split mid-word: an operator
+    # copies them)
+    emails = discover(ops_deployment.server.client("cloudformation")).find("Emails")
+    sqs = ops_deployment.server.client("sqs")
+    sqs.send_message(QueueUrl=emails.dead_letter_queue_url, MessageBody="undeliverable")
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setenv("NO_COLOR", "1")
+    try:
+        # WHEN the DLQ is listed
+        assert main(["--endpoint-url", ops_deployment.server.endpoint, "dlq", "list", "Emails"]) == 0
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out).splitlines()  # a terminal's bold figures
+        # THEN the title and each note are one line each, for the terminal to wrap (a copy gets them whole), with
+        # nothing after their last character, and the message's block follows
+        assert lines[0] == "OpsShared/Emails's DLQ: 1 of about 1 message, peeked, not consumed", lines
+        assert lines[1].startswith("note: no error from the log: OpsShared/Emails has no consumer"), lines
+        assert lines[1].endswith("an error shown is from sqslease's dead-letter copy"), lines
+        assert any(line.strip() == "body       undeliverable" for line in lines[2:]), lines
+    finally:
+        assert len(take_all(sqs, emails.dead_letter_queue_url or "")) == 1
+
+
+@NEEDS_CDK
 @pytest.mark.parametrize("subcommand", ["list", "purge"])
 def test_an_unknown_job_type_exits_2_naming_those_that_exist(
     ops_deployment: Deployment, subcommand: str, capsys: pytest.CaptureFixture[str]
@@ -567,7 +595,9 @@ def test_a_fifo_group_is_never_split_and_a_short_body_is_not_wrapped() -> None:
     group = "customer-with-a-long-group-name-0001"
     rows = [DeadLetter("0f8fad5b-d9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950e", 2, 5.0,
                        group, '{"order": 500}', 14, None)]  # fmt: skip
-    for width in (200, 120, 100, 80):
+    # (a docs-only trial at 40 columns saw a 31-character group folded at a hyphen in the blocks' value column:
+    # a group longer than that column is on a line of its own, under its label)
+    for width in (200, 120, 100, 80, 60, 40):
         console = Console(width=width, record=True, color_system=None)
         console.print(dead_letters_view(rows))
         text = console.export_text()

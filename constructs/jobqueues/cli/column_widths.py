@@ -79,17 +79,24 @@ class Fitted:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
-        if self.least <= width:
-            yield self.table(width)
-            return
-        for line in console.render_lines(self.blocks(width), options, pad=False):
+        yield self.table(width) if self.least <= width else Trimmed(self.blocks(width))
+
+
+class Trimmed:
+    """``renderable`` with each line ending at its last character: a block's grid pads each cell to its column's
+    width, and rich ends a line it wraps at a space with that space; an operator's copy of the line got them."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.renderable, options, pad=False):
             yield from without_trailing_blanks(line)
             yield Segment.line()
 
 
 def without_trailing_blanks(line: list[Segment]) -> list[Segment]:
-    """``line`` without the blanks after its last text: a block's grid pads each cell to its column's width, and an
-    operator's copy of a line (a message id, a group) got them. Blanks with a background colour are kept."""
+    """``line`` without the blanks after its last text (:class:`Trimmed`); blanks with a background colour are kept."""
     line = list(line)
     while line and not line[-1].control and not (line[-1].style and line[-1].style.bgcolor):
         text = line[-1].text.rstrip(" ")

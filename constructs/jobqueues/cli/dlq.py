@@ -88,24 +88,39 @@ def _cells(row: DeadLetter) -> list[str]:
     ]
 
 
-def _blocks(rows: list[DeadLetter]) -> RenderableType:
-    """A block per message, for a terminal too narrow for the table: its id on a line of its own, then each figure
-    and text under it."""
+def _blocks(rows: list[DeadLetter], width: int) -> RenderableType:
+    """A block per message, for a terminal ``width`` columns wide, too narrow for the table: its id on a line of its
+    own, then each figure and text under it, beside its label; a value kept whole (a group) that the labels leave too
+    little room for, on a line of its own under its label."""
+    label_width = max(len(header) for header in _HEADERS[1:])
+    room = width - 2 - label_width - 1  # the block's indent, the labels, the gap
     blocks: list[RenderableType] = []
     for values in (_cells(row) for row in rows):
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="dim", no_wrap=True)
-        grid.add_column(overflow="fold")
-        for header, value in zip(_HEADERS[1:], values[1:], strict=True):
-            grid.add_row(header, escape(value))
-        blocks += [f"[bold]{escape(values[0])}[/]", Padding(grid, (0, 0, 0, 2), expand=False)]
+        blocks.append(f"[bold]{escape(values[0])}[/]")
+        grid = _label_grid(label_width)
+        for header, split, value in zip(_HEADERS[1:], _PARTS[1:], values[1:], strict=True):
+            if split is whole and len(value) > room:  # folded, a copy would be another group
+                blocks += [Padding(grid, (0, 0, 0, 2), expand=False), f"  [dim]{header}[/]"]
+                blocks.append(Padding(escape(value), (0, 0, 0, 4)))
+                grid = _label_grid(label_width)
+            else:
+                grid.add_row(header, escape(value))
+        blocks.append(Padding(grid, (0, 0, 0, 2), expand=False))
     return Group(*blocks)
+
+
+def _label_grid(label_width: int) -> Table:
+    """Label-value rows, the labels ``label_width`` wide: a block's grids, one under another, line up."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim", no_wrap=True, width=label_width)
+    grid.add_column(overflow="fold")
+    return grid
 
 
 def dead_letters_view(rows: list[DeadLetter]) -> RenderableType:
     """``dlq list``'s view of ``rows``: the table, or a block per message on a terminal too narrow for it."""
     least = least_width(_HEADERS, [_cells(row) for row in rows], _PARTS)
-    return Fitted(least, lambda width: dead_letter_table(rows, width), lambda width: _blocks(rows))
+    return Fitted(least, lambda width: dead_letter_table(rows, width), lambda width: _blocks(rows, width))
 
 
 @command.command("list")
@@ -144,9 +159,11 @@ def list_(aws: Aws, job_type: str, stack: str | None, limit: int, as_json: bool)
     shown = f"{len(found.rows)} of about {messages(max(total, len(found.rows)))}"
     if job.fifo and total > len(found.rows):
         shown += " (FIFO: a peek sees the first messages of each group only)"
-    console.print(f"{job.name}'s DLQ: {shown}, peeked, not consumed")
+    # The title and notes are one line each, for the terminal to wrap: they name a job type and a log group, and
+    # rich, wrapping them itself, split a name longer than the terminal mid-word (a copy got half of it).
+    console.print(f"{escape(job.name)}'s DLQ: {shown}, peeked, not consumed", soft_wrap=True)
     for note in notes:
-        console.print(f"note: {escape(note)}")
+        console.print(f"note: {escape(note)}", soft_wrap=True)
     console.print(dead_letters_view(found.rows))
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from jobqueues.cli.column_widths import Fitted, Parts, least_width, whole, widths, words
+from jobqueues.cli.column_widths import Fitted, Parts, Trimmed, least_width, whole, widths, words
 from jobqueues.ops.status import JobTypeStatus
 
 
@@ -160,7 +160,8 @@ def watch_view(rows: list[JobTypeStatus], failure: str | None, every_s: float, r
     if failure is not None:
         kept = f"the table is the last one read, at {read_at:%H:%M:%S}"  # refreshes can fail for minutes
         head += f"; [bold red]refresh failed: {escape(failure)}[/] ({kept})"
-    dead = [f"{escape(row.name)}\u00a0{row.dead_letter:,}" for row in rows if row.dead_letter]  # never apart
+    # The count first: wrapped anywhere, each part still reads right, and a copy of the name gets the name alone.
+    dead = [f"{row.dead_letter:,} in {escape(row.name)}" for row in rows if row.dead_letter]
     if dead:
         head += f"; [bold red]dead letters: {', '.join(dead)}[/]"
-    return Group(head, status_view(rows))
+    return Group(Trimmed(head), status_view(rows))
