@@ -1,4 +1,5 @@
-"""End to end: `python -m jobstats profile` on files written by the real sqslease EMF logger."""
+"""The `jobstats profile` command (its `main`, on the session's SparkSession) on files written by the real sqslease
+EMF logger; the command in a process of its own runs in the demo (`tests/test_demo.py`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from jobstats.__main__ import main
 from jobstats.plots import plot_file_name
 from sqslease.emf import EmfLogger
 
-ROOT = Path(__file__).resolve().parent.parent
 DAY_MS = 86_400_000
 START_MS = 1_793_000_000_000  # 2026-10-26T06:53:20Z
 
