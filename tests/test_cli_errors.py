@@ -73,6 +73,8 @@ def test_an_unreachable_endpoint_is_one_line_and_exit_3() -> None:
     assert done.returncode == EXIT_AWS, done
     line = _one_error_line(done.stderr)
     assert url in line and "is it running?" in line
+    # AND the URL ends at a blank, so that a double-click copies it alone (not "/:" with it)
+    assert any(word in (url, f"{url}/") for word in line.split()), line
 
 
 def test_missing_credentials_are_one_line_and_exit_3() -> None:

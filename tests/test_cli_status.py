@@ -169,6 +169,22 @@ def test_a_function_without_a_datapoint_in_the_window_had_no_error_and_no_thrott
     assert job_status(0, job, {}, None, {"errors0": 2.0, "throttles0": 1.0}, {}).lambda_errors == 2
 
 
+def test_lambda_errors_and_throttles_are_whole_counts_in_json() -> None:
+    # GIVEN a Lambda job type whose function had 2 errors and 1 throttle (CloudWatch's sums are floats: 2.0, 1.0)
+    job = JobType("Fn", "S", "S/Fn", "https://q/S-Fn", None, consumer=LambdaConsumer("fn", None))
+    row = job_status(0, job, {}, None, {"errors0": 2.0, "throttles0": 1.0}, {})
+    # WHEN --json prints the row
+    printed = json.loads(json.dumps(row.as_dict()))
+    # THEN they are counts, as the message counts are (2, not 2.0), with or without a datapoint
+    assert (printed["lambda_errors"], printed["lambda_throttles"]) == (2, 1)
+    assert all(type(printed[key]) is int for key in ("lambda_errors", "lambda_throttles"))
+    idle = job_status(0, job, {}, None, {}, {}).as_dict()
+    assert type(idle["lambda_errors"]) is int and type(idle["lambda_throttles"]) is int
+    # AND the table writes them as it writes the other counts (1,234,567, not 1.23457e+06)
+    many = job_status(0, job, {}, None, {"errors0": 1234567.0, "throttles0": 12000.0}, {})
+    assert "Lambda, errors 1,234,567, throttles 12,000" in text_of(table([many]))
+
+
 def test_a_dead_letter_queue_that_does_not_exist_is_a_note_too() -> None:
     # GIVEN a job type whose queue is there and whose DLQ was deleted outside its stack, WHEN its status is read,
     # THEN its DLQ column is unknown and a note says why, as for its queue
@@ -306,7 +322,7 @@ def text_of(renderable: Any) -> str:
 def test_the_table_shows_the_quota_share_from_1_percent_and_what_could_not_be_read() -> None:
     near = JobTypeStatus(
         "S/Near", "Near", "S", True, visible=3, in_flight=1_200, delayed=0, dead_letter=4,
-        visibility_timeout_s=30, max_receive_count=5, consumer="lambda", lambda_errors=2.0,
+        visibility_timeout_s=30, max_receive_count=5, consumer="lambda", lambda_errors=2,
     )  # fmt: skip
     low = JobTypeStatus(
         "S/Low", "Low", "S", False, visible=0, in_flight=1_199, oldest_age_s=150.0, dead_letter=0,
@@ -338,10 +354,10 @@ READ_AT = datetime.datetime(2026, 11, 29, 14, 2, 31)
 def test_a_failed_refresh_keeps_the_last_table_and_says_why_and_how_old_it_is() -> None:
     # GIVEN a table read at 14:02:31, WHEN a later refresh fails
     row = JobTypeStatus("S/J", "J", "S", False, visible=7)
-    shown = text_of(watch_view([row], "cannot reach http://x: is it running? [x]", 2, READ_AT))
+    shown = text_of(watch_view([row], "cannot reach http://x (is it running?) [x]", 2, READ_AT))
     # THEN the table is kept, with why the refresh failed and when the table kept was read (a network down for
     # ten minutes would otherwise show a ten-minute-old backlog as the present one)
-    assert "S/J" in shown and "refresh failed: cannot reach http://x: is it running? [x]" in shown
+    assert "S/J" in shown and "refresh failed: cannot reach http://x (is it running?) [x]" in shown
     assert "(the table is the last one read, at 14:02:31)" in shown
     assert "refreshed every 2 s" in text_of(watch_view([row], None, 2, READ_AT))
     assert "14:02:31" not in text_of(watch_view([row], None, 2, READ_AT))  # a fresh table needs no time
@@ -385,7 +401,7 @@ def test_watch_survives_a_failed_refresh(
     monkeypatch.setattr(cli_status, "_now", lambda: next(clock))
     assert main(["--endpoint-url", ops_deployment.server.endpoint, "status", "--watch", "2"]) == 0
     # the failed refresh kept the table and said why; the next one cleared it
-    assert shown == [None, "cannot reach http://sqs.down: is it running?", None]
+    assert shown == [None, "cannot reach http://sqs.down (is it running?)", None]
     # ... and the failed refresh's view gave the time of the table it kept, the first one's
     assert read_at == [READ_AT, READ_AT, READ_AT + datetime.timedelta(seconds=4)]
     assert "OpsShared/Emails" in capsys.readouterr().out
@@ -693,7 +709,7 @@ def test_the_watch_s_first_line_wraps_without_trailing_blanks() -> None:
     rows = [JobTypeStatus(f"S/J{i}", f"J{i}", "S", False, visible=i, dead_letter=i) for i in range(1, 4)]
     for width in (80, 60):
         console = Console(width=width, record=True, color_system=None)
-        console.print(watch_view(rows, "cannot reach http://localhost:42209/: is it running?", 2, READ_AT))
+        console.print(watch_view(rows, "cannot reach http://localhost:42209/ (is it running?)", 2, READ_AT))
         lines = console.export_text().splitlines()
         # THEN it wraps, and no line ends in blanks
         assert lines[0].startswith("refreshed every 2 s; Ctrl-C ends;") and len(lines[0]) <= width, lines
@@ -729,7 +745,7 @@ def test_the_blocks_lines_end_without_padding() -> None:
 
 
 def test_a_lambda_consumers_figures_stay_beside_their_labels_when_the_cell_wraps() -> None:
-    row = JobTypeStatus("S/F", "F", "S", False, consumer="lambda", lambda_errors=2.0)
+    row = JobTypeStatus("S/F", "F", "S", False, consumer="lambda", lambda_errors=2)
     console = Console(width=100, record=True, color_system=None)
     console.print(table([row], 60))
     text = console.export_text()

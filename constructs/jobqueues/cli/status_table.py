@@ -40,8 +40,7 @@ def _consumer(row: JobTypeStatus) -> str:
         tasks = f"{_count(row.ecs_running)}/{_count(row.ecs_desired)} tasks"
         return f"ECS {tasks}"
     if row.consumer == "lambda":
-        errors = "-" if row.lambda_errors is None else f"{row.lambda_errors:g}"
-        throttles = "-" if row.lambda_throttles is None else f"{row.lambda_throttles:g}"
+        errors, throttles = _count(row.lambda_errors), _count(row.lambda_throttles)
         return f"Lambda, errors {errors}, throttles {throttles}"  # wraps between its figures (_columns)
     return "none"  # ("-" is a figure that could not be read)
 

@@ -109,7 +109,7 @@ def _connection_error(error: Any, where: str) -> OpsError | None:
     if isinstance(error, boto.ProxyConnectionError):
         return AwsUnavailable(f"cannot reach the proxy {error.kwargs.get('proxy_url')} (HTTPS_PROXY): is it running?")
     if isinstance(error, boto.EndpointConnectionError | boto.ConnectTimeoutError):
-        return AwsUnavailable(f"cannot reach {url}: is it running?")
+        return AwsUnavailable(f"cannot reach {url} (is it running?)")  # a blank after it: a double-click copies it
     if isinstance(error, boto.ReadTimeoutError):
         return AwsUnavailable(
             f"{url} did not answer within {timeouts.READ_TIMEOUT_S:g} s (each of botocore's attempts): is it AWS or "

@@ -45,8 +45,8 @@ class JobTypeStatus:
     """One job type's state now. A figure that could not be read is ``None`` (``note`` says why when known).
 
     Counts are SQS's approximate ones; ``oldest_age_s`` and ``visibility_timeout_s`` are seconds;
-    ``lambda_errors`` and ``lambda_throttles`` are sums over the last :data:`METRIC_WINDOW_S` seconds (0 without a
-    datapoint: a function not invoked in the window);
+    ``lambda_errors`` and ``lambda_throttles`` are counts summed over the last :data:`METRIC_WINDOW_S` seconds (0
+    without a datapoint: a function not invoked in the window);
     ``noisy_groups``, a fair queue's ``ApproximateNumberOfNoisyGroups`` (``None`` for a queue that is not fair, or
     without a datapoint: the emulator publishes none).
     """
@@ -65,8 +65,8 @@ class JobTypeStatus:
     consumer: str = "none"  # "ecs", "lambda" or "none"
     ecs_running: int | None = None
     ecs_desired: int | None = None
-    lambda_errors: float | None = None
-    lambda_throttles: float | None = None
+    lambda_errors: int | None = None
+    lambda_throttles: int | None = None
     note: str | None = None
     fair: bool = False
     noisy_groups: float | None = None
@@ -221,7 +221,8 @@ def job_status(
     elif isinstance(job.consumer, LambdaConsumer):
         consumer = "lambda"
         # Lambda publishes Errors and Throttles only for a function invoked: no datapoint in the window is none.
-        errors, throttles = metrics.get(f"errors{index}", 0.0), metrics.get(f"throttles{index}", 0.0)
+        # CloudWatch sums them as floats; they are counts
+        errors, throttles = round(metrics.get(f"errors{index}", 0.0)), round(metrics.get(f"throttles{index}", 0.0))
     return JobTypeStatus(
         name=job.name,
         job_type=job.job_type,
